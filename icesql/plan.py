@@ -1,0 +1,381 @@
+"""Validated, typed plans: what the analyzer produces and the executor consumes.
+
+Frozen dataclasses with no Lark, pyiceberg or pyspark in sight. Plans never hold a secret's
+value: options that take a secret hold a ``SecretName`` and the executor asks the catalog
+store for the value at the moment it connects (see ``SecretResolver``). The one exception is
+``CreateSecretPlan``, whose value is wrapped in ``Redacted`` so that ``repr``, ``str`` and
+``to_dict`` never show it.
+
+Every plan has ``to_dict()`` / ``plan_from_dict()`` so the catalog store can persist it as JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+DEFAULT_MAXIMUM_FILE_SIZE = 512 * 1024 * 1024  # 512 MiB, as S3 Tables and the design doc
+DEFAULT_REGION = "us-east-1"  # SigV4 signing region when the AWS connection sets none
+
+
+class Redacted:
+    """A secret value that refuses to be printed."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Redacted('********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Redacted) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self) -> Any:  # never pickled into Spark closures or logs by accident
+        raise TypeError("a secret value cannot be pickled")
+
+
+@dataclass(frozen=True)
+class SecretName:
+    """A reference to a stored secret; the value is looked up only when connecting."""
+
+    name: str
+
+
+# (name) -> value; raises CatalogError when the secret is missing.
+SecretResolver = Callable[[str], str]
+
+
+
+class CatalogType(enum.Enum):
+    LOCAL = "local"
+    SQL = "sql"
+    REST = "rest"
+    S3TABLES = "s3tables"
+    GLUE = "glue"
+    HIVE = "hive"
+
+
+class RestAuth(enum.Enum):
+    NONE = "none"
+    OAUTH2 = "oauth2"  # USER/PASSWORD as client credentials, or CREDENTIAL
+    BASIC = "basic"  # USER/PASSWORD as HTTP basic
+    TOKEN = "token"  # TOKEN = SECRET t (bearer)
+    SIGV4 = "sigv4"  # through an AWS CONNECTION
+
+
+class SourceFormat(enum.Enum):
+    JSON = "json"
+    CSV = "csv"
+    PARQUET = "parquet"
+    DEBEZIUM_JSON = "debezium-json"
+
+
+class SourceKind(enum.Enum):
+    FILES = "files"
+    GENERATOR = "generator"
+
+
+class SinkMode(enum.Enum):
+    APPEND = "append"
+    UPSERT = "upsert"
+
+
+class OnError(enum.Enum):
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+# --------------------------------------------------------------------------- objects
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a relation as Spark names it, with its Spark SQL type string."""
+
+    name: str
+    type: str  # Spark DDL type, lower case: 'bigint', 'timestamp', 'struct<a:int>', ...
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class AwsConnectionPlan:
+    name: str
+    access_key_id: str | SecretName | None = None
+    secret_access_key: str | SecretName | None = None
+    session_token: SecretName | str | None = None
+    region: str | None = None
+    endpoint: str | None = None
+    assume_role_arn: str | None = None
+    assume_role_session_name: str | None = None
+    validate: bool = True
+    kind: ClassVar[str] = "aws"
+
+    @property
+    def signing_region(self) -> str:
+        return self.region or DEFAULT_REGION
+
+
+@dataclass(frozen=True)
+class CatalogConnectionPlan:
+    name: str
+    catalog_type: CatalogType
+    uri: str | None = None
+    warehouse: str | None = None
+    auth: RestAuth = RestAuth.NONE
+    user: str | None = None
+    password: SecretName | None = None
+    credential: SecretName | None = None  # OAuth2 'client_id:client_secret'
+    token: SecretName | None = None
+    oauth2_server_uri: str | None = None
+    scope: str | None = None
+    aws_connection: str | None = None
+    access_delegation: str | None = None  # 'vended-credentials'
+    properties: tuple[tuple[str, str], ...] = ()  # passed through to the pyiceberg catalog
+    validate: bool = True
+    kind: ClassVar[str] = "iceberg_catalog"
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    name: str
+    source_kind: SourceKind
+    path: str | None = None  # FILES: directory (or glob) watched for new files
+    format: SourceFormat | None = None  # FILES only
+    schema: str | None = None  # Spark DDL string as declared
+    columns: tuple[Column, ...] = ()  # parsed from schema when declared
+    header: bool = False  # csv
+    rows_per_second: int | None = None  # GENERATOR
+    total_rows: int | None = None  # GENERATOR: bounded when set
+    max_files_per_trigger: int | None = None
+    on_error: OnError = OnError.FAIL
+    options: tuple[tuple[str, str], ...] = ()  # other reader options passed to Spark
+
+
+@dataclass(frozen=True)
+class ViewPlan:
+    name: str
+    query: str  # Spark SQL, verbatim
+    depends_on: tuple[str, ...] = ()  # icesql sources and views the query mentions
+
+
+class Transform(enum.Enum):
+    IDENTITY = "identity"
+    BUCKET = "bucket"
+    TRUNCATE = "truncate"
+    YEAR = "year"
+    MONTH = "month"
+    DAY = "day"
+    HOUR = "hour"
+    VOID = "void"
+
+
+@dataclass(frozen=True)
+class PartitionFieldPlan:
+    """A resolved partition field: canonical transform, its parameter, the source column."""
+
+    source_column: str
+    transform: Transform
+    param: int | None = None  # N of bucket, W of truncate
+    name: str = ""  # partition field name, Iceberg's convention: ts_day, id_bucket_16, region
+
+    def describe(self) -> str:
+        if self.param is not None:
+            return f"{self.transform.value}({self.param}, {self.source_column})"
+        if self.transform is Transform.IDENTITY:
+            return self.source_column
+        return f"{self.transform.value}({self.source_column})"
+
+
+@dataclass(frozen=True)
+class CommitPolicy:
+    minimum_size: int | None = None  # bytes staged before a commit
+    maximum_period: float | None = None  # seconds since the last commit
+
+    def describe(self) -> str:
+        if self.minimum_size is None and self.maximum_period is None:
+            return "every micro-batch"
+        parts = []
+        if self.minimum_size is not None:
+            parts.append(f"{self.minimum_size} bytes staged")
+        if self.maximum_period is not None:
+            parts.append(f"{self.maximum_period:g}s since the last commit")
+        return " or ".join(parts)
+
+
+@dataclass(frozen=True)
+class SinkPlan:
+    name: str
+    relation: str  # icesql source/view name, or a Spark table/view (dotted)
+    catalog_connection: str
+    namespace: tuple[str, ...]
+    table: str
+    aws_connection: str | None = None
+    key: tuple[str, ...] = ()
+    key_enforced: bool = True
+    mode: SinkMode = SinkMode.APPEND
+    partition_by: tuple[PartitionFieldPlan, ...] = ()
+    format: str = "parquet"
+    commit: CommitPolicy = field(default_factory=CommitPolicy)
+    maximum_file_size: int = DEFAULT_MAXIMUM_FILE_SIZE
+    format_version: int = 2
+    properties: tuple[tuple[str, str], ...] = ()
+    on_error: OnError = OnError.FAIL
+    columns: tuple[Column, ...] = ()  # source columns when known at analysis time
+
+    @property
+    def table_identifier(self) -> str:
+        return ".".join((*self.namespace, self.table))
+
+
+# --------------------------------------------------------------------------- statement plans
+
+
+@dataclass(frozen=True)
+class CreateSecretPlan:
+    name: str
+    value: Redacted
+    if_not_exists: bool = False
+    replace: bool = False  # ALTER SECRET
+
+
+@dataclass(frozen=True)
+class CreateObjectPlan:
+    """CREATE CONNECTION/SOURCE/VIEW/SINK: the definition plus what it depends on."""
+
+    definition: AwsConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+    sql: str  # canonical CREATE statement (secret values never appear in it)
+    dependencies: tuple[tuple[str, str], ...] = ()  # (kind, name): 'secret'/'connection'/...
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterSinkPlan:
+    name: str
+    definition: SinkPlan  # the sink's definition after the change
+    sql: str
+
+
+@dataclass(frozen=True)
+class DropPlan:
+    kind: str  # 'secret' | 'connection' | 'source' | 'view' | 'sink'
+    name: str
+    if_exists: bool = False
+    cascade: bool = False
+
+
+@dataclass(frozen=True)
+class ShowPlan:
+    kind: str  # plural listing: 'secrets', 'connections', ...
+
+
+@dataclass(frozen=True)
+class ShowCreatePlan:
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ShowSinkStatusPlan:
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class DescribePlan:
+    name: str
+
+
+@dataclass(frozen=True)
+class ExplainPlan:
+    sink: SinkPlan
+
+
+@dataclass(frozen=True)
+class ValidateConnectionPlan:
+    name: str
+
+
+@dataclass(frozen=True)
+class FlushSinkPlan:
+    name: str | None = None
+
+
+StatementPlan = (
+    CreateSecretPlan
+    | CreateObjectPlan
+    | AlterSinkPlan
+    | DropPlan
+    | ShowPlan
+    | ShowCreatePlan
+    | ShowSinkStatusPlan
+    | DescribePlan
+    | ExplainPlan
+    | ValidateConnectionPlan
+    | FlushSinkPlan
+)
+
+ObjectPlan = AwsConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+
+
+# --------------------------------------------------------------------------- JSON form
+
+_PLAN_TYPES: dict[str, type[Any]] = {
+    t.__name__: t
+    for t in (
+        AwsConnectionPlan,
+        CatalogConnectionPlan,
+        SourcePlan,
+        ViewPlan,
+        SinkPlan,
+        PartitionFieldPlan,
+        CommitPolicy,
+        Column,
+        SecretName,
+    )
+}
+_ENUMS: dict[str, type[enum.Enum]] = {
+    t.__name__: t for t in (CatalogType, RestAuth, SourceFormat, SourceKind, SinkMode, OnError, Transform)
+}
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready form of a plan; tagged so ``plan_from_dict`` can rebuild it exactly."""
+    if isinstance(obj, Redacted):
+        raise TypeError("a secret value is never serialised with a plan")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out: dict[str, Any] = {"$type": type(obj).__name__}
+        for f in dataclasses.fields(obj):
+            out[f.name] = to_dict(getattr(obj, f.name))
+        return out
+    if isinstance(obj, enum.Enum):
+        return {"$enum": type(obj).__name__, "value": obj.value}
+    if isinstance(obj, tuple):
+        return [to_dict(x) for x in obj]
+    return obj
+
+
+def plan_from_dict(data: Any) -> Any:
+    """Inverse of ``to_dict``."""
+    if isinstance(data, dict):
+        if "$enum" in data:
+            return _ENUMS[data["$enum"]](data["value"])
+        if "$type" in data:
+            cls = _PLAN_TYPES[data["$type"]]
+            kwargs = {k: plan_from_dict(v) for k, v in data.items() if k != "$type"}
+            return cls(**kwargs)
+        return {k: plan_from_dict(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return tuple(plan_from_dict(x) for x in data)
+    return data

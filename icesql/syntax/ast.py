@@ -1,0 +1,388 @@
+"""The icesql syntax tree: frozen dataclasses, tuples not lists, spans outside equality.
+
+The tree records what the user wrote (both the design-document and the Materialize spellings
+keep their shape: options stay generic ``Option(name, value)`` pairs); the analyzer decides
+what the options mean. ``to_sql()`` prints canonical SQL such that ``parse(x.to_sql()) == x``;
+``to_dict()`` gives stable, JSON-ready dictionaries.
+
+Identifiers are folded to lower case unless quoted; ``Ident.quoted`` remembers the quotes so
+the printer can keep them (and so the analyzer can accept ``REGION = "eu-west-1"``, a
+double-quoted value as the design document writes it).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Union
+
+from icesql.errors import Span
+
+
+def _span() -> Any:
+    return field(default=None, compare=False, repr=False, kw_only=True)
+
+
+class ObjectKind(enum.Enum):
+    SECRET = "SECRET"
+    CONNECTION = "CONNECTION"
+    SOURCE = "SOURCE"
+    VIEW = "VIEW"
+    SINK = "SINK"
+
+    @property
+    def plural(self) -> str:
+        return self.value + "S"
+
+
+class ConnectionKind(enum.Enum):
+    AWS = "AWS"
+    ICEBERG_CATALOG = "ICEBERG CATALOG"
+
+
+class SourceKind(enum.Enum):
+    FILES = "FILES"
+    GENERATOR = "GENERATOR"
+
+
+class SinkMode(enum.Enum):
+    APPEND = "APPEND"
+    UPSERT = "UPSERT"
+
+
+class DropBehavior(enum.Enum):
+    CASCADE = "CASCADE"
+    RESTRICT = "RESTRICT"
+
+
+# --------------------------------------------------------------------------- leaves
+
+
+@dataclass(frozen=True)
+class Node:
+    """Base of every node; ``span`` never takes part in equality."""
+
+    span: Span | None = _span()
+
+    def to_sql(self) -> str:
+        from icesql.syntax.printer import to_sql
+
+        return to_sql(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return node_to_dict(self)
+
+
+@dataclass(frozen=True)
+class Ident(Node):
+    """An identifier: ``name`` is folded to lower case unless it was double-quoted."""
+
+    name: str
+    quoted: bool = False
+
+
+@dataclass(frozen=True)
+class QualifiedName(Node):
+    """A dotted name such as ``db.orders`` (a Spark table) or just ``orders``."""
+
+    parts: tuple[Ident, ...]
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(p.name for p in self.parts)
+
+
+@dataclass(frozen=True)
+class StringLit(Node):
+    """A single-quoted string; ``value`` has ``''`` already unescaped."""
+
+    value: str
+
+
+@dataclass(frozen=True)
+class NumberLit(Node):
+    """A number as written (``16``, ``1.5``, ``-3``); ``value`` is int or float."""
+
+    text: str
+
+    @property
+    def value(self) -> int | float:
+        try:
+            return int(self.text)
+        except ValueError:
+            return float(self.text)
+
+
+@dataclass(frozen=True)
+class BoolLit(Node):
+    value: bool
+
+
+@dataclass(frozen=True)
+class SecretRef(Node):
+    """``SECRET name`` used as an option value."""
+
+    name: Ident
+
+
+@dataclass(frozen=True)
+class OptionList(Node):
+    """A parenthesised option list used as a value: ``PROPERTIES = ('k' = 'v', ...)``."""
+
+    options: tuple[Option, ...]
+
+
+# An option value. A bare or double-quoted identifier is an ``Ident`` (the analyzer accepts a
+# quoted identifier where a string is expected, as in the design document's examples).
+Value = Union[StringLit, NumberLit, BoolLit, Ident, SecretRef, OptionList]
+
+
+@dataclass(frozen=True)
+class Option(Node):
+    """``NAME WORDS = value`` or a bare ``NAME`` (value None).
+
+    ``name`` is the upper-cased words joined by single spaces (``"SECRET ACCESS KEY"``), or,
+    for a property key written as a string (``'write.format.default' = 'parquet'``), the
+    string itself with ``key_is_string`` set.
+    """
+
+    name: str
+    value: Value | None = None
+    key_is_string: bool = False
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Statement(Node):
+    kind_name: ClassVar[str] = "statement"
+
+
+@dataclass(frozen=True)
+class CreateSecret(Statement):
+    name: Ident
+    value: StringLit
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterSecret(Statement):
+    name: Ident
+    value: StringLit
+
+
+@dataclass(frozen=True)
+class CreateConnection(Statement):
+    """``CREATE CONNECTION name TO AWS | ICEBERG CATALOG (options) [WITH (options)]``."""
+
+    name: Ident
+    connection_kind: ConnectionKind
+    options: tuple[Option, ...] = ()
+    with_options: tuple[Option, ...] = ()
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateSource(Statement):
+    """``CREATE SOURCE name FROM FILES 'path' (options)`` or ``FROM GENERATOR (options)``."""
+
+    name: Ident
+    source_kind: SourceKind
+    path: StringLit | None = None
+    options: tuple[Option, ...] = ()
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class CreateView(Statement):
+    """``CREATE VIEW name AS <select>``; the query text is kept verbatim for Spark."""
+
+    name: Ident
+    query: str
+    if_not_exists: bool = False
+    query_span: Span | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class PartitionArg(Node):
+    """One argument of a partition transform: a column or an integer literal."""
+
+    column: Ident | None = None
+    number: NumberLit | None = None
+
+
+@dataclass(frozen=True)
+class PartitionField(Node):
+    """``col`` (transform None) or ``name(arg, ...)`` exactly as written; the analyzer
+    resolves spelling (``days``/``day``) and argument order (``bucket(c, 16)``)."""
+
+    transform: Ident | None
+    args: tuple[PartitionArg, ...]
+
+
+@dataclass(frozen=True)
+class CreateSink(Statement):
+    """Both spellings of CREATE SINK.
+
+    Design document::
+
+        CREATE SINK s FROM rel TO ICEBERG CATALOG cat USING AWS CONNECTION aws
+        NAMESPACE "ns" TABLE "t" WITH (...)
+
+    Materialize::
+
+        CREATE SINK s FROM rel INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'ns', TABLE = 't')
+        USING AWS CONNECTION aws KEY (id) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL = '60s')
+
+    ``catalog_options`` holds the parenthesised options after the catalog name;
+    ``namespace``/``table`` hold the design-document clause.
+    """
+
+    name: Ident
+    relation: QualifiedName
+    catalog: Ident
+    catalog_options: tuple[Option, ...] = ()
+    aws_connection: Ident | None = None
+    namespace: Ident | StringLit | None = None
+    table: Ident | StringLit | None = None
+    key: tuple[Ident, ...] = ()
+    key_not_enforced: bool = False
+    mode: SinkMode | None = None
+    partition_by: tuple[PartitionField, ...] = ()
+    with_options: tuple[Option, ...] = ()
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterSink(Statement):
+    """``ALTER SINK name SET (options)`` (``RESET (names)`` resets options to defaults)."""
+
+    name: Ident
+    set_options: tuple[Option, ...] = ()
+    reset_options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Drop(Statement):
+    object_kind: ObjectKind
+    name: Ident
+    if_exists: bool = False
+    behavior: DropBehavior | None = None
+
+
+@dataclass(frozen=True)
+class Show(Statement):
+    """``SHOW SECRETS | CONNECTIONS | SOURCES | VIEWS | SINKS``."""
+
+    object_kind: ObjectKind
+
+
+@dataclass(frozen=True)
+class ShowCreate(Statement):
+    object_kind: ObjectKind
+    name: Ident
+
+
+@dataclass(frozen=True)
+class ShowSinkStatus(Statement):
+    name: Ident | None = None
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    name: Ident
+
+
+@dataclass(frozen=True)
+class Explain(Statement):
+    statement: CreateSink
+
+
+@dataclass(frozen=True)
+class ValidateConnection(Statement):
+    name: Ident
+
+
+@dataclass(frozen=True)
+class FlushSink(Statement):
+    """``FLUSH SINK name`` (or ``FLUSH SINKS``): commit what is staged now."""
+
+    name: Ident | None = None
+
+
+STATEMENT_TYPES: tuple[type[Statement], ...] = (
+    CreateSecret,
+    AlterSecret,
+    CreateConnection,
+    CreateSource,
+    CreateView,
+    CreateSink,
+    AlterSink,
+    Drop,
+    Show,
+    ShowCreate,
+    ShowSinkStatus,
+    Describe,
+    Explain,
+    ValidateConnection,
+    FlushSink,
+)
+
+
+# --------------------------------------------------------------------------- dict form
+
+
+def node_to_dict(node: Any) -> Any:
+    """Stable JSON-ready form: ``{"type": ClassName, field: value, ...}``, spans left out."""
+    if isinstance(node, Node):
+        out: dict[str, Any] = {"type": type(node).__name__}
+        for f in fields(node):
+            if f.name in ("span", "query_span"):
+                continue
+            out[f.name] = node_to_dict(getattr(node, f.name))
+        return out
+    if isinstance(node, enum.Enum):
+        return node.value
+    if isinstance(node, tuple):
+        return [node_to_dict(x) for x in node]
+    return node
+
+
+__all__ = [
+    "AlterSecret",
+    "AlterSink",
+    "BoolLit",
+    "ConnectionKind",
+    "CreateConnection",
+    "CreateSecret",
+    "CreateSink",
+    "CreateSource",
+    "CreateView",
+    "Describe",
+    "Drop",
+    "DropBehavior",
+    "Explain",
+    "FlushSink",
+    "Ident",
+    "Node",
+    "NumberLit",
+    "ObjectKind",
+    "Option",
+    "OptionList",
+    "PartitionArg",
+    "PartitionField",
+    "QualifiedName",
+    "SecretRef",
+    "Show",
+    "ShowCreate",
+    "ShowSinkStatus",
+    "SinkMode",
+    "SourceKind",
+    "Statement",
+    "StringLit",
+    "STATEMENT_TYPES",
+    "ValidateConnection",
+    "Value",
+    "node_to_dict",
+]
