@@ -259,6 +259,10 @@ class CreateObjectPlan:
     sql: str  # canonical CREATE statement (secret values never appear in it)
     dependencies: tuple[tuple[str, str], ...] = ()  # (kind, name): 'secret'/'connection'/...
     if_not_exists: bool = False
+    # A secret written as a plain string where a SECRET is expected (the design doc's
+    # SECRET ACCESS KEY = '...'): the session stores it as a hidden secret under this name,
+    # the definition refers to it by SecretName, and ``sql`` shows it as '********'.
+    inline_secrets: tuple[tuple[str, Redacted], ...] = ()
 
 
 @dataclass(frozen=True)
