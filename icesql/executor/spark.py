@@ -1,0 +1,100 @@
+"""Lazy SparkSession factory.
+
+Nothing imports pyspark until ``get_spark`` is called. The session is:
+
+* ``local[*]`` by default, any master URL, or a Spark Connect URL (``sc://host:port``) which
+  goes through ``SparkSession.builder.remote``;
+* configured so that Python workers run this interpreter (``spark.pyspark.python`` and
+  ``PYSPARK_PYTHON`` = ``sys.executable``; otherwise executors do not find pyarrow);
+* UI off and logs quiet unless the caller's ``conf`` says otherwise;
+* reused when a session is already active (an embedding program hands in its own) — the
+  caller may also pass one explicitly with ``spark=``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+_LOCK = threading.Lock()
+
+DEFAULT_MASTER = "local[*]"
+
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # Iceberg's micro-batches are small; the default 200 shuffle partitions only cost time.
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def _python_env() -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def get_spark(
+    master: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+    *,
+    spark: Any = None,
+    app_name: str = "icesql",
+    log_level: str = "WARN",
+) -> Any:
+    """Return a SparkSession: ``spark`` if given, the active one if any, else a new one."""
+    if spark is not None:
+        return spark
+    _python_env()
+    from pyspark.sql import SparkSession
+
+    with _LOCK:
+        if master is None:
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                return active
+        settings: dict[str, str] = dict(DEFAULT_CONF)
+        settings["spark.pyspark.python"] = sys.executable
+        settings["spark.pyspark.driver.python"] = sys.executable
+        for k, v in (conf or {}).items():
+            settings[str(k)] = _conf_value(v)
+        builder = SparkSession.builder.appName(app_name)
+        url = master or os.environ.get("ICESQL_SPARK_MASTER") or DEFAULT_MASTER
+        if url.startswith("sc://"):
+            builder = builder.remote(url)
+            # Spark Connect refuses static JVM settings from the client; keep only SQL ones.
+            settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
+        else:
+            builder = builder.master(url)
+        for k, v in settings.items():
+            builder = builder.config(k, v)
+        session = builder.getOrCreate()
+        if not url.startswith("sc://"):
+            try:
+                session.sparkContext.setLogLevel(log_level)
+            except Exception:  # pragma: no cover - connect sessions have no context
+                pass
+        return session
+
+
+def _conf_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def is_connect(spark: Any) -> bool:
+    """True for a Spark Connect session (no SparkContext, no JVM in this process)."""
+    try:
+        from pyspark.sql.utils import is_remote  # type: ignore[attr-defined]
+
+        if is_remote():
+            return True
+    except Exception:
+        pass
+    return type(spark).__module__.startswith("pyspark.sql.connect")
