@@ -96,15 +96,18 @@ def _v3(conn: sqlite3.Connection) -> None:
         "CREATE INDEX dependencies_depends_on ON dependencies (depends_on)",
     )(conn)
     # The per-store salt for deriving the encryption key from ICESQL_SECRET_KEY.
-    conn.execute(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES ('secret_salt', ?)", (os.urandom(16).hex(),)
-    )
+    conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret_salt', ?)", (os.urandom(16).hex(),))
 
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "objects, dependencies, secrets", _V1),
     Migration(2, "sink runtime state", _V2),
     Migration(3, "hidden objects, encrypted secrets, reverse dependency index", _v3),
+    Migration(
+        4,
+        "count of records skipped by ON ERROR = 'skip'",
+        _run("ALTER TABLE sink_state ADD COLUMN skipped_records INTEGER NOT NULL DEFAULT 0"),
+    ),
 )
 
 

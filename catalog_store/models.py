@@ -57,4 +57,5 @@ class SinkState:
     last_progress: int | None
     last_error: str | None
     updated_at: float
+    skipped_records: int = 0  # bad records dropped under ON ERROR = 'skip'
     object_id: str = field(default="", compare=False)
