@@ -99,7 +99,7 @@ class WeedServer:
     """A running ``weed mini``; build it with ``WeedServer.start()``."""
 
     access_key: str
-    secret_key: str
+    secret_key: str = field(repr=False)
     table_bucket: str
     s3_port: int
     iceberg_port: int
@@ -225,7 +225,9 @@ class WeedServer:
         last = "no answer yet"
         while time.monotonic() < deadline:
             if self.process is None or self.process.poll() is not None:
-                raise WeedUnavailable(f"weed mini exited early; log {self.log_path}:\n{self.log_text()[-2000:]}")
+                raise WeedUnavailable(
+                    f"weed mini exited early; log {self.log_path}:\n{self.log_text()[-2000:]}"
+                )
             try:
                 s3_status, _ = _http("GET", self.s3_endpoint + "/")
                 if s3_status not in (200, 403):
