@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from catalog_store import StoreError
 from icesql import plan as P
 from icesql.errors import AnalysisError, CatalogError, ExecutionError, IcesqlError, Span
 from icesql.syntax import ast as A
@@ -268,6 +269,9 @@ class Session:
             if err.span is None and stmt.span is not None:
                 err.span = stmt.span
             raise err.with_source(source, filename) from None
+        except StoreError as err:
+            # A clash with another process, a missing ICESQL_SECRET_KEY, ...: same error tree.
+            raise CatalogError(err.message, stmt.span, err.hint, source, filename) from None
         return dataclasses.replace(result, warnings=warnings + result.warnings)
 
     def check(
@@ -418,11 +422,8 @@ class Session:
                 f"cannot drop {plan.kind} {plan.name!r}: {names} depend on it",
                 hint=f"drop them first, or use DROP {plan.kind.upper()} {plan.name} CASCADE",
             ) from None
+        # (the store deletes hidden inline secrets that nothing uses any more)
         for kind, name in dropped:
-            if kind == "connection":
-                for obj in self.store.list_objects("secret", include_hidden=True):
-                    if obj.name.startswith(f"{INLINE_SECRET_PREFIX}{name}."):
-                        self.store.drop_object("secret", obj.name, if_exists=True)
             if kind == "sink" and name in self.created_sinks:
                 self.created_sinks.remove(name)
         extra = [f"{k} {n}" for k, n in dropped if (k, n) != (plan.kind, plan.name)]
@@ -614,6 +615,11 @@ class _StateCallback:
 
     def bump_version(self, name: str) -> int:
         return self._s.store.bump_sink_version(name)
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        """The stored runtime state, so a restarted runner carries its counters on."""
+        st = self._s.store.get_sink_state(name)
+        return dataclasses.asdict(st) if st is not None else None
 
     def update(self, name: str, **fields: Any) -> None:
         if self._s.store.get_object("sink", name) is not None:
