@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog_store import StoreError
 from icesql import plan as P
-from icesql.errors import AnalysisError, CatalogError, ExecutionError, IcesqlError, Span
+from icesql.errors import CatalogError, ExecutionError, IcesqlError, Span
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -263,7 +263,9 @@ class Session:
                 filename=filename,
                 base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
             )
-            warnings = tuple(_render_warning(w, source, filename) for w in analyzed.warnings)
+            # A warning renders against the analyzer's masked copy of the source: the inline
+            # secret it warns about sits right under its caret.
+            warnings = tuple(w.render() for w in analyzed.warnings)
             result = self._apply(analyzed.plan, stmt)
         except IcesqlError as err:
             if err.span is None and stmt.span is not None:
@@ -627,11 +629,6 @@ class _StateCallback:
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-def _render_warning(w: Any, source: str | None, filename: str | None) -> str:
-    err = AnalysisError(w.message, w.span, w.hint, source, filename)
-    return err.render().replace(": error: ", ": warning: ", 1)
 
 
 def _all_dependents(store: CatalogStore, kind: str, name: str) -> list[tuple[str, str]]:

@@ -1,0 +1,378 @@
+"""Option lists parsed generically, then checked against a table per object kind.
+
+As in Materialize's planner: the syntax tree keeps every option as a generic ``NAME = value``
+pair; here each object kind has an ``OptionTable`` naming what it allows, under which aliases,
+with which kind of value and, where it depends on a discriminator (a catalog type, a source
+format), for which values of it. ``collect`` turns a list into typed values, reporting the first
+unknown option (with a did-you-mean), duplicate (aliases included) or value of the wrong kind.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
+from icesql.analyzer.units import (
+    DURATION_UNITS_HINT,
+    SIZE_UNITS_HINT,
+    UnitError,
+    parse_duration,
+    parse_size,
+)
+from icesql.errors import AnalysisError
+from icesql.plan import Redacted, SecretName
+from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
+
+
+class Kind(enum.Enum):
+    STRING = "a string"
+    INT = "an integer"
+    BOOL = "true or false"
+    SECRET = "SECRET name"  # a plain string is accepted with a warning and stored as a hidden secret
+    STRING_OR_SECRET = "a string or SECRET name"  # e.g. ACCESS KEY ID, not itself a secret
+    CONNECTION = "a connection name"
+    LIST = "a parenthesised option list"
+    SIZE = "a size"
+    DURATION = "a duration"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    kind: Kind
+    aliases: tuple[str, ...] = ()
+    # discriminator values (catalog type, source format) the option applies to; None: all
+    applies: frozenset[str] | None = None
+    # for enumerated strings: accepted spelling (lower case) -> canonical value
+    choices: Mapping[str, str] | None = None
+    secret: bool = False  # value must be masked wherever it could show
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+@dataclass
+class Given:
+    spec: OptionSpec
+    option: Option
+    value: Any  # typed: str, int, bool, SecretName, tuple[(str, str)], float (seconds)
+
+
+@dataclass
+class Collected:
+    """The options of one list, by canonical name."""
+
+    given: dict[str, Given] = field(default_factory=dict)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.given
+
+    def node(self, name: str) -> Option:
+        return self.given[name].option
+
+    def get(self, name: str) -> Any:
+        g = self.given.get(name)
+        return None if g is None else g.value
+
+    def get_str(self, name: str) -> str | None:
+        v = self.get(name)
+        assert v is None or isinstance(v, str)
+        return v
+
+    def get_int(self, name: str) -> int | None:
+        v = self.get(name)
+        assert v is None or isinstance(v, int)
+        return v
+
+    def get_bool(self, name: str, default: bool) -> bool:
+        v = self.get(name)
+        return default if v is None else bool(v)
+
+    def get_float(self, name: str) -> float | None:
+        v = self.get(name)
+        return None if v is None else float(v)
+
+    def secret(self, name: str) -> SecretName | None:
+        v = self.get(name)
+        assert v is None or isinstance(v, SecretName)
+        return v
+
+    def str_or_secret(self, name: str) -> str | SecretName | None:
+        v = self.get(name)
+        assert v is None or isinstance(v, str | SecretName)
+        return v
+
+    def pairs(self, name: str) -> tuple[tuple[str, str], ...]:
+        v = self.get(name)
+        return () if v is None else tuple(v)
+
+    def names(self) -> list[str]:
+        return list(self.given)
+
+
+class OptionTable:
+    def __init__(self, what: str, specs: Iterable[OptionSpec]) -> None:
+        self.what = what  # "AWS CONNECTION", "ICEBERG CATALOG", "sink WITH", ...
+        self.specs = tuple(specs)
+        self._by_name: dict[str, OptionSpec] = {}
+        for spec in self.specs:
+            for n in spec.all_names:
+                self._by_name[n] = spec
+
+    def lookup(self, name: str) -> tuple[OptionSpec | None, bool]:
+        """(spec, secret_form): ``PASSWORD SECRET = x`` is ``PASSWORD = SECRET x``."""
+        spec = self._by_name.get(name)
+        if spec is not None:
+            return spec, False
+        if name.endswith(" SECRET"):
+            base = self._by_name.get(name[: -len(" SECRET")])
+            if base is not None and base.kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
+                return base, True
+        return None, False
+
+    def is_secret_option(self, name: str) -> bool:
+        """True when a value under this name must be masked (unknown names are, to be safe).
+
+        ``PASSWORD SECRET = name`` holds a secret's name, not its value: only a string given
+        there by mistake is masked (see ``names_a_secret``).
+        """
+        spec, secret_form = self.lookup(name)
+        return spec is None or secret_form or spec.secret
+
+    def names_a_secret(self, name: str) -> bool:
+        return self.lookup(name)[1]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._by_name)
+
+
+@dataclass
+class InlineSecrets:
+    """Plain strings given where a secret belongs, to be stored as hidden secrets."""
+
+    prefix: str  # "__inline__.<object>"
+    items: list[tuple[str, Redacted]] = field(default_factory=list)
+
+    def add(self, option_name: str, value: str) -> SecretName:
+        name = f"{self.prefix}.{option_name.lower().replace(' ', '_')}"
+        self.items.append((name, Redacted(value)))
+        return SecretName(name)
+
+
+def describe(value: Value | None, secret: bool) -> str:
+    """What the user wrote, for an ``expected X, found Y`` message; never a secret's value."""
+    if value is None:
+        return "no value"
+    if isinstance(value, StringLit):
+        return "a string" if secret else f"string '{value.value}'"
+    if isinstance(value, NumberLit):
+        return "a number" if secret else f"number {value.text}"
+    if isinstance(value, BoolLit):
+        return "true" if value.value else "false"
+    if isinstance(value, Ident):
+        if secret:
+            return "an identifier"
+        return f'identifier "{value.name}"' if value.quoted else f"identifier {value.name}"
+    if isinstance(value, SecretRef):
+        return f"SECRET {value.name.name}"
+    return "an option list"
+
+
+def collect(
+    ctx: Context,
+    options: Iterable[Option],
+    table: OptionTable,
+    *,
+    inline: InlineSecrets | None = None,
+    secret_exists: Any = None,
+) -> Collected:
+    """Check every option against ``table`` and convert its value; first problem raises."""
+    out = Collected()
+    for opt in options:
+        spec, secret_form = table.lookup(opt.name)
+        if spec is None:
+            hint = did_you_mean(opt.name, table.names)
+            raise ctx.error(
+                f"unknown {table.what} option {opt.name}",
+                opt,
+                hint or f"valid options: {', '.join(s.name for s in table.specs)}",
+            )
+        prior = out.given.get(spec.name)
+        if prior is not None:
+            same = prior.option.name == opt.name
+            raise ctx.error(
+                f"option {opt.name} given more than once"
+                if same
+                else f"option {opt.name} repeats {prior.option.name} (they are the same option)",
+                opt,
+                "give each option once",
+            )
+        value = _convert(ctx, opt, spec, secret_form, inline, secret_exists)
+        out.given[spec.name] = Given(spec, opt, value)
+    return out
+
+
+def _convert(
+    ctx: Context,
+    opt: Option,
+    spec: OptionSpec,
+    secret_form: bool,
+    inline: InlineSecrets | None,
+    secret_exists: Any,
+) -> Any:
+    v = opt.value
+    at = v if v is not None else opt
+
+    def wrong(expected: str | None = None, hint: str | None = None) -> AnalysisError:
+        return ctx.error(
+            f"option {opt.name} expects {expected or spec.kind.value}, found {describe(v, spec.secret)}",
+            at,
+            hint,
+        )
+
+    if secret_form:
+        # PASSWORD SECRET = name: the value names a secret
+        if isinstance(v, Ident):
+            return _secret_ref(ctx, v, secret_exists)
+        if isinstance(v, SecretRef):
+            return _secret_ref(ctx, v.name, secret_exists)
+        raise wrong("the name of a secret", f"write {opt.name} = secret_name")
+
+    kind = spec.kind
+    if kind is Kind.BOOL:
+        if v is None:
+            return True  # a bare flag, as Materialize's VALIDATE
+        if isinstance(v, BoolLit):
+            return v.value
+        if isinstance(v, StringLit | Ident) and _text(v).lower() in ("true", "false"):
+            return _text(v).lower() == "true"
+        raise wrong()
+    if v is None:
+        raise ctx.error(f"option {opt.name} needs a value", opt, f"write {opt.name} = <{kind.value}>")
+    if kind is Kind.STRING:
+        if isinstance(v, StringLit | Ident):
+            text = _text(v)
+            if spec.choices is not None:
+                canon = spec.choices.get(text.lower())
+                if canon is None:
+                    choices = sorted(set(spec.choices.values()))
+                    hint = did_you_mean(text, list(spec.choices), quote="'")
+                    raise ctx.error(f"invalid {opt.name} '{text}': expected {one_of(choices)}", v, hint)
+                return canon
+            return text
+        raise wrong()
+    if kind is Kind.INT:
+        if isinstance(v, NumberLit):
+            n = v.value
+            if isinstance(n, int):
+                return n
+        if isinstance(v, StringLit) and v.value.strip().lstrip("-").isdigit():
+            return int(v.value)
+        raise wrong()
+    if kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
+        if isinstance(v, SecretRef):
+            return _secret_ref(ctx, v.name, secret_exists)
+        if isinstance(v, StringLit) or (isinstance(v, Ident) and v.quoted):
+            if kind is Kind.STRING_OR_SECRET:
+                return _text(v)
+            assert inline is not None, "a table with SECRET options needs an InlineSecrets"
+            ctx.warn(
+                f"option {opt.name} is given as a plain string; it is stored as a hidden secret",
+                v,
+                f"create a secret and refer to it: CREATE SECRET s AS '...'; {opt.name} = SECRET s",
+            )
+            return inline.add(spec.name, _text(v))
+        raise wrong(hint=f"write {opt.name} = SECRET secret_name")
+    if kind is Kind.CONNECTION:
+        if isinstance(v, Ident | StringLit):
+            return _text(v)
+        raise wrong()
+    if kind is Kind.LIST:
+        if isinstance(v, OptionList):
+            return _pairs(ctx, opt, v, spec.secret)
+        raise wrong(hint=f"write {opt.name} = ('key' = 'value', ...)")
+    if kind is Kind.SIZE:
+        if isinstance(v, NumberLit) and isinstance(v.value, int):
+            if v.value <= 0:
+                raise ctx.error(f"option {opt.name} must be positive", v, SIZE_UNITS_HINT)
+            return v.value
+        if isinstance(v, StringLit | Ident):
+            try:
+                return parse_size(_text(v))
+            except UnitError as e:
+                raise _unit_error(ctx, v, e, opt.name, SIZE_UNITS_HINT) from None
+        raise wrong(hint=SIZE_UNITS_HINT)
+    if kind is Kind.DURATION:
+        if isinstance(v, NumberLit):
+            if v.value <= 0:
+                raise ctx.error(f"option {opt.name} must be positive", v, DURATION_UNITS_HINT)
+            return float(v.value)
+        if isinstance(v, StringLit | Ident):
+            try:
+                return parse_duration(_text(v))
+            except UnitError as e:
+                raise _unit_error(ctx, v, e, opt.name, DURATION_UNITS_HINT) from None
+        raise wrong(hint=DURATION_UNITS_HINT)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _unit_error(ctx: Context, v: StringLit | Ident, e: UnitError, name: str, hint: str) -> AnalysisError:
+    span = ctx.sub_span(v, e.start, e.end if e.end is not None else len(_text(v)))
+    return ctx.error(f"option {name}: {e.message}", span, hint)
+
+
+def _text(v: StringLit | Ident) -> str:
+    return v.value if isinstance(v, StringLit) else v.name
+
+
+def _secret_ref(ctx: Context, name: Ident, secret_exists: Any) -> SecretName:
+    if secret_exists is not None and not secret_exists(name.name):
+        raise ctx.error(
+            f"unknown secret {name.name}", name, f"create it first: CREATE SECRET {name.name} AS '...'"
+        )
+    return SecretName(name.name)
+
+
+def _pairs(ctx: Context, opt: Option, lst: OptionList, secret: bool) -> tuple[tuple[str, str], ...]:
+    seen: dict[str, Option] = {}
+    out: list[tuple[str, str]] = []
+    for item in lst.options:
+        key = item.name if item.key_is_string else item.name.lower()
+        if key in seen:
+            raise ctx.error(f"{opt.name} key '{key}' given more than once", item, "give each key once")
+        seen[key] = item
+        v = item.value
+        if isinstance(v, StringLit):
+            text = v.value
+        elif isinstance(v, Ident) and v.quoted:
+            text = v.name
+        elif isinstance(v, NumberLit):
+            text = v.text
+        elif isinstance(v, BoolLit):
+            text = "true" if v.value else "false"
+        else:
+            raise ctx.error(
+                f"{opt.name} value of '{key}' must be a string, found {describe(v, secret)}",
+                v if v is not None else item,
+                f"write '{key}' = 'value'",
+            )
+        out.append((key, text))
+    return tuple(out)
+
+
+def check_applies(ctx: Context, opts: Collected, what: str, discriminator: str, label: str) -> None:
+    """Refuse options that exist for the object kind but not for this type/format."""
+    for g in opts.given.values():
+        if g.spec.applies is not None and discriminator not in g.spec.applies:
+            valid = sorted(g.spec.applies)
+            where = f"only to {what} {one_of(valid)}" if len(valid) == 1 else f"to {label} {one_of(valid)}"
+            raise ctx.error(
+                f"option {g.option.name} does not apply to {what} '{discriminator}'",
+                g.option,
+                f"{g.spec.name} applies {where}",
+            )

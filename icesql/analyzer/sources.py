@@ -1,0 +1,196 @@
+"""CREATE SOURCE ... FROM FILES | GENERATOR, and CREATE VIEW."""
+
+from __future__ import annotations
+
+import re
+
+from icesql.analyzer.catalog import CatalogView
+from icesql.analyzer.connections import resolve_path
+from icesql.analyzer.diagnostics import Context
+from icesql.analyzer.options import Collected, Kind, OptionSpec, OptionTable, check_applies, collect
+from icesql.analyzer.schema import SchemaError, parse_schema
+from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
+from icesql.syntax.ast import CreateSource, CreateView
+from icesql.syntax.ast import SourceKind as AstSourceKind
+
+FORMATS = {
+    "json": "json",
+    "csv": "csv",
+    "parquet": "parquet",
+    "debezium-json": "debezium-json",
+}
+ON_ERROR = {"fail": "fail", "skip": "skip"}
+
+_TEXT = frozenset({"json", "csv", "debezium-json"})
+_CSV = frozenset({"csv"})
+_FILES = frozenset(FORMATS.values())
+_GEN = frozenset({"generator"})
+
+# (option, Spark reader option, kind, applies-to formats)
+_READER_OPTIONS: tuple[tuple[str, str, Kind, frozenset[str]], ...] = (
+    ("DELIMITER", "sep", Kind.STRING, _CSV),
+    ("QUOTE", "quote", Kind.STRING, _CSV),
+    ("ESCAPE", "escape", Kind.STRING, _CSV),
+    ("NULL VALUE", "nullValue", Kind.STRING, _CSV),
+    ("MULTILINE", "multiLine", Kind.BOOL, _TEXT),
+    ("ENCODING", "encoding", Kind.STRING, _TEXT),
+    ("TIMESTAMP FORMAT", "timestampFormat", Kind.STRING, _TEXT),
+    ("DATE FORMAT", "dateFormat", Kind.STRING, _TEXT),
+    ("RECURSIVE", "recursiveFileLookup", Kind.BOOL, _FILES),
+    ("PATH GLOB FILTER", "pathGlobFilter", Kind.STRING, _FILES),
+)
+_SPARK_NAME = {name: spark for name, spark, _, _ in _READER_OPTIONS}
+
+SOURCE_OPTIONS = OptionTable(
+    "SOURCE",
+    [
+        OptionSpec("FORMAT", Kind.STRING, choices=FORMATS, applies=_FILES),
+        OptionSpec("SCHEMA", Kind.STRING),
+        OptionSpec("HEADER", Kind.BOOL, applies=_CSV),
+        OptionSpec("ON ERROR", Kind.STRING, choices=ON_ERROR, applies=_FILES),
+        OptionSpec("MAX FILES PER TRIGGER", Kind.INT, applies=_FILES),
+        *(
+            OptionSpec(name, kind, applies=fmts, aliases=("SEP",) if name == "DELIMITER" else ())
+            for name, _, kind, fmts in _READER_OPTIONS
+        ),
+        OptionSpec("OPTIONS", Kind.LIST, applies=_FILES),  # Spark reader options passed as they are
+        OptionSpec("ROWS PER SECOND", Kind.INT, applies=_GEN),
+        OptionSpec("TOTAL ROWS", Kind.INT, applies=_GEN),
+    ],
+)
+
+
+def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
+    opts = collect(ctx, stmt.options, SOURCE_OPTIONS)
+    if stmt.source_kind is AstSourceKind.GENERATOR:
+        return _generator(ctx, stmt, opts)
+    for g in opts.given.values():
+        if g.spec.applies == _GEN:
+            raise ctx.error(
+                f"option {g.option.name} applies only to GENERATOR sources",
+                g.option,
+                "FILES sources read what they find",
+            )
+    fmt = opts.get_str("FORMAT")
+    if fmt is None:
+        raise ctx.error(
+            "FILES source needs FORMAT",
+            stmt.path or stmt.name,
+            "add FORMAT = 'json' | 'csv' | 'parquet' | 'debezium-json'",
+        )
+    check_applies(ctx, opts, "format", fmt, "formats")
+    columns, schema = _schema(ctx, opts)
+    if schema is None and fmt != "parquet":
+        raise ctx.error(
+            f"a '{fmt}' source needs SCHEMA (only parquet files carry their own)",
+            opts.node("FORMAT").value,
+            "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'",
+        )
+    assert stmt.path is not None, "the parser gives FILES a path"
+    path = stmt.path.value
+    if not path.strip():
+        raise ctx.error("FILES path must not be empty", stmt.path, "write FROM FILES 'data/events/'")
+    max_files = opts.get_int("MAX FILES PER TRIGGER")
+    if max_files is not None and max_files <= 0:
+        raise ctx.error(
+            "MAX FILES PER TRIGGER must be a positive integer", opts.node("MAX FILES PER TRIGGER").value
+        )
+    reader: list[tuple[str, str]] = []
+    for name in opts.names():
+        if name in _SPARK_NAME:
+            value = opts.get(name)
+            reader.append((_SPARK_NAME[name], str(value).lower() if isinstance(value, bool) else str(value)))
+    reader.extend(opts.pairs("OPTIONS"))
+    return SourcePlan(
+        name=stmt.name.name,
+        source_kind=SourceKind.FILES,
+        path=resolve_path(ctx.base_dir, path),
+        format=SourceFormat(fmt),
+        schema=schema,
+        columns=columns,
+        header=opts.get_bool("HEADER", False),
+        max_files_per_trigger=max_files,
+        on_error=OnError(opts.get_str("ON ERROR") or "fail"),
+        options=tuple(reader),
+    )
+
+
+def _generator(ctx: Context, stmt: CreateSource, opts: Collected) -> SourcePlan:
+    for g in opts.given.values():
+        if g.spec.applies is not None and "generator" not in g.spec.applies:
+            raise ctx.error(
+                f"option {g.option.name} does not apply to GENERATOR sources",
+                g.option,
+                "a GENERATOR source takes ROWS PER SECOND, TOTAL ROWS and SCHEMA",
+            )
+    rps = opts.get_int("ROWS PER SECOND")
+    if rps is None:
+        raise ctx.error("GENERATOR source needs ROWS PER SECOND", stmt.name, "add ROWS PER SECOND = 1000")
+    if rps <= 0:
+        raise ctx.error(
+            f"ROWS PER SECOND must be a positive integer, found {rps}",
+            opts.node("ROWS PER SECOND").value,
+        )
+    total = opts.get_int("TOTAL ROWS")
+    if total is not None and total <= 0:
+        raise ctx.error(
+            f"TOTAL ROWS must be a positive integer, found {total}", opts.node("TOTAL ROWS").value
+        )
+    columns, schema = _schema(ctx, opts)
+    if schema is None:
+        raise ctx.error(
+            "GENERATOR source needs SCHEMA", stmt.name, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
+        )
+    return SourcePlan(
+        name=stmt.name.name,
+        source_kind=SourceKind.GENERATOR,
+        schema=schema,
+        columns=columns,
+        rows_per_second=rps,
+        total_rows=total,
+    )
+
+
+def _schema(ctx: Context, opts: Collected) -> tuple[tuple[Column, ...], str | None]:
+    schema = opts.get_str("SCHEMA")
+    if schema is None:
+        return (), None
+    node = opts.node("SCHEMA").value
+    assert node is not None
+    try:
+        return parse_schema(schema), schema
+    except SchemaError as e:
+        raise ctx.error(f"invalid SCHEMA: {e.message}", ctx.sub_span(node, e.start, e.end), e.hint) from None
+
+
+# --------------------------------------------------------------------------- views
+
+_QUERY_TOKENS = re.compile(
+    r"--[^\n]*|/\*.*?\*/|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*",
+    re.DOTALL,
+)
+
+
+def analyze_view(
+    ctx: Context, stmt: CreateView, catalog: CatalogView
+) -> tuple[ViewPlan, list[tuple[str, str]]]:
+    """A view's query goes to Spark verbatim; its icesql dependencies come from an identifier scan.
+
+    The scan skips comments and string literals; a name that is both a column and a source
+    only adds a harmless extra dependency.
+    """
+    depends: list[str] = []
+    deps: list[tuple[str, str]] = []
+    for m in _QUERY_TOKENS.finditer(stmt.query):
+        tok = m.group(0)
+        if tok.startswith(("--", "/*", "'")) or tok.startswith('"'):
+            continue
+        name = tok[1:-1].replace("``", "`") if tok.startswith("`") else tok.lower()
+        if name == stmt.name.name or name in depends:
+            continue
+        for kind in ("source", "view"):
+            if catalog.get(kind, name) is not None:
+                depends.append(name)
+                deps.append((kind, name))
+                break
+    return ViewPlan(name=stmt.name.name, query=stmt.query, depends_on=tuple(depends)), deps

@@ -1,0 +1,203 @@
+"""``analyze``: one statement + a catalog view -> a typed plan (or the first AnalysisError)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from icesql.analyzer.catalog import CatalogView
+from icesql.analyzer.connections import _names_hint, analyze_connection
+from icesql.analyzer.diagnostics import AnalysisWarning, Context
+from icesql.analyzer.redaction import canonical_sql, mask_source
+from icesql.analyzer.sinks import analyze_alter_sink, analyze_sink
+from icesql.analyzer.sources import analyze_source, analyze_view
+from icesql.errors import AnalysisError
+from icesql.plan import (
+    AlterSinkPlan,
+    CreateObjectPlan,
+    CreateSecretPlan,
+    DescribePlan,
+    DropPlan,
+    ExplainPlan,
+    FlushSinkPlan,
+    Redacted,
+    ShowCreatePlan,
+    ShowPlan,
+    ShowSinkStatusPlan,
+    StatementPlan,
+    ValidateConnectionPlan,
+)
+from icesql.syntax.ast import (
+    AlterSecret,
+    AlterSink,
+    CreateConnection,
+    CreateSecret,
+    CreateSink,
+    CreateSource,
+    CreateView,
+    Describe,
+    Drop,
+    DropBehavior,
+    Explain,
+    FlushSink,
+    Ident,
+    Show,
+    ShowCreate,
+    ShowSinkStatus,
+    Statement,
+    ValidateConnection,
+)
+
+RESERVED_PREFIX = "__inline__"
+
+
+@dataclass(frozen=True)
+class Analyzed:
+    plan: StatementPlan
+    warnings: tuple[AnalysisWarning, ...] = ()
+
+
+def analyze(
+    stmt: Statement,
+    catalog: CatalogView,
+    *,
+    source: str | None = None,
+    filename: str | None = None,
+    base_dir: Path | None = None,
+) -> Analyzed:
+    """Validate ``stmt`` against ``catalog`` and build its plan.
+
+    ``source`` is the text the statement's spans point into (a whole script is fine); errors
+    and warnings quote it with every secret literal masked. Relative paths resolve against
+    ``base_dir`` (default: the working directory). Raises the first ``AnalysisError``.
+    """
+    masked = mask_source(source, stmt)
+    ctx = Context(masked, filename, base_dir)
+    try:
+        plan = _dispatch(ctx, stmt, catalog, source)
+    except AnalysisError as e:
+        e.with_source(masked, filename)
+        raise
+    return Analyzed(plan, tuple(ctx.warnings))
+
+
+def _dispatch(ctx: Context, stmt: Statement, catalog: CatalogView, source: str | None) -> StatementPlan:
+    if isinstance(stmt, CreateSecret | AlterSecret):
+        _check_name(ctx, stmt.name)
+        if isinstance(stmt, AlterSecret) and not catalog.secret_exists(stmt.name.name):
+            raise ctx.error(
+                f"unknown secret {stmt.name.name}", stmt.name, _names_hint(catalog, "secret", stmt.name.name)
+            )
+        return CreateSecretPlan(
+            name=stmt.name.name,
+            value=Redacted(stmt.value.value),
+            if_not_exists=getattr(stmt, "if_not_exists", False),
+            replace=isinstance(stmt, AlterSecret),
+        )
+    if isinstance(stmt, CreateConnection):
+        _check_name(ctx, stmt.name)
+        conn, deps, inline = analyze_connection(ctx, stmt, catalog)
+        return CreateObjectPlan(
+            definition=conn,
+            sql=canonical_sql(stmt, source),
+            dependencies=tuple(deps),
+            if_not_exists=stmt.if_not_exists,
+            inline_secrets=tuple(inline.items),
+        )
+    if isinstance(stmt, CreateSource):
+        _check_name(ctx, stmt.name)
+        _check_relation_clash(ctx, stmt.name, "source", catalog)
+        return CreateObjectPlan(
+            definition=analyze_source(ctx, stmt),
+            sql=canonical_sql(stmt, source),
+            if_not_exists=stmt.if_not_exists,
+        )
+    if isinstance(stmt, CreateView):
+        _check_name(ctx, stmt.name)
+        _check_relation_clash(ctx, stmt.name, "view", catalog)
+        view, deps = analyze_view(ctx, stmt, catalog)
+        return CreateObjectPlan(
+            definition=view,
+            sql=canonical_sql(stmt, source),
+            dependencies=tuple(deps),
+            if_not_exists=stmt.if_not_exists,
+        )
+    if isinstance(stmt, CreateSink):
+        _check_name(ctx, stmt.name)
+        sink, deps = analyze_sink(ctx, stmt, catalog)
+        return CreateObjectPlan(
+            definition=sink,
+            sql=canonical_sql(stmt, source),
+            dependencies=tuple(deps),
+            if_not_exists=stmt.if_not_exists,
+        )
+    if isinstance(stmt, Explain):
+        sink, _ = analyze_sink(ctx, stmt.statement, catalog)
+        return ExplainPlan(sink)
+    if isinstance(stmt, AlterSink):
+        return AlterSinkPlan(
+            stmt.name.name, analyze_alter_sink(ctx, stmt, catalog), canonical_sql(stmt, source)
+        )
+    if isinstance(stmt, Drop):
+        kind = stmt.object_kind.value.lower()
+        if not stmt.if_exists:
+            _require(ctx, kind, stmt.name, catalog)
+        return DropPlan(kind, stmt.name.name, stmt.if_exists, stmt.behavior is DropBehavior.CASCADE)
+    if isinstance(stmt, Show):
+        return ShowPlan(stmt.object_kind.plural.lower())
+    if isinstance(stmt, ShowCreate):
+        kind = stmt.object_kind.value.lower()
+        _require(ctx, kind, stmt.name, catalog)
+        return ShowCreatePlan(kind, stmt.name.name)
+    if isinstance(stmt, ShowSinkStatus):
+        if stmt.name is not None:
+            _require(ctx, "sink", stmt.name, catalog)
+        return ShowSinkStatusPlan(stmt.name.name if stmt.name is not None else None)
+    if isinstance(stmt, Describe):
+        name = stmt.name.name
+        known = any(catalog.get(k, name) is not None for k in ("source", "view", "sink", "connection"))
+        if not known and catalog.relation_columns(name) is None:
+            raise ctx.error(
+                f"unknown object {name}",
+                stmt.name,
+                _names_hint(catalog, "source", name)
+                or "DESCRIBE names a source, view, sink, connection or Spark table",
+            )
+        return DescribePlan(name)
+    if isinstance(stmt, ValidateConnection):
+        _require(ctx, "connection", stmt.name, catalog)
+        return ValidateConnectionPlan(stmt.name.name)
+    if isinstance(stmt, FlushSink):
+        if stmt.name is not None:
+            _require(ctx, "sink", stmt.name, catalog)
+        return FlushSinkPlan(stmt.name.name if stmt.name is not None else None)
+    raise ctx.error(f"cannot analyze a {type(stmt).__name__} statement", stmt)
+
+
+def _check_name(ctx: Context, name: Ident) -> None:
+    if name.name.startswith(RESERVED_PREFIX):
+        raise ctx.error(f"names starting with {RESERVED_PREFIX} are reserved", name, "choose another name")
+    if not name.name.strip():
+        raise ctx.error("a name must not be empty", name)
+
+
+def _check_relation_clash(ctx: Context, name: Ident, kind: str, catalog: CatalogView) -> None:
+    """Sources and views share one namespace: a sink's FROM must resolve to one relation."""
+    other = "view" if kind == "source" else "source"
+    if catalog.get(other, name.name) is not None:
+        raise ctx.error(
+            f"a {other} named {name.name} exists already",
+            name,
+            "sources and views share their names (a sink's FROM must know which one it reads)",
+        )
+
+
+def _require(ctx: Context, kind: str, name: Ident, catalog: CatalogView) -> None:
+    exists = (
+        catalog.secret_exists(name.name) if kind == "secret" else catalog.get(kind, name.name) is not None
+    )
+    if not exists:
+        raise ctx.error(f"unknown {kind} {name.name}", name, _names_hint(catalog, kind, name.name))
+
+
+__all__ = ["Analyzed", "analyze"]
