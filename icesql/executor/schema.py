@@ -140,7 +140,9 @@ def spark_type_to_iceberg(spark_type: Any, path: str = "value", ids: _Ids | None
             key_id, value_id = ids.next(), ids.next()
             key = spark_type_to_iceberg(spark_type["keyType"], f"{path}.key", ids)
             value = spark_type_to_iceberg(spark_type["valueType"], f"{path}.value", ids)
-            return MapType(key_id, key, value_id, value, value_required=not spark_type.get("valueContainsNull", True))
+            return MapType(
+                key_id, key, value_id, value, value_required=not spark_type.get("valueContainsNull", True)
+            )
         if kind == "udt" and "sqlType" in spark_type:
             return spark_type_to_iceberg(spark_type["sqlType"], path, ids)
     raise ExecutionError(f"column '{path}' has Spark type {spark_type!r}, which Iceberg cannot store")
@@ -170,10 +172,14 @@ def spark_to_iceberg_schema(spark_schema: SparkSchemaJson, key: Sequence[str] = 
         if f is None:
             raise ExecutionError(f"KEY column '{k}' is not a column of the source")
         if not isinstance(f.field_type, PrimitiveType) or isinstance(f.field_type, (FloatType, DoubleType)):
-            raise ExecutionError(f"KEY column '{k}' has type {f.field_type}, which cannot be an identifier field")
+            raise ExecutionError(
+                f"KEY column '{k}' has type {f.field_type}, which cannot be an identifier field"
+            )
         key_ids.append(f.field_id)
     fields = [
-        NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc) if f.field_id in key_ids else f
+        NestedField(f.field_id, f.name, f.field_type, required=True, doc=f.doc)
+        if f.field_id in key_ids
+        else f
         for f in fields
     ]
     schema = Schema(*fields, identifier_field_ids=key_ids)

@@ -1,0 +1,1 @@
+"""Executor: Spark pipelines writing Iceberg (heavy imports stay in the submodules)."""

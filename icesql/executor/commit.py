@@ -1,0 +1,422 @@
+"""Driver-side commits: a set of data files and equality-delete files plus progress.
+
+* Append-only groups become a fast append (one new data manifest, existing manifests kept).
+* Groups with delete files become a **row delta**: one snapshot holding a data manifest and a
+  delete manifest (``content = deletes``). Both inherit the snapshot's sequence number N, so the
+  equality deletes apply only to data files with a sequence number < N — the rows written by
+  earlier commits — and never to the rows added next to them (apache/iceberg#15305).
+* Several groups (one per staged batch, in order) are committed as consecutive snapshots in ONE
+  catalog commit: each gets its own sequence number, so the deletes of batch 2 remove what batch 1
+  inserted, and either all of them land or none.
+
+Manifests are written with ``equality_ids`` declared as ``list<int>`` (element id 136) as the
+Iceberg spec says; pyiceberg 0.12 declares ``list<long>``, which the Java reader rejects
+(apache/iceberg-python#3840).
+
+Exactly once: every snapshot's summary carries ``icesql.sink-id``, ``icesql.sink-version``,
+``icesql.progress`` and ``icesql.commit-reason``. Before each attempt the table is reloaded; a
+newer sink version fences the request out (``FencedError``), an already committed progress makes
+the commit a no-op, and a conflict with another writer (``CommitFailedException``) is retried
+after reloading, re-checking both.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from icesql.errors import ExecutionError
+
+log = logging.getLogger("icesql.commit")
+
+SINK_ID = "icesql.sink-id"
+SINK_VERSION = "icesql.sink-version"
+PROGRESS = "icesql.progress"
+COMMIT_REASON = "icesql.commit-reason"
+
+
+class FencedError(ExecutionError):
+    """A newer version of the sink has committed to the table: this runner must stop."""
+
+
+@dataclass(frozen=True)
+class CommitGroup:
+    """The files of one staged batch; committed as one snapshot."""
+
+    data_files: Sequence[Any] = ()  # WrittenFile or pyiceberg DataFile
+    delete_files: Sequence[Any] = ()
+    progress: int | None = None  # progress recorded on this group's snapshot (default: the request's)
+
+
+@dataclass(frozen=True)
+class CommitRequest:
+    """Files to add (data and equality deletes) and the progress they complete.
+
+    With ``groups``, ``data_files``/``delete_files`` must be empty (or they form a last group):
+    each group becomes one snapshot, in order, all in one atomic catalog commit.
+    """
+
+    data_files: Sequence[Any]
+    delete_files: Sequence[Any]
+    sink_id: str
+    sink_version: int
+    progress: int
+    reason: str = "batch"
+    groups: Sequence[CommitGroup] = ()
+    extra_summary: Mapping[str, str] = field(default_factory=dict)
+
+    def all_groups(self) -> list[CommitGroup]:
+        out = list(self.groups)
+        if self.data_files or self.delete_files or not out:
+            out.append(CommitGroup(tuple(self.data_files), tuple(self.delete_files), None))
+        return out
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot_id: int | None  # the newest snapshot of the commit (or the existing one when skipped)
+    rows: int  # data rows added
+    bytes: int  # bytes of all files added
+    files: int  # data + delete files added
+    duration: float  # seconds
+    skipped: bool = False  # progress already committed: nothing done
+    snapshot_ids: tuple[int, ...] = ()
+    attempts: int = 1
+    delete_rows: int = 0
+    data_files: int = 0
+    delete_files: int = 0
+
+
+@dataclass(frozen=True)
+class Committed:
+    snapshot_id: int
+    version: int
+    progress: int
+    reason: str | None
+    timestamp_ms: int
+
+
+# --------------------------------------------------------------------------- reading progress
+
+
+def _ancestors(metadata: Any, branch: str = "main") -> Any:
+    snap = metadata.snapshot_by_name(branch)
+    seen: set[int] = set()
+    while snap is not None and snap.snapshot_id not in seen:
+        seen.add(snap.snapshot_id)
+        yield snap
+        if snap.parent_snapshot_id is None:
+            return
+        snap = metadata.snapshot_by_id(snap.parent_snapshot_id)
+
+
+def last_committed_snapshot(table_or_metadata: Any, sink_id: str, branch: str = "main") -> Committed | None:
+    """The newest snapshot of ``branch`` that carries ``sink_id`` (walks parents, newest first)."""
+    metadata = getattr(table_or_metadata, "metadata", table_or_metadata)
+    for snap in _ancestors(metadata, branch):
+        summary = snap.summary
+        if summary is None:
+            continue
+        props = summary.additional_properties if hasattr(summary, "additional_properties") else dict(summary)
+        if props.get(SINK_ID) != sink_id:
+            continue
+        try:
+            version = int(props.get(SINK_VERSION, "0"))
+            progress = int(props.get(PROGRESS, "-1"))
+        except ValueError:
+            continue
+        return Committed(snap.snapshot_id, version, progress, props.get(COMMIT_REASON), snap.timestamp_ms)
+    return None
+
+
+def last_committed(table: Any, sink_id: str, branch: str = "main") -> tuple[int, int] | None:
+    """``(version, progress)`` of the newest snapshot carrying ``sink_id``, or None."""
+    c = last_committed_snapshot(table, sink_id, branch)
+    return (c.version, c.progress) if c else None
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def _int_equality_ids(struct: Any) -> Any:
+    """``struct`` (a manifest entry schema) with ``equality_ids`` as ``list<int>``."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, ListType, NestedField, StructType
+
+    def fix(t: Any) -> Any:
+        if isinstance(t, StructType):
+            return StructType(*[fix_field(f) for f in t.fields])
+        return t
+
+    def fix_field(f: Any) -> Any:
+        if f.field_id == 135 and f.name == "equality_ids":
+            return NestedField(
+                135,
+                "equality_ids",
+                ListType(136, IntegerType(), element_required=True),
+                required=f.required,
+                doc=f.doc,
+            )
+        if isinstance(f.field_type, StructType):
+            return NestedField(f.field_id, f.name, fix(f.field_type), required=f.required, doc=f.doc)
+        return f
+
+    return Schema(*[fix_field(f) for f in struct.fields], schema_id=getattr(struct, "schema_id", 0))
+
+
+def _manifest_writer_classes() -> tuple[type, type]:
+    from pyiceberg.manifest import ManifestContent, ManifestWriterV2
+
+    class _DataManifestWriter(ManifestWriterV2):
+        def _with_partition(self, format_version: Any) -> Any:
+            return _int_equality_ids(super()._with_partition(format_version))
+
+    class _DeleteManifestWriter(_DataManifestWriter):
+        def content(self) -> ManifestContent:
+            return ManifestContent.DELETES
+
+        @property
+        def _meta(self) -> dict[str, str]:
+            return {**super()._meta, "content": "deletes"}
+
+    return _DataManifestWriter, _DeleteManifestWriter
+
+
+def _producer_classes() -> tuple[type, type]:
+    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
+    from pyiceberg.table.update.snapshot import _FastAppendFiles
+
+    data_writer_cls, delete_writer_cls = _manifest_writer_classes()
+
+    class _Append(_FastAppendFiles):
+        """Fast append whose manifests declare ``equality_ids`` as ``list<int>``."""
+
+        def new_manifest_writer(self, spec: Any) -> Any:
+            if self._transaction.table_metadata.format_version != 2:
+                return super().new_manifest_writer(spec)
+            return data_writer_cls(
+                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+            )
+
+    class _RowDelta(_Append):
+        """Data files and equality-delete files in one snapshot (format v2)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._added_delete_files: list[Any] = []
+
+        def add_delete_file(self, delete_file: Any) -> _RowDelta:
+            self._added_delete_files.append(delete_file)
+            return self
+
+        def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
+            spec = self._transaction.table_metadata.spec()
+            writer = writer_cls(
+                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+            )
+            with writer:
+                for f in files:
+                    writer.add_entry(
+                        ManifestEntry.from_args(
+                            status=ManifestEntryStatus.ADDED,
+                            snapshot_id=self._snapshot_id,
+                            sequence_number=None,  # inherits the snapshot's sequence number
+                            file_sequence_number=None,
+                            data_file=f,
+                        )
+                    )
+            return writer.to_manifest_file()
+
+        def _manifests(self) -> list[Any]:
+            out = []
+            if self._added_data_files:
+                out.append(self._write_entries(data_writer_cls, self._added_data_files))
+            if self._added_delete_files:
+                out.append(self._write_entries(delete_writer_cls, self._added_delete_files))
+            return out + self._existing_manifests()
+
+        def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
+            meta = self._transaction.table_metadata
+            ssc = SnapshotSummaryCollector()
+            for f in [*self._added_data_files, *self._added_delete_files]:
+                ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
+            previous = (
+                meta.snapshot_by_id(self._parent_snapshot_id)
+                if self._parent_snapshot_id is not None
+                else None
+            )
+            return update_snapshot_summaries(
+                summary=Summary(operation=self._operation, **ssc.build(), **snapshot_properties),
+                previous_summary=previous.summary if previous is not None else None,
+            )
+
+    return _Append, _RowDelta
+
+
+# --------------------------------------------------------------------------- commit
+
+
+def _as_data_file(f: Any, format_version: int) -> Any:
+    from icesql.executor.writer import WrittenFile
+
+    if isinstance(f, WrittenFile):
+        return f.to_data_file(format_version)
+    return f
+
+
+def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, str]) -> Any:
+    from pyiceberg.table.snapshots import Operation
+
+    append_cls, delta_cls = _producer_classes()
+    meta = tx.table_metadata
+    fv = int(meta.format_version)
+    data = [_as_data_file(f, fv) for f in group.data_files]
+    deletes = [_as_data_file(f, fv) for f in group.delete_files]
+    for d in deletes:
+        if int(d.content) == 0:
+            raise ExecutionError(f"{d.file_path} is a data file given as a delete file")
+    if deletes:
+        if fv < 2:
+            raise ExecutionError(
+                f"table {table.name()} is format version {fv}: deletes need format version 2"
+            )
+        producer = delta_cls(
+            operation=Operation.OVERWRITE if data else Operation.DELETE,
+            transaction=tx,
+            io=table.io,
+            snapshot_properties=properties,
+        )
+        for d in deletes:
+            producer.add_delete_file(d)
+    else:
+        producer = append_cls(
+            operation=Operation.APPEND, transaction=tx, io=table.io, snapshot_properties=properties
+        )
+    for f in data:
+        if int(f.content) != 0:
+            raise ExecutionError(f"{f.file_path} is a delete file given as a data file")
+        producer.append_data_file(f)
+    # Not registered with the transaction (no producer.commit()): pyiceberg's own retry loop stays
+    # off, so every retry goes through our fencing and progress checks.
+    updates, requirements = producer._commit()
+    tx._apply(updates, requirements)
+    return producer
+
+
+def _discard(producers: list[Any], io: Any) -> None:
+    for p in producers:
+        for path in [*p._written_manifests, *p._written_manifest_lists]:
+            try:
+                io.delete(path)
+            except Exception:  # pragma: no cover - best effort
+                log.debug("could not delete %s", path)
+
+
+def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: float = 0.1) -> CommitResult:
+    """Commit ``request`` to ``table`` (reloaded first), exactly once per (sink, progress).
+
+    Raises ``FencedError`` when a newer ``sink_version`` has committed; returns a skipped result
+    (the existing snapshot) when a snapshot of this sink with the same or an older version already
+    carries a progress ≥ ``request.progress``; retries ``CommitFailedException`` ``retries`` times.
+    """
+    from pyiceberg.exceptions import CommitFailedException
+
+    start = time.monotonic()
+    groups = request.all_groups()
+    all_files = [f for g in groups for f in (*g.data_files, *g.delete_files)]
+    data_files = [f for g in groups for f in g.data_files]
+    delete_files = [f for g in groups for f in g.delete_files]
+    rows = sum(int(f.record_count) for f in data_files)
+    nbytes = sum(int(f.file_size_in_bytes) for f in all_files)
+    attempt = 0
+    while True:
+        attempt += 1
+        table.refresh()
+        last = last_committed_snapshot(table, request.sink_id)
+        if last is not None:
+            if last.version > request.sink_version:
+                raise FencedError(
+                    f"sink {request.sink_id} version {request.sink_version} is fenced out: version "
+                    f"{last.version} committed snapshot {last.snapshot_id} to {table.name()}",
+                    hint="another runner of this sink took over; this one stops",
+                )
+            if last.progress >= request.progress:
+                log.info(
+                    "progress %s of sink %s already committed in snapshot %s: skipping",
+                    request.progress,
+                    request.sink_id,
+                    last.snapshot_id,
+                )
+                return CommitResult(
+                    last.snapshot_id, 0, 0, 0, time.monotonic() - start, skipped=True, attempts=attempt
+                )
+        tx = table.transaction()
+        producers: list[Any] = []
+        try:
+            for i, g in enumerate(groups):
+                props = {
+                    **{k: str(v) for k, v in request.extra_summary.items()},
+                    SINK_ID: request.sink_id,
+                    SINK_VERSION: str(request.sink_version),
+                    PROGRESS: str(
+                        request.progress if g.progress is None or i == len(groups) - 1 else g.progress
+                    ),
+                    COMMIT_REASON: request.reason,
+                }
+                producers.append(_stage_group(tx, table, g, props))
+            tx.commit_transaction()
+        except CommitFailedException as exc:
+            _discard(producers, table.io)
+            if attempt > retries:
+                raise ExecutionError(
+                    f"commit to {table.name()} failed after {attempt} attempts: {exc}",
+                    hint="another writer keeps committing to the table",
+                ) from exc
+            wait = min(backoff * (2 ** (attempt - 1)), 5.0)
+            log.warning("commit conflict on %s, retrying (%s/%s)", table.name(), attempt, retries)
+            time.sleep(wait + random.uniform(0, wait / 10))
+            continue
+        snapshot_ids = tuple(p.snapshot_id for p in producers)
+        result = CommitResult(
+            snapshot_ids[-1] if snapshot_ids else None,
+            rows,
+            nbytes,
+            len(all_files),
+            time.monotonic() - start,
+            snapshot_ids=snapshot_ids,
+            attempts=attempt,
+            delete_rows=sum(int(f.record_count) for f in delete_files),
+            data_files=len(data_files),
+            delete_files=len(delete_files),
+        )
+        return result
+
+
+def snapshot_summary(table: Any, snapshot_id: int | None = None) -> dict[str, str]:
+    """The summary of a snapshot (default: the current one) as a plain dict."""
+    snap = table.metadata.snapshot_by_id(snapshot_id) if snapshot_id is not None else table.current_snapshot()
+    if snap is None or snap.summary is None:
+        return {}
+    return {"operation": snap.summary.operation.value, **snap.summary.additional_properties}
+
+
+__all__ = [
+    "COMMIT_REASON",
+    "PROGRESS",
+    "SINK_ID",
+    "SINK_VERSION",
+    "CommitGroup",
+    "CommitRequest",
+    "CommitResult",
+    "Committed",
+    "FencedError",
+    "commit",
+    "last_committed",
+    "last_committed_snapshot",
+    "snapshot_summary",
+]

@@ -1,0 +1,200 @@
+"""Independent Iceberg readers for verifying what icesql wrote.
+
+pyiceberg cannot apply equality deletes, so upserted tables are read with:
+
+* ``read_duckdb`` — DuckDB's iceberg extension, loaded from the ``duckdb_extension_iceberg`` PyPI
+  package (plus its ``avro`` dependency from ``duckdb_extension_avro``; there is no network, so
+  DuckDB cannot auto-install it). When the package is not in this venv, the copy in the readers
+  harness venv (``$ICESQL_HARNESS``) is used.
+* ``read_datafusion`` — iceberg-rust through ``pyiceberg_core.datafusion.IcebergDataFusionTable``
+  (what pyiceberg's ``Table.__datafusion_table_provider__`` builds) registered in DataFusion.
+* ``read_java`` — the Iceberg Java library (the strictest), through the harness script
+  ``/work/shared/tools/read_iceberg.py``; only when the harness exists (``java_available()``).
+
+Rows come back as sorted lists of tuples in the table's column order, with values normalised
+(timestamps as naive UTC, decimals as ``Decimal``, bytes as ``bytes``, maps as sorted item lists)
+so readers compare equal to each other and to the expected state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+HARNESS = Path(os.environ.get("ICESQL_HARNESS", "/tmp/icesql-harness"))
+READ_ICEBERG = Path(os.environ.get("ICESQL_READ_ICEBERG", "/work/shared/tools/read_iceberg.py"))
+
+
+def _path(location: str) -> str:
+    return location[len("file://") :] if location.startswith("file://") else location
+
+
+def norm(v: Any) -> Any:
+    """One spelling per value whatever the reader."""
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return bytes(v)
+    if isinstance(v, Decimal):
+        return v
+    if isinstance(v, dict):
+        return tuple(sorted((k, norm(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return tuple(norm(x) for x in v)
+    return v
+
+
+def _sort_key(row: tuple[Any, ...]) -> str:
+    return repr(row)
+
+
+def _rows_from_arrow(table: Any) -> list[tuple[Any, ...]]:
+    import pyarrow as pa
+
+    def convert(arr: Any) -> list[Any]:
+        t = arr.type
+        if pa.types.is_map(t):
+            out = []
+            for item in arr.to_pylist():
+                out.append(None if item is None else tuple(sorted((norm(k), norm(x)) for k, x in item)))
+            return out
+        if pa.types.is_struct(t):
+            children = [convert(arr.field(i)) for i in range(t.num_fields)]
+            valid = arr.is_valid().to_pylist()
+            return [tuple(c[i] for c in children) if valid[i] else None for i in range(len(arr))]
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            values = convert(arr.flatten()) if len(arr) else []
+            offsets = arr.offsets.to_pylist()
+            valid = arr.is_valid().to_pylist()
+            base = offsets[0] if offsets else 0
+            return [
+                tuple(values[offsets[i] - base : offsets[i + 1] - base]) if valid[i] else None
+                for i in range(len(arr))
+            ]
+        return [norm(x) for x in arr.to_pylist()]
+
+    table = table.combine_chunks()
+    cols = [convert(table.column(i).combine_chunks()) for i in range(table.num_columns)]
+    rows = [tuple(c[i] for c in cols) for i in range(table.num_rows)]
+    return sorted(rows, key=_sort_key)
+
+
+def _duckdb_extension(module: str) -> str:
+    try:
+        mod = __import__(module)
+        found = sorted(Path(mod.__file__).parent.glob("extensions/*/*.duckdb_extension"))
+        if found:
+            return str(found[-1])
+    except ImportError:
+        pass
+    import duckdb
+
+    version = duckdb.__version__
+    pattern = str(
+        HARNESS / f"venv/lib/python3*/site-packages/{module}/extensions/v{version}/*.duckdb_extension"
+    )
+    found = sorted(glob.glob(pattern))
+    if not found:
+        raise RuntimeError(
+            f"no DuckDB extension package {module} for duckdb {version} (pip install {module.replace('_', '-')})"
+        )
+    return found[-1]
+
+
+def read_duckdb(metadata_location: str, columns: str = "*") -> list[tuple[Any, ...]]:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone='UTC'")
+        con.execute("SET autoinstall_known_extensions=false")
+        for module in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
+            con.execute(f"LOAD '{_duckdb_extension(module)}'")
+        table = con.execute(
+            f"SELECT {columns} FROM iceberg_scan('{_path(metadata_location)}')"
+        ).to_arrow_table()
+        return _rows_from_arrow(table)
+    finally:
+        con.close()
+
+
+def read_datafusion(metadata_location: str, columns: str = "*") -> list[tuple[Any, ...]]:
+    from datafusion import SessionContext
+    from pyiceberg_core.datafusion import IcebergDataFusionTable
+
+    provider = IcebergDataFusionTable(
+        identifier=["icesql", "t"], metadata_location=metadata_location, file_io_properties={}
+    ).__datafusion_table_provider__
+    ctx = SessionContext()
+    holder = type("Provider", (), {"__datafusion_table_provider__": provider})()
+    ctx.register_table("t", holder)
+    table = ctx.sql(f"SELECT {columns} FROM t").to_arrow_table()
+    return _rows_from_arrow(table)
+
+
+def java_available() -> bool:
+    return (
+        (HARNESS / "venv/bin/python").exists()
+        and (HARNESS / "jars/iceberg-spark-runtime.jar").exists()
+        and READ_ICEBERG.exists()
+    )
+
+
+def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
+    """Run the Java reader in the harness; returns its JSON (``rows``, ``digest``, ``all``)."""
+    if not java_available():
+        raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
+    out = subprocess.run(
+        [str(HARNESS / "venv/bin/python"), str(READ_ICEBERG), "java", _path(metadata_location), "--all"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the Java reader failed:\n{out.stderr[-4000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def harness_digest(reader: str, metadata_location: str, timeout: float = 600) -> dict[str, Any]:
+    """Any harness reader (``java``, ``duckdb``, ``datafusion``) through read_iceberg.py."""
+    out = subprocess.run(
+        [str(HARNESS / "venv/bin/python"), str(READ_ICEBERG), reader, _path(metadata_location), "--all"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the {reader} reader failed:\n{out.stderr[-4000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def canonical_digest(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The digest read_iceberg.py prints, for expected rows given as dicts (column → value)."""
+    sys.path.insert(0, str(READ_ICEBERG.parent))
+    try:
+        import read_iceberg  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    digest, lines = read_iceberg.canon(rows)
+    return {"rows": len(rows), "digest": digest, "all": lines}
+
+
+__all__ = [
+    "canonical_digest",
+    "harness_digest",
+    "java_available",
+    "norm",
+    "read_datafusion",
+    "read_duckdb",
+    "read_java",
+]
