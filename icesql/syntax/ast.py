@@ -62,7 +62,9 @@ class DropBehavior(enum.Enum):
 class Node:
     """Base of every node; ``span`` never takes part in equality."""
 
-    span: Span | None = _span()
+    # field() written out (not through _span()) so that mypy sees kw_only and spans stay
+    # keyword-only for type checkers too.
+    span: Span | None = field(default=None, compare=False, repr=False, kw_only=True)
 
     def to_sql(self) -> str:
         from icesql.syntax.printer import to_sql
@@ -70,7 +72,8 @@ class Node:
         return to_sql(self)
 
     def to_dict(self) -> dict[str, Any]:
-        return node_to_dict(self)
+        out: dict[str, Any] = node_to_dict(self)
+        return out
 
 
 @dataclass(frozen=True)

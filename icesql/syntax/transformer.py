@@ -1,0 +1,481 @@
+"""Lark callbacks that build the ast dataclasses, with spans in the whole input text.
+
+The transformer runs inside the LALR parser (``Lark(..., transformer=AstBuilder())``), so no
+parse tree is ever built. Every terminal of the grammar is named, hence kept: each callback
+sees all tokens of its rule and a node's span runs from its first token to its last.
+
+Callbacks may raise :class:`ParseError` for things the grammar accepts but that cannot mean
+anything (a clause written twice, an empty quoted identifier); the parser reports those only
+when the text is otherwise syntactically valid.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Union
+
+from lark import Token, Transformer
+
+from icesql.errors import ParseError, Span
+from icesql.syntax import ast
+
+# How deeply ``PROPERTIES = ((...))`` lists may nest: deep enough for any real use, shallow
+# enough that the printer and ``to_dict`` (both recursive) can never hit the recursion limit.
+MAX_OPTION_NESTING = 16
+
+
+@dataclass(frozen=True)
+class _Part:
+    """An intermediate result (a clause, a flag, a list) that is not an ast node."""
+
+    kind: str
+    value: Any
+    span: Span
+
+
+Item = Union[Token, ast.Node, _Part]
+
+
+def _start(item: Any) -> tuple[int, int, int] | None:
+    if isinstance(item, Token):
+        if item.start_pos is None:
+            return None
+        return item.start_pos, item.line or 1, item.column or 1
+    span = getattr(item, "span", None)
+    if span is None:
+        return None
+    return span.start, span.line, span.column
+
+
+def _end(item: Any) -> tuple[int, int, int] | None:
+    if isinstance(item, Token):
+        if item.end_pos is None:
+            return None
+        return item.end_pos, item.end_line or 1, item.end_column or 1
+    span = getattr(item, "span", None)
+    if span is None:
+        return None
+    return span.end, span.end_line, span.end_column
+
+
+def span_of(items: list[Any] | tuple[Any, ...]) -> Span | None:
+    """The span from the first located item to the last one."""
+    first = None
+    for item in items:
+        first = _start(item)
+        if first is not None:
+            break
+    last = None
+    for item in reversed(items):
+        last = _end(item)
+        if last is not None:
+            break
+    if first is None or last is None:
+        return None
+    return Span(first[0], last[0], first[1], first[2], last[1], last[2])
+
+
+def token_span(tok: Token) -> Span:
+    span = span_of([tok])
+    assert span is not None
+    return span
+
+
+def _error(message: str, at: Any, hint: str | None = None) -> ParseError:
+    span = at if isinstance(at, Span) else span_of([at])
+    return ParseError(message, span=span, hint=hint)
+
+
+def ident_from_token(tok: Token) -> ast.Ident:
+    text = str(tok)
+    if tok.type == "QIDENT":
+        name = text[1:-1].replace('""', '"')
+        if not name:
+            raise _error(
+                "empty quoted identifier",
+                tok,
+                hint='a quoted identifier needs at least one character: "name"',
+            )
+        return ast.Ident(name, quoted=True, span=token_span(tok))
+    return ast.Ident(text.lower(), span=token_span(tok))
+
+
+def string_from_token(tok: Token) -> ast.StringLit:
+    return ast.StringLit(str(tok)[1:-1].replace("''", "'"), span=token_span(tok))
+
+
+# Pieces of Spark SQL, used to find where a view's query really ends (trailing blank space
+# and comments are not part of it).
+_QUERY_PIECE = re.compile(
+    r"""(?P<blank>\s+|--[^\n]*|/\*[\s\S]*?\*/)"""
+    r"""|'(?:[^'\\]|\\[\s\S])*'|"(?:[^"\\]|\\[\s\S])*"|`[^`]*`|[\s\S]"""
+)
+
+
+def _query_text_end(text: str) -> int:
+    end = 0
+    for m in _QUERY_PIECE.finditer(text):
+        if m.group("blank") is None:
+            end = m.end()
+    return end
+
+
+def _depth(options: tuple[ast.Option, ...]) -> int:
+    # Inner lists were checked when they were built, so this recursion stays shallow.
+    inner = [_depth(o.value.options) for o in options if isinstance(o.value, ast.OptionList)]
+    return 1 + max(inner, default=0)
+
+
+def _kind(tok: Token) -> ast.ObjectKind:
+    return ast.ObjectKind[tok.type]
+
+
+_CLAUSE_NAMES = {
+    "using": "USING AWS CONNECTION",
+    "namespace": "NAMESPACE",
+    "table": "TABLE",
+    "key": "KEY",
+    "mode": "MODE",
+    "partition": "PARTITION BY",
+    "with": "WITH",
+    "catalog_options": "catalog option list",
+}
+
+
+class AstBuilder(Transformer[Token, list[ast.Statement]]):
+    """Builds ast nodes from the rules of ``grammar/icesql.lark`` (one method per rule)."""
+
+    # ------------------------------------------------------------ script
+
+    def start(self, children: list[Any]) -> list[ast.Statement]:
+        return [c for c in children if isinstance(c, ast.Statement)]
+
+    # ------------------------------------------------------------ literals and names
+
+    def ident(self, children: list[Token]) -> ast.Ident:
+        return ident_from_token(children[0])
+
+    ident_noconn = ident
+
+    def string(self, children: list[Token]) -> ast.StringLit:
+        return string_from_token(children[0])
+
+    def number(self, children: list[Token]) -> ast.NumberLit:
+        tok = children[0]
+        return ast.NumberLit(str(tok), span=token_span(tok))
+
+    def qualified_name(self, children: list[Item]) -> ast.QualifiedName:
+        parts = tuple(c for c in children if isinstance(c, ast.Ident))
+        return ast.QualifiedName(parts, span=span_of(children))
+
+    def ident_list(self, children: list[Item]) -> _Part:
+        idents = tuple(c for c in children if isinstance(c, ast.Ident))
+        return _Part("idents", idents, span_of(children) or idents[0].span)  # type: ignore[arg-type]
+
+    def object_name(self, children: list[Any]) -> ast.Ident | ast.StringLit:
+        value: ast.Ident | ast.StringLit = children[0]
+        return value
+
+    # ------------------------------------------------------------ options
+
+    def option_name(self, children: list[Token]) -> _Part:
+        name = " ".join(str(t).upper() for t in children)
+        return _Part("option_name", name, span_of(children))  # type: ignore[arg-type]
+
+    def option(self, children: list[Any]) -> ast.Option:
+        head = children[0]
+        value = self._value(children[2]) if len(children) == 3 else None
+        if isinstance(head, ast.StringLit):
+            return ast.Option(head.value, value, key_is_string=True, span=span_of(children))
+        return ast.Option(head.value, value, span=span_of(children))
+
+    @staticmethod
+    def _value(value: Any) -> ast.Value:
+        if isinstance(value, _Part):  # a nested option block
+            options: tuple[ast.Option, ...] = value.value
+            return ast.OptionList(options, span=value.span)
+        if isinstance(value, ast.Ident) and not value.quoted and value.name in ("true", "false"):
+            return ast.BoolLit(value.name == "true", span=value.span)
+        result: ast.Value = value
+        return result
+
+    def secret_ref(self, children: list[Any]) -> ast.SecretRef:
+        return ast.SecretRef(children[1], span=span_of(children))
+
+    def option_block(self, children: list[Any]) -> _Part:
+        options = tuple(c for c in children if isinstance(c, ast.Option))
+        span = span_of(children)
+        if _depth(options) > MAX_OPTION_NESTING:
+            raise _error(f"option lists nest more than {MAX_OPTION_NESTING} levels deep", span)
+        return _Part("options", options, span)  # type: ignore[arg-type]
+
+    def with_options(self, children: list[Any]) -> _Part:
+        return _Part("with", children[1].value, span_of(children))  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ flags
+
+    def if_not_exists(self, children: list[Token]) -> _Part:
+        return _Part("if_not_exists", True, span_of(children))  # type: ignore[arg-type]
+
+    def if_exists(self, children: list[Token]) -> _Part:
+        return _Part("if_exists", True, span_of(children))  # type: ignore[arg-type]
+
+    @staticmethod
+    def _flag(children: list[Any], kind: str) -> bool:
+        return any(isinstance(c, _Part) and c.kind == kind for c in children)
+
+    # ------------------------------------------------------------ secrets
+
+    def create_secret(self, children: list[Any]) -> ast.CreateSecret:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        return ast.CreateSecret(
+            name,
+            children[-1],
+            if_not_exists=self._flag(children, "if_not_exists"),
+            span=span_of(children),
+        )
+
+    def alter_secret(self, children: list[Any]) -> ast.AlterSecret:
+        return ast.AlterSecret(children[2], children[4], span=span_of(children))
+
+    # ------------------------------------------------------------ connections
+
+    def connection_kind(self, children: list[Token]) -> _Part:
+        kind = ast.ConnectionKind.AWS if children[0].type == "AWS" else ast.ConnectionKind.ICEBERG_CATALOG
+        return _Part("connection_kind", kind, span_of(children))  # type: ignore[arg-type]
+
+    def create_connection(self, children: list[Any]) -> ast.CreateConnection:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        kind = next(c.value for c in children if isinstance(c, _Part) and c.kind == "connection_kind")
+        options: tuple[ast.Option, ...] = ()
+        with_options: tuple[ast.Option, ...] = ()
+        for c in children:
+            if isinstance(c, _Part) and c.kind == "options":
+                options = c.value
+            elif isinstance(c, _Part) and c.kind == "with":
+                with_options = c.value
+        return ast.CreateConnection(
+            name,
+            kind,
+            options,
+            with_options,
+            if_not_exists=self._flag(children, "if_not_exists"),
+            span=span_of(children),
+        )
+
+    # ------------------------------------------------------------ sources and views
+
+    def create_source(self, children: list[Any]) -> ast.CreateSource:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        kind = ast.SourceKind.FILES
+        path: ast.StringLit | None = None
+        options: tuple[ast.Option, ...] = ()
+        for c in children:
+            if isinstance(c, Token) and c.type == "GENERATOR":
+                kind = ast.SourceKind.GENERATOR
+            elif isinstance(c, ast.StringLit):
+                path = c
+            elif isinstance(c, _Part) and c.kind == "options":
+                options = c.value
+        return ast.CreateSource(
+            name,
+            kind,
+            path,
+            options,
+            if_not_exists=self._flag(children, "if_not_exists"),
+            span=span_of(children),
+        )
+
+    def create_view(self, children: list[Any]) -> ast.CreateView:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        tok: Token = children[-1]
+        raw = str(tok)
+        query = raw[: _query_text_end(raw)]
+        assert tok.start_pos is not None and tok.line is not None and tok.column is not None
+        end_line = tok.line + query.count("\n")
+        if "\n" in query:
+            end_column = len(query) - query.rfind("\n")
+        else:
+            end_column = tok.column + len(query)
+        qspan = Span(tok.start_pos, tok.start_pos + len(query), tok.line, tok.column, end_line, end_column)
+        stmt_span = span_of([children[0], qspan_holder(qspan)])
+        return ast.CreateView(
+            name,
+            query,
+            if_not_exists=self._flag(children, "if_not_exists"),
+            span=stmt_span,
+            query_span=qspan,
+        )
+
+    # ------------------------------------------------------------ sinks
+
+    def in_cluster(self, children: list[Any]) -> _Part:
+        raise _error(
+            "IN CLUSTER is not supported",
+            span_of(children),
+            hint="icesql runs every sink on its Spark session; remove IN CLUSTER ...",
+        )
+
+    def target_to(self, children: list[Any]) -> _Part:
+        return self._target(children)
+
+    def target_into(self, children: list[Any]) -> _Part:
+        return self._target(children)
+
+    @staticmethod
+    def _target(children: list[Any]) -> _Part:
+        catalog = next(c for c in children if isinstance(c, ast.Ident))
+        options = next((c.value for c in children if isinstance(c, _Part)), None)
+        return _Part("target", (catalog, options), span_of(children))  # type: ignore[arg-type]
+
+    def using_clause(self, children: list[Any]) -> _Part:
+        return _Part("using", children[3], span_of(children))  # type: ignore[arg-type]
+
+    def namespace_clause(self, children: list[Any]) -> _Part:
+        return _Part("namespace", children[1], span_of(children))  # type: ignore[arg-type]
+
+    def table_clause(self, children: list[Any]) -> _Part:
+        return _Part("table", children[1], span_of(children))  # type: ignore[arg-type]
+
+    def key_clause(self, children: list[Any]) -> _Part:
+        idents = children[2].value
+        not_enforced = self._flag(children, "not_enforced")
+        return _Part("key", (idents, not_enforced), span_of(children))  # type: ignore[arg-type]
+
+    def not_enforced(self, children: list[Token]) -> _Part:
+        return _Part("not_enforced", True, span_of(children))  # type: ignore[arg-type]
+
+    def mode_clause(self, children: list[Token]) -> _Part:
+        return _Part("mode", ast.SinkMode[children[1].type], span_of(children))  # type: ignore[arg-type]
+
+    def partition_clause(self, children: list[Any]) -> _Part:
+        return _Part("partition", children[2].value, span_of(children))  # type: ignore[arg-type]
+
+    def partition_spec(self, children: list[Any]) -> _Part:
+        fields_ = tuple(c for c in children if isinstance(c, ast.PartitionField))
+        return _Part("partition_spec", fields_, span_of(children))  # type: ignore[arg-type]
+
+    def partition_field(self, children: list[Any]) -> ast.PartitionField:
+        span = span_of(children)
+        if len(children) == 1:
+            return ast.PartitionField(None, (ast.PartitionArg(column=children[0], span=children[0].span),), span=span)
+        args = tuple(c for c in children if isinstance(c, ast.PartitionArg))
+        return ast.PartitionField(children[0], args, span=span)
+
+    def partition_arg(self, children: list[Any]) -> ast.PartitionArg:
+        item = children[0]
+        if isinstance(item, Token):
+            return ast.PartitionArg(number=ast.NumberLit(str(item), span=token_span(item)), span=token_span(item))
+        return ast.PartitionArg(column=item, span=item.span)
+
+    def with_clause(self, children: list[Any]) -> _Part:
+        return _Part("with", children[1].value, span_of(children))  # type: ignore[arg-type]
+
+    def create_sink(self, children: list[Any]) -> ast.CreateSink:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        relation = next(c for c in children if isinstance(c, ast.QualifiedName))
+        seen: dict[str, _Part] = {}
+        values: dict[str, Any] = {}
+        for c in children:
+            if not isinstance(c, _Part) or c.kind == "if_not_exists":
+                continue
+            if c.kind == "target":
+                catalog, catalog_options = c.value
+                values["catalog"] = catalog
+                if catalog_options is not None:
+                    values["catalog_options"] = catalog_options
+                continue
+            if c.kind in seen:
+                raise _error(
+                    f"{_CLAUSE_NAMES.get(c.kind, c.kind)} is given twice",
+                    c.span,
+                    hint="each clause of CREATE SINK may appear once",
+                )
+            seen[c.kind] = c
+            if c.kind == "using":
+                values["aws_connection"] = c.value
+            elif c.kind == "namespace":
+                values["namespace"] = c.value
+            elif c.kind == "table":
+                values["table"] = c.value
+            elif c.kind == "key":
+                values["key"], values["key_not_enforced"] = c.value
+            elif c.kind == "mode":
+                values["mode"] = c.value
+            elif c.kind == "partition":
+                values["partition_by"] = c.value
+            elif c.kind == "with":
+                values["with_options"] = c.value
+        return ast.CreateSink(
+            name,
+            relation,
+            if_not_exists=self._flag(children, "if_not_exists"),
+            span=span_of(children),
+            **values,
+        )
+
+    def set_options(self, children: list[Any]) -> _Part:
+        return _Part("set", children[1].value, span_of(children))  # type: ignore[arg-type]
+
+    def reset_options(self, children: list[Any]) -> _Part:
+        names = tuple(c.value for c in children if isinstance(c, _Part))
+        return _Part("reset", names, span_of(children))  # type: ignore[arg-type]
+
+    def alter_sink(self, children: list[Any]) -> ast.AlterSink:
+        set_options: tuple[ast.Option, ...] = ()
+        reset_options: tuple[str, ...] = ()
+        for c in children:
+            if isinstance(c, _Part) and c.kind == "set":
+                set_options = c.value
+            elif isinstance(c, _Part) and c.kind == "reset":
+                reset_options = c.value
+        return ast.AlterSink(children[2], set_options, reset_options, span=span_of(children))
+
+    # ------------------------------------------------------------ everything else
+
+    def object_kind(self, children: list[Token]) -> _Part:
+        return _Part("object_kind", _kind(children[0]), span_of(children))  # type: ignore[arg-type]
+
+    def drop_behavior(self, children: list[Token]) -> _Part:
+        return _Part("behavior", ast.DropBehavior[children[0].type], span_of(children))  # type: ignore[arg-type]
+
+    def drop(self, children: list[Any]) -> ast.Drop:
+        name = next(c for c in children if isinstance(c, ast.Ident))
+        behavior = next((c.value for c in children if isinstance(c, _Part) and c.kind == "behavior"), None)
+        return ast.Drop(
+            children[1].value,
+            name,
+            if_exists=self._flag(children, "if_exists"),
+            behavior=behavior,
+            span=span_of(children),
+        )
+
+    def show(self, children: list[Token]) -> ast.Show:
+        kind = ast.ObjectKind[children[1].type[:-1]]
+        return ast.Show(kind, span=span_of(children))
+
+    def show_create(self, children: list[Any]) -> ast.ShowCreate:
+        return ast.ShowCreate(children[2].value, children[3], span=span_of(children))
+
+    def show_sink_status(self, children: list[Any]) -> ast.ShowSinkStatus:
+        name = children[3] if len(children) > 3 else None
+        return ast.ShowSinkStatus(name, span=span_of(children))
+
+    def describe(self, children: list[Any]) -> ast.Describe:
+        return ast.Describe(children[1], span=span_of(children))
+
+    def explain(self, children: list[Any]) -> ast.Explain:
+        return ast.Explain(children[1], span=span_of(children))
+
+    def validate_connection(self, children: list[Any]) -> ast.ValidateConnection:
+        return ast.ValidateConnection(children[2], span=span_of(children))
+
+    def flush_sink(self, children: list[Any]) -> ast.FlushSink:
+        name = children[2] if len(children) > 2 else None
+        return ast.FlushSink(name, span=span_of(children))
+
+
+@dataclass(frozen=True)
+class qspan_holder:  # noqa: N801 - a tiny adapter so span_of can take a bare Span
+    span: Span
