@@ -420,8 +420,9 @@ class Session:
             dropped = self.store.drop_object(plan.kind, plan.name, cascade=plan.cascade)
         except DependentObjectsError as err:
             names = ", ".join(f"{k} {n}" for k, n in err.dependents)
+            verb = "depends" if len(err.dependents) == 1 else "depend"
             raise CatalogError(
-                f"cannot drop {plan.kind} {plan.name!r}: {names} depend on it",
+                f"cannot drop {plan.kind} {plan.name!r}: {names} {verb} on it",
                 hint=f"drop them first, or use DROP {plan.kind.upper()} {plan.name} CASCADE",
             ) from None
         # (the store deletes hidden inline secrets that nothing uses any more)
