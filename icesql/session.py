@@ -270,10 +270,11 @@ class Session:
         except IcesqlError as err:
             if err.span is None and stmt.span is not None:
                 err.span = stmt.span
-            raise err.with_source(source, filename) from None
+            err.source = _masked(source)  # the quoted line must never show a secret's value
+            raise err.with_source(None, filename) from None
         except StoreError as err:
             # A clash with another process, a missing ICESQL_SECRET_KEY, ...: same error tree.
-            raise CatalogError(err.message, stmt.span, err.hint, source, filename) from None
+            raise CatalogError(err.message, stmt.span, err.hint, _masked(source), filename) from None
         return dataclasses.replace(result, warnings=warnings + result.warnings)
 
     def check(
@@ -289,6 +290,7 @@ class Session:
         from icesql.syntax.parser import parse, split_statements
 
         errors: list[IcesqlError] = []
+        masked = _masked(sql)
         overlay = OverlayCatalogView(self._view)
         bdir = Path(base_dir) if base_dir is not None else Path.cwd()
         for start, end in split_statements(sql):
@@ -297,14 +299,16 @@ class Session:
             try:
                 stmts = parse(blank_prefix(sql[:end], start), filename=filename)
             except IcesqlError as err:
-                errors.append(err.with_source(sql, filename))
+                err.source = masked
+                errors.append(err.with_source(None, filename))
                 continue
             for stmt in stmts:
                 try:
                     analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
                     overlay.apply(analyzed.plan)
                 except IcesqlError as err:
-                    errors.append(err.with_source(sql, filename))
+                    err.source = masked
+                    errors.append(err.with_source(None, filename))
         return errors
 
     # ----------------------------------------------------------------- applying plans
@@ -630,6 +634,12 @@ class _StateCallback:
 
 
 # --------------------------------------------------------------------------- formatting
+
+
+def _masked(source: str | None) -> str | None:
+    from icesql.syntax.redaction import mask_secret_literals
+
+    return mask_secret_literals(source) if source is not None else None
 
 
 def _all_dependents(store: CatalogStore, kind: str, name: str) -> list[tuple[str, str]]:

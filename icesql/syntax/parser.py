@@ -119,6 +119,21 @@ def get_parser(with_transformer: bool = True) -> Lark:
 def parse(text: str, filename: str | None = None) -> list[ast.Statement]:
     """Parse a script into statements; spans point into ``text``.
 
+    Raises :class:`ParseError` (and nothing else) for any invalid input; its source is the
+    text with secret literals masked, so the quoted line never shows a secret's value.
+    """
+    try:
+        return _parse(text, filename)
+    except ParseError as exc:
+        from icesql.syntax.redaction import mask_secret_literals
+
+        exc.source = mask_secret_literals(text)
+        raise
+
+
+def _parse(text: str, filename: str | None = None) -> list[ast.Statement]:
+    """Parse a script into statements; spans point into ``text``.
+
     Raises :class:`ParseError` (and nothing else) for any invalid input.
     """
     if not isinstance(text, str):
