@@ -36,6 +36,11 @@ def _path(location: str) -> str:
     return location[len("file://") :] if location.startswith("file://") else location
 
 
+def _uri(location: str) -> str:
+    """iceberg-rust wants a URL: a bare local path becomes file://."""
+    return f"file://{location}" if location.startswith("/") else location
+
+
 def norm(v: Any) -> Any:
     """One spelling per value whatever the reader."""
     if isinstance(v, dt.datetime):
@@ -132,7 +137,7 @@ def read_datafusion(metadata_location: str, columns: str = "*") -> list[tuple[An
     from pyiceberg_core.datafusion import IcebergDataFusionTable
 
     provider = IcebergDataFusionTable(
-        identifier=["icesql", "t"], metadata_location=metadata_location, file_io_properties={}
+        identifier=["icesql", "t"], metadata_location=_uri(metadata_location), file_io_properties={}
     ).__datafusion_table_provider__
     ctx = SessionContext()
     holder = type("Provider", (), {"__datafusion_table_provider__": provider})()
