@@ -109,47 +109,47 @@ def significant(tokens: list[Token]) -> list[Token]:
 
 
 def statement_ranges(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each non-empty statement, split at ``;`` outside quotes and comments.
+    """``(start, end)`` of each non-empty statement (the parser's splitter: it knows that a
+    CREATE VIEW body follows Spark's string rules)."""
+    from icesql.syntax.parser import split_statements
 
-    The ``;`` itself is not included. A trailing statement without ``;`` is included.
-    """
-    ranges: list[tuple[int, int]] = []
-    start = 0
-    has_content = False
-    for tok in tokenize(text):
-        if tok.kind is TokenKind.PUNCT and tok.text == ";":
-            if has_content:
-                ranges.append((start, tok.start))
-            start, has_content = tok.end, False
-        elif tok.significant:
-            has_content = True
-    if has_content:
-        ranges.append((start, len(text)))
-    return ranges
+    return split_statements(text)
 
 
 def current_statement(text_before_cursor: str) -> str:
-    """The text of the statement the cursor is in: everything after the last top-level ``;``."""
-    last = 0
-    for tok in tokenize(text_before_cursor):
-        if tok.kind is TokenKind.PUNCT and tok.text == ";":
-            last = tok.end
-    return text_before_cursor[last:]
+    """The text of the statement the cursor is in: everything after the last complete one."""
+    ranges = statement_ranges(text_before_cursor)
+    if not ranges:
+        return text_before_cursor if text_before_cursor.strip() else ""
+    start, end = ranges[-1]
+    tail = text_before_cursor[end:]
+    semis = [t for t in tokenize(tail) if t.kind is TokenKind.PUNCT and t.text == ";"]
+    if semis:
+        return tail[semis[-1].end :]
+    return text_before_cursor[start:]
 
 
 def is_complete(text: str) -> bool:
     """Whether Enter should submit ``text`` rather than start a new line.
 
-    True for blank input, a backslash command, ``quit``/``exit``, and SQL whose last
-    significant token is a ``;`` outside quotes and comments.
+    True for blank input, a backslash command, ``quit``/``exit``, and SQL that ends with a
+    ``;`` outside quotes and comments (then only blank space or comments).
     """
     stripped = text.strip()
     if not stripped or stripped.startswith("\\"):
         return True
     if stripped.lower().rstrip(";").strip() in ("quit", "exit"):
         return True
-    tokens = tokenize(text)
-    if any(t.open for t in tokens):
-        return False
-    sig = significant(tokens)
-    return bool(sig) and sig[-1].kind is TokenKind.PUNCT and sig[-1].text == ";"
+    from icesql.syntax.parser import is_complete as statement_is_complete
+
+    return statement_is_complete(text)
+
+
+def destructive_statements(text: str) -> list[str]:
+    """The statements of ``text`` that destroy something (``DROP ...``), each as written."""
+    out = []
+    for start, end in statement_ranges(text):
+        sig = significant(tokenize(text[start:end]))
+        if sig and sig[0].kind is TokenKind.WORD and sig[0].upper == "DROP":
+            out.append(" ".join(text[start:end].split()))
+    return out

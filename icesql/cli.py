@@ -1,0 +1,474 @@
+"""The ``icesql`` command (SPEC §3): a thin argparse layer over ``icesql.Session``.
+
+Exit codes: 0 success, 1 an SQL error (syntax or validation), 2 usage, 3 a runtime failure.
+
+Only argparse and the standard library are imported at module level: ``icesql --help`` must
+answer in well under a second, and nothing here starts Spark unless a sink has to run. The
+session, the parser and prompt-toolkit are imported inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from icesql.errors import IcesqlError
+    from icesql.session import Session
+
+EXIT_OK = 0
+EXIT_SQL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_RUNTIME = 3
+
+PROG = "icesql"
+
+DESCRIPTION = """\
+icesql: a SQL front-end that streams data from Apache Spark into Apache Iceberg tables.
+Without a command it opens the interactive shell (or executes standard input when it is not a
+terminal)."""
+
+EPILOG = """\
+examples:
+  icesql                                     open the shell
+  icesql run pipeline.sql                    create the objects, then run the sinks until Ctrl-C
+  icesql run pipeline.sql --once             process what is available, commit, exit
+  icesql exec "SHOW SINKS"                   run statements given inline
+  icesql check pipeline.sql                  report every error, run nothing
+  icesql parse pipeline.sql --json           print the syntax tree
+  icesql serve                               run every sink in the catalog store
+  icesql status                              sink states
+
+exit codes: 0 ok, 1 SQL error (syntax or validation), 2 usage, 3 runtime failure
+environment: ICESQL_HOME (default ~/.icesql), ICESQL_SECRET_KEY (encrypts secrets at rest)"""
+
+COMMAND_HELP: dict[str, tuple[str, str, str]] = {
+    # name: (one-line help, description, example epilog)
+    "shell": (
+        "open the interactive shell (the default)",
+        "Open the interactive shell: multi-line SQL ending with ';', completion, history, "
+        "backslash commands (\\? lists them).",
+        "example:\n  icesql shell --home ./demo-home",
+    ),
+    "run": (
+        "execute scripts, then run the sinks they create",
+        "Execute FILE.sql scripts in order, then run the sinks they create (or name with "
+        "CREATE SINK IF NOT EXISTS) until interrupted. SIGINT/SIGTERM stop the sinks with a "
+        "final commit (reason 'shutdown') and exit 0. Use '-' to read standard input.",
+        "example:\n  icesql run pipeline.sql --once\n  icesql --home ./prod run secrets.sql pipeline.sql",
+    ),
+    "exec": (
+        "execute statements given inline",
+        "Execute the SQL statements given as one argument ('-' reads standard input) and print "
+        "their results. Sinks are created, not run (see 'icesql serve').",
+        "example:\n  icesql exec \"CREATE SECRET pw AS 'hunter2'; SHOW SECRETS\"",
+    ),
+    "check": (
+        "parse and validate scripts, report every error, run nothing",
+        "Parse and validate every statement of every FILE without changing anything, print "
+        "every error (file:line:col), and exit 1 if there was any.",
+        "example:\n  icesql check pipeline.sql more/*.sql",
+    ),
+    "parse": (
+        "print the syntax tree of scripts",
+        "Parse FILE.sql and print its statements: canonical SQL, or the syntax tree as JSON "
+        "with --json. Uses no catalog store and no Spark.",
+        "example:\n  icesql parse pipeline.sql --json | jq '.[0].type'",
+    ),
+    "serve": (
+        "run every sink of the catalog store until interrupted",
+        "Run every sink stored in the icesql home until SIGINT/SIGTERM (final commit, exit 0), "
+        "or with --once until the available input is committed.",
+        "example:\n  ICESQL_HOME=/var/lib/icesql icesql serve",
+    ),
+    "status": (
+        "show sink states",
+        "Print each sink's state, rows and bytes committed, last commit, snapshot id and last "
+        "error, from the catalog store.",
+        "example:\n  icesql status --home ./demo-home",
+    ),
+}
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=32)
+
+
+def _conf_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, found {text!r}")
+    return key.strip(), value
+
+
+def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    # On the subcommands the defaults are suppressed so that `icesql --home X run f.sql`
+    # and `icesql run f.sql --home X` both work without one overwriting the other.
+    default: Any = None if top else argparse.SUPPRESS
+    group = parser.add_argument_group("common options")
+    group.add_argument(
+        "--home",
+        metavar="DIR",
+        default=default,
+        help="icesql home: catalog store, checkpoints, history (env ICESQL_HOME, default ~/.icesql)",
+    )
+    group.add_argument(
+        "--spark-master", metavar="URL", default=default, help="Spark master or Spark Connect URL"
+    )
+    group.add_argument(
+        "--conf",
+        metavar="KEY=VALUE",
+        type=_conf_pair,
+        action="append",
+        default=[] if top else argparse.SUPPRESS,
+        help="a Spark setting (repeatable)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="debug logging, and tracebacks for unexpected failures",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _add_common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+
+    def command(name: str) -> argparse.ArgumentParser:
+        short, description, example = COMMAND_HELP[name]
+        p = sub.add_parser(
+            name,
+            help=short,
+            description=textwrap.fill(description, 90),
+            epilog=example,
+            formatter_class=_Formatter,
+        )
+        _add_common(p, top=False)
+        return p
+
+    command("shell")
+    p = command("run")
+    p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to execute, in order")
+    p.add_argument("--once", action="store_true", help="process what is available, commit, exit")
+    p = command("exec")
+    p.add_argument("sql", metavar="SQL", help="statements separated by ';' ('-' reads standard input)")
+    p = command("check")
+    p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to check")
+    p = command("parse")
+    p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to parse")
+    p.add_argument("--json", action="store_true", help="print the syntax tree as JSON")
+    p = command("serve")
+    p.add_argument("--once", action="store_true", help="stop once the available input is committed")
+    command("status")
+    return parser
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("icesql")
+    except Exception:
+        return "unknown"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _Usage(Exception):
+    """A usage problem found after argument parsing (unreadable file); exit code 2."""
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _Usage(f"cannot read {path}: no such file") from None
+    except IsADirectoryError:
+        raise _Usage(f"cannot read {path}: is a directory") from None
+    except UnicodeDecodeError as exc:
+        raise _Usage(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise _Usage(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _display_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def _base_dir(path: str) -> Path:
+    return Path.cwd() if path == "-" else Path(path).resolve().parent
+
+
+def _open_session(args: argparse.Namespace, **kwargs: Any) -> Session:
+    from icesql.session import Session
+
+    return Session(
+        home=args.home,
+        spark_master=args.spark_master,
+        spark_conf=dict(args.conf or []),
+        verbose=args.verbose,
+        **kwargs,
+    )
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _exit_code(error: IcesqlError) -> int:
+    from icesql.errors import ExecutionError, UsageError
+
+    if isinstance(error, UsageError):
+        return EXIT_USAGE
+    if isinstance(error, ExecutionError):
+        return EXIT_RUNTIME
+    return EXIT_SQL_ERROR
+
+
+def _print_results(results: Sequence[Any]) -> None:
+    from icesql.repl.format import format_result
+
+    for result in results:
+        print(format_result(result), flush=True)
+        for warning in result.warnings:
+            _err(warning if ": warning: " in warning else f"warning: {warning}")
+
+
+def _execute_files(session: Session, files: Sequence[str]) -> None:
+    texts = [(f, _read(f)) for f in files]  # every file is readable before anything runs
+    for path, text in texts:
+        results = session.execute(text, filename=_display_name(path), base_dir=_base_dir(path))
+        _print_results(results)
+
+
+def _run_until_stopped(session: Session, target: Callable[[], None], *, sinks: Sequence[str] | None) -> int:
+    """Run ``target`` (which blocks while sinks run) in a worker thread, so that the main
+    thread can turn SIGINT/SIGTERM into ``session.stop()``: a final commit, then exit 0."""
+    import signal
+    import threading
+
+    from icesql.repl.progress import LiveProgress, configure_logging
+
+    live = None
+    if sys.stderr.isatty():
+        live = LiveProgress(session.status, sys.stderr, sinks=sinks)
+    configure_logging(verbose=session.verbose, stream=sys.stderr, live=live)
+    if live is not None:
+        live.start()
+
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            target()
+        except BaseException as exc:  # reported by the main thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    signals: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        if signals:  # a second signal: give up on the final commit
+            _err("icesql: stopped without a final commit")
+            os._exit(EXIT_RUNTIME)
+        signals.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    worker = threading.Thread(target=work, name="icesql-run", daemon=True)
+    worker.start()
+    try:
+        while not done.wait(0.2):
+            if signals:
+                _err(f"icesql: {signal.Signals(signals[0]).name} received, stopping sinks (final commit)...")
+                session.stop()
+                done.wait()
+                break
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if live is not None:
+            live.close()
+    if failure:
+        raise failure[0]
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    if not sys.stdin.isatty():
+        # `icesql < script.sql`: execute standard input like a script, no prompt.
+        with _open_session(args) as session:
+            _print_results(session.execute(sys.stdin.read(), filename="<stdin>", base_dir=Path.cwd()))
+        return EXIT_OK
+    session = _open_session(args)
+    try:
+        from icesql.repl.shell import run_shell
+
+        return run_shell(session, verbose=args.verbose)
+    finally:
+        session.close()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    with _open_session(args) as session:
+        _execute_files(session, args.files)
+        sinks = list(session.created_sinks)
+        if not sinks:
+            _err("icesql: the scripts create no sink; nothing to run")
+            return EXIT_OK
+        _err(
+            f"icesql: running {', '.join(sinks)}{' once' if args.once else ' (Ctrl-C stops with a final commit)'}"
+        )
+        return _run_until_stopped(session, lambda: session.run(once=args.once, sinks=sinks), sinks=sinks)
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    text = _read("-") if args.sql == "-" else args.sql
+    with _open_session(args) as session:
+        _print_results(session.execute(text, filename="<stdin>" if args.sql == "-" else "<exec>"))
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    texts = [(f, _read(f)) for f in args.files]
+    errors = 0
+    statements = 0
+    with _open_session(args, validate=False) as session:
+        from icesql.syntax.parser import split_statements
+
+        for path, text in texts:
+            found = session.check(text, filename=_display_name(path), base_dir=_base_dir(path))
+            for error in found:
+                _err(error.render())
+            errors += len(found)
+            statements += sum(1 for s, e in split_statements(text) if text[s:e].strip(" \t\r\n;"))
+    if errors:
+        _err(
+            f"{errors} error{'s' if errors != 1 else ''} in {len(texts)} file{'s' if len(texts) != 1 else ''}"
+        )
+        return EXIT_SQL_ERROR
+    print(
+        f"ok: {statements} statement{'s' if statements != 1 else ''} in {len(texts)} file{'s' if len(texts) != 1 else ''}"
+    )
+    return EXIT_OK
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    import json
+
+    from icesql.errors import IcesqlError
+    from icesql.syntax.parser import parse
+
+    texts = [(f, _read(f)) for f in args.files]
+    parsed: list[tuple[str, list[Any]]] = []
+    failed = False
+    for path, text in texts:
+        try:
+            parsed.append((path, parse(text, filename=_display_name(path))))
+        except IcesqlError as error:
+            _err(error.with_source(text, _display_name(path)).render())
+            failed = True
+    if failed:
+        return EXIT_SQL_ERROR
+    if args.json:
+        if len(parsed) == 1:
+            doc: Any = [s.to_dict() for s in parsed[0][1]]
+        else:
+            doc = {path: [s.to_dict() for s in stmts] for path, stmts in parsed}
+        print(json.dumps(doc, indent=2))
+    else:
+        for path, stmts in parsed:
+            if len(parsed) > 1:
+                print(f"-- {path}")
+            for stmt in stmts:
+                print(stmt.to_sql() + ";")
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    with _open_session(args) as session:
+        sinks = session.object_names("sink")
+        if not sinks:
+            _err("icesql: the catalog store has no sink; nothing to serve")
+            return EXIT_OK
+        _err(
+            f"icesql: serving {', '.join(sinks)}{' once' if args.once else ' (Ctrl-C stops with a final commit)'}"
+        )
+        return _run_until_stopped(session, lambda: session.serve(once=args.once), sinks=None)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from icesql.repl.format import STATUS_COLUMNS, format_table, status_rows
+
+    with _open_session(args) as session:
+        print(format_table(STATUS_COLUMNS, status_rows(session.status())))
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "shell": cmd_shell,
+    "run": cmd_run,
+    "exec": cmd_exec,
+    "check": cmd_check,
+    "parse": cmd_parse,
+    "serve": cmd_serve,
+    "status": cmd_status,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command or "shell"
+    try:
+        return COMMANDS[command](args)
+    except _Usage as exc:
+        _usage_error(parser, str(exc))
+    except KeyboardInterrupt:
+        _err("icesql: interrupted")
+        return 130
+    except Exception as exc:
+        from icesql.errors import IcesqlError
+
+        if isinstance(exc, IcesqlError):
+            _err(exc.render())
+            if args.verbose:
+                import traceback
+
+                traceback.print_exc()
+            return _exit_code(exc)
+        _err(f"icesql: error: {type(exc).__name__}: {exc}")
+        if args.verbose:
+            import traceback
+
+            traceback.print_exc()
+        else:
+            _err("hint: run with --verbose to see the traceback")
+        return EXIT_RUNTIME
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    parser.exit(EXIT_USAGE, f"{PROG}: error: {message}\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Text the shell and the CLI print: aligned tables, result tags, sink status lines.
+
+Pure functions over plain values (a ``Result`` or ``SinkStatus`` is read through attributes
+only), shared by ``icesql.repl.shell`` and ``icesql.cli``.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value).replace("\n", "\\n")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def format_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A psql-style aligned table (numbers right-aligned) with a row count footer::
+
+     name   | kind
+    --------+--------
+     orders | source
+    (1 row)
+    """
+    raw = [list(row) for row in rows]
+    body = [[_cell(v) for v in row] for row in raw]
+    widths = [_width(c) for c in columns]
+    for row in body:
+        for i, v in enumerate(row[: len(widths)]):
+            widths[i] = max(widths[i], _width(v))
+    numeric = [
+        any(_is_number(r[i]) for r in raw if i < len(r))
+        and all(_is_number(r[i]) or r[i] is None for r in raw if i < len(r))
+        for i in range(len(columns))
+    ]
+
+    def line(values: Sequence[str], right: Sequence[bool]) -> str:
+        cells = []
+        for i, w in enumerate(widths):
+            v = values[i] if i < len(values) else ""
+            pad = " " * (w - _width(v))
+            cells.append(f" {pad}{v} " if right[i] else f" {v}{pad} ")
+        return "|".join(cells).rstrip()
+
+    out = [line(list(columns), [False] * len(columns)), "+".join("-" * (w + 2) for w in widths)]
+    out += [line(row, numeric) for row in body]
+    n = len(body)
+    out.append(f"({n} row{'s' if n != 1 else ''})")
+    return "\n".join(out)
+
+
+def format_result(result: Any) -> str:
+    """A statement's result: its table (when it has columns) or its tag, then warnings."""
+    parts = []
+    if result.columns:
+        parts.append(format_table(result.columns, result.rows))
+    else:
+        parts.append(result.message)
+    return "\n".join(parts)
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f}s ago"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def status_line(status: Any, now: float | None = None) -> str:
+    """One sink in one line: ``orders running rows=1200 bytes=1.2 MiB commit 3s ago``."""
+    now = time.time() if now is None else now
+    last = status.last_commit_at
+    text = (
+        f"{status.name} {status.state} rows={status.rows_committed} "
+        f"bytes={format_bytes(status.bytes_committed)} "
+        f"commit {format_age(None if last is None else now - last)}"
+    )
+    if status.last_error:
+        error = str(status.last_error).splitlines()[0]
+        text += f" error: {error[:80]}"
+    return text
+
+
+STATUS_COLUMNS = ("name", "state", "rows", "bytes", "last commit", "snapshot", "lag", "last error")
+
+
+def status_rows(statuses: Iterable[Any], now: float | None = None) -> list[tuple[object, ...]]:
+    now = time.time() if now is None else now
+    rows: list[tuple[object, ...]] = []
+    for s in statuses:
+        last = s.last_commit_at
+        rows.append(
+            (
+                s.name,
+                s.state,
+                s.rows_committed,
+                format_bytes(s.bytes_committed),
+                format_age(None if last is None else now - last),
+                s.last_snapshot_id,
+                None if s.lag is None else f"{s.lag:.1f}s",
+                (str(s.last_error).splitlines() or [""])[0] if s.last_error else None,
+            )
+        )
+    return rows

@@ -1,0 +1,253 @@
+"""The interactive shell: a prompt-toolkit loop over a ``Session``.
+
+Enter submits when ``is_complete`` says so (a ``;`` outside quotes and comments, or a
+``\\command``), otherwise it starts a continuation line. Sinks created here run in the
+background; the bottom toolbar shows them, and leaving the shell (Ctrl-D, ``\\q``) stops them
+with a final commit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit import PromptSession, print_formatted_text
+from prompt_toolkit import prompt as ask
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.patch_stdout import patch_stdout
+
+from icesql.errors import IcesqlError
+from icesql.repl.commands import COMMANDS, CommandRegistry
+from icesql.repl.format import format_result, status_line
+from icesql.repl.redact import redact_secrets
+from icesql.repl.scan import destructive_statements, is_complete
+from icesql.repl.widgets import STYLE, IcesqlCompleter, IcesqlLexer
+
+PROMPT = "icesql> "
+CONTINUATION = "    -> "
+HISTORY_FILE = "history"
+
+
+class RedactingFileHistory(FileHistory):
+    """A history file that never receives a secret value."""
+
+    def store_string(self, string: str) -> None:
+        super().store_string(redact_secrets(string))
+
+
+def _warm_up_parser() -> None:
+    # Loading the grammar takes a moment; do it while the user reads the prompt, not on Tab.
+    try:
+        from icesql.syntax.parser import expected_tokens
+
+        expected_tokens("")
+    except Exception:
+        pass
+
+
+class Shell:
+    def __init__(
+        self,
+        session: Any,
+        *,
+        registry: CommandRegistry = COMMANDS,
+        verbose: bool = False,
+        history_path: Path | None = None,
+    ) -> None:
+        self.session = session
+        self.registry = registry
+        self.verbose = verbose
+        self.timing = False
+        self.last_statement: str | None = None
+        self.interactive = sys.stdin.isatty()
+        self._next_input = ""
+        self._exit = False
+        self._started_sinks: list[str] = []
+        self._known_sinks = set(getattr(session, "created_sinks", ()))
+        self._status_cache: tuple[float, list[Any]] = (0.0, [])
+        self._warmed = False
+        history_path = history_path or Path(session.home) / HISTORY_FILE
+        history_path.parent.mkdir(parents=True, exist_ok=True)
+        self.prompt_session: PromptSession[str] = PromptSession(
+            message=[("class:prompt", PROMPT)],
+            multiline=Condition(lambda: not is_complete(get_app().current_buffer.text)),
+            prompt_continuation=lambda width, line_number, wrap_count: [("class:continuation", CONTINUATION)],
+            history=RedactingFileHistory(str(history_path)),
+            completer=IcesqlCompleter(self._object_names, self.registry.names),
+            complete_while_typing=True,
+            lexer=IcesqlLexer(),
+            style=STYLE,
+            include_default_pygments_style=False,
+            bottom_toolbar=self._toolbar,
+        )
+
+    # ------------------------------------------------------------------ ShellContext
+
+    def echo(self, text: str) -> None:
+        print(text, flush=True)
+
+    def echo_error(self, text: str) -> None:
+        head, _, rest = text.partition("\n")
+        fragments = [("class:error", head)]
+        if rest:
+            fragments.append(("", "\n" + rest))
+        print_formatted_text(FormattedText(fragments), style=STYLE)
+
+    def set_next_input(self, text: str) -> None:
+        self._next_input = text
+
+    def request_exit(self) -> None:
+        self._exit = True
+
+    def execute_text(self, sql: str, *, filename: str | None = None, base_dir: Path | None = None) -> bool:
+        """Execute ``sql``, print its results or its error; True when it succeeded."""
+        if self.interactive and not self._confirm_destructive(sql):
+            self.echo("cancelled")
+            return False
+        started = time.perf_counter()
+        ok = False
+        try:
+            results = self.session.execute(sql, filename=filename, base_dir=base_dir)
+            ok = True
+        except IcesqlError as exc:
+            self.echo_error(exc.render())
+            results = []
+        except KeyboardInterrupt:
+            self.echo("cancelled")
+            results = []
+        except Exception as exc:  # an engine bug must not end the shell
+            self.echo_error(f"error: {type(exc).__name__}: {exc}")
+            if self.verbose:
+                self.echo(traceback.format_exc())
+            else:
+                self.echo("hint: run icesql --verbose to see the traceback")
+            results = []
+        for result in results:
+            self.echo(format_result(result))
+            for warning in result.warnings:
+                print_formatted_text(FormattedText([("class:warning", f"warning: {warning}")]), style=STYLE)
+        if self.timing:
+            self.echo(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms")
+        if filename is None:
+            self.last_statement = sql.strip()
+        self._start_new_sinks()
+        return ok
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> int:
+        self.echo(f"icesql shell — home {self.session.home}. Type \\? for help, Ctrl-D to quit.")
+        with patch_stdout(raw=True):
+            while not self._exit:
+                default, self._next_input = self._next_input, ""
+                try:
+                    text = self.prompt_session.prompt(
+                        default=default,
+                        refresh_interval=1.0 if self._started_sinks else None,
+                        pre_run=self._pre_run,
+                    )
+                except KeyboardInterrupt:
+                    continue
+                except EOFError:
+                    break
+                self.handle(text)
+            self.shutdown()
+        return 0
+
+    def handle(self, text: str) -> None:
+        stripped = text.strip()
+        if not stripped:
+            return
+        if stripped.startswith("\\"):
+            self.registry.dispatch(self, stripped)
+        elif stripped.rstrip(";").strip().lower() in ("quit", "exit"):
+            self.request_exit()
+        else:
+            self.execute_text(text)
+
+    def shutdown(self) -> None:
+        """Stop the sinks started here: a final commit (reason ``shutdown``) each."""
+        if not self._started_sinks:
+            return
+        self.echo(f"stopping {', '.join(self._started_sinks)} (final commit)...")
+        try:
+            self.session.stop()
+        except IcesqlError as exc:
+            self.echo_error(exc.render())
+        except Exception as exc:
+            self.echo_error(f"error: stopping sinks failed: {type(exc).__name__}: {exc}")
+        self._started_sinks.clear()
+
+    def _pre_run(self) -> None:
+        if not self._warmed:
+            self._warmed = True
+            threading.Thread(target=_warm_up_parser, name="icesql-warm-up", daemon=True).start()
+
+    def _confirm_destructive(self, sql: str) -> bool:
+        statements = destructive_statements(sql)
+        if not statements:
+            return True
+        listed = "\n".join(f"  {s}" for s in statements)
+        self.echo(f"This will run:\n{listed}")
+        try:
+            answer = ask("Continue? [y/N] ")
+        except (KeyboardInterrupt, EOFError):
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    # ------------------------------------------------------------------ sinks
+
+    def _start_new_sinks(self) -> None:
+        created = list(getattr(self.session, "created_sinks", ()))
+        new = [name for name in created if name not in self._known_sinks]
+        self._known_sinks.update(new)
+        if not new:
+            return
+        self.echo(f"starting sink{'s' if len(new) > 1 else ''} {', '.join(new)} (see SHOW SINK STATUS)")
+        try:
+            self.session.start(sinks=new)
+        except IcesqlError as exc:
+            self.echo_error(exc.render())
+            return
+        except Exception as exc:
+            self.echo_error(f"error: sink {', '.join(new)} did not start: {type(exc).__name__}: {exc}")
+            if self.verbose:
+                self.echo(traceback.format_exc())
+            return
+        self._started_sinks.extend(new)
+
+    def _object_names(self, kind: str) -> list[str]:
+        return list(self.session.object_names(kind))
+
+    def _toolbar(self) -> Any:
+        if not self._started_sinks:
+            return None
+        now = time.time()
+        when, statuses = self._status_cache
+        if now - when >= 1.0:
+            try:
+                statuses = list(self.session.status())
+            except Exception:
+                statuses = []
+            self._status_cache = (now, statuses)
+        if not statuses:
+            return None
+        fragments: list[tuple[str, str]] = []
+        for i, s in enumerate(statuses[:6]):
+            style = "class:bottom-toolbar.failed" if s.last_error else ""
+            fragments.append((style, ("\n" if i else "") + " " + status_line(s, now)))
+        return fragments
+
+
+def run_shell(session: Any, *, verbose: bool = False) -> int:
+    return Shell(session, verbose=verbose).run()
+
+
+__all__ = ["RedactingFileHistory", "Shell", "run_shell"]

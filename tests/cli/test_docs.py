@@ -1,0 +1,57 @@
+"""docs/CLI.md (and README.md once it covers the CLI) documents every command and every
+backslash command of the registry."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from icesql.cli import COMMAND_HELP, build_parser
+from icesql.repl.commands import COMMANDS
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "docs" / "CLI.md"]
+README = ROOT / "README.md"
+if README.exists() and "\\timing" in README.read_text(encoding="utf-8"):
+    DOCS.append(README)  # the lead pastes docs/CLI.md into the README
+
+
+def documented_backslash_commands(text: str) -> set[str]:
+    return set(re.findall(r"^\| `(\\[^ `]+)", text, flags=re.M))
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_backslash_command_is_documented_and_nothing_else(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    assert documented_backslash_commands(text) == set(COMMANDS.names())
+    for command in COMMANDS:
+        assert f"`{command.usage.replace('|', chr(92) + '|')}`" in text, command.usage
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_cli_command_has_a_section_with_an_example(doc: Path) -> None:
+    text = doc.read_text(encoding="utf-8")
+    for name in COMMAND_HELP:
+        if name == "shell":
+            assert "### `icesql` / `icesql shell`" in text
+            continue
+        section = text.split(f"### `icesql {name}`", 1)
+        assert len(section) == 2, f"no section for icesql {name}"
+        body = section[1].split("\n### ", 1)[0]
+        example = re.search(r"```bash\n(.+?)\n```", body, flags=re.S)
+        assert example and f"icesql {name}" in example.group(1) or f"icesql {name}" in body
+
+
+def test_examples_in_the_docs_parse_as_command_lines() -> None:
+    text = (ROOT / "docs" / "CLI.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    for block in re.findall(r"```bash\n(.+?)\n```", text, flags=re.S):
+        for line in block.splitlines():
+            words = shlex.split(line)
+            while words and "=" in words[0]:
+                words.pop(0)  # environment assignments
+            assert words[0] == "icesql", line
+            parser.parse_args(words[1:])  # exits (fails the test) on a usage error

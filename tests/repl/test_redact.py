@@ -1,0 +1,55 @@
+"""Secret values never reach the history file: lexical redaction of raw (even invalid) SQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from icesql.repl.redact import REDACTED, redact_secrets
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("CREATE SECRET pw AS 'hunter2';", f"CREATE SECRET pw AS {REDACTED};"),
+        ("create secret if not exists pw as 'x''y'", f"create secret if not exists pw as {REDACTED}"),
+        ("ALTER SECRET pw AS 'new-value';", f"ALTER SECRET pw AS {REDACTED};"),
+        ("CREATE SECRET pw AS 'unterminated", f"CREATE SECRET pw AS {REDACTED}"),
+        ('CREATE SECRET pw AS "double";', f"CREATE SECRET pw AS {REDACTED};"),
+        (
+            "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA1', SECRET ACCESS KEY = 'plain', SESSION TOKEN = 'tok');",
+            f"CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIA1', SECRET ACCESS KEY = {REDACTED}, SESSION TOKEN = {REDACTED});",
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD='p', CREDENTIAL='id:sec', TOKEN='t')",
+            f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD={REDACTED}, CREDENTIAL={REDACTED}, TOKEN={REDACTED})",
+        ),
+        (
+            "CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = 'k', 'a' = 'b'))",
+            f"CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = {REDACTED}, 'a' = 'b'))",
+        ),
+    ],
+)
+def test_redacts(text: str, expected: str) -> None:
+    assert redact_secrets(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE CONNECTION a TO AWS (SECRET ACCESS KEY = SECRET s, REGION = 'eu-west-1');",
+        "CREATE CONNECTION c TO ICEBERG CATALOG (USER = 'u', PASSWORD SECRET = pw);",
+        "SHOW SECRETS;",
+        "DROP SECRET pw;",
+        "CREATE SINK s FROM r TO ICEBERG CATALOG c (NAMESPACE = 'n', TABLE = 't');",
+        "-- CREATE SECRET pw AS 'in a comment'\nSHOW SINKS;",
+    ],
+)
+def test_leaves_references_and_other_text_alone(text: str) -> None:
+    # A comment mentioning a secret is not a statement of its own; nothing else is secret here.
+    assert redact_secrets(text) == text
+
+
+def test_several_statements() -> None:
+    text = "CREATE SECRET a AS 'one'; SHOW SECRETS; ALTER SECRET a AS 'two';"
+    out = redact_secrets(text)
+    assert "one" not in out and "two" not in out and "SHOW SECRETS" in out
