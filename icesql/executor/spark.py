@@ -91,7 +91,7 @@ def _conf_value(v: Any) -> str:
 def is_connect(spark: Any) -> bool:
     """True for a Spark Connect session (no SparkContext, no JVM in this process)."""
     try:
-        from pyspark.sql.utils import is_remote  # type: ignore[attr-defined]
+        from pyspark.sql.utils import is_remote
 
         if is_remote():
             return True

@@ -1,0 +1,285 @@
+"""``Engine``: the facade the session uses to run sinks on Spark.
+
+Importing this module imports neither pyspark nor pyiceberg: Spark starts the first time
+something needs it (``start_sink``, ``run``, ``relation_columns``).
+
+::
+
+    engine = Engine(home, objects=resolver, secrets=secret_lookup, state=state_store)
+    engine.run([sink_plan], once=True)          # process what is available, commit, stop
+    engine.start_sink(plan); engine.flush(); engine.stop()
+
+``objects`` resolves names to plans (``ObjectResolver``); ``state`` receives the sink's runtime
+state (``StateCallback``: ``sink_id``, ``bump_version``, ``update`` with ``status``,
+``rows_committed``, ``bytes_committed``, ``files_committed``, ``commits``, ``last_commit_at``
+(epoch seconds), ``last_snapshot_id``, ``last_progress``, ``last_error``, ``skipped_records``).
+If the callback also has ``get(name) -> dict`` the cumulative counters continue from it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from icesql.errors import ExecutionError, IcesqlError
+from icesql.plan import (
+    AwsConnectionPlan,
+    CatalogConnectionPlan,
+    Column,
+    SecretResolver,
+    SinkPlan,
+    SourcePlan,
+    ViewPlan,
+)
+
+log = logging.getLogger("icesql.engine")
+
+
+class ObjectResolver(Protocol):
+    def connection(self, name: str) -> AwsConnectionPlan | CatalogConnectionPlan: ...
+
+    def relation(self, name: str) -> SourcePlan | ViewPlan | None: ...
+
+
+class StateCallback(Protocol):
+    def sink_id(self, name: str) -> str: ...
+
+    def bump_version(self, name: str) -> int: ...
+
+    def update(self, name: str, **fields: Any) -> None: ...
+
+
+class Engine:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        objects: ObjectResolver,
+        secrets: SecretResolver,
+        state: StateCallback,
+        spark: Any = None,
+        spark_master: str | None = None,
+        spark_conf: Mapping[str, Any] | None = None,
+        trigger_interval: float = 1.0,
+    ) -> None:
+        self.home = Path(home)
+        self.objects = objects
+        self.secrets = secrets
+        self.state = state
+        self._spark = spark
+        self._spark_master = spark_master
+        self._spark_conf = dict(spark_conf or {})
+        self.trigger_interval = trigger_interval
+        self._runners: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._any_done = threading.Condition(self._lock)
+
+    # ----------------------------------------------------------------- spark
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            from icesql.executor.spark import get_spark
+
+            self._spark = get_spark(self._spark_master, self._spark_conf)
+        return self._spark
+
+    # ----------------------------------------------------------------- resolution
+
+    def _catalog_plan(self, name: str) -> CatalogConnectionPlan:
+        conn = self.objects.connection(name)
+        if not isinstance(conn, CatalogConnectionPlan):
+            raise ExecutionError(f"connection '{name}' is not an ICEBERG CATALOG connection")
+        return conn
+
+    def _aws_plan(self, name: str | None) -> AwsConnectionPlan | None:
+        if not name:
+            return None
+        conn = self.objects.connection(name)
+        if not isinstance(conn, AwsConnectionPlan):
+            raise ExecutionError(f"connection '{name}' is not an AWS connection")
+        return conn
+
+    def load_catalog(self, plan: SinkPlan) -> Any:
+        from icesql.executor.catalogs import load_catalog
+
+        conn = self._catalog_plan(plan.catalog_connection)
+        return load_catalog(
+            conn, aws=self._aws_plan(conn.aws_connection), secrets=self.secrets, home=self.home
+        )
+
+    def _io_properties(self, plan: SinkPlan) -> Any:
+        from icesql.executor.catalogs import io_properties
+
+        conn = self._catalog_plan(plan.catalog_connection)
+        catalog_aws = self._aws_plan(conn.aws_connection)
+        sink_aws = self._aws_plan(plan.aws_connection)
+
+        def props(table: Any) -> Mapping[str, str]:
+            return io_properties(
+                table=table, sink_aws=sink_aws, catalog_aws=catalog_aws, secrets=self.secrets
+            )
+
+        return props
+
+    def relation(self, name: str, *, on_error: Any = None) -> Any:
+        """The ``sources.Relation`` a sink reading ``name`` would consume."""
+        from icesql.executor.sources import build_relation
+
+        return build_relation(self.spark, name, self.objects.relation, on_error=on_error)
+
+    def relation_columns(self, name: str) -> tuple[Column, ...]:
+        """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
+        from icesql.executor.sources import columns_of
+
+        return columns_of(self.relation(name).df)
+
+    # ----------------------------------------------------------------- sinks
+
+    def _runner(self, plan: SinkPlan) -> Any:
+        from icesql.executor.pipeline import SinkRunner
+
+        return SinkRunner(
+            plan,
+            spark=self.spark,
+            home=self.home,
+            state=self.state,
+            catalog=lambda: self.load_catalog(plan),
+            relation=lambda: self.relation(plan.relation, on_error=plan.on_error),
+            io_properties=self._io_properties(plan),
+            trigger_interval=self.trigger_interval,
+        )
+
+    def start_sink(self, plan: SinkPlan, *, once: bool = False) -> None:
+        """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first."""
+        with self._lock:
+            old = self._runners.get(plan.name)
+        if old is not None and old.active:
+            self.stop_sink(plan.name)
+        runner = self._runner(plan)
+        with self._lock:
+            self._runners[plan.name] = runner
+        runner.start(once=once)
+        threading.Thread(target=self._notify_when_done, args=(runner,), daemon=True).start()
+
+    def _notify_when_done(self, runner: Any) -> None:
+        runner.await_termination()
+        with self._any_done:
+            self._any_done.notify_all()
+
+    def update_sink(self, plan: SinkPlan) -> None:
+        """A sink's definition changed (ALTER SINK): a running sink applies the new commit policy
+        at once; the rest of the definition applies when it next starts."""
+        with self._lock:
+            runner = self._runners.get(plan.name)
+        if runner is not None and runner.active:
+            runner.update_plan(plan)
+
+    def stop_sink(self, name: str) -> None:
+        """Stop a sink, committing what it has staged (``shutdown``)."""
+        with self._lock:
+            runner = self._runners.get(name)
+        if runner is None:
+            return
+        runner.stop()
+
+    def flush(self, name: str | None = None) -> None:
+        """Commit what the sink (every running sink when ``name`` is None) has staged."""
+        with self._lock:
+            runners = (
+                [self._runners[name]]
+                if name is not None and name in self._runners
+                else ([] if name is not None else list(self._runners.values()))
+            )
+        if name is not None and not runners:
+            raise ExecutionError(f"sink '{name}' is not running")
+        for r in runners:
+            if r.active:
+                r.flush()
+
+    def run(self, plans: Iterable[SinkPlan], once: bool = False) -> None:
+        """Run ``plans``. ``once``: process what is available, commit, stop; else until stopped.
+
+        Raises the first sink failure (after stopping the others) as an ``IcesqlError``.
+        """
+        plans = list(plans)
+        for p in plans:
+            self.start_sink(p, once=once)
+        names = [p.name for p in plans]
+        try:
+            if once:
+                for n in names:
+                    self._runners[n].await_termination()
+            else:
+                while any(self._runners[n].active for n in names):
+                    err = self._first_error(names)
+                    if err is not None:
+                        break
+                    self.await_any_termination(timeout=1.0)
+        except KeyboardInterrupt:
+            log.info("interrupted: stopping sinks")
+        finally:
+            err = self._first_error(names)
+            if not once or err is not None:
+                for n in names:
+                    try:
+                        self.stop_sink(n)
+                    except IcesqlError:
+                        pass
+        err = self._first_error(names)
+        if err is not None:
+            raise err
+
+    def _first_error(self, names: Iterable[str]) -> IcesqlError | None:
+        for n in names:
+            r = self._runners.get(n)
+            if r is not None and r.error is not None:
+                return r.error
+        return None
+
+    def await_any_termination(self, timeout: float | None = None) -> str | None:
+        """Block until some running sink ends; returns its name (None on timeout or when none run)."""
+        with self._any_done:
+            active = [r for r in self._runners.values() if r.active]
+            if not active and self._runners:
+                return None
+            ended = self._any_done.wait_for(
+                lambda: any(not r.active for r in active) or not active, timeout=timeout
+            )
+            if not ended:
+                return None
+            for r in active:
+                if not r.active:
+                    return r.name
+            return None
+
+    def status(self) -> list[dict[str, Any]]:
+        with self._lock:
+            runners = list(self._runners.values())
+        return [r.status_row() for r in runners]
+
+    def runner(self, name: str) -> Any:
+        return self._runners[name]
+
+    def stop(self) -> None:
+        """Stop every running sink with a final commit."""
+        with self._lock:
+            runners = list(self._runners.values())
+        errors: list[IcesqlError] = []
+        for r in runners:
+            if r.active:
+                try:
+                    r.stop()
+                except IcesqlError as e:
+                    errors.append(e)
+        if errors:
+            raise errors[0]
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

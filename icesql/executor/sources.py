@@ -1,0 +1,584 @@
+"""Streaming (or batch) DataFrames for the relations a sink reads.
+
+``build_relation(spark, name, resolve)`` resolves ``name`` in the order the spec gives: an
+icesql view or source (``resolve(name)`` returns its plan), then a table or temporary view of
+the Spark session (so an embedding program can register its own DataFrame, streaming or
+batch, and sink it).
+
+Sources
+-------
+FILES json / csv
+    ``spark.readStream`` with the declared schema plus a ``_corrupt_record`` column
+    (``mode=PERMISSIVE``, ``columnNameOfCorruptRecord``), ``maxFilesPerTrigger`` when set.
+    A Python stage on the executors (``mapInArrow``, no shuffle) checks every record: with
+    ``ON ERROR = 'fail'`` a bad one fails the sink with ``BadRecordError`` naming the source,
+    the file, the record ordinal and the field; with ``'skip'`` (on the source or on the sink)
+    it is dropped, logged and counted (``Relation.skipped``, a Spark accumulator).
+FILES parquet
+    Schema as declared, else inferred from the files already in the directory.
+FILES debezium-json
+    Debezium change events, one JSON object per line, ``{"before", "after", "op", "ts_ms",
+    "source": {...}}`` optionally wrapped in ``{"payload": ...}`` (the Kafka Connect JSON
+    converter with schemas enabled). The declared SCHEMA is the row's. Each event becomes one
+    row with the columns of ``after`` (of ``before`` for ``op = 'd'``) plus the changelog
+    columns:
+
+    * ``__op``   — ``c`` (create), ``u`` (update), ``d`` (delete) or ``r`` (snapshot read);
+    * ``__seq``  — ``coalesce(source.lsn, source.ts_ms, ts_ms)``: the database's own order;
+    * ``__file`` — the file the event came from (``_metadata.file_path``);
+    * ``__blk``  — the byte offset of the file split that held it (``_metadata.file_block_start``);
+    * ``__line`` — the record's ordinal inside that split.
+
+    **Position** (the deterministic changelog order): ``(__seq, __file, __blk, __line)``
+    ascending, nulls first. Within one micro-batch the last change per key in that order wins;
+    across micro-batches the later batch wins. Spark replays a batch with the same files, and a
+    split is always read by one task from its start, so the position of an event never changes.
+GENERATOR
+    Synthetic rows shaped to the declared SCHEMA with values derived from a sequence number
+    ``n`` (0, 1, 2, ...): the same ``n`` always gives the same row (``bigint`` → ``n``,
+    ``string`` → ``'<column>-<n>'``, ``timestamp`` → 2024-01-01 + n seconds, ...). Unbounded:
+    Spark's ``rate`` source at ``ROWS PER SECOND``; bounded (``total_rows`` set): a batch
+    DataFrame over ``range(total_rows)`` that a sink runs as one job.
+Views
+    The view's sources and views are registered as temporary views under their names, then
+    the view's Spark SQL runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from icesql.errors import ExecutionError
+from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
+
+log = logging.getLogger("icesql.sources")
+
+CORRUPT = "_corrupt_record"
+OP = "__op"
+SEQ = "__seq"
+FILE = "__file"
+BLK = "__blk"
+LINE = "__line"
+POSITION = (SEQ, FILE, BLK, LINE)
+CHANGELOG_COLUMNS = (OP, *POSITION)
+INTERNAL_COLUMNS = frozenset((CORRUPT, *CHANGELOG_COLUMNS))
+BAD_RECORD_MARKER = "ICESQL-BAD-RECORD:"
+
+Resolver = Callable[[str], "SourcePlan | ViewPlan | None"]
+
+
+class BadRecordError(ExecutionError):
+    """A record that cannot be parsed or converted (``ON ERROR = 'fail'``)."""
+
+
+@dataclass
+class Relation:
+    """What a sink reads: a DataFrame and how to interpret its columns."""
+
+    name: str
+    df: Any  # pyspark DataFrame
+    changelog: bool = False  # carries __op and the position columns
+    skipped: Any = None  # Spark accumulator of skipped bad records, when any
+    sources: tuple[str, ...] = ()  # icesql sources it reads (for messages)
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.df.isStreaming)
+
+    @property
+    def data_columns(self) -> list[str]:
+        return [f.name for f in self.df.schema.fields if f.name not in INTERNAL_COLUMNS]
+
+    def data_schema(self) -> Any:
+        from pyspark.sql.types import StructType
+
+        return StructType([f for f in self.df.schema.fields if f.name not in INTERNAL_COLUMNS])
+
+    def skipped_count(self) -> int:
+        if self.skipped is None:
+            return 0
+        try:
+            return int(self.skipped.value)
+        except Exception:  # pragma: no cover - accumulators are driver-side only
+            return 0
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def build_relation(spark: Any, name: str, resolve: Resolver, *, on_error: OnError | None = None) -> Relation:
+    """The DataFrame a sink reading ``name`` consumes."""
+    plan = resolve(name)
+    if isinstance(plan, SourcePlan):
+        return source_relation(spark, plan, on_error=on_error)
+    if isinstance(plan, ViewPlan):
+        return view_relation(spark, plan, resolve, on_error=on_error)
+    return spark_relation(spark, name)
+
+
+def spark_relation(spark: Any, name: str) -> Relation:
+    """A table or (temporary) view of the Spark session, streaming or batch."""
+    try:
+        df = spark.table(name)
+    except Exception as e:
+        raise ExecutionError(
+            f"relation '{name}' is neither an icesql source or view nor a table or view of the Spark session",
+            hint="CREATE SOURCE or CREATE VIEW it, or register it with DataFrame.createOrReplaceTempView",
+        ) from e
+    cols = {f.name for f in df.schema.fields}
+    return Relation(name=name, df=df, changelog=OP in cols)
+
+
+def view_relation(
+    spark: Any,
+    plan: ViewPlan,
+    resolve: Resolver,
+    *,
+    on_error: OnError | None = None,
+    _seen: frozenset[str] = frozenset(),
+) -> Relation:
+    if plan.name in _seen:
+        raise ExecutionError(f"view '{plan.name}' refers to itself")
+    accs: list[Any] = []
+    sources: list[str] = []
+    for dep in plan.depends_on:
+        dep_plan = resolve(dep)
+        if isinstance(dep_plan, SourcePlan):
+            rel = source_relation(spark, dep_plan, on_error=on_error)
+        elif isinstance(dep_plan, ViewPlan):
+            rel = view_relation(spark, dep_plan, resolve, on_error=on_error, _seen=_seen | {plan.name})
+        else:
+            continue  # a Spark table/view: the query resolves it itself
+        rel.df.createOrReplaceTempView(_quote(dep))
+        if rel.skipped is not None:
+            accs.append(rel.skipped)
+        sources.extend(rel.sources)
+    try:
+        df = spark.sql(plan.query)
+    except Exception as e:
+        raise ExecutionError(f"view '{plan.name}' cannot be planned by Spark: {_first_line(e)}") from e
+    cols = {f.name for f in df.schema.fields}
+    skipped = accs[0] if len(accs) == 1 else (_SumAcc(accs) if accs else None)
+    return Relation(name=plan.name, df=df, changelog=OP in cols, skipped=skipped, sources=tuple(sources))
+
+
+class _SumAcc:
+    def __init__(self, accs: list[Any]) -> None:
+        self.accs = accs
+
+    @property
+    def value(self) -> int:
+        return sum(int(a.value) for a in self.accs)
+
+
+def _quote(name: str) -> str:
+    return name if name.replace("_", "").isalnum() else "`" + name.replace("`", "``") + "`"
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def source_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = None) -> Relation:
+    if plan.source_kind is SourceKind.GENERATOR:
+        return Relation(name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,))
+    if plan.source_kind is SourceKind.FILES:
+        return files_relation(spark, plan, on_error=on_error)
+    raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
+
+
+def _row_schema(spark: Any, plan: SourcePlan) -> Any:
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    if plan.schema:
+        try:
+            st = _parse_datatype_string(plan.schema)
+        except Exception as e:
+            raise ExecutionError(f"source '{plan.name}': bad SCHEMA: {_first_line(e)}") from e
+        if not isinstance(st, StructType):
+            raise ExecutionError(f"source '{plan.name}': SCHEMA must be a list of columns")
+        return st
+    return None
+
+
+def files_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = None) -> Relation:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    if not plan.path:
+        raise ExecutionError(f"source '{plan.name}' has no path")
+    fmt = plan.format or SourceFormat.JSON
+    # skip when either the source or the sink says so (both default to fail)
+    policy = OnError.SKIP if OnError.SKIP in (on_error, plan.on_error) else OnError.FAIL
+    row_schema = _row_schema(spark, plan)
+    reader = spark.readStream
+    opts = dict(plan.options)
+    if plan.max_files_per_trigger:
+        opts["maxFilesPerTrigger"] = str(plan.max_files_per_trigger)
+
+    if fmt is SourceFormat.PARQUET:
+        if row_schema is None:
+            try:
+                row_schema = spark.read.parquet(plan.path).schema
+            except Exception as e:
+                raise ExecutionError(
+                    f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
+                    f"({_first_line(e)})",
+                    hint="declare SCHEMA = '...' or put a file there first",
+                ) from e
+        df = reader.format("parquet").schema(row_schema).options(**opts).load(plan.path)
+        return Relation(name=plan.name, df=df, sources=(plan.name,))
+
+    if row_schema is None:
+        raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
+
+    if fmt is SourceFormat.DEBEZIUM_JSON:
+        event = StructType(
+            [
+                StructField("before", row_schema),
+                StructField("after", row_schema),
+                StructField("op", StringType()),
+                StructField("ts_ms", _long()),
+                StructField(
+                    "source", StructType([StructField("lsn", _long()), StructField("ts_ms", _long())])
+                ),
+            ]
+        )
+        read_schema = StructType(
+            [*event.fields, StructField("payload", event), StructField(CORRUPT, StringType())]
+        )
+        spark_format = "json"
+    else:
+        read_schema = StructType([*row_schema.fields, StructField(CORRUPT, StringType())])
+        spark_format = fmt.value
+        if fmt is SourceFormat.CSV:
+            opts.setdefault("header", "true" if plan.header else "false")
+
+    df = (
+        reader.format(spark_format)
+        .schema(read_schema)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .options(**opts)
+        .load(plan.path)
+    )
+    df = df.select(
+        "*", F.col("_metadata.file_path").alias(FILE), F.col("_metadata.file_block_start").alias(BLK)
+    )
+
+    acc = None
+    if policy is OnError.SKIP:
+        try:
+            acc = spark.sparkContext.accumulator(0)
+        except Exception:  # Spark Connect: no accumulators; skipped records are only logged
+            acc = None
+    guard = _RecordGuard(
+        source=plan.name,
+        fmt=fmt.value,
+        columns=[f.name for f in row_schema.fields],
+        header=(fmt is SourceFormat.CSV and opts.get("header") == "true"),
+        skip=policy is OnError.SKIP,
+        debezium=fmt is SourceFormat.DEBEZIUM_JSON,
+        counter=acc,
+    )
+    out_fields = [f for f in df.schema.fields if f.name != CORRUPT]
+    if fmt is SourceFormat.DEBEZIUM_JSON:
+        out_fields.append(StructField(LINE, _long()))
+    df = df.mapInArrow(guard, StructType(out_fields))
+
+    if fmt is not SourceFormat.DEBEZIUM_JSON:
+        df = df.drop(FILE, BLK)
+        return Relation(name=plan.name, df=df, skipped=acc, sources=(plan.name,))
+
+    def ev(field: str) -> Any:
+        return F.coalesce(F.col(f"payload.{field}"), F.col(field))
+
+    op = ev("op")
+    row = F.when(op == F.lit("d"), ev("before")).otherwise(ev("after"))
+    seq = F.coalesce(ev("source.lsn"), ev("source.ts_ms"), ev("ts_ms"))
+    cols = [row.getField(f.name).alias(f.name) for f in row_schema.fields]
+    df = df.select(*cols, op.alias(OP), seq.alias(SEQ), F.col(FILE), F.col(BLK), F.col(LINE))
+    return Relation(name=plan.name, df=df, changelog=True, skipped=acc, sources=(plan.name,))
+
+
+def _long() -> Any:
+    from pyspark.sql.types import LongType
+
+    return LongType()
+
+
+# --------------------------------------------------------------------------- bad records
+
+
+class _RecordGuard:
+    """Executor-side check of parsed records (picklable; runs inside ``mapInArrow``)."""
+
+    def __init__(
+        self,
+        *,
+        source: str,
+        fmt: str,
+        columns: list[str],
+        header: bool,
+        skip: bool,
+        debezium: bool,
+        counter: Any,
+    ) -> None:
+        self.source = source
+        self.fmt = fmt
+        self.columns = columns
+        self.header = header
+        self.skip = skip
+        self.debezium = debezium
+        self.counter = counter
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ordinals: dict[tuple[str, int], int] = {}
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            names = batch.schema.names
+            files = batch.column(names.index(FILE)).to_pylist()
+            blks = batch.column(names.index(BLK)).to_pylist()
+            lines = []
+            for f, b in zip(files, blks, strict=True):
+                k = (f, b)
+                i = ordinals.get(k, 0)
+                ordinals[k] = i + 1
+                lines.append(i)
+            corrupt = batch.column(names.index(CORRUPT))
+            bad = pc.is_valid(corrupt)
+            if self.debezium:
+                bad = pc.or_(bad, self._bad_events(batch))
+            keep_idx = names.index(CORRUPT)
+            out = batch.remove_column(keep_idx)
+            if self.debezium:
+                out = out.append_column(LINE, pa.array(lines, pa.int64()))
+            if pc.any(bad).as_py():
+                bad_list = bad.to_pylist()
+                rows = None
+                for i, is_bad in enumerate(bad_list):
+                    if not is_bad:
+                        continue
+                    if rows is None:
+                        rows = batch.to_pylist()
+                    msg = self.describe(rows[i], files[i], blks[i], lines[i])
+                    if not self.skip:
+                        raise ValueError(BAD_RECORD_MARKER + msg + "|END")
+                    logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
+                if self.skip:
+                    if self.counter is not None:
+                        self.counter.add(sum(1 for b in bad_list if b))
+                    out = out.filter(pc.invert(bad))
+            if out.num_rows:
+                yield out
+
+    def _bad_events(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        rows = batch.select(
+            [c for c in ("op", "payload", "after", "before") if c in batch.schema.names]
+        ).to_pylist()
+        flags = []
+        for r in rows:
+            ev = r.get("payload") or r
+            op = ev.get("op")
+            if op not in ("c", "u", "d", "r"):
+                flags.append(True)
+            elif op == "d":
+                flags.append(ev.get("before") is None)
+            else:
+                flags.append(ev.get("after") is None)
+        return pa.array(flags, pa.bool_())
+
+    def describe(self, row: dict[str, Any], file: str, blk: int, line: int) -> str:
+        where = f"source '{self.source}', file '{_short_path(file)}'"
+        if blk == 0:
+            where += f", record {line + 1}"
+        else:
+            where += f", record {line + 1} of the split at byte {blk}"
+        raw = row.get(CORRUPT)
+        field, why = self._diagnose(row, raw)
+        snippet = "" if raw is None else f": {_clip(raw)}"
+        return f"{where}, field '{field}': {why}{snippet}" if field else f"{where}: {why}{snippet}"
+
+    def _diagnose(self, row: dict[str, Any], raw: str | None) -> tuple[str | None, str]:
+        if self.fmt == "csv":
+            if raw is None:
+                return None, "cannot parse the record"
+            try:
+                values = next(csv.reader([raw]))
+            except Exception:
+                return None, "malformed CSV record"
+            if len(values) != len(self.columns):
+                return None, f"expected {len(self.columns)} fields, found {len(values)}"
+            for name, value in zip(self.columns, values, strict=True):
+                if value != "" and row.get(name) is None:
+                    return name, f"cannot convert {value!r} to the declared type"
+            return None, "cannot parse the record"
+        parsed: Any = None
+        if raw is not None:
+            try:
+                parsed = json.loads(raw)
+            except Exception:
+                return None, "malformed JSON"
+            if not isinstance(parsed, dict):
+                return None, "a JSON record must be an object"
+        if self.debezium:
+            env_raw = parsed.get("payload", parsed) if isinstance(parsed, dict) else None
+            env_row = row.get("payload") or row
+            if env_raw is None:
+                env_raw = env_row
+            op = env_raw.get("op")
+            if op not in ("c", "u", "d", "r"):
+                return "op", f"unknown Debezium operation {op!r} (expected c, u, d or r)"
+            image = "before" if op == "d" else "after"
+            if env_raw.get(image) is None:
+                return image, f"op '{op}' needs a '{image}' row image"
+            path = _mismatch(env_raw, env_row, "")
+            if path:
+                return path, "value does not match the declared type"
+            return None, "cannot parse the record"
+        if isinstance(parsed, dict):
+            path = _mismatch(parsed, row, "")
+            if path:
+                return path, "value does not match the declared type"
+        return None, "cannot parse the record"
+
+
+def _mismatch(raw: Any, parsed: Any, prefix: str) -> str | None:
+    """The first field present in ``raw`` whose parsed value is missing (dotted path)."""
+    if not isinstance(raw, dict):
+        return None
+    parsed = parsed if isinstance(parsed, dict) else {}
+    for k, v in raw.items():
+        if v is None:
+            continue
+        path = f"{prefix}{k}"
+        if k not in parsed:
+            # match case-insensitively, as Spark does
+            match = next((pk for pk in parsed if pk.lower() == k.lower()), None)
+            if match is None:
+                continue
+            pv = parsed[match]
+        else:
+            pv = parsed[k]
+        if pv is None:
+            return path
+        if isinstance(v, dict):
+            deeper = _mismatch(v, pv, path + ".")
+            if deeper:
+                return deeper
+    return None
+
+
+def _short_path(path: str) -> str:
+    return (
+        path[len("file://") :]
+        if path.startswith("file://")
+        else (path[5:] if path.startswith("file:") else path)
+    )
+
+
+def _clip(text: str, n: int = 200) -> str:
+    text = text.strip()
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def translate_bad_record(exc: BaseException) -> BadRecordError | None:
+    """Turn a Spark failure caused by ``_RecordGuard`` into a ``BadRecordError``."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = str(e)
+        i = text.find(BAD_RECORD_MARKER)
+        if i >= 0:
+            body = text[i + len(BAD_RECORD_MARKER) :]
+            j = body.find("|END")
+            body = body[:j] if j >= 0 else body.splitlines()[0]
+            return BadRecordError(
+                f"bad record in {body}",
+                hint="fix the input, or skip bad records with WITH (ON ERROR = 'skip')",
+            )
+        e = e.__cause__ or e.__context__
+    return None
+
+
+# --------------------------------------------------------------------------- generator
+
+
+def _generator_expr(col: Column, seq: str = "value") -> str:
+    t = col.type.strip().lower()
+    q = "`" + col.name.replace("`", "``") + "`"
+    n = f"CAST({seq} AS BIGINT)"
+    lit_name = col.name.replace("'", "''")
+    if t in ("bigint", "long"):
+        e = n
+    elif t in ("int", "integer"):
+        e = f"CAST({n} % 2147483647 AS INT)"
+    elif t in ("smallint", "short"):
+        e = f"CAST({n} % 32767 AS SMALLINT)"
+    elif t in ("tinyint", "byte"):
+        e = f"CAST({n} % 127 AS TINYINT)"
+    elif t == "boolean":
+        e = f"({n} % 2 = 0)"
+    elif t in ("double", "float", "real"):
+        e = f"CAST({n} * 0.5 AS {t.upper()})"
+    elif t.startswith("decimal"):
+        e = f"CAST({n} % 1000 AS {t.upper()})"
+    elif t == "string" or t.startswith("varchar") or t.startswith("char"):
+        e = f"concat('{lit_name}-', CAST({n} AS STRING))"
+    elif t == "binary":
+        e = f"CAST(concat('{lit_name}-', CAST({n} AS STRING)) AS BINARY)"
+    elif t == "date":
+        e = f"date_add(DATE'2024-01-01', CAST({n} % 3650 AS INT))"
+    elif t == "timestamp":
+        e = f"timestamp_seconds(1704067200 + {n})"
+    elif t == "timestamp_ntz":
+        e = f"CAST(timestamp_seconds(1704067200 + {n}) AS TIMESTAMP_NTZ)"
+    else:
+        e = f"CAST(NULL AS {col.type})"
+    return f"{e} AS {q}"
+
+
+def generator_dataframe(spark: Any, plan: SourcePlan) -> Any:
+    columns = plan.columns
+    if not columns and plan.schema:
+        st = _row_schema(spark, plan)
+        columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in st.fields)
+    if not columns:
+        columns = (Column("value", "bigint"),)
+    exprs = [_generator_expr(c, "id" if plan.total_rows is not None else "value") for c in columns]
+    if plan.total_rows is not None:
+        base = spark.range(int(plan.total_rows))
+    else:
+        base = (
+            spark.readStream.format("rate")
+            .option("rowsPerSecond", str(plan.rows_per_second or 1))
+            .options(**dict(plan.options))
+            .load()
+        )
+    return base.selectExpr(*exprs)
+
+
+def columns_of(df: Any) -> tuple[Column, ...]:
+    """The data columns of a DataFrame as plan ``Column``s (internal columns left out)."""
+    return tuple(
+        Column(f.name, f.dataType.simpleString(), bool(f.nullable))
+        for f in df.schema.fields
+        if f.name not in INTERNAL_COLUMNS
+    )

@@ -1,0 +1,162 @@
+"""Durable staging of written-but-uncommitted files, one directory per sink.
+
+After the executors have written the data (and equality-delete) files of Spark batch N, the
+driver records them here *before* ``foreachBatch`` returns, so that Spark may mark the batch
+done even when the commit policy holds the files back for a later, larger commit::
+
+    <home>/sinks/<sink_id>/staging/<batch id, 20 digits>.json
+
+Each entry is written atomically: a temporary file in the same directory, ``fsync``, rename,
+``fsync`` of the directory. A torn write leaves only a ``.tmp`` file, which ``pending`` ignores
+and removes. Entries are discarded once a commit whose progress covers them is in the table
+(``discard_through``). The files an entry names are never deleted here: the files of a batch
+that crashed before staging are orphans that Iceberg maintenance (delete orphan files) cleans
+up, as the design document says.
+
+File descriptions are opaque: the strings the writer handed back (base64 of its serialised
+``DataFile``), so this module needs neither pyiceberg nor pyarrow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+_SUFFIX = ".json"
+
+
+@dataclass(frozen=True)
+class StagedBatch:
+    batch_id: int
+    data_files: tuple[str, ...] = ()
+    delete_files: tuple[str, ...] = ()
+    rows: int = 0  # rows written to data files
+    deletes: int = 0  # keys written to equality-delete files
+    bytes: int = 0  # bytes of all files
+    skipped: int = 0  # bad records skipped (ON ERROR = 'skip')
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def files(self) -> int:
+        return len(self.data_files) + len(self.delete_files)
+
+    @property
+    def empty(self) -> bool:
+        return not self.data_files and not self.delete_files
+
+    def to_json(self) -> str:
+        d: dict[str, Any] = asdict(self)
+        d["data_files"] = list(self.data_files)
+        d["delete_files"] = list(self.delete_files)
+        return json.dumps(d, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> StagedBatch:
+        d = json.loads(text)
+        d["data_files"] = tuple(d.get("data_files", ()))
+        d["delete_files"] = tuple(d.get("delete_files", ()))
+        return StagedBatch(**d)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+class Staging:
+    """The staging directory of one sink."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def for_sink(home: Path, sink_id: str) -> Staging:
+        return Staging(Path(home) / "sinks" / sink_id / "staging")
+
+    def _path(self, batch_id: int) -> Path:
+        return self.directory / f"{batch_id:020d}{_SUFFIX}"
+
+    def add(self, entry: StagedBatch) -> Path:
+        """Record ``entry`` durably; returns once it is on disk (fsync'd, renamed, dir fsync'd)."""
+        final = self._path(entry.batch_id)
+        tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+        data = entry.to_json().encode()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+        _fsync_dir(self.directory)
+        return final
+
+    def pending(self) -> list[StagedBatch]:
+        """Staged entries not yet discarded, in batch order (temporary files are ignored)."""
+        out: list[StagedBatch] = []
+        for p in sorted(self.directory.iterdir()):
+            name = p.name
+            if name.startswith(".") or not name.endswith(_SUFFIX):
+                continue
+            try:
+                out.append(StagedBatch.from_json(p.read_text()))
+            except FileNotFoundError:  # discarded concurrently
+                continue
+        out.sort(key=lambda e: e.batch_id)
+        return out
+
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files of writes a crash interrupted (call before the sink runs)."""
+        n = 0
+        for p in self.directory.glob(".*.tmp"):
+            p.unlink(missing_ok=True)
+            n += 1
+        return n
+
+    def last_batch_id(self) -> int | None:
+        ids = [int(p.name[: -len(_SUFFIX)]) for p in self.directory.glob(f"*{_SUFFIX}") if p.name[0] != "."]
+        return max(ids) if ids else None
+
+    def discard_through(self, progress: int | None) -> int:
+        """Remove entries with batch id ≤ ``progress``; returns how many were removed."""
+        if progress is None:
+            return 0
+        n = 0
+        for p in self.directory.glob(f"*{_SUFFIX}"):
+            if p.name.startswith("."):
+                continue
+            try:
+                bid = int(p.name[: -len(_SUFFIX)])
+            except ValueError:
+                continue
+            if bid <= progress:
+                p.unlink(missing_ok=True)
+                n += 1
+        if n:
+            _fsync_dir(self.directory)
+        return n
+
+    def totals(self) -> tuple[int, int, int]:
+        """(rows, bytes, files) of everything pending."""
+        rows = size = files = 0
+        for e in self.pending():
+            rows += e.rows
+            size += e.bytes
+            files += e.files
+        return rows, size, files

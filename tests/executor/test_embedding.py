@@ -1,0 +1,42 @@
+"""examples/embedding.py: a PySpark program sinks its own streaming DataFrame through icesql."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.pipeline_helpers import icesql_summaries, load_table, spark_for_tests
+from tests.support.readers import read_duckdb
+
+pytestmark = pytest.mark.spark
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "embedding.py"
+
+
+def load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("icesql_embedding_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_embedding_example_sinks_a_programs_dataframe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spark = spark_for_tests()  # the program's own session: the engine reuses it
+    example = load_example()
+    home = tmp_path / "demo"
+    assert example.main(["--home", str(home), "--seconds", "6", "--rows-per-second", "20"], spark=spark) == 0
+    out = capsys.readouterr().out
+    assert "sink demo: stopped" in out
+    table = load_table(home, "demo.ticks", catalog_name="local")
+    ids = [r["id"] for r in table.scan().to_arrow().to_pylist()]
+    assert ids and len(ids) == len(set(ids))
+    assert sorted(ids) == list(range(len(ids)))  # the rate source's prefix, no gaps
+    reasons = [s["icesql.commit-reason"] for s in icesql_summaries(table)]
+    assert reasons[-1] == "shutdown" and set(reasons) <= {"period", "shutdown"}
+    assert len(read_duckdb(table.metadata_location)) == len(ids)

@@ -1,0 +1,109 @@
+"""A sink in a child process, for crash tests: ``python -m tests.support.crash_runner ...``.
+
+Runs one APPEND sink (JSON files → ``ns.events`` partitioned by ``day(ts)`` on a local
+catalog) through ``Engine.run(once=True)`` (or until killed with ``--continuous``). Its state
+(sink id and version) lives in ``<home>/state.json`` so restarts see it.
+
+Kill points (the test sets them; the process group is SIGKILLed, JVM included):
+
+* ``ICESQL_TEST_KILL_AT`` — the pipeline's points (``write``, ``staged``, ``committed``);
+* ``ICESQL_TEST_KILL_COMMIT`` = ``before:N`` / ``after:N`` — inside the N-th catalog commit of
+  this process: after the manifests are written but before the catalog swaps the metadata
+  pointer, or right after the swap (before ``commit`` returns to the pipeline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+def _kill() -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)
+
+
+def _patch_commit(spec: str) -> None:
+    from pyiceberg.table import Transaction
+
+    when, _, n = spec.partition(":")
+    target = int(n or "1")
+    original = Transaction.commit_transaction
+    count = {"n": 0}
+
+    def commit_transaction(self):  # type: ignore[no-untyped-def]
+        count["n"] += 1
+        if count["n"] == target and when == "before":
+            _kill()
+        out = original(self)
+        if count["n"] == target and when == "after":
+            _kill()
+        return out
+
+    Transaction.commit_transaction = commit_transaction  # type: ignore[method-assign]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--data", type=Path, required=True)
+    ap.add_argument("--warehouse", type=Path, required=True)
+    ap.add_argument("--min-size", type=int, default=None)
+    ap.add_argument("--continuous", action="store_true")
+    ap.add_argument("--files-per-trigger", type=int, default=1)
+    args = ap.parse_args(argv)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    os.environ["ICESQL_TEST_KILL_PGID"] = str(os.getpgrp())  # inherited by the JVM and Python workers
+    if os.environ.get("ICESQL_TEST_KILL_COMMIT"):
+        _patch_commit(os.environ["ICESQL_TEST_KILL_COMMIT"])
+
+    from icesql.executor.engine import Engine
+    from icesql.plan import (
+        CommitPolicy,
+        PartitionFieldPlan,
+        SinkPlan,
+        SourceFormat,
+        SourceKind,
+        SourcePlan,
+        Transform,
+    )
+    from tests.support.pipeline_helpers import Objects, State, local_catalog, spark_for_tests
+
+    source = SourcePlan(
+        name="events",
+        source_kind=SourceKind.FILES,
+        path=str(args.data),
+        format=SourceFormat.JSON,
+        schema="id BIGINT, ts TIMESTAMP, v STRING",
+        max_files_per_trigger=args.files_per_trigger,
+    )
+    plan = SinkPlan(
+        name="crashy",
+        relation="events",
+        catalog_connection="cat",
+        namespace=("ns",),
+        table="events",
+        partition_by=(PartitionFieldPlan("ts", Transform.DAY, name="ts_day"),),
+        commit=CommitPolicy(minimum_size=args.min_size),
+    )
+    engine = Engine(
+        args.home,
+        objects=Objects({"cat": local_catalog(warehouse=args.warehouse)}, {"events": source}),
+        secrets=lambda name: "unused",
+        state=State(args.home / "state.json"),
+        spark=spark_for_tests(),
+        trigger_interval=0.1,
+    )
+    print("crash_runner: started", flush=True)
+    engine.run([plan], once=not args.continuous)
+    print("crash_runner: done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
