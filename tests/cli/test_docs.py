@@ -1,5 +1,5 @@
-"""docs/CLI.md (and README.md once it covers the CLI) documents every command and every
-backslash command of the registry."""
+"""The README's command-line section documents every command and every backslash command of
+the registry, and its examples are valid command lines."""
 
 from __future__ import annotations
 
@@ -7,33 +7,33 @@ import re
 import shlex
 from pathlib import Path
 
-import pytest
-
 from icesql.cli import COMMAND_HELP, build_parser
 from icesql.repl.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "CLI.md"]
 README = ROOT / "README.md"
-if README.exists() and "\\timing" in README.read_text(encoding="utf-8"):
-    DOCS.append(README)  # the lead pastes docs/CLI.md into the README
+
+
+def cli_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    return text.split("<!-- cli:begin -->", 1)[1].split("<!-- cli:end -->", 1)[0]
+
+
 
 
 def documented_backslash_commands(text: str) -> set[str]:
     return set(re.findall(r"^\| `(\\[^ `]+)", text, flags=re.M))
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
-def test_every_backslash_command_is_documented_and_nothing_else(doc: Path) -> None:
-    text = doc.read_text(encoding="utf-8")
+def test_every_backslash_command_is_documented_and_nothing_else() -> None:
+    text = cli_section()
     assert documented_backslash_commands(text) == set(COMMANDS.names())
     for command in COMMANDS:
         assert f"`{command.usage.replace('|', chr(92) + '|')}`" in text, command.usage
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
-def test_every_cli_command_has_a_section_with_an_example(doc: Path) -> None:
-    text = doc.read_text(encoding="utf-8")
+def test_every_cli_command_has_a_section_with_an_example() -> None:
+    text = cli_section()
     for name in COMMAND_HELP:
         if name == "shell":
             assert "### `icesql` / `icesql shell`" in text
@@ -46,7 +46,7 @@ def test_every_cli_command_has_a_section_with_an_example(doc: Path) -> None:
 
 
 def test_examples_in_the_docs_parse_as_command_lines() -> None:
-    text = (ROOT / "docs" / "CLI.md").read_text(encoding="utf-8")
+    text = cli_section()
     parser = build_parser()
     for block in re.findall(r"```bash\n(.+?)\n```", text, flags=re.S):
         for line in block.splitlines():
