@@ -42,6 +42,8 @@ _IGNORED = {"WS", "LINE_COMMENT", "BLOCK_COMMENT"}
 _CLASS_ORDER = ["identifier", "string", "number", "query", "end of input"]
 _MAX_LISTED = 8
 _NUMBER_BEFORE = re.compile(r"(?<![A-Za-z0-9_.])[+-]?\d+(?:\.\d*)?\Z")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def human_name(terminal: str) -> str:
@@ -211,10 +213,8 @@ def _hint(
             )
         if found_word in ("INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT"):
             return "icesql writes Iceberg tables through sinks: CREATE SINK name FROM relation TO ICEBERG CATALOG ..."
-        close = difflib.get_close_matches(found_word or "", STATEMENT_KEYWORDS, n=1, cutoff=0.6)
-        if close:
-            return f"did you mean {close[0]}?"
-        return None
+        close = _closest(found_word or "", STATEMENT_KEYWORDS)
+        return f"did you mean {close}?" if close else None
     if words[:1] in (["CREATE"], ["SHOW"], ["DROP"]) and len(words) == 1 and found_word == "TABLE":
         return "Iceberg tables are created by CREATE SINK ... TO ICEBERG CATALOG cat NAMESPACE ns TABLE t"
     if found_terminal == "QIDENT" and "string" in expected:
@@ -231,19 +231,56 @@ def _hint(
         number = _NUMBER_BEFORE.search(text, 0, pos)
         if number is not None:
             return f"quote sizes and durations: '{number.group()}{found_text}'"
+    if found_terminal == "NUMBER" and not _NUMBER.fullmatch(found_text) and "identifier" in expected:
+        return f'a name cannot start with a digit; quote it: "{found_text}"'
     keywords = [e for e in expected if _is_keyword(e)]
     if found_word and keywords:
-        close = difflib.get_close_matches(found_word, keywords, n=1, cutoff=0.6)
+        close = _closest(found_word, keywords)
+        if close and _edits(found_word, close) <= 2:
+            return f"did you mean {close}?"
+        # A keyword glued to the next word (`SINKorders`, not `sinks_all`): the space is missing.
+        glued = (k for k in keywords if found_word.isalpha() and found_word.startswith(k) and found_word != k)
+        prefix = max(glued, key=len, default="")
+        if prefix:
+            return f"did you mean {found_text[: len(prefix)]} {found_text[len(prefix) :]}?"
         if close:
-            return f"did you mean {close[0]}?"
+            return f"did you mean {close}?"
     if found_terminal in ("$END", "_SEMI") and "')'" in expected:
         open_at = _unclosed_paren(text, stmt_start, pos)
         if open_at is not None:
             line, col = line_col(text, open_at)
             return f"the '(' at line {line}, column {col} is never closed"
-    if found_terminal in _statement_keyword_terminals() and "';'" in expected and words:
+    if found_word in _statement_keyword_terminals() and "';'" in expected and words:
         return "end each statement with ';'"
     return None
+
+
+def _edits(a: str, b: str) -> int:
+    """Edit distance (insertions, deletions, substitutions, adjacent swaps)."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            cur.append(d)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The keyword ``word`` was most likely meant to be, if one is close: among the similar
+    ones, the fewest edits away, then one of the same length (``SINKZ`` is SINKS mistyped
+    rather than SINK with a letter too many), then the most similar."""
+    candidates = list(candidates)
+    if not word or not candidates:
+        return None
+    close = difflib.get_close_matches(word, candidates, n=len(candidates), cutoff=0.6)
+    if not close:
+        return None
+    return min(close, key=lambda c: (_edits(word, c), len(c) != len(word), close.index(c)))
 
 
 def _statement_keyword_terminals() -> set[str]:
@@ -281,7 +318,13 @@ def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError
             span = Span.at(text, pos, pos)
         else:
             pos = token.start_pos or 0
-            span = Span.at(text, pos, token.end_pos if token.end_pos is not None else pos + len(value))
+            end = token.end_pos if token.end_pos is not None else pos + len(value)
+            glued = _WORD.match(text, end) if terminal == "NUMBER" else None
+            if glued is not None:
+                # A number glued to a word (`1sink`): show the whole word, as the user sees it.
+                end = glued.end()
+                value = text[pos:end]
+            span = Span.at(text, pos, end)
         expected = human_expected(ip, exc.expected)
         found = _describe_token(terminal, value)
         if "CREATE" in expected and "SHOW" in expected:

@@ -30,11 +30,34 @@ if TYPE_CHECKING:
     from lark.parsers.lalr_interactive_parser import InteractiveParser
 
 GRAMMAR_FILE = "icesql.lark"
+
+
+class _WholeWords:
+    """Lark postlexer that makes the contextual lexer try IDENT in every parser state.
+
+    Keywords are case-insensitive string terminals. In a state where IDENT is not acceptable,
+    Lark's contextual lexer would match a keyword as the prefix of a longer word (``SINKK`` as
+    SINK then K). With IDENT always tried, Lark's keyword/IDENT collision handling applies
+    everywhere: a word is matched whole by IDENT and becomes a keyword only if all of it equals
+    a keyword the state accepts; otherwise it stays an IDENT, which the parser rejects with a
+    normal "expected ..., found 'SINKK'" error. The token stream itself is left untouched.
+    """
+
+    always_accept = ("IDENT",)
+
+    def process(self, stream: Iterator[Any]) -> Iterator[Any]:
+        return stream
+
+    def __repr__(self) -> str:  # stable: part of the grammar cache key
+        return f"{type(self).__name__}{self.always_accept}"
+
+
 _LARK_OPTIONS: dict[str, Any] = {
     "parser": "lalr",
     "lexer": "contextual",
     "maybe_placeholders": False,
     "propagate_positions": False,
+    "postlex": _WholeWords(),
 }
 
 _lock = threading.Lock()
@@ -83,7 +106,7 @@ def _build(with_transformer: bool) -> Lark:
             with cache_file.open("rb") as f:
                 # Lark.load() takes no options; _load() is what Lark's own cache uses.
                 inst = lark.Lark.__new__(lark.Lark)
-                return inst._load(f, **extra)
+                return inst._load(f, postlex=_LARK_OPTIONS["postlex"], **extra)
         except Exception:  # a stale or truncated cache: rebuild it below
             pass
     plain = lark.Lark(text, **_LARK_OPTIONS)
@@ -91,7 +114,7 @@ def _build(with_transformer: bool) -> Lark:
         tmp = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.tmp")
         try:
             with tmp.open("wb") as f:
-                plain.save(f)
+                plain.save(f, exclude_options=("postlex",))  # passed again by _load()
             os.replace(tmp, cache_file)  # atomic: a concurrent reader never sees half a file
         except OSError:
             tmp.unlink(missing_ok=True)
@@ -166,11 +189,13 @@ def _parse(text: str, filename: str | None = None) -> list[ast.Statement]:
 #
 # Lark's LALR driver and contextual lexer cost about 30 us per token in pure Python. Valid
 # statements take this lean path instead: one master regex for tokens, keywords resolved the
-# way Lark's contextual lexer resolves them (a word is a keyword only where the parse table
-# accepts that keyword), and a shift/reduce loop over Lark's own parse table calling Lark's own
-# rule callbacks (so the ast is built by exactly the same code). Anything unusual (a token the
-# table rejects, a character no token matches) abandons the fast path and the text is parsed
-# again by Lark itself, which then produces the result or the diagnosed error.
+# way Lark's contextual lexer resolves them (a word is always read whole, as `_WholeWords`
+# makes Lark do, and is a keyword only where the parse table accepts that keyword; any other
+# word is an IDENT, and falls back to Lark where no name may stand), and a shift/reduce loop
+# over Lark's own parse table calling Lark's own rule callbacks (so the ast is built by
+# exactly the same code). Anything unusual (a token the table rejects, a character no token
+# matches) abandons the fast path and the text is parsed again by Lark itself, which then
+# produces the result or the diagnosed error.
 
 
 class _NotFast(Exception):
