@@ -1,0 +1,165 @@
+"""Run one benchmark worker as a child process and sample the memory of its whole process tree.
+
+Neither venv has psutil, so this reads ``/proc`` directly (Linux only): every ``interval``
+seconds it walks the descendants of the child and sums ``VmRSS`` per kind of process:
+
+* ``jvm``            -- java processes (the Spark driver JVM; executors live in it in local mode),
+* ``python_workers`` -- python processes below a JVM (``pyspark.daemon`` and its forked workers),
+* ``driver_python``  -- the other python processes (the worker script itself: the PySpark driver
+  or the whole pyarrow / pyiceberg run),
+* ``other``          -- anything else (e.g. ``weed``).
+
+Reported: the peak of the total and the peak of each kind (peaks of different kinds may occur
+at different moments, so they need not add up to the total). RSS counts shared pages once per
+process, so forked python workers are over-counted a little; the sampling misses spikes
+shorter than the interval.
+
+The child reports its own measurements by printing one line ``RESULT {json}`` on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+RESULT_PREFIX = "RESULT "
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...; comm may contain spaces and parentheses
+        rest = stat[stat.rfind(b")") + 2:].split()
+        kids.setdefault(int(rest[1]), []).append(int(entry.name))
+    return kids
+
+
+def _rss_and_exe(pid: int) -> tuple[int, str]:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            rss = int(f.read().split()[1]) * PAGE
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
+    except (OSError, IndexError, ValueError):
+        return 0, ""
+    return rss, os.path.basename(argv0)
+
+
+def sample_tree(root: int) -> dict[str, int]:
+    """Current RSS (bytes) of ``root`` and its descendants, by kind."""
+    kids = _children_map()
+    out = {"jvm": 0, "python_workers": 0, "driver_python": 0, "other": 0}
+    stack: list[tuple[int, bool]] = [(root, False)]
+    seen: set[int] = set()
+    while stack:
+        pid, under_jvm = stack.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        rss, exe = _rss_and_exe(pid)
+        if exe == "java":
+            kind = "jvm"
+        elif exe.startswith("python"):
+            kind = "python_workers" if under_jvm else "driver_python"
+        else:
+            kind = "other"
+        out[kind] += rss
+        for c in kids.get(pid, ()):
+            stack.append((c, under_jvm or exe == "java"))
+    return out
+
+
+class TreeSampler:
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak_total = 0
+        self.peak = {"jvm": 0, "python_workers": 0, "driver_python": 0, "other": 0}
+        self.samples = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                s = sample_tree(self.pid)
+            except Exception:  # noqa: BLE001 - a vanished process mid-walk
+                s = {}
+            if s:
+                self.samples += 1
+                self.peak_total = max(self.peak_total, sum(s.values()))
+                for k, v in s.items():
+                    self.peak[k] = max(self.peak[k], v)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> TreeSampler:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join(timeout=5)
+
+    def report(self) -> dict[str, Any]:
+        mb = 2**20
+        return {
+            "peak_rss_mb": round(self.peak_total / mb, 1),
+            "peak_rss_mb_by_kind": {k: round(v / mb, 1) for k, v in self.peak.items() if v},
+            "rss_method": f"/proc VmRSS of the process tree, sampled every {self.interval:g}s",
+        }
+
+
+def run_monitored(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout: float | None = None, log_path: str | Path | None = None,
+                  interval: float = 0.1) -> dict[str, Any]:
+    """Run ``cmd``; return its ``RESULT`` dict merged with wall time, exit code and memory peaks."""
+    log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, cwd=cwd,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        with TreeSampler(proc.pid, interval) as sampler:
+            try:
+                out, _ = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
+                out, _ = proc.communicate()
+                return {"status": "error", "error": f"timeout after {timeout}s", "log": str(log_path),
+                        "wall_seconds": round(time.perf_counter() - t0, 2), **sampler.report()}
+    finally:
+        if log_path:
+            log.close()  # type: ignore[union-attr]
+    wall = time.perf_counter() - t0
+    result: dict[str, Any] | None = None
+    for line in out.decode(errors="replace").splitlines():
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX):])
+    if result is None:
+        tail = ""
+        if log_path:
+            try:
+                tail = Path(log_path).read_text(errors="replace")[-1500:]
+            except OSError:
+                pass
+        result = {"status": "error", "error": f"worker exited {proc.returncode} without a RESULT line",
+                  "stderr_tail": tail}
+    result.setdefault("status", "ok")
+    result["exit_code"] = proc.returncode
+    result["wall_seconds"] = round(wall, 2)
+    if log_path:
+        result["log"] = str(log_path)
+    result.update(sampler.report())
+    return result
