@@ -1,9 +1,9 @@
 """Embedding icesql in a PySpark program: sink your own streaming DataFrame into Iceberg.
 
-The program builds a streaming DataFrame (Spark's ``rate`` source, reshaped), registers it as a
-temporary view, and hands the view's name to icesql, which runs it as a sink: files written by
-Spark's executors, commits to a local Iceberg catalog (SQLite + a warehouse directory) with
-exactly-once progress in every snapshot summary.
+The program builds a streaming DataFrame (Spark's ``rate`` source, reshaped) and registers it
+as a temporary view; an ``icesql.Session`` on the program's own SparkSession then sinks the
+view with two SQL statements: files written by Spark's executors, commits to a local Iceberg
+catalog (SQLite + a warehouse directory) with exactly-once progress in every snapshot summary.
 
     python examples/embedding.py --home /tmp/icesql-demo --seconds 10
 
@@ -15,64 +15,44 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 
-def sink_view(spark: Any, view: str, *, home: Path, table: str, seconds: float) -> list[dict[str, Any]]:
-    """Sink the Spark view ``view`` into ``demo.<table>`` for ``seconds``; return the sink status.
+def sink_view(spark: Any, view: str, *, home: Path, table: str, seconds: float) -> list[Any]:
+    """Sink the Spark view ``view`` into ``demo.<table>`` for ``seconds`` (and at least until the
+    first rows are written); return the sinks' status.
 
-    Uses the Engine directly; with the session API this becomes::
-
-        with icesql.Session(home=home, spark=spark) as s:
-            s.execute(f"CREATE CONNECTION local TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{home}/warehouse')")
-            s.execute(f"CREATE SINK demo FROM {view} INTO ICEBERG CATALOG local (NAMESPACE = 'demo', TABLE = '{table}') "
-                      "WITH (COMMIT INTERVAL = '2s')")
-            s.run(...)
+    A sink's FROM names an icesql source or view, or else any table or temporary view of the
+    Spark session: here the program's own streaming DataFrame.
     """
-    from icesql.executor.engine import Engine
-    from icesql.plan import CatalogConnectionPlan, CatalogType, CommitPolicy, SinkPlan
+    import icesql
 
-    class Objects:  # the names icesql resolves: one local catalog; the view comes from Spark
-        def connection(self, name: str) -> Any:
-            return CatalogConnectionPlan(
-                name=name, catalog_type=CatalogType.LOCAL, warehouse=str(home / "warehouse")
-            )
-
-        def relation(self, name: str) -> None:
-            return None  # not an icesql source or view: Spark's own view is used
-
-    class State:  # where the sink's id, version and progress numbers go
-        def __init__(self) -> None:
-            self.sinks: dict[str, dict[str, Any]] = {}
-
-        def sink_id(self, name: str) -> str:
-            return str(self.sinks.setdefault(name, {"id": uuid.uuid4().hex, "version": 0})["id"])
-
-        def bump_version(self, name: str) -> int:
-            entry = self.sinks.setdefault(name, {"id": uuid.uuid4().hex, "version": 0})
-            entry["version"] += 1
-            return int(entry["version"])
-
-        def update(self, name: str, **fields: Any) -> None:
-            self.sinks.setdefault(name, {"id": uuid.uuid4().hex, "version": 0}).update(fields)
-
-    engine = Engine(home, objects=Objects(), secrets=lambda name: "", state=State(), spark=spark)
-    plan = SinkPlan(
-        name="demo",
-        relation=view,
-        catalog_connection="local",
-        namespace=("demo",),
-        table=table,
-        commit=CommitPolicy(maximum_period=2.0, minimum_size=64 * 1024 * 1024),
-    )
-    engine.start_sink(plan)
-    try:
-        time.sleep(seconds)
-    finally:
-        engine.stop()  # final commit ("shutdown")
-    return engine.status()
+    with icesql.Session(home=home, spark=spark) as session:
+        session.execute(
+            f"""
+            CREATE CONNECTION IF NOT EXISTS local TO ICEBERG CATALOG (
+                TYPE = 'local', WAREHOUSE = '{home / "warehouse"}'
+            );
+            CREATE SINK IF NOT EXISTS demo FROM {view}
+            INTO ICEBERG CATALOG local (NAMESPACE = 'demo', TABLE = '{table}')
+            WITH (COMMIT INTERVAL = '2s', MINIMUM SIZE = '64MiB');
+            """
+        )
+        session.start(["demo"])  # runs in the background
+        try:
+            time.sleep(seconds)
+            # ... and until a first micro-batch is staged or committed (a busy machine can take
+            # a while to start Spark's Python workers), at most two minutes more
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(
+                st["rows_committed"] or st["staged_rows"] or st["last_error"]
+                for st in session.engine.status()
+            ):
+                time.sleep(0.5)
+        finally:
+            session.stop()  # final commit ("shutdown") of what is staged
+        return session.status()
 
 
 def main(argv: list[str] | None = None, spark: Any = None) -> int:
@@ -110,12 +90,12 @@ def main(argv: list[str] | None = None, spark: Any = None) -> int:
     ticks.createOrReplaceTempView("ticks")
 
     status = sink_view(spark, "ticks", home=home, table=args.table, seconds=args.seconds)
-    for row in status:
+    for st in status:
         print(
-            f"sink {row['name']}: {row['status']}, {row['rows_committed']} rows in {row['commits']} commits "
-            f"to {row['table']} (snapshot {row['last_snapshot_id']})"
+            f"sink {st.name}: {st.state}, {st.rows_committed} rows in {st.commits} commits "
+            f"to demo.{args.table} (snapshot {st.last_snapshot_id})"
         )
-    return 0 if all(r["status"] == "stopped" for r in status) else 1
+    return 0 if status and all(st.state == "stopped" and st.last_error is None for st in status) else 1
 
 
 if __name__ == "__main__":

@@ -621,6 +621,34 @@ def io_properties(
     return IoProperties(_guarded(build, label, endpoint, sec, "connect"))
 
 
+def use_sink_file_io(catalog: Catalog, sink_aws: AwsConnectionPlan, *, secrets: SecretResolver) -> Catalog:
+    """Make the tables ``catalog`` loads or creates use the sink's ``USING AWS CONNECTION`` for
+    their files, layered as ``io_properties`` layers it for executors (its credentials replace
+    the catalog's and the vended ones as a unit).
+
+    The driver writes manifests and manifest lists with ``table.io``, and ``Table.refresh()``
+    takes a new FileIO from the catalog on every commit: without this, a catalog that neither
+    vends storage credentials nor has an AWS CONNECTION of its own (a REST catalog with OAuth2)
+    commits with a FileIO that has no endpoint and no keys, although the executors wrote the
+    data files with the sink's.
+    """
+    from pyiceberg.io import load_file_io
+
+    original = catalog._load_file_io
+
+    def _load_file_io(properties: Any = None, location: str | None = None) -> Any:
+        # per load (every commit refreshes): assumed-role credentials stay fresh
+        layer = dict(aws_properties(sink_aws, secrets=secrets))
+        base = dict(original(properties or {}, location).properties)
+        if any(k in layer for k in _CREDENTIAL_KEYS):
+            for k in _CREDENTIAL_KEYS:
+                base.pop(k, None)
+        return load_file_io({**base, **layer}, location)
+
+    catalog._load_file_io = _load_file_io  # type: ignore[method-assign]
+    return catalog
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -910,6 +938,7 @@ __all__ = [
     "io_properties",
     "load_catalog",
     "scrub",
+    "use_sink_file_io",
     "validate_aws_connection",
     "validate_connection",
 ]

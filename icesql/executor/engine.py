@@ -107,9 +107,16 @@ class Engine:
         from icesql.executor.catalogs import load_catalog
 
         conn = self._catalog_plan(plan.catalog_connection)
-        return load_catalog(
+        catalog = load_catalog(
             conn, aws=self._aws_plan(conn.aws_connection), secrets=self.secrets, home=self.home
         )
+        sink_aws = self._aws_plan(plan.aws_connection)
+        if sink_aws is not None:
+            from icesql.executor.catalogs import use_sink_file_io
+
+            # the driver's commits (manifests, manifest lists) use the sink's storage access too
+            use_sink_file_io(catalog, sink_aws, secrets=self.secrets)
+        return catalog
 
     def _io_properties(self, plan: SinkPlan) -> Any:
         from icesql.executor.catalogs import io_properties

@@ -1,4 +1,9 @@
-"""examples/embedding.py: a PySpark program sinks its own streaming DataFrame through icesql."""
+"""examples/embedding.py: a PySpark program sinks its own streaming DataFrame through icesql.
+
+The example goes through the public path (``icesql.Session`` + SQL: ``CREATE CONNECTION ...
+TYPE = 'local'``, ``CREATE SINK demo FROM ticks``, where ``ticks`` is a temporary view the
+program registered itself); the test runs its ``main`` on the test's Spark session.
+"""
 
 from __future__ import annotations
 
@@ -39,4 +44,15 @@ def test_embedding_example_sinks_a_programs_dataframe(
     assert sorted(ids) == list(range(len(ids)))  # the rate source's prefix, no gaps
     reasons = [s["icesql.commit-reason"] for s in icesql_summaries(table)]
     assert reasons[-1] == "shutdown" and set(reasons) <= {"period", "shutdown"}
-    assert len(read_duckdb(table.metadata_location)) == len(ids)
+    duck = read_duckdb(table.metadata_location, "id, label")
+    assert duck == sorted(((i, f"tick-{i}") for i in ids), key=repr)
+
+    # the SQL objects are in the icesql home: the sink reads the program's view by name
+    import icesql
+
+    with icesql.Session(home=home) as s:
+        (sink,) = s.execute("SHOW SINKS")[0].rows
+        assert sink[0] == "demo" and sink[2].startswith("ticks -> local.")
+        assert [r[0] for r in s.execute("SHOW CONNECTIONS")[0].rows] == ["local"]
+        (st,) = s.status()
+        assert (st.state, st.rows_committed) == ("stopped", len(ids))

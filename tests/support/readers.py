@@ -115,15 +115,48 @@ def _duckdb_extension(module: str) -> str:
     return found[-1]
 
 
-def read_duckdb(metadata_location: str, columns: str = "*") -> list[tuple[Any, ...]]:
+def _duckdb_s3_secret(s3: dict[str, str]) -> str:
+    """A DuckDB ``CREATE SECRET`` for FileIO-style S3 properties (``s3.endpoint``, keys, region)."""
+    from urllib.parse import urlsplit
+
+    def q(v: str) -> str:
+        return "'" + v.replace("'", "''") + "'"
+
+    parts = ["TYPE s3"]
+    if "s3.access-key-id" in s3:
+        parts += [f"KEY_ID {q(s3['s3.access-key-id'])}", f"SECRET {q(s3['s3.secret-access-key'])}"]
+    if "s3.session-token" in s3:
+        parts.append(f"SESSION_TOKEN {q(s3['s3.session-token'])}")
+    parts.append(f"REGION {q(s3.get('s3.region', 'us-east-1'))}")
+    if "s3.endpoint" in s3:
+        url = urlsplit(s3["s3.endpoint"])
+        parts += [
+            f"ENDPOINT {q(url.netloc)}",
+            f"USE_SSL {'true' if url.scheme == 'https' else 'false'}",
+            "URL_STYLE 'path'",
+        ]
+    return "CREATE SECRET icesql_s3 (" + ", ".join(parts) + ")"
+
+
+def read_duckdb(
+    metadata_location: str, columns: str = "*", *, s3: dict[str, str] | None = None
+) -> list[tuple[Any, ...]]:
+    """``s3``: FileIO-style properties (``s3.endpoint``, ``s3.access-key-id``,
+    ``s3.secret-access-key``, ``s3.region``) for a table on an S3-compatible store (path-style);
+    needs DuckDB's httpfs extension (``duckdb-extension-httpfs``)."""
     import duckdb
 
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone='UTC'")
         con.execute("SET autoinstall_known_extensions=false")
-        for module in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
+        modules = ["duckdb_extension_avro", "duckdb_extension_iceberg"]
+        if s3 is not None:
+            modules.insert(0, "duckdb_extension_httpfs")
+        for module in modules:
             con.execute(f"LOAD '{_duckdb_extension(module)}'")
+        if s3 is not None:
+            con.execute(_duckdb_s3_secret(s3))
         table = con.execute(
             f"SELECT {columns} FROM iceberg_scan('{_path(metadata_location)}')"
         ).to_arrow_table()
@@ -132,12 +165,18 @@ def read_duckdb(metadata_location: str, columns: str = "*") -> list[tuple[Any, .
         con.close()
 
 
-def read_datafusion(metadata_location: str, columns: str = "*") -> list[tuple[Any, ...]]:
+def read_datafusion(
+    metadata_location: str, columns: str = "*", *, s3: dict[str, str] | None = None
+) -> list[tuple[Any, ...]]:
+    """``s3``: FileIO properties for iceberg-rust (``s3.endpoint``, keys, ``s3.region``)."""
     from datafusion import SessionContext
     from pyiceberg_core.datafusion import IcebergDataFusionTable
 
+    io_props = dict(s3 or {})
+    if "s3.endpoint" in io_props:
+        io_props.setdefault("s3.path-style-access", "true")
     provider = IcebergDataFusionTable(
-        identifier=["icesql", "t"], metadata_location=_uri(metadata_location), file_io_properties={}
+        identifier=["icesql", "t"], metadata_location=_uri(metadata_location), file_io_properties=io_props
     ).__datafusion_table_provider__
     ctx = SessionContext()
     holder = type("Provider", (), {"__datafusion_table_provider__": provider})()
