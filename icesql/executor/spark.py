@@ -39,13 +39,16 @@ def _python_env() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+_LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
 def get_spark(
     master: str | None = None,
     conf: Mapping[str, Any] | None = None,
     *,
     spark: Any = None,
     app_name: str = "icesql",
-    log_level: str = "WARN",
+    log_level: str = "ERROR",
 ) -> Any:
     """Return a SparkSession: ``spark`` if given, the active one if any, else a new one."""
     if spark is not None:
@@ -65,6 +68,13 @@ def get_spark(
             settings[str(k)] = _conf_value(v)
         builder = SparkSession.builder.appName(app_name)
         url = master or os.environ.get("ICESQL_SPARK_MASTER") or DEFAULT_MASTER
+        if url.startswith("local"):
+            # Without it Spark warns that the host name resolves to loopback on every start.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        if log_level.upper() != "DEBUG" and "spark.driver.extraJavaOptions" not in settings:
+            # Read when the driver JVM starts, before setLogLevel could act: keeps Spark's
+            # start-up chatter off the user's terminal.
+            settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J2}"
         if url.startswith("sc://"):
             builder = builder.remote(url)
             # Spark Connect refuses static JVM settings from the client; keep only SQL ones.
