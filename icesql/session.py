@@ -63,6 +63,7 @@ class SinkStatus:
     last_snapshot_id: int | None = None
     last_error: str | None = None
     lag: float | None = None
+    skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
 
 
 def default_home() -> Path:
@@ -581,6 +582,7 @@ class Session:
                     last_snapshot_id=st.last_snapshot_id if st else None,
                     last_error=st.last_error if st else None,
                     lag=lv.get("lag"),
+                    skipped_records=st.skipped_records if st else 0,
                 )
             )
         return out

@@ -19,7 +19,11 @@ Life of a runner
     2. executors write the files (``mapInArrow`` running ``DataFileWriter``; only the files'
        descriptions come back to the driver, never rows). MODE UPSERT first keeps the last change
        per KEY (``row_number`` over the key ordered by the changelog position, descending) and
-       writes an equality delete for every key plus a data row unless the change is a delete;
+       writes an equality delete for every key plus a data row unless the change is a delete; a
+       change with a null KEY column fails the batch (``NullKeyError``, naming the sink, the
+       column, the file and record) or, with ``KEY ... NOT ENFORCED``, is dropped, logged and
+       counted with the skipped records (a null fits neither an Iceberg identifier field nor an
+       equality delete);
        MODE APPEND drops deletes of a changelog and writes every other row;
     3. the driver stages the files durably (``staging.Staging``) before returning;
     4. the commit policy decides: with no MINIMUM SIZE and no MAXIMUM PERIOD every batch commits
@@ -59,7 +63,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icesql.errors import ExecutionError, IcesqlError
-from icesql.executor.sources import OP, POSITION, Relation, translate_bad_record
+from icesql.executor.sources import BLK, FILE, LINE, OP, POSITION, Relation, translate_bad_record
 from icesql.executor.staging import StagedBatch, Staging
 from icesql.plan import SinkMode, SinkPlan
 
@@ -68,6 +72,12 @@ log = logging.getLogger("icesql.sink")
 KILL_ENV = "ICESQL_TEST_KILL_AT"
 DELAY_ENV = "ICESQL_TEST_BATCH_DELAY"
 KILL_PGID_ENV = "ICESQL_TEST_KILL_PGID"
+NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
+DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
+
+
+class NullKeyError(ExecutionError):
+    """A change whose KEY has a null column reached an upsert sink with an enforced KEY."""
 
 
 class StateCallback(Protocol):
@@ -116,6 +126,9 @@ class _FileWriterTask:
         key: list[str],
         equality_ids: list[int],
         batch_id: int,
+        sink: str = "",
+        relation: str = "",
+        key_enforced: bool = True,
     ) -> None:
         self.spec = spec
         self.data_columns = data_columns
@@ -124,6 +137,47 @@ class _FileWriterTask:
         self.key = key
         self.equality_ids = equality_ids
         self.batch_id = batch_id
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    def _null_keys(self, b: Any) -> Any:
+        """``b`` without its changes whose KEY has a null column, and how many there were.
+
+        An enforced KEY fails the batch instead, naming the sink, the column and where the
+        change came from (a null cannot be an Iceberg identifier field, so such a change can
+        neither be stored nor deleted by key)."""
+        import pyarrow.compute as pc
+
+        names = b.schema.names
+        mask = None
+        for k in self.key:
+            m = pc.is_null(b.column(names.index(k)))
+            mask = m if mask is None else pc.or_(mask, m)
+        n = (pc.sum(mask).as_py() or 0) if mask is not None else 0
+        if not n:
+            return b, 0
+        if self.key_enforced:
+            from icesql.executor.sources import _short_path
+
+            # the first such change in file order (the batch arrives sorted by key)
+            row = min(
+                b.filter(mask).to_pylist(),
+                key=lambda x: (str(x.get(FILE) or ""), x.get(BLK) or 0, x.get(LINE) or 0),
+            )
+            col = next(k for k in self.key if row.get(k) is None)
+            where = f"a change read from '{self.relation}'"
+            if row.get(FILE):
+                path = _short_path(str(row[FILE]))
+                rec = f"record {int(row.get(LINE) or 0) + 1}"
+                if row.get(BLK):
+                    rec += f" of the split at byte {row[BLK]}"
+                where += f" (file '{path}', {rec})"
+            raise ValueError(
+                f"{NULL_KEY_MARKER}sink '{self.sink}': KEY column '{col}' is null in {where}; "
+                f"KEY columns must be non-null|END"
+            )
+        return b.filter(pc.invert(mask)), n
 
     def __call__(self, batches: Any) -> Any:
         import pyarrow as pa
@@ -134,10 +188,16 @@ class _FileWriterTask:
         data_w = DataFileWriter(self.spec, "data")
         del_w = DataFileWriter(self.spec, "equality_deletes", self.equality_ids) if self.upsert else None
         first = True
+        dropped = 0
         try:
             for b in batches:
                 if b.num_rows == 0:
                     continue
+                if self.upsert:
+                    b, n = self._null_keys(b)
+                    dropped += n
+                    if b.num_rows == 0:
+                        continue
                 names = b.schema.names
                 if del_w is not None:
                     del_w.write(b.select(self.key))
@@ -157,13 +217,13 @@ class _FileWriterTask:
             if del_w is not None:
                 del_w.abort()
             raise
-        if files:
+        if files or dropped:
             yield pa.RecordBatch.from_pydict(
                 {
-                    "content": [int(f.content) for f in files],
-                    "file": [f.dumps() for f in files],
-                    "rows": [int(f.record_count) for f in files],
-                    "bytes": [int(f.file_size_in_bytes) for f in files],
+                    "content": [int(f.content) for f in files] + ([DROPPED] if dropped else []),
+                    "file": [f.dumps() for f in files] + ([""] if dropped else []),
+                    "rows": [int(f.record_count) for f in files] + ([dropped] if dropped else []),
+                    "bytes": [int(f.file_size_in_bytes) for f in files] + ([0] if dropped else []),
                 },
                 schema=pa.schema(
                     [
@@ -237,6 +297,8 @@ class SinkRunner:
                 for k in self.totals:
                     if isinstance(prior.get(k), int):
                         self.totals[k] = prior[k]
+                if isinstance(prior.get("skipped_records"), int):
+                    self.skipped_records = prior["skipped_records"]
             except Exception:  # pragma: no cover - a state store without totals
                 pass
 
@@ -255,7 +317,13 @@ class SinkRunner:
     def _fail(self, exc: BaseException) -> IcesqlError:
         from icesql.executor.commit import FencedError
 
-        err = exc if isinstance(exc, IcesqlError) else (translate_bad_record(exc) or _execution_error(exc))
+        err = (
+            exc
+            if isinstance(exc, IcesqlError)
+            else (
+                translate_bad_record(exc) or _translate_null_key(exc, self.plan.key) or _execution_error(exc)
+            )
+        )
         self.error = err
         status = "fenced" if isinstance(err, FencedError) else "failed"
         log.error("sink %s %s: %s", self.name, status, err.message)
@@ -419,8 +487,17 @@ class SinkRunner:
         df = batch_df
         if upsert:
             order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
-            w = Window.partitionBy(*[F.col(k) for k in plan.key]).orderBy(*order)
-            df = df.withColumn("__rn", F.row_number().over(w)).filter(F.col("__rn") == 1).drop("__rn")
+            w = Window.partitionBy(*[F.col(_q(k)) for k in plan.key]).orderBy(*order)
+            # every change with a null in the KEY reaches the writer, which fails the batch
+            # (enforced KEY) or drops and counts them (NOT ENFORCED)
+            null_key = F.lit(False)
+            for k in plan.key:
+                null_key = null_key | F.col(_q(k)).isNull()
+            df = (
+                df.withColumn("__rn", F.row_number().over(w))
+                .filter((F.col("__rn") == 1) | null_key)
+                .drop("__rn")
+            )
         elif changelog:
             df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
         data_columns = [c for c in batch_df.columns if c not in _internal()]
@@ -434,8 +511,13 @@ class SinkRunner:
             key=list(plan.key),
             equality_ids=key_field_ids(self.table.schema(), plan.key) if upsert else [],
             batch_id=batch_id,
+            sink=self.name,
+            relation=rel.name,
+            key_enforced=plan.key_enforced,
         )
         keep = data_columns + ([OP] if changelog and OP in df.columns else [])
+        if upsert:  # where a change came from, for the null-key error
+            keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
         df = df.select(*[F.col(_q(c)) for c in keep])
         out = df.mapInArrow(task, "content int, file string, rows bigint, bytes bigint")
         rows = out.collect()  # one small row per written file
@@ -443,9 +525,21 @@ class SinkRunner:
         skipped = max(0, skipped_total - self._skipped_seen)
         self._skipped_seen = skipped_total
         if skipped:
-            self.skipped_records += skipped
             log.warning("sink %s: skipped %d bad record(s) in batch %d", self.name, skipped, batch_id)
+        dropped = sum(r["rows"] for r in rows if r["content"] == DROPPED)
+        if dropped:
+            log.warning(
+                "sink %s: dropped %d change(s) with a null KEY column (%s) in batch %d: KEY NOT ENFORCED",
+                self.name,
+                dropped,
+                ", ".join(plan.key),
+                batch_id,
+            )
+            skipped += dropped
+        if skipped:
+            self.skipped_records += skipped
             self._update(skipped_records=self.skipped_records)
+        rows = [r for r in rows if r["content"] != DROPPED]
         if not rows:
             return None
         data = tuple(r["file"] for r in rows if r["content"] == 0)
@@ -677,6 +771,27 @@ def _internal() -> frozenset[str]:
 
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def _translate_null_key(exc: BaseException, key: tuple[str, ...] | list[str]) -> NullKeyError | None:
+    """Turn a Spark failure raised by ``_FileWriterTask`` for a null KEY into a ``NullKeyError``."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        text = str(e)
+        i = text.find(NULL_KEY_MARKER)
+        if i >= 0:
+            body = text[i + len(NULL_KEY_MARKER) :]
+            j = body.find("|END")
+            body = body[:j] if j >= 0 else body.splitlines()[0]
+            return NullKeyError(
+                body,
+                hint=f"fix the source, or declare KEY ({', '.join(key)}) NOT ENFORCED to drop changes "
+                "with a null key (counted as skipped records in SHOW SINK STATUS)",
+            )
+        e = e.__cause__ or e.__context__
+    return None
 
 
 def _execution_error(exc: BaseException) -> ExecutionError:

@@ -1,0 +1,97 @@
+"""An icesql home's sinks run in a child process, for CDC crash tests.
+
+``python -m tests.support.cdc_runner --home H --sink NAME`` opens ``icesql.Session(home=H)`` (the
+public library path: the sink's definition comes from the home's catalog store) and runs the
+sink once (``run(once=True)``): what is available is processed and committed, then it exits.
+
+Kill points (the test sets them in the environment; the whole process group, JVM and Python
+workers included, is SIGKILLed, like a machine crash):
+
+* ``ICESQL_TEST_KILL_AT`` — the pipeline's points (``write``, ``staged``, ``committed``, with an
+  optional ``:batch_id``);
+* ``ICESQL_TEST_KILL_COMMIT`` = ``before:N`` / ``after:N`` — inside the N-th catalog commit of the
+  process (see ``tests/support/crash_runner.py``).
+
+``run_child`` starts it from a test in a new process group and returns ``(returncode, log)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTED = "cdc_runner: started"
+DONE = "cdc_runner: done"
+
+
+def run_child(
+    home: Path, sink: str, log_path: Path, env_extra: dict[str, str] | None = None, *, timeout: float = 400
+) -> tuple[int, str]:
+    """Run ``sink`` of ``home`` once in a child process group; ``(returncode, this run's log)``."""
+    env = dict(os.environ)
+    for k in ("ICESQL_TEST_KILL_AT", "ICESQL_TEST_KILL_COMMIT", "ICESQL_TEST_BATCH_DELAY"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    with open(log_path, "ab") as log:
+        log.write(f"\n==== cdc_runner {env_extra or {}}\n".encode())
+        log.flush()
+        start = log.tell()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.cdc_runner", "--home", str(home), "--sink", sink],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        finally:
+            try:  # leftovers of the group (a JVM that outlived its driver)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    with open(log_path, "rb") as fh:
+        fh.seek(start)
+        return rc, fh.read().decode(errors="replace")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--sink", required=True)
+    args = ap.parse_args(argv)
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s", force=True
+    )
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    os.environ["ICESQL_TEST_KILL_PGID"] = str(os.getpgrp())  # inherited by the JVM and Python workers
+    if os.environ.get("ICESQL_TEST_KILL_COMMIT"):
+        from tests.support.crash_runner import _patch_commit
+
+        _patch_commit(os.environ["ICESQL_TEST_KILL_COMMIT"])
+
+    import icesql
+    from tests.support.pipeline_helpers import spark_for_tests
+
+    with icesql.Session(home=args.home, spark=spark_for_tests()) as session:
+        print(STARTED, flush=True)
+        session.run(once=True, sinks=[args.sink])
+    print(DONE, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
