@@ -218,11 +218,21 @@ class _FastTables:
         from lark.parsers.lalr_analysis import Shift
 
         lalr = parser.parser.parser.parser  # ParsingFrontend -> LALR_Parser -> _Parser
-        self.states: dict[int, dict[str, tuple[Any, Any]]] = lalr.parse_table.states
+        callbacks: dict[Any, Any] = lalr.callbacks
+        # The parse table with each action pre-digested: (True, next state) for a shift (or a
+        # goto), (False, (rule size, rule callback, rule name)) for a reduce, so the hot loop
+        # does no attribute look-ups or Rule hashing per reduction.
+        self.states: dict[int, dict[str, tuple[bool, Any]]] = {
+            state: {
+                symbol: (True, arg)
+                if action is Shift
+                else (False, (len(arg.expansion), callbacks[arg], arg.origin.name))
+                for symbol, (action, arg) in actions.items()
+            }
+            for state, actions in lalr.parse_table.states.items()
+        }
         self.start = lalr.parse_table.start_states["start"]
         self.end = lalr.parse_table.end_states["start"]
-        self.callbacks: dict[Any, Any] = lalr.callbacks
-        self.shift = Shift
         self.token = Token
         terminals = {t.name: t for t in parser.terminals}
         self.keywords = {
@@ -242,10 +252,9 @@ def _fast_parse(text: str) -> list[ast.Statement]:
     if tables is None:
         tables = _fast = _FastTables(get_parser())
     states = tables.states
-    callbacks = tables.callbacks
     keywords = tables.keywords
-    shift = tables.shift
     make_token = tables.token
+    end_state = tables.end
     skip = _SKIP.match
     next_token = _TOKEN.match
     query = tables.query.match
@@ -300,23 +309,23 @@ def _fast_parse(text: str) -> list[ast.Statement]:
         # One LALR step: reduce as long as the table says so, then shift the token.
         while True:
             try:
-                action, arg = states[state_stack[-1]][kind]
+                is_shift, arg = states[state_stack[-1]][kind]
             except KeyError:
                 raise _NotFast from None
-            if action is shift:
+            if is_shift:
                 state_stack.append(arg)
                 value_stack.append(tok)
                 break
-            size = len(arg.expansion)
+            size, callback, origin = arg
             if size:
                 children = value_stack[-size:]
                 del state_stack[-size:]
                 del value_stack[-size:]
             else:
                 children = []
-            value_stack.append(callbacks[arg](children))
-            state_stack.append(states[state_stack[-1]][arg.origin.name][1])
-            if kind == "$END" and state_stack[-1] == tables.end:
+            value_stack.append(callback(children))
+            state_stack.append(states[state_stack[-1]][origin][1])
+            if kind == "$END" and state_stack[-1] == end_state:
                 return cast("list[ast.Statement]", value_stack[-1])
 
 
