@@ -19,6 +19,7 @@ If the callback also has ``get(name) -> dict`` the cumulative counters continue 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -76,6 +77,7 @@ class Engine:
         self._runners: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)
+        self._workers_warmed = False
 
     # ----------------------------------------------------------------- spark
 
@@ -160,8 +162,44 @@ class Engine:
             trigger_interval=self.trigger_interval,
         )
 
+    def _warm_python_workers(self) -> None:
+        """Start Spark's Python workers in the background, once per engine.
+
+        A fresh worker spends 1-3 s importing pyarrow and pyiceberg's writer path before it writes
+        its first row; a tiny job (one task per core) pays that while the driver prepares the sink
+        (catalog, table, recovery, query start), and Spark reuses those workers for the sink's
+        tasks (``spark.python.worker.reuse``, on by default). Best effort: any failure is ignored.
+        ``ICESQL_WARM_WORKERS=0`` turns it off.
+        """
+        with self._lock:
+            if self._workers_warmed:
+                return
+            self._workers_warmed = True
+        if os.environ.get("ICESQL_WARM_WORKERS", "1").strip().lower() in ("0", "false", "no", "off"):
+            return
+        spark = self.spark
+
+        def run() -> None:
+            try:
+                n = int(spark.sparkContext.defaultParallelism)
+            except Exception:  # Spark Connect has no SparkContext
+                n = 2
+            n = max(1, min(n, 64))
+            try:
+                spark.range(0, n, 1, n).mapInArrow(_warm_worker, "ok int").collect()
+            except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
+                log.debug("warming the Python workers failed", exc_info=True)
+
+        threading.Thread(target=run, name="icesql-warm-workers", daemon=True).start()
+
     def start_sink(self, plan: SinkPlan, *, once: bool = False) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first."""
+        from icesql.executor.spark import SINKS_ON_CONNECT, SINKS_ON_CONNECT_HINT, sinks_need_classic
+
+        # checked on the URL first, so that no Connect session is opened just to be refused
+        if sinks_need_classic(self._spark_master, self._spark) or sinks_need_classic(spark=self.spark):
+            raise ExecutionError(SINKS_ON_CONNECT, hint=SINKS_ON_CONNECT_HINT)
+        self._warm_python_workers()
         with self._lock:
             old = self._runners.get(plan.name)
         if old is not None and old.active:
@@ -290,3 +328,16 @@ class Engine:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _warm_worker(batches: Any) -> Any:
+    """``mapInArrow`` body of the warm-up job: import what ``_FileWriterTask`` needs, emit nothing."""
+    import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
+    import pyiceberg.table.locations  # noqa: F401
+
+    import icesql.executor.pipeline  # noqa: F401
+    import icesql.executor.writer  # noqa: F401
+
+    for _ in batches:
+        pass
+    return iter(())

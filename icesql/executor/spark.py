@@ -108,3 +108,22 @@ def is_connect(spark: Any) -> bool:
     except Exception:
         pass
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+SINKS_ON_CONNECT = (
+    "sinks cannot run on Spark Connect: their foreachBatch commits Iceberg snapshots and records "
+    "sink state in this process, which a Spark Connect server cannot call back into"
+)
+SINKS_ON_CONNECT_HINT = (
+    "run sinks on a classic Spark session: --spark-master local[*] or spark://host:port; "
+    "Spark Connect is supported for reading schemas only"
+)
+
+
+def sinks_need_classic(master: str | None = None, spark: Any = None) -> bool:
+    """True when sinks would run on Spark Connect: ``spark`` is a Connect session, or (no session
+    yet) the master URL that ``get_spark`` would use is ``sc://...``. Starts nothing."""
+    if spark is not None:
+        return is_connect(spark)
+    url = master or os.environ.get("ICESQL_SPARK_MASTER") or ""
+    return url.startswith("sc://")
