@@ -18,7 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ICESQL = [sys.executable, "-m", "icesql"]
@@ -60,69 +62,75 @@ def summarize(samples: list[float]) -> tuple[float, float, float]:
     return statistics.median(samples), min(samples), max(samples)
 
 
+# name (stable key used by run.py), label, command shown, goal; the callables are built in cases()
+CASES: list[tuple[str, str, str, str]] = [
+    ("python_startup_floor", "bare `python -c pass` (floor)", "python -c pass", ""),
+    ("import_icesql", "`python -c 'import icesql'`", "python -c 'import icesql'", ""),
+    ("icesql_help", "`icesql --help`", "icesql --help", "< 0.3 s"),
+    ("icesql_run_help", "`icesql run --help`", "icesql run --help", "< 0.3 s"),
+    ("shell_time_to_prompt", "shell: first prompt (existing home)", "icesql --home H", "< 1 s"),
+    ("shell_time_to_prompt_new_home", "shell: first prompt (new home)", "icesql --home NEW", "< 1 s"),
+    ("parse_quickstart", "`icesql parse quickstart.sql --json`", "icesql parse examples/quickstart.sql --json", ""),
+    ("check_quickstart", "`icesql check quickstart.sql`", "icesql check examples/quickstart.sql", ""),
+    ("exec_show_sinks", '`icesql exec "SHOW SINKS"`', 'icesql exec "SHOW SINKS"', ""),
+]
+
+
+def cases(work: Path, env: dict[str, str]) -> dict[str, Callable[[], float]]:
+    home = work / "home"
+    return {
+        "python_startup_floor": lambda: timed([sys.executable, "-c", "pass"], env),
+        "import_icesql": lambda: timed([sys.executable, "-c", "import icesql"], env),
+        "icesql_help": lambda: timed([*ICESQL, "--help"], env),
+        "icesql_run_help": lambda: timed([*ICESQL, "run", "--help"], env),
+        "shell_time_to_prompt": lambda: first_prompt(home, env),
+        "shell_time_to_prompt_new_home": lambda: first_prompt(Path(tempfile.mkdtemp(dir=work)) / "h", env),
+        "parse_quickstart": lambda: timed([*ICESQL, "parse", str(SCRIPT), "--json"], env),
+        "check_quickstart": lambda: timed([*ICESQL, "--home", str(home), "check", str(SCRIPT)], env),
+        "exec_show_sinks": lambda: timed([*ICESQL, "--home", str(home), "exec", "SHOW SINKS"], env),
+    }
+
+
+def measure(runs: int = 10, names: list[str] | None = None, *, echo: bool = True) -> list[dict[str, Any]]:
+    """Run the cases (all, or ``names``) ``runs`` times each in fresh processes; one dict per case:
+    ``name, label, command, goal, samples`` (seconds), ``p50_ms, min_ms, max_ms, n, status``.
+    ``benchmarks/run.py --only frontend`` calls this too."""
+    work = Path(tempfile.mkdtemp(prefix="icesql-bench-"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm")
+    env.pop("ICESQL_HOME", None)
+    out: list[dict[str, Any]] = []
+    try:
+        # warm the OS file cache and the parser's grammar cache once, as any second use would
+        timed([*ICESQL, "--home", str(work / "home"), "check", str(SCRIPT)], env)
+        fns = cases(work, env)
+        for name, label, command, goal in CASES:
+            if names is not None and name not in names:
+                continue
+            row: dict[str, Any] = {"name": name, "label": label, "command": command, "goal": goal}
+            try:
+                samples = [fns[name]() for _ in range(runs)]
+            except Exception as e:  # noqa: BLE001 - one broken case must not lose the others
+                row.update(status="error", reason=f"{type(e).__name__}: {e}"[:300])
+                out.append(row)
+                continue
+            med, lo, hi = summarize(samples)
+            row.update(status="ok", samples=samples, n=runs, p50_ms=round(med * 1000, 1),
+                       min_ms=round(lo * 1000, 1), max_ms=round(hi * 1000, 1))
+            out.append(row)
+            if echo:
+                print(f"{label:45s} median {med * 1000:7.1f} ms  min {lo * 1000:7.1f}  max {hi * 1000:7.1f}  {goal}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--write", type=Path, help="write the results as Markdown to this file")
     args = ap.parse_args()
 
-    work = Path(tempfile.mkdtemp(prefix="icesql-bench-"))
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm")
-    env.pop("ICESQL_HOME", None)
-    rows: list[tuple[str, str, list[float], str]] = []
-    try:
-        home = work / "home"
-        # warm the OS file cache and the parser's grammar cache once, as any second use would
-        timed([*ICESQL, "--home", str(home), "check", str(SCRIPT)], env)
-
-        cases: list[tuple[str, str, object, str]] = [
-            ("`icesql --help`", "icesql --help", lambda: timed([*ICESQL, "--help"], env), "< 0.3 s"),
-            (
-                "`icesql run --help`",
-                "icesql run --help",
-                lambda: timed([*ICESQL, "run", "--help"], env),
-                "< 0.3 s",
-            ),
-            (
-                "shell: first prompt (existing home)",
-                "icesql --home H",
-                lambda: first_prompt(home, env),
-                "< 1 s",
-            ),
-            (
-                "shell: first prompt (new home)",
-                "icesql --home NEW",
-                lambda: first_prompt(Path(tempfile.mkdtemp(dir=work)) / "h", env),
-                "< 1 s",
-            ),
-            (
-                "`icesql parse quickstart.sql --json`",
-                "icesql parse examples/quickstart.sql --json",
-                lambda: timed([*ICESQL, "parse", str(SCRIPT), "--json"], env),
-                "",
-            ),
-            (
-                "`icesql check quickstart.sql`",
-                "icesql check examples/quickstart.sql",
-                lambda: timed([*ICESQL, "--home", str(home), "check", str(SCRIPT)], env),
-                "",
-            ),
-            (
-                '`icesql exec "SHOW SINKS"`',
-                'icesql exec "SHOW SINKS"',
-                lambda: timed([*ICESQL, "--home", str(home), "exec", "SHOW SINKS"], env),
-                "",
-            ),
-        ]
-        for label, command, fn, goal in cases:
-            samples = [fn() for _ in range(args.runs)]  # type: ignore[operator]
-            rows.append((label, command, samples, goal))
-            med, lo, hi = summarize(samples)
-            print(
-                f"{label:45s} median {med * 1000:7.1f} ms  min {lo * 1000:7.1f}  max {hi * 1000:7.1f}  {goal}"
-            )
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    rows = [r for r in measure(args.runs) if r["status"] == "ok"]
 
     if args.write:
         lines = [
@@ -142,10 +150,9 @@ def main() -> None:
             "| what | median | min | max | goal |",
             "|---|---:|---:|---:|---|",
         ]
-        for label, _, samples, goal in rows:
-            med, lo, hi = summarize(samples)
+        for r in rows:
             lines.append(
-                f"| {label} | {med * 1000:.0f} ms | {lo * 1000:.0f} ms | {hi * 1000:.0f} ms | {goal} |"
+                f"| {r['label']} | {r['p50_ms']:.0f} ms | {r['min_ms']:.0f} ms | {r['max_ms']:.0f} ms | {r['goal']} |"
             )
         lines += [
             "",

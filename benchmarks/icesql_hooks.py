@@ -2,8 +2,11 @@
 
 Each function runs in its own child process (project venv, via ``workers/entry.py``) so the
 parent can sample the memory of the whole process tree (driver JVM + Python workers); it gets
-plain paths and an empty ``home`` directory and returns a result dict. Until wired, each raises
-``NotImplementedError("engine not yet available")`` and ``run.py`` reports "n/a".
+plain paths and an empty ``home`` directory and returns a result dict. They use the public path
+(SQL through ``icesql.Session`` on the baselines' SparkSession, FILES sources, ``run(once=True)``);
+the commit figure calls ``icesql.executor.commit.commit`` directly on pre-written files.
+``ICESQL_BENCH_PROFILE=<file>`` writes a pyinstrument profile of the timed phase (driver side).
+``smoke(...)`` runs append, upsert and commit at tiny sizes in one process (tests/bench).
 
 What each must return (extra keys are kept and shown in the JSON):
 
@@ -24,13 +27,14 @@ must run before the timed phase, as it does in every Spark baseline.
 
 from __future__ import annotations
 
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
 from typing import Any
 
 from benchmarks.workers.common import file_stats, throughput
-
-ENGINE_MISSING = "engine not yet available"
-# The shell prompt that ends "time to prompt" (pexpect regex); adjust to the real prompt.
-ICESQL_PROMPT_RE = r"icesql[^\r\n]{0,40}> "  # icesql/repl/shell.py PROMPT = "icesql> "
 
 
 def finish_append(seconds: float, metadata: str, rows: int, arrow_bytes: int, **extra: Any) -> dict[str, Any]:
@@ -49,53 +53,168 @@ def finish_append(seconds: float, metadata: str, rows: int, arrow_bytes: int, **
 
 def _session(home: str, spark_conf: dict[str, str] | None) -> tuple[Any, Any, float]:
     """An ``icesql.Session`` on ``home`` with a SparkSession built like the baselines' one."""
-    import icesql  # noqa: F401 - fails clearly if the package is broken
+    import icesql
     from benchmarks.workers.common import spark_session
 
     spark, session_s = spark_session("bench-icesql", conf=spark_conf)
-    return icesql.Session(home=home, spark=spark), spark, session_s  # type: ignore[attr-defined]
+    return icesql.Session(home=home, spark=spark), spark, session_s
+
+
+def _connect(s: Any, home: str) -> Path:
+    wh = Path(home) / "warehouse"
+    s.execute(f"CREATE CONNECTION cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}')")
+    return wh
+
+
+def _metadata(s: Any, sink: str) -> str:
+    """Current metadata location of the table ``sink`` writes (reloaded from the catalog)."""
+    table = s.engine.runner(sink).table
+    table.refresh()
+    return str(table.metadata_location)
+
+
+def _sink_totals(s: Any, sink: str) -> dict[str, Any]:
+    """The runner's totals and, when it ran as a streaming query, Spark's per-trigger phase times
+    (``durationMs`` of the last progress: addBatch = our foreachBatch, i.e. write + stage + commit)."""
+    r = s.engine.runner(sink)
+    out: dict[str, Any] = {f"sink_{k}": v for k, v in r.totals.items()}
+    try:
+        prog = [p for p in (r.query.recentProgress if r.query is not None else []) if p.get("numInputRows")]
+        if prog:
+            out["spark_duration_ms"] = prog[-1].get("durationMs")
+    except Exception:  # noqa: BLE001 - diagnostics only
+        pass
+    return out
+
+
+def _profile_start() -> Any:
+    """``ICESQL_BENCH_PROFILE=<file>``: profile the driver during the timed phase (pyinstrument)."""
+    out = os.environ.get("ICESQL_BENCH_PROFILE")
+    if not out:
+        return None
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        return None
+    prof = Profiler(interval=0.005)
+    prof.start()
+    return prof
+
+
+def _profile_stop(prof: Any) -> None:
+    if prof is None:
+        return
+    prof.stop()
+    Path(os.environ["ICESQL_BENCH_PROFILE"]).write_text(prof.output_text(unicode=False, color=False))
 
 
 # ------------------------------------------------------------------------------------------ append
 def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes: int, home: str, *,
                       partitioned: bool = False, codec: str = "zstd",
-                      spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+                      spark_conf: dict[str, str] | None = None, smoke: bool = False) -> dict[str, Any]:
     """Append ``source_dir`` (Parquet, SPARK_DDL schema) into ``bench.t`` on a local catalog.
 
-    Intended wiring (~15 lines)::
-
-        s, spark, session_s = _session(home, spark_conf)
-        wh = Path(home) / "warehouse"
-        s.execute(f"CREATE CONNECTION cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}')")
-        s.execute(f"CREATE SOURCE src FROM FILES '{source_dir}' (FORMAT = 'parquet')")
-        part = "PARTITION BY (day(ts))" if partitioned else ""
-        s.execute(f"CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't') "
-                  f"MODE APPEND {part} WITH (PROPERTIES = ('write.parquet.compression-codec' = '{codec}'))")
-        t0 = time.perf_counter(); s.run(once=True); secs = time.perf_counter() - t0
-        meta = <metadata location of bench.t from the local catalog>
-        s.close(); spark.stop()
-        return finish_append(secs, meta, rows, arrow_bytes, session_seconds=session_s,
-                             engine="icesql", codec=codec, partitioned=partitioned)
+    ``CREATE SOURCE src FROM FILES '<source_dir>' (FORMAT = 'parquet', SCHEMA = SPARK_DDL)`` and
+    ``CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't') MODE APPEND
+    [PARTITION BY (day(ts))] WITH (PROPERTIES = ('write.parquet.compression-codec' = codec))``, then
+    ``Session.run(once=True)`` (one availableNow micro-batch; the files are written by executors
+    in ``mapInArrow`` and committed by the driver). Timed: ``run(once=True)`` from the sink's start
+    (table creation included, ~0.1 s) to its last commit.
     """
-    raise NotImplementedError(ENGINE_MISSING)
+    from benchmarks.datagen import SPARK_DDL
+    from benchmarks.workers.common import warm_up
+
+    s, spark, session_s = _session(home, spark_conf)
+    warm_s = 0.0 if smoke else warm_up(spark, files, Path(home) / "warmup")
+    _connect(s, home)
+    s.execute(f"CREATE SOURCE src FROM FILES '{source_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
+    part = "PARTITION BY (day(ts))" if partitioned else ""
+    s.execute(f"CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't') "
+              f"MODE APPEND {part} WITH (PROPERTIES = ('write.parquet.compression-codec' = '{codec}'))")
+    prof = _profile_start()
+    t0 = time.perf_counter()
+    s.run(once=True)
+    secs = time.perf_counter() - t0
+    _profile_stop(prof)
+    meta = _metadata(s, "k")
+    totals = _sink_totals(s, "k")
+    s.close()
+    if not smoke:
+        spark.stop()
+    import pyspark
+
+    return finish_append(secs, meta, rows, arrow_bytes, session_seconds=round(session_s, 2),
+                         warmup_seconds=warm_s, engine=f"icesql (Spark {pyspark.__version__}, mapInArrow writer)",
+                         codec=codec, partitioned=partitioned, **totals)
 
 
 # ------------------------------------------------------------------------------------------ upsert
 def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[str],
                       debezium_files: list[str], expected_rows: int, home: str, *,
-                      spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+                      spark_conf: dict[str, str] | None = None, smoke: bool = False) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
-    Inputs: ``base_dir`` (Parquet), ``change_files`` (Parquet, columns op I/U/D, batch, pos + row),
-    ``debezium_files`` (JSON lines, op c/u/d, before/after, source.batch/pos). Intended wiring:
-    create the table by an APPEND sink over ``base_dir`` with KEY (id) (run once, ``load_seconds``),
-    then ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
-    and ``CREATE SINK u FROM ch ... KEY (id) MODE UPSERT``; for each file: copy it into
-    ``<home>/inbox`` (outside the timing), ``t0``; ``s.run(once=True)``; record the batch time.
-    Return ``{"seconds": sum, "batch_seconds": [...], "changes": n, "metadata": location,
-    "rows_in_table": ..., "load_seconds": ..., "engine": "icesql MODE UPSERT"}``.
+    ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
+    and ``CREATE SINK u FROM ch ... KEY (id) MODE UPSERT`` run once on the empty inbox (creates the
+    table, KEY as identifier field); the base is then loaded by an APPEND sink over ``base_dir``
+    into that table (``load_seconds``); then for each Debezium file, copy it into
+    the inbox (untimed), then time ``s.run(once=True)`` (start the sink, one micro-batch: last change
+    per key, equality deletes + data files, one row-delta commit).
     """
-    raise NotImplementedError(ENGINE_MISSING)
+    from benchmarks.datagen import SPARK_DDL
+    from benchmarks.workers.common import warm_up
+
+    s, spark, session_s = _session(home, spark_conf)
+    warm_s = 0.0 if smoke else warm_up(spark, base_files, Path(home) / "warmup")
+    _connect(s, home)
+    target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
+    inbox = Path(home) / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
+    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT")
+    s.run(once=True, sinks=["u"])  # empty inbox: creates the table with KEY (id) as its identifier field
+    s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
+    s.execute(f"CREATE SINK load FROM base {target} MODE APPEND")
+    t0 = time.perf_counter()
+    s.run(once=True, sinks=["load"])
+    load_s = time.perf_counter() - t0
+    batch_s: list[float] = []
+    changes = 0
+    prof = _profile_start()
+    for f in debezium_files:
+        with open(f, "rb") as fh:
+            changes += sum(1 for _ in fh)
+        tmp = inbox / ("." + Path(f).name + ".tmp")
+        shutil.copyfile(f, tmp)
+        os.replace(tmp, inbox / Path(f).name)
+        t0 = time.perf_counter()
+        s.run(once=True, sinks=["u"])
+        batch_s.append(time.perf_counter() - t0)
+    _profile_stop(prof)
+    meta = _metadata(s, "u")
+    totals = _sink_totals(s, "u")
+    s.close()
+    if not smoke:
+        spark.stop()
+    from pyiceberg.table import StaticTable
+
+    t = StaticTable.from_metadata(meta)
+    live = [e.data_file for m in t.current_snapshot().manifests(t.io)  # type: ignore[union-attr]
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=True)]
+    data = [f.file_size_in_bytes for f in live if int(f.content) == 0]
+    deletes = {f.file_path: f.file_size_in_bytes for f in live if int(f.content) != 0}
+    secs = sum(batch_s)
+    out: dict[str, Any] = {
+        "seconds": round(secs, 3), "batch_seconds": [round(x, 3) for x in batch_s],
+        "batch_p50_s": round(statistics.median(batch_s), 3) if batch_s else None,
+        "changes": changes, "changes_per_s": round(changes / secs) if secs else None,
+        "metadata": meta, "load_seconds": round(load_s, 2), "session_seconds": round(session_s, 2),
+        "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
+        "engine": "icesql MODE UPSERT (equality deletes)", "expected_rows": expected_rows, **totals,
+    }
+    out.update(file_stats(sizes=data))
+    out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ streaming
@@ -104,22 +223,131 @@ def run_icesql_streaming(source_dir: str, home: str, duration_s: float, *, max_p
                          spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
     """Run an APPEND sink over ``source_dir`` (Parquet files arriving while it runs).
 
-    WITH (MAXIMUM PERIOD = max_period[, MINIMUM SIZE = min_size]). Touch ``ready_file`` once the
-    sink is started (the parent starts producing files then); run ``duration_s`` seconds; stop
-    (shutdown commit). Return ``{"metadata": location, "rows_in_table": n, "engine": "icesql"}``;
-    the parent computes latency p50/p99 and snapshots/files per minute from the snapshot log.
+    WITH (MAXIMUM PERIOD = max_period[, MINIMUM SIZE = min_size]); ``Session.start`` (the sink runs
+    in the background with icesql's default 1 s trigger), touch ``ready_file``, run ``duration_s``
+    seconds, ``Session.stop`` (shutdown commit).
     """
-    raise NotImplementedError(ENGINE_MISSING)
+    import pyarrow.parquet as pq
+
+    from benchmarks.datagen import SPARK_DDL, arange, gen_rows
+    from benchmarks.workers.common import warm_up
+
+    s, spark, session_s = _session(home, spark_conf)
+    scratch = Path(home) / "warm-in"
+    scratch.mkdir(parents=True, exist_ok=True)
+    pq.write_table(gen_rows(arange(2000, 10**9), 1), scratch / "w.parquet")
+    warm_s = warm_up(spark, [str(scratch / "w.parquet")], Path(home) / "warmup")
+    _connect(s, home)
+    Path(source_dir).mkdir(parents=True, exist_ok=True)
+    s.execute(f"CREATE SOURCE src FROM FILES '{source_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
+    opts = f"MAXIMUM PERIOD = '{max_period}'" + (f", MINIMUM SIZE = '{min_size}'" if min_size else "")
+    s.execute(f"CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 's') "
+              f"MODE APPEND WITH ({opts})")
+    s.start(["k"])
+    if ready_file:
+        Path(ready_file).touch()
+    time.sleep(duration_s)
+    s.stop()
+    meta = _metadata(s, "k")
+    totals = _sink_totals(s, "k")
+    s.close()
+    spark.stop()
+    from pyiceberg.table import StaticTable
+
+    t = StaticTable.from_metadata(meta)
+    snap = t.current_snapshot()
+    n = int(snap.summary.additional_properties.get("total-records", 0)) if snap and snap.summary else 0
+    return {"metadata": meta, "rows_in_table": n, "engine": "icesql", "session_seconds": round(session_s, 2),
+            "warmup_seconds": warm_s, "max_period": max_period, "min_size": min_size, **totals}
 
 
 # ------------------------------------------------------------------------------------------ commit
+def _commit_catalog(home: str, catalog: str, rest: dict[str, str] | None) -> Any:
+    """The pyiceberg catalog icesql builds for a ``local`` connection (SQLite + warehouse), or a
+    REST catalog on ``weed mini`` (S3 FileIO), with the same properties as the pyiceberg peer."""
+    if catalog == "local":
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        wh = Path(home) / "warehouse"
+        wh.mkdir(parents=True, exist_ok=True)
+        return SqlCatalog("cat", uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri())
+    from pyiceberg.catalog.rest import RestCatalog
+
+    assert rest is not None
+    secret = os.environ.get("BENCH_REST_SECRET", "")
+    return RestCatalog("rest", **{
+        "uri": rest["uri"], "warehouse": rest["warehouse"], "credential": f"{rest['key']}:{secret}",
+        "s3.endpoint": rest["s3_endpoint"], "s3.access-key-id": rest["key"],
+        "s3.secret-access-key": secret, "s3.region": "us-east-1",
+    })
+
+
 def measure_commit_overhead(home: str, *, catalog: str = "local", commits: int = 30,
                             rows_per_commit: int = 100, rest: dict[str, str] | None = None) -> dict[str, Any]:
-    """Per-commit time of the engine's commit path (``icesql.executor.commit``) for tiny files.
+    """Per-commit time of the engine's commit path (``icesql.executor.commit.commit``) for tiny files.
 
-    ``catalog``: ``local`` (SQLite + warehouse under ``home``) or ``rest`` (``rest`` has uri,
-    warehouse, key, s3_endpoint; the secret is in ``$BENCH_REST_SECRET``). Time only the commit
-    of already written data files (what the driver does per commit). Return
-    ``{"p50_ms", "p99_ms", "mean_ms", "n"}``.
+    A table is created with icesql's schema mapping; ``commits`` data files of ``rows_per_commit``
+    rows are written first by icesql's executor-side writer (``DataFileWriter``, untimed); then
+    each is committed alone with its progress (as the driver does per commit: reload the table,
+    fencing / progress check, manifest, manifest list, metadata JSON, catalog update). Returns
+    ``{"p50_ms", "p99_ms", "mean_ms", "n"}`` (``first_ms`` is the first commit, on an empty table).
     """
-    raise NotImplementedError(ENGINE_MISSING)
+    import uuid
+
+    import pyiceberg
+
+    from benchmarks.datagen import arange, gen_rows
+    from icesql.executor.commit import CommitRequest, commit
+    from icesql.executor.writer import DataFileWriter, WriteSpec
+
+    cat = _commit_catalog(home, catalog, rest)
+    try:
+        cat.create_namespace("bench")
+    except Exception:  # noqa: BLE001 - already there
+        pass
+    batch = gen_rows(arange(rows_per_commit), 1)
+    table = cat.create_table(f"bench.i{int(time.time() * 1000)}", schema=batch.schema,
+                             properties={"format-version": "2"})
+    spec = WriteSpec.from_table(table)
+    files = []
+    for i in range(commits):
+        w = DataFileWriter(spec, "data")
+        w.write(gen_rows(arange(rows_per_commit, i * rows_per_commit), 1))
+        files.extend(w.close())
+    sink_id = str(uuid.uuid4())
+    times: list[float] = []
+    prof = _profile_start()
+    for i, f in enumerate(files):
+        t0 = time.perf_counter()
+        commit(table, CommitRequest(data_files=(f,), delete_files=(), sink_id=sink_id, sink_version=1,
+                                    progress=i, reason="batch"))
+        times.append(time.perf_counter() - t0)
+    _profile_stop(prof)
+    xs = sorted(x * 1000 for x in times)
+    return {
+        "engine": f"icesql.executor.commit.commit (pyiceberg {pyiceberg.__version__}, {catalog} catalog)",
+        "catalog": catalog, "n": len(xs), "p50_ms": round(statistics.median(xs), 1),
+        "p99_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 1),
+        "mean_ms": round(statistics.fmean(xs), 1), "max_ms": round(xs[-1], 1), "first_ms": round(times[0] * 1000, 1),
+        "last10_p50_ms": round(statistics.median(sorted(x * 1000 for x in times[-10:])), 1),
+        "seconds": round(sum(times), 3), "snapshots": len(table.metadata.snapshots),
+    }
+
+
+# ------------------------------------------------------------------------------------------ smoke
+def smoke(append: dict[str, Any], upsert: dict[str, Any], home: str) -> dict[str, Any]:
+    """The hooks at tiny sizes in ONE process and SparkSession, no warm-up (tests/bench, < 60 s):
+    ``append`` / ``upsert`` are the keyword arguments of ``run_icesql_append`` / ``run_icesql_upsert``
+    without ``home``; the commit path runs 5 commits on the local catalog."""
+    out: dict[str, Any] = {}
+    try:
+        out["append"] = run_icesql_append(**append, home=str(Path(home) / "append"), smoke=True)
+        out["upsert"] = run_icesql_upsert(**upsert, home=str(Path(home) / "upsert"), smoke=True)
+    finally:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+    out["commit"] = measure_commit_overhead(str(Path(home) / "commit"), commits=5)
+    return out

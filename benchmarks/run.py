@@ -50,7 +50,7 @@ class Config:
             self.batch_size = max(10, a.upsert_keys // 10)
         self.stream_seconds: float = a.stream_seconds or (20.0 if q else 60.0)
         self.stream_rows_per_file, self.stream_interval = 2_000, 0.2
-        self.commits = 10 if q else 30
+        self.commits = 30 if q else 100  # the p50 of the last 10 shows how a commit grows with history
         self.scaling = [int(x) for x in a.scaling.split(",")] if a.scaling else (
             [100_000, 500_000] if q else [1_000_000, 5_000_000, 20_000_000])
         self.codec: str = a.codec
@@ -238,12 +238,15 @@ def section_scaling(cfg: Config) -> dict[str, Any]:
 
 
 def section_frontend(cfg: Config) -> dict[str, Any]:
-    wd = cfg.work / "frontend"
-    res = {r["name"]: r for r in B.frontend(wd, repeat=5)}
-    for r in res.values():
+    """The front-end cases of ``benchmarks/frontend.py`` (one implementation; 5 runs each here)."""
+    from benchmarks import frontend
+
+    res: dict[str, Any] = {}
+    for r in frontend.measure(runs=5, echo=False):
+        r.pop("samples", None)
+        res[r["name"]] = r
         _say(f"frontend {r['name']}: {r.get('status')} p50={r.get('p50_ms')} ms {r.get('reason', '')[:100]}")
     res["parse_throughput"] = {"status": "n/a", "reason": "see benchmarks/parse.py and benchmarks/RESULTS_parse.md"}
-    _clean(cfg, wd)
     return res
 
 
@@ -275,12 +278,26 @@ def _ratio_row(label: str, num: Any, den: Any, value: Callable[[dict, dict], flo
 
 def compute_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
+    for ap_name, ap in _append_sections(sections):
+        rows += _append_ratios(ap_name, ap)
+    rows += _other_ratios(sections)
+    return rows
+
+
+def _append_sections(sections: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``append`` and, in a combined render, ``append <rows>`` sections (one per dataset size)."""
+    return [(k, v) for k, v in sections.items()
+            if (k == "append" or k.startswith("append ")) and isinstance(v, dict)]
+
+
+def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
     speed = lambda a, b: b["seconds"] / a["seconds"]  # noqa: E731 - how many times faster a is than b
-    ap = sections.get("append", {})
-    for layout in ("unpartitioned", "partitioned_day_ts"):
-        res = ap.get(layout)
+    for layout_key in ("unpartitioned", "partitioned_day_ts"):
+        res = ap.get(layout_key)
         if not res:
             continue
+        layout = layout_key if ap_name == "append" else f"{ap_name.removeprefix('append ')} rows {layout_key}"
         ice = res.get("icesql")
         raw = [res[k] for k in RAW_PARQUET if _ok(res.get(k))]
         best = min(raw, key=lambda r: r["seconds"]) if raw else None
@@ -294,6 +311,12 @@ def compute_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
                                res.get("spark35_iceberg"), best, speed, "-", None))
         rows.append(_ratio_row(f"append {layout}: (context) pyiceberg append vs best raw Parquet",
                                res.get("pyiceberg_append"), best, speed, "-", None))
+    return rows
+
+
+def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    speed = lambda a, b: b["seconds"] / a["seconds"]  # noqa: E731 - how many times faster a is than b
     up = sections.get("upsert", {})
     if up:
         rows.append(_ratio_row("upsert: icesql vs Spark+Iceberg Java MERGE INTO (merge-on-read)", up.get("icesql"),
@@ -308,6 +331,12 @@ def compute_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
         for cat in ("local", "rest"):
             rows.append(_ratio_row(f"commit {cat}: icesql vs pyiceberg append (p50)", cm.get(f"icesql_{cat}"),
                                    cm.get(f"pyiceberg_{cat}"), lat, "-", None))
+        for cat in ("local", "rest"):
+            row = _ratio_row(f"commit {cat}: icesql vs pyiceberg append (p50 of the last 10, table history grown)",
+                             cm.get(f"icesql_{cat}"), cm.get(f"pyiceberg_{cat}"),
+                             lambda a, b: b["last10_p50_ms"] / a["last10_p50_ms"], "-", None,
+                             ok=lambda r: _ok(r) and bool(r.get("last10_p50_ms")))
+            rows.append(row)
         ice = cm.get("icesql_local")
         rows.append({"ratio": "commit local: icesql p50 (absolute)", "goal": "<= 50 ms", "sides": "icesql_local",
                      "value": ice.get("p50_ms") if _ok(ice) else None,
@@ -337,6 +366,11 @@ def compute_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
         for k in ("icesql_help", "shell_time_to_prompt"):
             rows.append(_ratio_row(f"front-end: {k} vs bare python start-up", fe.get(k), floor,
                                    lambda a, b: a["p50_ms"] / b["p50_ms"], "-", None))
+        for k, limit in (("icesql_help", 300), ("shell_time_to_prompt", 1000)):
+            r = fe.get(k)
+            rows.append({"ratio": f"front-end: {k} p50 ms (absolute)", "goal": f"< {limit} ms", "sides": k,
+                         "value": r.get("p50_ms") if _ok(r) else None,
+                         "met": (r["p50_ms"] < limit) if _ok(r) else None})
     return rows
 
 
@@ -418,9 +452,15 @@ def render_markdown(res: dict[str, Any]) -> str:
                       [[r["ratio"], r["sides"], (f"{r['value']}x" if r["value"] is not None and "absolute" not in r["ratio"]
                                                  else r["value"]), r["goal"],
                         {True: "yes", False: "NO", None: "-"}[r["met"]]] for r in res["ratios"]]))
-    secs = res["sections"]
+    secs = {k: v for k, v in res["sections"].items() if isinstance(v, dict)}
+    for name, sec in list(secs.items()):  # a section that crashed as a whole: say so, render the rest
+        if sec.get("status") == "error":
+            out += ["", f"### {name}: error", "", f"`{str(sec.get('error'))[:300]}`"]
+            del secs[name]
+    secs = {k: {n: r for n, r in v.items() if isinstance(r, dict)} for k, v in secs.items()}
     ap_rows = []
-    for sec_name, sec in (("append", secs.get("append", {})),) + tuple(
+    appends = _append_sections(secs)
+    for sec_name, sec in tuple(appends) + tuple(
             (f"scaling {k}", {"unpartitioned": v}) for k, v in secs.get("scaling", {}).items()):
         for layout in ("unpartitioned", "partitioned_day_ts"):
             for r in (sec.get(layout) or {}).values():
@@ -428,11 +468,12 @@ def render_markdown(res: dict[str, Any]) -> str:
                                 r.get("status"), r.get("seconds"), r.get("rows_per_s"), r.get("mb_per_s"),
                                 _files(r), _mem(r), r.get("wall_seconds")])
     if ap_rows:
-        ds = secs.get("append", {}).get("dataset", {})
+        dsl = [sec.get("dataset", {}) for _, sec in appends] or [{}]
         out += ["", "### Append (absolute)", "",
-                f"Dataset: {_fmt(ds.get('rows'))} rows, {ds.get('input_files')} input Parquet files "
-                f"({ds.get('input_mb')} MB snappy, {ds.get('arrow_mb')} MB in Arrow = the MB of MB/s). "
-                "seconds = the timed write (input read included; session start and warm-up excluded); "
+                "Datasets: " + "; ".join(
+                    f"{_fmt(ds.get('rows'))} rows, {ds.get('input_files')} input Parquet files "
+                    f"({ds.get('input_mb')} MB snappy, {ds.get('arrow_mb')} MB in Arrow = the MB of MB/s)"
+                    for ds in dsl) + ". seconds = the timed write (input read included; session start and warm-up excluded); "
                 "wall = the whole child process; memory = peak RSS of the process tree in MB (jvm, py-workers, py).",
                 "", _table(["section", "layout", "runner", "status", "seconds", "rows/s", "MB/s",
                             "data files (min/median/max)", "peak RSS MB", "wall s"], ap_rows)]
@@ -466,10 +507,11 @@ def render_markdown(res: dict[str, Any]) -> str:
     cm = secs.get("commit")
     if cm:
         crows = [[k, r.get("status"), r.get("p50_ms"), r.get("append_p99_ms", r.get("p99_ms")),
-                  r.get("add_files_p50_ms"), r.get("reason") or r.get("error") or ""]
+                  r.get("last10_p50_ms"), r.get("n"), r.get("add_files_p50_ms"), r.get("reason") or r.get("error") or ""]
                  for k, r in cm.items()]
         out += ["", "### Commit overhead (absolute, ms per commit of a 100-row file)", "",
-                _table(["run", "status", "p50 ms", "p99 ms", "add_files p50 ms (pre-written file)", "note"], crows)]
+                _table(["run", "status", "p50 ms", "p99 ms", "p50 of the last 10 ms", "commits",
+                        "add_files p50 ms (pre-written file)", "note"], crows)]
     fe = secs.get("frontend")
     if fe:
         out += ["", "### Front-end (absolute)", "",
@@ -519,8 +561,13 @@ def main(argv: list[str] | None = None) -> int:
             res = {**runs[-1], "sections": {}, "command": " ; ".join(r["command"] for r in runs),
                    "started": " + ".join(r["started"] for r in runs),
                    "total_seconds": sum(r.get("total_seconds", 0) for r in runs)}
+            n_append = sum(1 for r in runs if "append" in r["sections"])
             for r in runs:
-                res["sections"].update(r["sections"])
+                secs = dict(r["sections"])
+                if n_append > 1 and isinstance(secs.get("append"), dict):  # keep every dataset size
+                    rows_n = (secs["append"].get("dataset") or {}).get("rows")
+                    secs[f"append {rows_n:,}" if rows_n else "append ?"] = secs.pop("append")
+                res["sections"].update(secs)
         res["ratios"] = compute_ratios(res["sections"])
         dst = Path(a.out) if a.out else srcs[-1]
         dst.write_text(json.dumps(res, indent=1, default=str))

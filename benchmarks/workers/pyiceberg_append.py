@@ -61,12 +61,14 @@ def append(files: list[str], rows: int, arrow_bytes: int, workdir: str, partitio
 
 
 def _stats_ms(xs: list[float]) -> dict[str, Any]:
+    last = sorted(x * 1000 for x in xs[-10:])
     xs = sorted(x * 1000 for x in xs)
     if not xs:
         return {}
     return {"n": len(xs), "p50_ms": round(statistics.median(xs), 1),
             "p99_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 1),
-            "mean_ms": round(statistics.fmean(xs), 1), "max_ms": round(xs[-1], 1)}
+            "mean_ms": round(statistics.fmean(xs), 1), "max_ms": round(xs[-1], 1),
+            "last10_p50_ms": round(statistics.median(last), 1)}
 
 
 def commit_overhead(workdir: str, commits: int = 30, catalog: str = "local", rows_per_commit: int = 100,
@@ -126,4 +128,5 @@ def commit_overhead(workdir: str, commits: int = 30, catalog: str = "local", row
         out.update({"add_files_" + k: v for k, v in _stats_ms(adds).items()})
     out["seconds"] = round(sum(appends), 3)
     out["p50_ms"] = out.get("append_p50_ms")
+    out["last10_p50_ms"] = out.get("append_last10_p50_ms")
     return out

@@ -1,7 +1,8 @@
 """Smoke runs of the benchmark suite (benchmarks/), so it cannot rot.
 
 Tiny sizes only: the data generator and its expected upsert state, the pyarrow / pyiceberg /
-Spark-Parquet baselines, the icesql hooks and run.py's report. The Spark 3.5 + Iceberg Java
+Spark-Parquet baselines, the icesql hooks (append, upsert, commit; one child process) and run.py's
+report. The Spark 3.5 + Iceberg Java
 baseline needs the reader harness (``java`` marker); full-size runs are marked ``bench``.
 """
 
@@ -90,17 +91,34 @@ def test_pyiceberg_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
     assert r["rows_in_table"] == ROWS and r["files"] >= 20
 
 
-def test_icesql_hooks_report_na_until_wired(ds: datagen.Dataset, tmp_path: Path) -> None:
-    r = baselines.icesql_append(ds, tmp_path)
-    assert r["status"] in ("n/a", "ok"), r
-    if r["status"] == "ok":  # wired: then it must be as sane as the baselines
-        _sane(r, ROWS)
+@pytest.mark.spark
+def test_icesql_hooks_at_tiny_size(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
+    """append (day(ts)), upsert (load + one Debezium batch) and the commit path, one child process."""
+    args = {
+        "append": {"source_dir": ds.path, "files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes,
+                   "partitioned": True, "spark_conf": {"spark.sql.shuffle.partitions": "2"}},
+        "upsert": {"base_files": upsert.base.files, "base_dir": upsert.base.path,
+                   "change_files": upsert.change_files[:1], "debezium_files": upsert.debezium_files[:1],
+                   "expected_rows": upsert.expected_rows},
+        "home": str(tmp_path / "home"),
+    }
+    r = baselines.run_worker("icesql_smoke", baselines.PROJECT_PY, "benchmarks.icesql_hooks:smoke", args, tmp_path)
+    assert r["status"] == "ok", r
+    a = r["append"]
+    assert a["rows"] == a["rows_in_table"] == ROWS and a["files"] >= 20 and a["sink_commits"] == 1
+    assert a["seconds"] > 0 and a["rows_per_s"] > 0 and a["partitioned"] is True
+    u = r["upsert"]
+    assert len(u["batch_seconds"]) == 1 and u["changes"] == 200 and u["snapshots"] == 1 + 1
+    assert u["files"] >= 2 and u["delete_files"] == 1 and u["metadata"].endswith(".metadata.json")
+    c = r["commit"]
+    assert c["n"] == 5 and c["snapshots"] == 5 and 0 < c["p50_ms"] < 5_000
+    assert r["peak_rss_mb_by_kind"].get("jvm", 0) > 100  # the driver JVM is in the sampled tree
 
 
 def test_run_py_reports_ratios_only_when_both_sides_ran(tmp_path: Path) -> None:
     out = tmp_path / "res.json"
     rc = run.main(["--only", "append", "--rows", "5000", "--out", str(out), "--data-dir", str(tmp_path / "d"),
-                   "--work-dir", str(tmp_path / "w"), "--skip", "spark35_iceberg,spark35_parquet,spark4_parquet"])
+                   "--work-dir", str(tmp_path / "w"), "--skip", "icesql,spark35_iceberg,spark35_parquet,spark4_parquet"])
     assert rc == 0
     res = json.loads(out.read_text())
     ap = res["sections"]["append"]
@@ -110,7 +128,7 @@ def test_run_py_reports_ratios_only_when_both_sides_ran(tmp_path: Path) -> None:
     ctx = ratios["append unpartitioned: (context) pyiceberg append vs best raw Parquet"]
     assert ctx["value"] is not None and ctx["value"] > 0
     ice = ratios["append unpartitioned: icesql vs Spark+Iceberg Java"]
-    assert ice["value"] is None and ice["met"] is None  # neither side ran
+    assert ice["value"] is None and ice["met"] is None  # neither side ran (both skipped)
     md = out.with_suffix(".md").read_text()
     assert "### Ratios" in md and "pyarrow_parquet" in md and res["command"].startswith("python benchmarks/run.py")
 
