@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from icesql.errors import AnalysisError, Span
 
 if TYPE_CHECKING:
+    from icesql.plan import Column
     from icesql.syntax.ast import Node
 
 
@@ -110,6 +111,16 @@ def did_you_mean(word: str, candidates: Iterable[str], *, quote: str = "") -> st
         return None
     original = {c.upper(): c for c in candidates}[matches[0]]
     return f"did you mean {quote}{original}{quote}?"
+
+
+def find_column(ctx: Context, by_name: dict[str, Column], ident: Node, name: str, message: str) -> Column:
+    """The column ``name`` (case-insensitive) or an error at ``ident``: ``message`` plus a
+    did-you-mean, or the list of columns when nothing is close."""
+    column = by_name.get(name.lower())
+    if column is None:
+        names = [c.name for c in by_name.values()]
+        raise ctx.error(message, ident, did_you_mean(name, names) or f"columns: {', '.join(names)}")
+    return column
 
 
 def one_of(names: Iterable[str], quote: str = "'") -> str:

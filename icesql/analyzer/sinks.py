@@ -24,7 +24,7 @@ import re
 
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _check_aws_connection, _names_hint
-from icesql.analyzer.diagnostics import Context, did_you_mean
+from icesql.analyzer.diagnostics import Context, did_you_mean, find_column
 from icesql.analyzer.options import Collected, Kind, OptionSpec, OptionTable, collect
 from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
@@ -245,14 +245,9 @@ def _key(ctx: Context, stmt: CreateSink, columns: tuple[Column, ...] | None) -> 
     for ident in stmt.key:
         name = ident.name
         if by_name is not None:
-            column = by_name.get(name.lower())
-            if column is None:
-                hint = did_you_mean(name, [c.name for c in by_name.values()])
-                raise ctx.error(
-                    f"KEY column {name} does not exist in {stmt.relation.dotted}",
-                    ident,
-                    hint or f"columns: {', '.join(c.name for c in by_name.values())}",
-                )
+            column = find_column(
+                ctx, by_name, ident, name, f"KEY column {name} does not exist in {stmt.relation.dotted}"
+            )
             name = column.name
             if is_nested(column.type) or iceberg_family(column.type) in ("float", "double"):
                 raise ctx.error(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
+from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.schema import iceberg_family
 from icesql.plan import Column, PartitionFieldPlan, Transform
 from icesql.syntax.ast import Ident, NumberLit, PartitionArg, PartitionField
@@ -112,14 +112,9 @@ def analyze_partition(
         transform, col_ident, param = _resolve(ctx, pf)
         col_name = col_ident.name
         if by_name is not None:
-            column = by_name.get(col_name.lower())
-            if column is None:
-                hint = did_you_mean(col_name, [c.name for c in by_name.values()])
-                raise ctx.error(
-                    f"partition column {col_name} does not exist in the source",
-                    col_ident,
-                    hint or f"columns: {', '.join(c.name for c in by_name.values())}",
-                )
+            column = find_column(
+                ctx, by_name, col_ident, col_name, f"partition column {col_name} does not exist in the source"
+            )
             col_name = column.name
             family = iceberg_family(column.type)
             rule = _RULES[transform]
