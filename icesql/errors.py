@@ -34,19 +34,6 @@ class Span:
         end_line, end_column = line_col(text, end)
         return Span(start, end, line, column, end_line, end_column)
 
-    def shifted(self, offset: int, line_offset: int, first_line_column_offset: int = 0) -> Span:
-        """The same span in a larger text that starts this text at ``offset``."""
-        col = self.column + (first_line_column_offset if self.line == 1 else 0)
-        end_col = self.end_column + (first_line_column_offset if self.end_line == 1 else 0)
-        return Span(
-            self.start + offset,
-            self.end + offset,
-            self.line + line_offset,
-            col,
-            self.end_line + line_offset,
-            end_col,
-        )
-
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of ``offset`` in ``text``."""
@@ -87,15 +74,6 @@ class IcesqlError(Exception):
         if self.source is None:
             self.source = source
         if self.filename is None and filename is not None:
-            self.filename = filename
-        return self
-
-    def relocated(self, offset: int, line_offset: int, source: str, filename: str | None) -> IcesqlError:
-        """Move the span into a larger text (a script that contains the statement)."""
-        if self.span is not None:
-            self.span = self.span.shifted(offset, line_offset)
-        self.source = source
-        if filename is not None:
             self.filename = filename
         return self
 

@@ -12,6 +12,7 @@ time something needs it: a connection check, a sink run, a flush.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import re
 import time
@@ -712,7 +713,7 @@ def _flatten(d: Any, prefix: str = "") -> Iterator[tuple[str, object]]:
             yield key, ", ".join(f"{k}={v}" for k, v in value)
         elif isinstance(value, tuple):
             yield key, ", ".join(str(v) for v in value)
-        elif hasattr(value, "value") and not isinstance(value, (str, int, float)):
+        elif isinstance(value, enum.Enum):
             yield key, value.value
         else:
             yield key, value

@@ -52,6 +52,7 @@ _PRIMITIVE = frozenset(
     }
 )
 _TIMESTAMPS = frozenset({"timestamp", "timestamptz"})
+_DATES = frozenset({"date"}) | _TIMESTAMPS
 
 
 @dataclass(frozen=True)
@@ -64,22 +65,9 @@ class _Rule:
 
 _RULES: dict[Transform, _Rule] = {
     Transform.IDENTITY: _Rule(_PRIMITIVE, False, "", "a primitive (not a struct, array or map)"),
+    # every primitive but boolean and floating point (Iceberg spec, bucket transform)
     Transform.BUCKET: _Rule(
-        frozenset(
-            {
-                "int",
-                "long",
-                "decimal",
-                "date",
-                "time",
-                "timestamp",
-                "timestamptz",
-                "string",
-                "binary",
-                "uuid",
-                "fixed",
-            }
-        ),
+        _PRIMITIVE - {"boolean", "float", "double"},
         True,
         "_bucket",
         "int, bigint, decimal, date, timestamp, string or binary",
@@ -90,9 +78,9 @@ _RULES: dict[Transform, _Rule] = {
         "_trunc",
         "int, bigint, decimal, string or binary",
     ),
-    Transform.YEAR: _Rule(frozenset({"date"}) | _TIMESTAMPS, False, "_year", "a date or timestamp"),
-    Transform.MONTH: _Rule(frozenset({"date"}) | _TIMESTAMPS, False, "_month", "a date or timestamp"),
-    Transform.DAY: _Rule(frozenset({"date"}) | _TIMESTAMPS, False, "_day", "a date or timestamp"),
+    Transform.YEAR: _Rule(_DATES, False, "_year", "a date or timestamp"),
+    Transform.MONTH: _Rule(_DATES, False, "_month", "a date or timestamp"),
+    Transform.DAY: _Rule(_DATES, False, "_day", "a date or timestamp"),
     Transform.HOUR: _Rule(_TIMESTAMPS, False, "_hour", "a timestamp"),
     Transform.VOID: _Rule(None, False, "_null", "any type"),
 }

@@ -313,26 +313,6 @@ class FlushSink(Statement):
 
     name: Ident | None = None
 
-
-STATEMENT_TYPES: tuple[type[Statement], ...] = (
-    CreateSecret,
-    AlterSecret,
-    CreateConnection,
-    CreateSource,
-    CreateView,
-    CreateSink,
-    AlterSink,
-    Drop,
-    Show,
-    ShowCreate,
-    ShowSinkStatus,
-    Describe,
-    Explain,
-    ValidateConnection,
-    FlushSink,
-)
-
-
 # --------------------------------------------------------------------------- dict form
 
 
@@ -384,7 +364,6 @@ __all__ = [
     "SourceKind",
     "Statement",
     "StringLit",
-    "STATEMENT_TYPES",
     "ValidateConnection",
     "Value",
     "node_to_dict",
