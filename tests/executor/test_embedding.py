@@ -43,7 +43,10 @@ def test_embedding_example_sinks_a_programs_dataframe(
     assert ids and len(ids) == len(set(ids))
     assert sorted(ids) == list(range(len(ids)))  # the rate source's prefix, no gaps
     reasons = [s["icesql.commit-reason"] for s in icesql_summaries(table)]
-    assert reasons[-1] == "shutdown" and set(reasons) <= {"period", "shutdown"}
+    # the last commit is 'shutdown' unless a 'period' commit took everything just before the
+    # stop (timing); either way nothing staged is left behind (checked with the status below).
+    # tests/cli/test_cli_spark.py proves the shutdown commit deterministically.
+    assert reasons and set(reasons) <= {"period", "shutdown"}
     duck = read_duckdb(table.metadata_location, "id, label")
     assert duck == sorted(((i, f"tick-{i}") for i in ids), key=repr)
 
@@ -56,3 +59,4 @@ def test_embedding_example_sinks_a_programs_dataframe(
         assert [r[0] for r in s.execute("SHOW CONNECTIONS")[0].rows] == ["local"]
         (st,) = s.status()
         assert (st.state, st.rows_committed) == ("stopped", len(ids))
+    assert not list(home.glob("sinks/*/staging/*.json"))  # the stop committed everything staged
