@@ -119,7 +119,10 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
         help="icesql home: catalog store, checkpoints, history (env ICESQL_HOME, default ~/.icesql)",
     )
     group.add_argument(
-        "--spark-master", metavar="URL", default=default, help="Spark master or Spark Connect URL"
+        "--spark-master",
+        metavar="URL",
+        default=default,
+        help="Spark master or Spark Connect URL sc://host:port (env ICESQL_SPARK_MASTER, default local[*])",
     )
     group.add_argument(
         "--conf",

@@ -194,11 +194,6 @@ class Engine:
 
     def start_sink(self, plan: SinkPlan, *, once: bool = False) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first."""
-        from icesql.executor.spark import SINKS_ON_CONNECT, SINKS_ON_CONNECT_HINT, sinks_need_classic
-
-        # checked on the URL first, so that no Connect session is opened just to be refused
-        if sinks_need_classic(self._spark_master, self._spark) or sinks_need_classic(spark=self.spark):
-            raise ExecutionError(SINKS_ON_CONNECT, hint=SINKS_ON_CONNECT_HINT)
         self._warm_python_workers()
         with self._lock:
             old = self._runners.get(plan.name)

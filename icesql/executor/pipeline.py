@@ -45,6 +45,14 @@ Exactly once — a crash (or SIGKILL) at any point leaves one of these states:
 * committed, Spark has not recorded the batch → the replay is at or below the committed
   progress, skipped.
 
+On Spark Connect (``remote``) ``foreachBatch`` runs in the server's Python, where none of the
+above lives. The query's ``foreachBatch`` is then ``_RemoteBatch`` (picklable: the batch writer
+and a ``DropBox``), which writes the files and leaves a record per batch at the table's
+location; a drain thread of this process takes the records in batch order (``_drain``: stage
+durably, then delete the record), and the policy, commits and state work as above. A batch
+at or below ``staged_high`` when the query started, or whose record is still waiting, is not
+written again; records left at or below ``staged_high`` by a kill are deleted at the next start.
+
 Test hooks: ``ICESQL_TEST_KILL_AT`` = ``point[:batch][,point[:batch]...]`` SIGKILLs the process
 group (``ICESQL_TEST_KILL_PGID``, default: this process's) at ``write`` (on an executor, after the first batch of rows reached the writer),
 ``staged`` (after staging, before the policy runs) or ``committed`` (after a commit made by the
@@ -72,6 +80,7 @@ log = logging.getLogger("icesql.sink")
 KILL_ENV = "ICESQL_TEST_KILL_AT"
 DELAY_ENV = "ICESQL_TEST_BATCH_DELAY"
 KILL_PGID_ENV = "ICESQL_TEST_KILL_PGID"
+CHECKPOINT_ROOT_ENV = "ICESQL_CHECKPOINT_ROOT"
 NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
 
@@ -236,6 +245,96 @@ class _FileWriterTask:
             )
 
 
+class _BatchWriter:
+    """One Spark batch → files: the upsert/changelog transform, then ``_FileWriterTask`` on the
+    executors. Returns the task's rows (one per file), never data. Picklable: on Spark Connect it
+    runs inside the server's ``foreachBatch``."""
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        upsert: bool,
+        key: list[str],
+        equality_ids: list[int],
+        sink: str,
+        relation: str,
+        key_enforced: bool,
+    ) -> None:
+        self.spec = spec
+        self.upsert = upsert
+        self.key = key
+        self.equality_ids = equality_ids
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        cols = set(batch_df.columns)
+        changelog = OP in cols
+        df = batch_df
+        if self.upsert:
+            order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
+            w = Window.partitionBy(*[F.col(_q(k)) for k in self.key]).orderBy(*order)
+            # every change with a null in the KEY reaches the writer, which fails the batch
+            # (enforced KEY) or drops and counts them (NOT ENFORCED)
+            null_key = F.lit(False)
+            for k in self.key:
+                null_key = null_key | F.col(_q(k)).isNull()
+            df = (
+                df.withColumn("__rn", F.row_number().over(w))
+                .filter((F.col("__rn") == 1) | null_key)
+                .drop("__rn")
+            )
+        elif changelog:
+            df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
+        data_columns = [c for c in batch_df.columns if c not in _internal()]
+        task = _FileWriterTask(
+            self.spec,
+            data_columns,
+            changelog=changelog,
+            upsert=self.upsert,
+            key=self.key,
+            equality_ids=self.equality_ids,
+            batch_id=batch_id,
+            sink=self.sink,
+            relation=self.relation,
+            key_enforced=self.key_enforced,
+        )
+        keep = data_columns + ([OP] if changelog and OP in df.columns else [])
+        if self.upsert:  # where a change came from, for the null-key error
+            keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
+        df = df.select(*[F.col(_q(c)) for c in keep])
+        out = df.mapInArrow(task, "content int, file string, rows bigint, bytes bigint")
+        return [r.asDict() for r in out.collect()]  # one small row per written file
+
+
+class _RemoteBatch:
+    """``foreachBatch`` of a sink on Spark Connect, run by the server's Python: write the batch's
+    files, then leave their description in the drop box for the client (``dropbox``)."""
+
+    def __init__(self, writer: _BatchWriter, dropbox: Any, *, version: int, skip_through: int) -> None:
+        self.writer = writer
+        self.dropbox = dropbox
+        self.version = version
+        self.skip_through = skip_through
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        batch_id = int(batch_id)
+        # Spark replays the last batch of a run that stopped: the client already staged or
+        # committed it (at most ``skip_through``), or its record is still waiting to be picked up
+        if batch_id <= self.skip_through or self.dropbox.get(batch_id) is not None:
+            return
+        delay = os.environ.get(DELAY_ENV)
+        if delay:
+            time.sleep(float(delay))
+        rows = self.writer(batch_df, batch_id)
+        self.dropbox.put(batch_id, self.version, rows)
+
+
 # --------------------------------------------------------------------------- driver side
 
 
@@ -269,6 +368,13 @@ class SinkRunner:
         self.sink_dir = self.home / "sinks" / self.sink_id
         self.staging = Staging(self.sink_dir / "staging")
         self.checkpoint = self.sink_dir / "checkpoint"
+        from icesql.executor.spark import is_connect
+
+        # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
+        # to this process through a drop box at the table's location (``dropbox``)
+        self.remote = spark is not None and is_connect(spark)
+        self.dropbox: Any = None
+        self._drain_thread: threading.Thread | None = None
         self.version: int | None = None
         self.table: Any = None
         self.relation: Relation | None = None
@@ -360,6 +466,7 @@ class SinkRunner:
             if (
                 self.relation.streaming
                 and self.committed_progress >= 0
+                and _is_local(self.checkpoint_location)
                 and not (self.checkpoint / "offsets").exists()
             ):
                 log.warning(
@@ -373,7 +480,20 @@ class SinkRunner:
             self.staging.remove_temporaries()
             self.staging.discard_through(self.committed_progress)
             pending = self.staging.pending()
-            self.staged_high = max([self.committed_progress, *(e.batch_id for e in pending)])
+            self.staged_high = max(
+                [self.committed_progress, self.staging.cursor(), *(e.batch_id for e in pending)]
+            )
+            if self.remote and self.relation.streaming:
+                from icesql.executor.dropbox import DropBox
+
+                io_props = self._io_properties(self.table) if self._io_properties else {}
+                self.dropbox = DropBox(self.table.location(), self.sink_id, io_props)
+                for stale in self.dropbox.batch_ids() or ():
+                    if stale <= self.staged_high:  # taken already (killed before deleting it)
+                        self.dropbox.delete(stale)
+                # what the server half of an earlier run wrote while this process was away
+                self._drain(policy=False)
+                pending = self.staging.pending()
             if pending:
                 log.info("sink %s: recovering %d staged batch(es)", self.name, len(pending))
                 self._commit("recovery")
@@ -393,9 +513,17 @@ class SinkRunner:
                 self._set_status("running")
                 self._batch_thread.start()
                 return
-            self.checkpoint.mkdir(parents=True, exist_ok=True)
-            writer = self.relation.df.writeStream.foreachBatch(self._foreach_batch)
-            writer = writer.option("checkpointLocation", str(self.checkpoint))
+            if _is_local(self.checkpoint_location):
+                self.checkpoint.mkdir(parents=True, exist_ok=True)
+            if self.remote:
+                assert self.version is not None
+                batch: Any = _RemoteBatch(
+                    self._batch_writer(), self.dropbox, version=self.version, skip_through=self.staged_high
+                )
+            else:
+                batch = self._foreach_batch
+            writer = self.relation.df.writeStream.foreachBatch(batch)
+            writer = writer.option("checkpointLocation", self.checkpoint_location)
             writer = writer.queryName(f"icesql_{self.name}_{self.sink_id[:8]}_v{self.version}")
             if once:
                 writer = writer.trigger(availableNow=True)
@@ -405,6 +533,11 @@ class SinkRunner:
         except BaseException as e:
             raise self._fail(e) from e
         self._set_status("running")
+        if self.remote:
+            self._drain_thread = threading.Thread(
+                target=self._drain_loop, name=f"icesql-drain-{self.name}", daemon=True
+            )
+            self._drain_thread.start()
         if self.plan.commit.maximum_period is not None and not once:
             self._timer = threading.Thread(
                 target=self._period_loop, name=f"icesql-timer-{self.name}", daemon=True
@@ -434,6 +567,7 @@ class SinkRunner:
         finally:
             if self.once and self.error is None and not self._stopping:
                 try:
+                    self._drain()  # every batch of the run has left its record by now
                     self._commit("shutdown")
                     self._set_status("stopped")
                 except BaseException as e:  # noqa: BLE001
@@ -471,56 +605,34 @@ class SinkRunner:
         if committed:
             kill_point("committed", batch_id)
 
-    def _write(self, batch_df: Any, batch_id: int) -> StagedBatch | None:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
+    def _batch_writer(self) -> _BatchWriter:
+        """The picklable half of a batch: transform, write the files, describe them."""
         from icesql.executor.tables import key_field_ids
         from icesql.executor.writer import WriteSpec
 
-        rel = self.relation
-        assert rel is not None and self.table is not None
+        assert self.relation is not None and self.table is not None
         plan = self.plan
         upsert = plan.mode is SinkMode.UPSERT
-        cols = set(batch_df.columns)
-        changelog = OP in cols
-        df = batch_df
-        if upsert:
-            order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
-            w = Window.partitionBy(*[F.col(_q(k)) for k in plan.key]).orderBy(*order)
-            # every change with a null in the KEY reaches the writer, which fails the batch
-            # (enforced KEY) or drops and counts them (NOT ENFORCED)
-            null_key = F.lit(False)
-            for k in plan.key:
-                null_key = null_key | F.col(_q(k)).isNull()
-            df = (
-                df.withColumn("__rn", F.row_number().over(w))
-                .filter((F.col("__rn") == 1) | null_key)
-                .drop("__rn")
-            )
-        elif changelog:
-            df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
-        data_columns = [c for c in batch_df.columns if c not in _internal()]
         io_props = dict(self._io_properties(self.table)) if self._io_properties else None
         spec = WriteSpec.from_table(self.table, max_file_size=plan.maximum_file_size, io_properties=io_props)
-        task = _FileWriterTask(
+        return _BatchWriter(
             spec,
-            data_columns,
-            changelog=changelog,
             upsert=upsert,
             key=list(plan.key),
             equality_ids=key_field_ids(self.table.schema(), plan.key) if upsert else [],
-            batch_id=batch_id,
             sink=self.name,
-            relation=rel.name,
+            relation=self.relation.name,
             key_enforced=plan.key_enforced,
         )
-        keep = data_columns + ([OP] if changelog and OP in df.columns else [])
-        if upsert:  # where a change came from, for the null-key error
-            keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
-        df = df.select(*[F.col(_q(c)) for c in keep])
-        out = df.mapInArrow(task, "content int, file string, rows bigint, bytes bigint")
-        rows = out.collect()  # one small row per written file
+
+    def _write(self, batch_df: Any, batch_id: int) -> StagedBatch | None:
+        return self._stage_rows(self._batch_writer()(batch_df, batch_id), batch_id)
+
+    def _stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
+        """Account for one written batch (skipped and dropped records) and describe its files."""
+        plan = self.plan
+        rel = self.relation
+        assert rel is not None
         skipped_total = rel.skipped_count()
         skipped = max(0, skipped_total - self._skipped_seen)
         self._skipped_seen = skipped_total
@@ -553,6 +665,54 @@ class SinkRunner:
             bytes=sum(r["bytes"] for r in rows),
             skipped=skipped,
         )
+
+    # ----------------------------------------------------------------- Spark Connect
+
+    @property
+    def checkpoint_location(self) -> str:
+        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint``, or
+        ``$ICESQL_CHECKPOINT_ROOT/<id>`` (a directory the Spark driver can reach, e.g. when a
+        Spark Connect server runs on another machine)."""
+        root = os.environ.get(CHECKPOINT_ROOT_ENV, "").strip()
+        if root:
+            return f"{root.rstrip('/')}/{self.sink_id}"
+        return str(self.checkpoint)
+
+    def _drain(self, *, policy: bool = True) -> int:
+        """Move the records the server half left in the drop box into staging, in batch order,
+        each staged durably before its record is deleted; returns how many were taken."""
+        n = 0
+        if self.dropbox is None:
+            return n
+        with self._lock:
+            listed = self.dropbox.batch_ids()  # one listing per pass
+            while True:
+                batch_id = self.staged_high + 1
+                record = self.dropbox.get(batch_id, listed)
+                if record is None:
+                    return n
+                entry = self._stage_rows(list(record.files), batch_id)
+                if entry is not None:
+                    self.staging.add(entry)
+                else:  # nothing to commit, but the next record to look for moves on
+                    self.staging.set_cursor(batch_id)
+                self.staged_high = batch_id
+                kill_point("staged", batch_id)
+                self.dropbox.delete(batch_id)
+                n += 1
+                if policy and self._apply_policy():
+                    kill_point("committed", batch_id)
+
+    def _drain_loop(self) -> None:
+        tick = max(0.05, min(0.5, self.trigger_interval / 2))
+        while not self._stop_event.wait(tick):
+            try:
+                self._drain()
+            except BaseException as e:
+                if self.error is None and not self._stopping:
+                    self._fail(e)
+                    self._stop_query()
+                return
 
     # ----------------------------------------------------------------- policy and commits
 
@@ -618,6 +778,7 @@ class SinkRunner:
         """Commit everything staged now (reason ``flush``); returns the commit result or None."""
         try:
             with self._lock:
+                self._drain(policy=False)
                 return self._commit("flush")
         except BaseException as e:
             err = self._fail(e)
@@ -722,8 +883,11 @@ class SinkRunner:
             self._batch_thread.join()
         if self._timer is not None:
             self._timer.join(timeout=30)
+        if self._drain_thread is not None:
+            self._drain_thread.join(timeout=30)
         if self.error is None:
             try:
+                self._drain(policy=False)
                 self._commit("shutdown")
                 self._set_status("stopped")
             except BaseException as e:
@@ -767,6 +931,10 @@ def _internal() -> frozenset[str]:
     from icesql.executor.sources import INTERNAL_COLUMNS
 
     return INTERNAL_COLUMNS
+
+
+def _is_local(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
 
 
 def _q(name: str) -> str:

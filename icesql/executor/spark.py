@@ -3,7 +3,7 @@
 Nothing imports pyspark until ``get_spark`` is called. The session is:
 
 * ``local[*]`` by default, any master URL, or a Spark Connect URL (``sc://host:port``) which
-  goes through ``SparkSession.builder.remote``;
+  goes through ``SparkSession.builder.remote`` (the ``connect`` extra installs its client);
 * configured so that Python workers run this interpreter (``spark.pyspark.python`` and
   ``PYSPARK_PYTHON`` = ``sys.executable``; otherwise executors do not find pyarrow);
 * UI off and logs quiet unless the caller's ``conf`` says otherwise;
@@ -76,6 +76,7 @@ def get_spark(
             # start-up chatter off the user's terminal.
             settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{_LOG4J2}"
         if url.startswith("sc://"):
+            _require_connect_client(url)
             builder = builder.remote(url)
             # Spark Connect refuses static JVM settings from the client; keep only SQL ones.
             settings = {k: v for k, v in settings.items() if k.startswith("spark.sql.")}
@@ -110,20 +111,24 @@ def is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-SINKS_ON_CONNECT = (
-    "sinks cannot run on Spark Connect: their foreachBatch commits Iceberg snapshots and records "
-    "sink state in this process, which a Spark Connect server cannot call back into"
-)
-SINKS_ON_CONNECT_HINT = (
-    "run sinks on a classic Spark session: --spark-master local[*] or spark://host:port; "
-    "Spark Connect is supported for reading schemas only"
-)
+def _require_connect_client(url: str) -> None:
+    """Spark Connect's client needs grpcio & co., which the ``engine`` extra leaves out."""
+    import importlib.util
+
+    missing = [
+        m for m in ("grpc", "grpc_status", "google.rpc", "zstandard") if not _importable(m, importlib.util)
+    ]
+    if missing:
+        from icesql.errors import ExecutionError
+
+        raise ExecutionError(
+            f"cannot connect to Spark Connect at {url}: the Spark Connect client is not installed",
+            hint="pip install 'icesql[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)",
+        )
 
 
-def sinks_need_classic(master: str | None = None, spark: Any = None) -> bool:
-    """True when sinks would run on Spark Connect: ``spark`` is a Connect session, or (no session
-    yet) the master URL that ``get_spark`` would use is ``sc://...``. Starts nothing."""
-    if spark is not None:
-        return is_connect(spark)
-    url = master or os.environ.get("ICESQL_SPARK_MASTER") or ""
-    return url.startswith("sc://")
+def _importable(module: str, util: Any) -> bool:
+    try:
+        return util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

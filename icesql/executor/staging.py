@@ -5,6 +5,7 @@ driver records them here *before* ``foreachBatch`` returns, so that Spark may ma
 done even when the commit policy holds the files back for a later, larger commit::
 
     <home>/sinks/<sink_id>/staging/<batch id, 20 digits>.json
+    <home>/sinks/<sink_id>/staging/cursor    (Spark Connect: the last batch taken that staged nothing)
 
 Each entry is written atomically: a temporary file in the same directory, ``fsync``, rename,
 ``fsync`` of the directory. A torn write leaves only a ``.tmp`` file, which ``pending`` ignores
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 _SUFFIX = ".json"
+_CURSOR = "cursor"
 
 
 @dataclass(frozen=True)
@@ -92,8 +94,11 @@ class Staging:
     def add(self, entry: StagedBatch) -> Path:
         """Record ``entry`` durably; returns once it is on disk (fsync'd, renamed, dir fsync'd)."""
         final = self._path(entry.batch_id)
+        self._write_atomic(final, entry.to_json().encode())
+        return final
+
+    def _write_atomic(self, final: Path, data: bytes) -> None:
         tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
-        data = entry.to_json().encode()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
@@ -105,7 +110,18 @@ class Staging:
             os.close(fd)
         os.replace(tmp, final)
         _fsync_dir(self.directory)
-        return final
+
+    def set_cursor(self, batch_id: int) -> None:
+        """Remember that batch ``batch_id`` was taken although it staged nothing (Spark Connect:
+        the next record to pick up is the one after it)."""
+        self._write_atomic(self.directory / _CURSOR, str(int(batch_id)).encode())
+
+    def cursor(self) -> int:
+        """The last batch id passed to ``set_cursor``; -1 when none."""
+        try:
+            return int((self.directory / _CURSOR).read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return -1
 
     def pending(self) -> list[StagedBatch]:
         """Staged entries not yet discarded, in batch order (temporary files are ignored)."""

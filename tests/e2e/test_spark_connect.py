@@ -1,101 +1,412 @@
-"""Spark Connect: schemas can be read, sinks are refused at once with a clear error.
+"""Sinks on a real Spark Connect server (``--spark-master sc://host:port``).
 
-A sink's ``foreachBatch`` is a bound method of its ``SinkRunner`` (locks, the state store's
-callbacks, the catalog, the staging area). Under Spark Connect the client must pickle it and a
-server-side Python process runs it, so it cannot be serialised (``cannot pickle
-'_thread.RLock' object``) and, even if it could, commits and state would happen in another
-process. ``Engine.start_sink`` therefore refuses a Connect session before starting anything.
+Under Spark Connect a sink's ``foreachBatch`` runs in a Python process of the *server*, so the
+sink runs in two halves (``icesql.executor.dropbox``): the server half writes the batch's files
+(executors, ``mapInArrow``) and leaves one record per Spark batch in a drop box at the table's
+location; the client half (``icesql run`` / ``serve``) stages the records durably, commits them
+under the sink's policy and keeps the sink's state. These tests prove it end to end: appends
+(read back by DuckDB and DataFusion), upserts, a null-KEY error, a sink committing while it
+runs, an embedding program sinking its own DataFrame, and SIGKILLs of the client (while the
+server's query goes on) and of the server itself.
 
-The first tests need no server. The last one starts a real Spark Connect server from the pyspark
-wheel's jars (slow, and skipped unless the Connect client's ``grpcio`` is importable).
+One server (``bin/spark-submit`` from the pyspark wheel, ``local[2]``, Python workers running this
+interpreter) serves the module; the crash test starts its own, because it kills it. Every client
+runs in a subprocess: a Spark Connect client marks its whole process as Connect
+(``SPARK_CONNECT_MODE_ENABLED``), which must not leak into the classic sessions of other tests.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import icesql
-from icesql.errors import ExecutionError
-from icesql.executor.spark import SINKS_ON_CONNECT_HINT, sinks_need_classic
-from tests.support.pipeline_helpers import write_json_lines
+from tests.support.crash import ROWS_PER_FILE, add_files, check_no_duplicates, run_child, table_ids
+from tests.support.pipeline_helpers import icesql_summaries, load_table, write_json_lines
+from tests.support.readers import read_datafusion, read_duckdb
+from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
 
-DDL = """
-    CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{warehouse}');
-    CREATE SOURCE events FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING');
-    CREATE SINK events_sink FROM events INTO ICEBERG CATALOG lake (NAMESPACE = 'e2e', TABLE = 'events');
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConnectServer]:
+    try:
+        server = ConnectServer.start(tmp_path_factory.mktemp("connect"))
+    except ClusterUnavailable as e:
+        pytest.fail(f"the Spark Connect server did not start: {e}")
+    with server:
+        yield server
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable)
+    env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    env.update(extra)
+    return env
+
+
+def icesql(home: Path, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "icesql", "--home", str(home), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=_env(),
+    )
+
+
+def _rows(home: Path, warehouse: Path, table: str) -> list[tuple[Any, ...]]:
+    meta = load_table(home, table, warehouse=warehouse, catalog_name="lake").metadata_location
+    got = read_duckdb(meta)
+    assert read_datafusion(meta) == got
+    return got
+
+
+def _dropbox_left(warehouse: Path) -> list[Path]:
+    return sorted(warehouse.rglob("data/icesql-staging/*/*.parquet"))
+
+
+def _events(k: int) -> list[dict[str, Any]]:
+    return [{"id": k * 10 + j, "ts": f"2024-03-0{1 + j % 3}T08:00:00Z", "v": f"e{k}-{j}"} for j in range(10)]
+
+
+APPEND = """\
+CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+CREATE SOURCE IF NOT EXISTS events FROM FILES '{data}'
+  (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING', MAX FILES PER TRIGGER = 1);
+CREATE SINK IF NOT EXISTS events_sink FROM events
+  INTO ICEBERG CATALOG lake (NAMESPACE = 'cx', TABLE = 'events')
+  PARTITION BY (day(ts));
 """
 
 
-class _FakeConnectSession:
-    """Stands for ``pyspark.sql.connect.session.SparkSession`` (no server behind it)."""
+def test_append_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "in"
+    for k in range(3):
+        write_json_lines(data, f"part-{k}.json", _events(k))
+    (tmp_path / "s.sql").write_text(APPEND.format(wh=wh, data=data))
+
+    first = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    expected = sorted((r["id"], r["v"]) for k in range(3) for r in _events(k))
+    assert sorted((r[0], r[2]) for r in _rows(home, wh, "cx.events")) == expected
+
+    for k in range(3, 5):  # more files arrive; the next run takes only those
+        write_json_lines(data, f"part-{k}.json", _events(k))
+    second = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    expected = sorted((r["id"], r["v"]) for k in range(5) for r in _events(k))
+    assert sorted((r[0], r[2]) for r in _rows(home, wh, "cx.events")) == expected
+
+    table = load_table(home, "cx.events", warehouse=wh, catalog_name="lake")
+    assert [f.name for f in table.spec().fields] == ["ts_day"]
+    # one Spark batch per file (MAX FILES PER TRIGGER = 1), every batch committed once, in order
+    progress = [int(s["icesql.progress"]) for s in icesql_summaries(table)]
+    assert progress == sorted(progress) and progress[-1] == 4
+    assert _dropbox_left(wh) == []  # every record was taken
+    commits = [ln for ln in (first.stderr + second.stderr).splitlines() if "commit sink=events_sink" in ln]
+    assert commits and all("table=cx.events" in ln for ln in commits)
+    status = icesql(home, "status", cwd=tmp_path).stdout
+    assert re.search(r"events_sink \| stopped \| +50 \|", status), status
 
 
-_FakeConnectSession.__module__ = "pyspark.sql.connect.session"
+def _cdc_file(data: Path, k: int, changes: list[dict[str, Any]]) -> None:
+    """Changelog file ``k``; mtimes in k order, since Spark takes the files of a directory by mtime."""
+    path = write_json_lines(data, f"{k}.json", changes)
+    os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
 
 
-class _FakeClassicSession:
-    pass
+def _dbz(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int) -> dict[str, Any]:
+    return {
+        "before": before,
+        "after": after,
+        "op": op,
+        "ts_ms": 1_700_000_000_000 + lsn,
+        "source": {"lsn": lsn},
+    }
 
 
-def test_sinks_need_classic_by_url_and_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ICESQL_SPARK_MASTER", raising=False)
-    monkeypatch.delenv("SPARK_CONNECT_MODE_ENABLED", raising=False)
-    assert sinks_need_classic("sc://127.0.0.1:15002")
-    assert not sinks_need_classic("local[*]")
-    assert not sinks_need_classic("spark://127.0.0.1:7077")
-    assert not sinks_need_classic(None)
-    assert sinks_need_classic(spark=_FakeConnectSession())
-    assert not sinks_need_classic(spark=_FakeClassicSession())
-    # a session handed in wins over the URL
-    assert not sinks_need_classic("sc://h:1", spark=_FakeClassicSession())
-    monkeypatch.setenv("ICESQL_SPARK_MASTER", "sc://127.0.0.1:15002")
-    assert sinks_need_classic(None)
+UPSERT = """\
+CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+CREATE SOURCE IF NOT EXISTS cdc FROM FILES '{data}'
+  (FORMAT = 'debezium-json', SCHEMA = 'id BIGINT, name STRING, qty INT', MAX FILES PER TRIGGER = 1);
+CREATE SINK IF NOT EXISTS cdc_sink FROM cdc
+  INTO ICEBERG CATALOG lake (NAMESPACE = 'cx', TABLE = 'items')
+  KEY (id) {enforced} MODE UPSERT;
+"""
 
 
-def _events(tmp_path: Path) -> tuple[Path, Path, Path]:
-    data = tmp_path / "events"
-    write_json_lines(data, "part-1.json", [{"id": i, "v": f"v{i}"} for i in range(3)])
-    return data, tmp_path / "home", tmp_path / "warehouse"
+def test_upsert_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    a = {"id": 1, "name": "a", "qty": 1}
+    b = {"id": 2, "name": "b", "qty": 2}
+    c = {"id": 3, "name": "c", "qty": 3}
+    _cdc_file(data, 0, [_dbz("c", None, a, 1), _dbz("c", None, b, 2), _dbz("c", None, c, 3)])
+    a2 = {**a, "name": "a2", "qty": 10}
+    _cdc_file(data, 1, [_dbz("u", a, a2, 4), _dbz("d", b, None, 5), _dbz("u", a2, {**a2, "qty": 11}, 6)])
+    (tmp_path / "s.sql").write_text(UPSERT.format(wh=wh, data=data, enforced=""))
+    run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(_rows(home, wh, "cx.items")) == [(1, "a2", 11), (3, "c", 3)]
+
+    _cdc_file(data, 2, [_dbz("c", None, b, 7), _dbz("d", c, None, 8)])
+    run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(_rows(home, wh, "cx.items")) == [(1, "a2", 11), (2, "b", 2)]
+    table = load_table(home, "cx.items", warehouse=wh, catalog_name="lake")
+    assert table.schema().identifier_field_names() == {"id"}
+    assert _dropbox_left(wh) == []
 
 
-@pytest.mark.parametrize("how", ["url", "session"])
-def test_run_on_spark_connect_is_refused_at_once(tmp_path: Path, how: str) -> None:
-    """Nothing listens on the URL: the refusal comes before any connection attempt."""
-    data, home, warehouse = _events(tmp_path)
-    kwargs: dict[str, Any] = (
-        {"spark_master": "sc://127.0.0.1:1"} if how == "url" else {"spark": _FakeConnectSession()}
+def test_null_key_on_spark_connect_is_a_clear_error(connect: ConnectServer, tmp_path: Path) -> None:
+    """The error is raised in the server's Python; the client still names sink, column and file."""
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    write_json_lines(data, "bad.json", [_dbz("c", None, {"id": None, "name": "x", "qty": 1}, 1)])
+    (tmp_path / "s.sql").write_text(UPSERT.format(wh=wh, data=data, enforced=""))
+    run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert run.returncode == 3, run.stderr[-3000:]
+    err = run.stderr
+    assert "sink 'cdc_sink': KEY column 'id' is null" in err and "bad.json" in err, err[-3000:]
+    assert "NOT ENFORCED" in err  # the hint
+    assert "Traceback" not in err
+
+
+SERVE = """\
+CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+CREATE SOURCE events FROM FILES '{data}'
+  (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING');
+CREATE SINK events_sink FROM events INTO ICEBERG CATALOG lake (NAMESPACE = 'cx', TABLE = 'live')
+  WITH (MAXIMUM PERIOD = '1s', MINIMUM SIZE = '1GiB');
+"""
+
+
+def _wait_rows(home: Path, wh: Path, n: int, proc: subprocess.Popen[str], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        try:
+            table = load_table(home, "cx.live", warehouse=wh, catalog_name="lake")
+            if table.scan().count() >= n:
+                return
+        except Exception:  # noqa: BLE001 - the table is not there yet
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the table never reached {n} rows")
+
+
+def test_running_sink_on_spark_connect_commits_by_period(connect: ConnectServer, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "in"
+    write_json_lines(data, "part-0.json", _events(0))
+    (tmp_path / "s.sql").write_text(SERVE.format(wh=wh, data=data))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "icesql", "--home", str(home), "--spark-master", connect.url, "run", "s.sql"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
-    with icesql.Session(home=home, **kwargs) as s:
-        s.execute(DDL.format(warehouse=warehouse, data=data))
-        with pytest.raises(ExecutionError) as e:
-            s.run(once=True)
-    assert "Spark Connect" in e.value.message
-    assert e.value.hint == SINKS_ON_CONNECT_HINT
-    assert "\n" not in e.value.message
-    assert not list(warehouse.rglob("*.metadata.json"))  # no table: nothing was started
-
-
-@pytest.mark.spark
-@pytest.mark.slow
-def test_connect_server_reads_schemas_and_refuses_sinks(tmp_path: Path) -> None:
-    if importlib.util.find_spec("grpc") is None:
-        pytest.skip("the Spark Connect client needs grpcio (pip install 'pyspark[connect]')")
-    from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
-
-    data, home, warehouse = _events(tmp_path)
     try:
-        server = ConnectServer.start(tmp_path / "connect")
-    except ClusterUnavailable as e:
-        pytest.fail(f"the Spark Connect server did not start: {e}")
-    with server, icesql.Session(home=home, spark_master=server.url) as s:
-        s.execute(DDL.format(warehouse=warehouse, data=data))
-        cols = s.engine.relation_columns("events")
-        assert [(c.name, c.type) for c in cols] == [("id", "bigint"), ("v", "string")]
-        with pytest.raises(ExecutionError) as e:
-            s.run(once=True)
-        assert e.value.hint == SINKS_ON_CONNECT_HINT
-        s.engine.spark.stop()  # close the client before the server goes away
+        _wait_rows(home, wh, 10, proc)  # MINIMUM SIZE is out of reach: only the period commits
+        write_json_lines(data, "part-1.json", _events(1))
+        _wait_rows(home, wh, 20, proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    reasons = [
+        ln.split("reason=")[1].split()[0] for ln in err.splitlines() if "commit sink=events_sink" in ln
+    ]
+    assert reasons.count("period") >= 2, err[-3000:]
+    ids = sorted(r[0] for r in _rows(home, wh, "cx.live"))
+    assert ids == sorted(r["id"] for k in range(2) for r in _events(k))
+
+
+EMBED = """\
+import sys
+from pyspark.sql import SparkSession
+import icesql
+
+spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+spark.range(0, 1000).selectExpr("id", "id % 7 AS bucket").createOrReplaceTempView("numbers")
+with icesql.Session(home=sys.argv[2], spark=spark) as s:
+    s.execute(
+        "CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '" + sys.argv[3] + "');"
+        "CREATE SINK numbers_sink FROM numbers INTO ICEBERG CATALOG lake (NAMESPACE = 'cx', TABLE = 'numbers')"
+        " PARTITION BY (bucket);"
+    )
+    s.run(once=True)
+spark.stop()
+print("embedded: done")
+"""
+
+
+def test_embedding_program_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
+    """A program with its own Connect session sinks a (bounded) temp view through ``Session``."""
+    (tmp_path / "embed.py").write_text(EMBED)
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    out = subprocess.run(
+        [sys.executable, "embed.py", connect.url, str(home), str(wh)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+    )
+    assert out.returncode == 0 and "embedded: done" in out.stdout, out.stderr[-3000:]
+    rows = sorted(_rows(home, wh, "cx.numbers"))
+    assert rows == [(i, i % 7) for i in range(1000)]
+    table = load_table(home, "cx.numbers", warehouse=wh, catalog_name="lake")
+    assert [f.name for f in table.spec().fields] == ["bucket"]
+
+
+def test_missing_connect_client_is_a_clear_error(tmp_path: Path) -> None:
+    """Without grpcio (the ``connect`` extra) an sc:// URL fails at once with the fix. The test
+    environment has grpcio, so the child hides it (``sys.modules['grpc'] = None``)."""
+    write_json_lines(tmp_path / "in", "part-0.json", _events(0))
+    (tmp_path / "s.sql").write_text(APPEND.format(wh=tmp_path / "wh", data=tmp_path / "in"))
+    probe = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["grpc"] = None
+        from icesql.cli import main
+        sys.exit(main(["--home", {str(tmp_path / "home")!r}, "--spark-master", "sc://127.0.0.1:1",
+                       "run", "s.sql", "--once"]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env()
+    )
+    assert out.returncode == 3, out.stderr[-3000:]
+    assert "the Spark Connect client is not installed" in out.stderr
+    assert "pip install 'icesql[connect]'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_sigkill_client_and_server_on_spark_connect(tmp_path: Path) -> None:
+    """The client is SIGKILLed after staging a record, inside the catalog commit (before and after
+    the metadata swap), after a commit, and at random moments — while the server's query runs
+    on and keeps leaving records; then the server itself is SIGKILLed mid-run and a new one
+    takes over from the checkpoint. At the end every source row is in the table exactly once."""
+    tmp = tmp_path
+    data = tmp / "in"
+    nxt = add_files(data, 0, 4)
+    server = ConnectServer.start(tmp / "connect-1")
+    try:
+        for env in (
+            {"ICESQL_TEST_KILL_AT": "staged"},  # record staged durably, not yet deleted
+            {"ICESQL_TEST_KILL_COMMIT": "before:1"},  # manifests written, catalog not swapped
+            {"ICESQL_TEST_KILL_COMMIT": "after:1"},  # committed, runner not told
+            {"ICESQL_TEST_KILL_AT": "committed"},  # committed, the record's batch may still run
+        ):
+            rc, out = run_child(tmp, env, spark_master=server.url)
+            assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{out[-4000:]}"
+            check_no_duplicates(tmp)
+            nxt = add_files(data, nxt, 2)
+        rng = random.Random(int(os.environ.get("ICESQL_CRASH_SEED", "11")))
+        for _ in range(2):
+            rc, out = run_child(tmp, {}, kill_after=rng.uniform(0.5, 6.0), spark_master=server.url)
+            assert rc in (0, -signal.SIGKILL), out[-4000:]
+            check_no_duplicates(tmp)
+            nxt = add_files(data, nxt, 2)
+        # the server dies while a client runs and a new one comes up on its address: the
+        # client's session is gone, so it fails; nothing is lost or duplicated
+        child = subprocess.Popen(
+            [
+                sys.executable, "-m", "tests.support.crash_runner", "--home", str(tmp / "home"),
+                "--data", str(data), "--warehouse", str(tmp / "warehouse"), "--spark-master", server.url,
+                "--continuous",
+            ],
+            cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        time.sleep(rng.uniform(4.0, 8.0))
+        assert server.proc is not None
+        os.killpg(server.proc.pid, signal.SIGKILL)
+        server.proc.wait()
+        server.proc = None
+        nxt = add_files(data, nxt, 2)
+        server = ConnectServer.start(tmp / "connect-2", port=server.port)
+        out, _ = child.communicate(timeout=240)
+        assert child.returncode != 0, out[-4000:]
+        check_no_duplicates(tmp)
+        rc, out = run_child(tmp, {}, spark_master=server.url)
+        assert rc == 0, out[-4000:]
+    finally:
+        server.stop()
+    ids = table_ids(tmp)
+    expected = list(range(nxt * ROWS_PER_FILE))
+    assert sorted(ids) == expected, f"missing {sorted(set(expected) - set(ids))[:20]}"
+    table = load_table(tmp / "home", "ns.events", warehouse=tmp / "warehouse")
+    summ = icesql_summaries(table)
+    progress = [int(s["icesql.progress"]) for s in summ]
+    assert progress == sorted(progress) and len(set(progress)) == len(progress)
+    assert "recovery" in {s["icesql.commit-reason"] for s in summ}
+    assert _dropbox_left(tmp / "warehouse") == []
+
+
+@pytest.mark.weed
+def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
+    connect: ConnectServer, weed: Any, tmp_path: Path
+) -> None:
+    """The rest catalog with OAuth2 and S3 storage on weed mini, through a Spark Connect server:
+    the server half writes the files and the drop-box records to S3, the client commits. The
+    secret key is in neither the client's output, the server's log, the table's metadata nor
+    a drop-box record (none is left)."""
+    from tests.e2e.test_weed_sinks import (
+        aws_sql,
+        check_data_files_in_s3,
+        event,
+        expected,
+        metadata_texts,
+        read_both,
+        unique,
+        verify_catalog,
+    )
+
+    ns = unique("cx_rest")
+    home, data = tmp_path / "home", tmp_path / "events"
+    write_json_lines(data, "part-1.json", [event(i) for i in range(0, 12)])
+    (tmp_path / "s.sql").write_text(
+        aws_sql(weed)
+        + f"""
+        CREATE SECRET pw AS '{weed.secret_key}';
+        CREATE CONNECTION lake TO ICEBERG CATALOG (
+            TYPE = 'rest', URI = '{weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
+            USER = '{weed.access_key}', PASSWORD = SECRET pw
+        );
+        CREATE SOURCE events FROM FILES 'events/' (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING');
+        CREATE SINK events_sink FROM events INTO ICEBERG CATALOG lake (NAMESPACE = '{ns}', TABLE = 'events')
+        USING AWS CONNECTION s3 PARTITION BY (day(ts));
+        """
+    )
+    first = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    write_json_lines(data, "part-2.json", [event(i) for i in range(12, 20)])
+    second = icesql(home, "--spark-master", connect.url, "-v", "serve", "--once", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+
+    table = verify_catalog(weed).load_table(f"{ns}.events")
+    assert read_both(weed, table.metadata_location) == expected(range(20))
+    check_data_files_in_s3(weed, table, ns, "events")
+    assert [s["icesql.progress"] for s in icesql_summaries(table)] == ["0", "1"]
+    records = weed.list_keys(prefix=f"{ns}/events/data/icesql-staging/")
+    assert not [k for k in records if k.endswith(".parquet")]  # (weed keeps a folder marker)
+    for text in (first.stdout, first.stderr, second.stdout, second.stderr, connect.logs(full=True)):
+        assert weed.secret_key not in text
+    assert weed.secret_key not in metadata_texts(weed, ns, "events")

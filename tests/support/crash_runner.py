@@ -1,7 +1,8 @@
 """A sink in a child process, for crash tests: ``python -m tests.support.crash_runner ...``.
 
 Runs one APPEND sink (JSON files → ``ns.events`` partitioned by ``day(ts)`` on a local
-catalog) through ``Engine.run(once=True)`` (or until killed with ``--continuous``). Its state
+catalog) through ``Engine.run(once=True)`` (or until killed with ``--continuous``), on
+``local[2]`` or on the Spark Connect server given with ``--spark-master sc://...``. Its state
 (sink id and version) lives in ``<home>/state.json`` so restarts see it.
 
 Kill points (the test sets them; the process group is SIGKILLed, JVM included):
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-size", type=int, default=None)
     ap.add_argument("--continuous", action="store_true")
     ap.add_argument("--files-per-trigger", type=int, default=1)
+    ap.add_argument("--spark-master", default=None, help="e.g. sc://127.0.0.1:PORT (default local[2])")
     args = ap.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -96,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         objects=Objects({"cat": local_catalog(warehouse=args.warehouse)}, {"events": source}),
         secrets=lambda name: "unused",
         state=State(args.home / "state.json"),
-        spark=spark_for_tests(),
+        spark=spark_for_tests() if args.spark_master is None else None,
+        spark_master=args.spark_master,
         trigger_interval=0.1,
     )
     print("crash_runner: started", flush=True)

@@ -62,12 +62,15 @@ def _env(home: Path) -> dict[str, str]:
 
 
 class ConnectServer:
-    """A Spark Connect server (``local[1]`` inside) on ``sc://127.0.0.1:<port>``; log ``connect.log``."""
+    """A Spark Connect server (``local[cores]`` inside) on ``sc://127.0.0.1:<port>``; log ``connect.log``.
 
-    def __init__(self, workdir: Path) -> None:
+    Its Python workers (``foreachBatch``, ``mapInArrow``) run this interpreter, as a deployment's
+    server must run a Python with icesql installed."""
+
+    def __init__(self, workdir: Path, port: int | None = None) -> None:
         self.workdir = workdir
         self.home = spark_home()
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -75,15 +78,20 @@ class ConnectServer:
         return f"sc://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, workdir: Path, *, timeout: float = 90.0) -> ConnectServer:
+    def start(
+        cls, workdir: Path, *, cores: int = 2, port: int | None = None, timeout: float = 90.0
+    ) -> ConnectServer:
         java = java_binary()
         if java is None:
             raise ClusterUnavailable("java is not installed")
         workdir.mkdir(parents=True, exist_ok=True)
-        c = cls(workdir)
+        c = cls(workdir, port)
+        # bin/spark-submit, not plain java: its launcher adds the JVM module options
+        # (--add-opens java.nio ...) that Arrow needs for mapInArrow on Java 17
         cmd = [
-            java, "-Xmx1g", "-cp", f"{c.home / 'jars'}/*", "org.apache.spark.deploy.SparkSubmit",
-            "--master", "local[1]",
+            str(c.home / "bin" / "spark-submit"),
+            "--master", f"local[{cores}]",
+            "--driver-memory", "1g",
             "--conf", f"spark.connect.grpc.binding.port={c.port}",
             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
             "--conf", "spark.ui.enabled=false",
@@ -112,9 +120,12 @@ class ConnectServer:
             raise
         return c
 
-    def logs(self) -> str:
+    def logs(self, *, full: bool = False) -> str:
         p = self.workdir / "connect.log"
-        return p.read_text(errors="replace")[-3000:] if p.exists() else ""
+        if not p.exists():
+            return ""
+        text = p.read_text(errors="replace")
+        return text if full else text[-3000:]
 
     def stop(self) -> None:
         if self.proc is None:

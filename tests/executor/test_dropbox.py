@@ -1,0 +1,88 @@
+"""The Spark Connect hand-off (``icesql.executor.dropbox``) and the server half's replay rules.
+
+No Spark here: the drop box is plain FileIO on a local directory, and ``_RemoteBatch`` is given
+a stand-in for its batch writer (a function returning file rows) so that the skip rules can be
+checked one by one. The end-to-end proof on a real Spark Connect server is
+``tests/e2e/test_spark_connect.py``.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+from icesql.executor.dropbox import DropBox
+from icesql.executor.pipeline import _RemoteBatch
+from icesql.executor.staging import Staging
+
+ROW = {"content": 0, "file": "opaque", "rows": 3, "bytes": 100}
+
+
+def box(tmp_path: Path) -> DropBox:
+    return DropBox(str(tmp_path / "table"), "sink-1", {})
+
+
+def test_put_get_delete_and_list(tmp_path: Path) -> None:
+    b = box(tmp_path)
+    assert b.get(0) is None and b.batch_ids() == []
+    (tmp_path / "table" / "data" / "icesql-staging" / "sink-1").mkdir(parents=True)
+    (tmp_path / "table" / "data" / "icesql-staging" / "sink-1" / "notes.txt").write_text("x")
+    assert b.batch_ids() == []  # only records count
+    b.put(0, 2, [ROW])
+    b.put(7, 2, [])
+    got = b.get(0)
+    assert got is not None and got.batch_id == 0 and got.version == 2 and got.files == (ROW,)
+    assert b.batch_ids() == [0, 7]
+    assert b.path(7).endswith("/table/data/icesql-staging/sink-1/00000000000000000007.parquet")
+    b.delete(0)
+    b.delete(0)  # deleting twice is fine
+    assert b.get(0) is None and b.batch_ids() == [7]
+
+
+def test_a_torn_record_reads_as_absent_and_is_overwritten(tmp_path: Path) -> None:
+    b = box(tmp_path)
+    b.put(1, 1, [ROW])
+    path = Path(b.path(1))
+    path.write_bytes(path.read_bytes()[:40])  # the server died mid-write: no Parquet footer
+    assert b.get(1) is None
+    b.put(1, 1, [ROW])
+    assert b.get(1) is not None
+
+
+def test_pickles_without_its_file_io(tmp_path: Path) -> None:
+    b = box(tmp_path)
+    b.put(3, 1, [ROW])
+    assert b._io is not None
+    state = b.__getstate__()
+    assert set(state) == {"root", "io_properties"}
+    c = pickle.loads(pickle.dumps(b))
+    assert c.get(3) is not None
+
+
+def test_remote_batch_skips_what_the_client_took_or_has_waiting(tmp_path: Path) -> None:
+    b = box(tmp_path)
+    written: list[int] = []
+
+    def writer(df: Any, batch_id: int) -> list[dict[str, Any]]:
+        written.append(batch_id)
+        return [dict(ROW, rows=batch_id)]
+
+    remote = _RemoteBatch(writer, b, version=4, skip_through=2)  # type: ignore[arg-type]
+    remote(None, 2)  # already staged or committed by the client: not written again
+    b.put(3, 3, [ROW])  # an earlier run's record that the client has not taken yet
+    remote(None, 3)
+    remote(None, 4)
+    assert written == [4]
+    rec4 = b.get(4)
+    assert rec4 is not None and rec4.version == 4 and rec4.files[0]["rows"] == 4
+    rec3 = b.get(3)
+    assert rec3 is not None and rec3.version == 3  # left as it was
+
+
+def test_staging_cursor_survives_restarts(tmp_path: Path) -> None:
+    s = Staging(tmp_path / "staging")
+    assert s.cursor() == -1
+    s.set_cursor(5)
+    assert Staging(tmp_path / "staging").cursor() == 5
+    assert s.pending() == []  # the cursor is not an entry
