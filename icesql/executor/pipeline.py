@@ -52,6 +52,9 @@ location; a drain thread of this process takes the records in batch order (``_dr
 durably, then delete the record), and the policy, commits and state work as above. A batch
 at or below ``staged_high`` when the query started, or whose record is still waiting, is not
 written again; records left at or below ``staged_high`` by a kill are deleted at the next start.
+A hole (a record missing while later ones wait) means an older client of the same home took it
+before the new query stopped the old run: its staged entries and commits close the hole
+(``_close_gap``), or a newer version's commit fences this runner.
 
 Test hooks: ``ICESQL_TEST_KILL_AT`` = ``point[:batch][,point[:batch]...]`` SIGKILLs the process
 group (``ICESQL_TEST_KILL_PGID``, default: this process's) at ``write`` (on an executor, after the first batch of rows reached the writer),
@@ -375,6 +378,7 @@ class SinkRunner:
         self.remote = spark is not None and is_connect(spark)
         self.dropbox: Any = None
         self._drain_thread: threading.Thread | None = None
+        self._gap_reported = -1
         self.version: int | None = None
         self.table: Any = None
         self.relation: Relation | None = None
@@ -442,7 +446,7 @@ class SinkRunner:
 
     def prepare(self) -> None:
         """Version, table and recovery: everything before the query starts."""
-        from icesql.executor.commit import FencedError, last_committed
+        from icesql.executor.commit import last_committed
         from icesql.executor.schema import spark_schema_json
         from icesql.executor.tables import ensure_table
 
@@ -457,11 +461,7 @@ class SinkRunner:
             if last is not None:
                 version, progress = last
                 if version > self.version:
-                    raise FencedError(
-                        f"sink {self.name} version {self.version} is fenced out: version {version} "
-                        f"already committed to {self.plan.table_identifier}",
-                        hint="another runner of this sink took over",
-                    )
+                    raise self._fenced(version)
                 self.committed_progress = progress
             if (
                 self.relation.streaming
@@ -499,6 +499,15 @@ class SinkRunner:
                 self._commit("recovery")
         except BaseException as e:
             raise self._fail(e) from e
+
+    def _fenced(self, version: int) -> Exception:
+        from icesql.executor.commit import FencedError
+
+        return FencedError(
+            f"sink {self.name} version {self.version} is fenced out: version {version} "
+            f"already committed to {self.plan.table_identifier}",
+            hint="another runner of this sink took over",
+        )
 
     def start(self, *, once: bool = False) -> None:
         """Prepare and start the query (returns at once; see ``await_termination``)."""
@@ -690,6 +699,8 @@ class SinkRunner:
                 batch_id = self.staged_high + 1
                 record = self.dropbox.get(batch_id, listed)
                 if record is None:
+                    if listed and listed[-1] > batch_id and self._close_gap(batch_id):
+                        continue
                     return n
                 entry = self._stage_rows(list(record.files), batch_id)
                 if entry is not None:
@@ -702,6 +713,41 @@ class SinkRunner:
                 n += 1
                 if policy and self._apply_policy():
                     kill_point("committed", batch_id)
+
+    def _close_gap(self, batch_id: int) -> bool:
+        """The record of ``batch_id`` is missing while later ones wait: another runner of this sink
+        on the same home (an older process, until the new query stopped its run) took it. Catch up
+        with what that runner left — its staged entries (the staging directory is shared) and its
+        commits — and go on after them. True when there is something to go on after."""
+        from icesql.executor.commit import last_committed
+
+        high = max([self.staged_high, self.staging.cursor(), *(e.batch_id for e in self.staging.pending())])
+        if self.table is not None and self.version is not None:
+            self.table.refresh()
+            last = last_committed(self.table, self.sink_id)
+            if last is not None:
+                version, progress = last
+                if version > self.version:
+                    raise self._fenced(version)
+                if progress > self.committed_progress:
+                    self.committed_progress = progress
+                    self.staging.discard_through(progress)
+                high = max(high, progress)
+        if high >= batch_id:
+            log.warning(
+                "sink %s: batches %d..%d were taken by another runner of this sink; going on after them",
+                self.name,
+                batch_id,
+                high,
+            )
+            self.staged_high = high
+            return True
+        if self._gap_reported != batch_id:
+            self._gap_reported = batch_id
+            log.warning(
+                "sink %s: waiting for the record of batch %d (later ones are there)", self.name, batch_id
+            )
+        return False
 
     def _drain_loop(self) -> None:
         tick = max(0.05, min(0.5, self.trigger_interval / 2))

@@ -86,3 +86,64 @@ def test_staging_cursor_survives_restarts(tmp_path: Path) -> None:
     s.set_cursor(5)
     assert Staging(tmp_path / "staging").cursor() == 5
     assert s.pending() == []  # the cursor is not an entry
+
+
+class _Relation:
+    """What ``SinkRunner._drain`` asks of its relation: the bad-record count (none here)."""
+
+    name = "events"
+
+    def skipped_count(self) -> int:
+        return 0
+
+
+def drain_runner(tmp_path: Path) -> Any:
+    """A ``SinkRunner`` wired for ``_drain`` alone: no Spark, no table (commits are not drained
+    here: ``policy=False``), a drop box on a local directory."""
+    from icesql.executor.pipeline import SinkRunner
+    from icesql.plan import SinkPlan
+    from tests.support.pipeline_helpers import State
+
+    plan = SinkPlan(name="s", relation="events", catalog_connection="cat", namespace=("ns",), table="t")
+    runner = SinkRunner(
+        plan,
+        spark=None,
+        home=tmp_path / "home",
+        state=State(),
+        catalog=lambda: None,
+        relation=lambda: _Relation(),  # type: ignore[arg-type,return-value]
+    )
+    runner.relation = _Relation()  # type: ignore[assignment]
+    runner.version = 1
+    runner.dropbox = DropBox(str(tmp_path / "table"), runner.sink_id, {})
+    return runner
+
+
+def test_drain_takes_records_in_order_and_stops_at_a_hole(tmp_path: Path) -> None:
+    r = drain_runner(tmp_path)
+    r.dropbox.put(0, 1, [ROW])
+    r.dropbox.put(1, 1, [])  # a batch that wrote nothing: only the cursor moves
+    r.dropbox.put(3, 1, [ROW])  # batch 2 is still being written
+    assert r._drain(policy=False) == 2
+    assert r.staged_high == 1 and r.staging.cursor() == 1
+    assert [e.batch_id for e in r.staging.pending()] == [0]
+    assert r.dropbox.batch_ids() == [3]  # taken records are deleted, the rest waits
+    r.dropbox.put(2, 1, [ROW])
+    assert r._drain(policy=False) == 2
+    assert [e.batch_id for e in r.staging.pending()] == [0, 2, 3]
+    assert r.dropbox.batch_ids() == []
+
+
+def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> None:
+    """An older client of the same home took batch 1 before the new query stopped its run: its
+    staged entry (the staging directory is shared) closes the hole."""
+    from icesql.executor.staging import StagedBatch
+
+    r = drain_runner(tmp_path)
+    r.dropbox.put(0, 1, [ROW])
+    r.dropbox.put(2, 1, [ROW])
+    assert r._drain(policy=False) == 1 and r.staged_high == 0  # waits for 1
+    Staging(r.staging.directory).add(StagedBatch(batch_id=1, data_files=("other",), rows=3, bytes=100))
+    assert r._drain(policy=False) == 1
+    assert r.staged_high == 2
+    assert [e.batch_id for e in r.staging.pending()] == [0, 1, 2]

@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.crash import reap_group
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTED = "cdc_runner: started"
@@ -51,17 +52,7 @@ def run_child(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-        finally:
-            try:  # leftovers of the group (a JVM that outlived its driver)
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        rc = reap_group(proc, timeout)
     with open(log_path, "rb") as fh:
         fh.seek(start)
         return rc, fh.read().decode(errors="replace")

@@ -75,18 +75,27 @@ def run_child(
                 proc.wait(timeout=kill_after)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
-        rc = proc.wait(timeout=timeout)
+        rc = reap_group(proc, timeout)
+    finally:
+        log.close()
+    return rc, (tmp / "child.log").read_text(errors="replace")
+
+
+def reap_group(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """Wait for a child started with ``start_new_session=True``; past ``timeout`` SIGKILL its
+    process group and re-raise. Leftovers of the group (a JVM that outlived its driver) are
+    killed either way. Returns the exit code."""
+    try:
+        return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
     finally:
-        log.close()
-        try:  # leftovers of the group (a JVM that outlived its driver)
+        try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return rc, (tmp / "child.log").read_text(errors="replace")
 
 
 def table_ids(tmp: Path) -> list[int]:
