@@ -86,6 +86,14 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "or with --once until the available input is committed.",
         "example:\n  ICESQL_HOME=/var/lib/icesql icesql serve",
     ),
+    "compact": (
+        "rewrite sink tables without delete files",
+        "Rewrite the Iceberg table of each named sink (every sink when none is named): apply "
+        "the upserts' equality deletes, write the surviving rows as few data files, and commit "
+        "one 'replace' snapshot without delete files, so that every reader stays fast. Uses no "
+        "Spark; safe while the sinks run (a commit in between makes it start over).",
+        "example:\n  icesql compact orders_sink --home ./prod",
+    ),
     "status": (
         "show sink states",
         "Print each sink's state, rows and bytes committed, last commit, snapshot id and last "
@@ -174,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the syntax tree as JSON")
     p = command("serve")
     p.add_argument("--once", action="store_true", help="stop once the available input is committed")
+    p = command("compact")
+    p.add_argument("sinks", nargs="*", metavar="SINK", help="sinks whose tables to compact (default: all)")
     command("status")
     return parser
 
@@ -419,6 +429,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _run_until_stopped(session, lambda: session.serve(once=args.once), sinks=None)
 
 
+def cmd_compact(args: argparse.Namespace) -> int:
+    from icesql.repl.progress import configure_logging
+
+    with _open_session(args) as session:
+        configure_logging(verbose=session.verbose, stream=sys.stderr)
+        names = list(args.sinks) or session.object_names("sink")
+        if not names:
+            _err("icesql: the catalog store has no sink; nothing to compact")
+            return EXIT_OK
+        for name in names:
+            (result,) = session.compact([name])
+            print(f"{name}: {result.describe()}", flush=True)
+    return EXIT_OK
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from icesql.repl.format import STATUS_COLUMNS, format_table, status_rows
 
@@ -434,6 +459,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "parse": cmd_parse,
     "serve": cmd_serve,
+    "compact": cmd_compact,
     "status": cmd_status,
 }
 

@@ -205,6 +205,26 @@ class Engine:
         runner.start(once=once)
         threading.Thread(target=self._notify_when_done, args=(runner,), daemon=True).start()
 
+    def compact(self, plan: SinkPlan) -> Any:
+        """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from icesql.executor.compact import compact_table
+
+        catalog = self.load_catalog(plan)
+        try:
+            table = catalog.load_table((*plan.namespace, plan.table))
+        except NoSuchTableError:
+            raise ExecutionError(
+                f"sink '{plan.name}': table {plan.table_identifier} does not exist yet",
+                hint="the sink creates it when it first runs",
+            ) from None
+        return compact_table(
+            table,
+            io_properties=self._io_properties(plan)(table),
+            max_file_size=plan.maximum_file_size,
+        )
+
     def _notify_when_done(self, runner: Any) -> None:
         runner.await_termination()
         with self._any_done:

@@ -1,0 +1,322 @@
+"""Compaction: rewrite a sink's table so that it holds no delete files and few data files.
+
+An upsert sink adds an equality-delete file per staged batch. Readers apply every such file to
+every older data file of its partition, and some apply them slowly: DuckDB needs minutes for a
+table of 1M rows and 10 delete files that it reads in seconds without them (duckdb-iceberg#626,
+iceberg-rust#2950). ``compact_table`` reads the current snapshot, applies the equality deletes
+itself (a delete applies to the data files of its partition with a smaller data sequence number,
+as the Iceberg spec says), writes the surviving rows as new data files (``DataFileWriter``:
+field ids, statistics, partitioning, rollover at the target size) and commits one ``replace``
+snapshot that removes every old data and delete file. No Spark is involved.
+
+The commit asserts that the table's current snapshot is still the one that was read, so a sink
+committing meanwhile makes it fail; it is then redone on the new state (``retries`` times). A
+sink's exactly-once bookkeeping is untouched: its progress stays in the ancestors' summaries,
+which ``last_committed`` walks. Position deletes (icesql never writes them) are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from icesql.errors import ExecutionError
+
+log = logging.getLogger("icesql.compact")
+
+COMPACT_REASON = "compact"
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    table: str
+    snapshot_id: int | None  # the replace snapshot (None when there was nothing to do)
+    rows: int  # rows in the rewritten table
+    deleted_rows: int  # rows the equality deletes removed
+    data_files_before: int
+    delete_files_before: int
+    data_files_after: int
+    bytes_before: int
+    bytes_after: int
+    duration: float
+    attempts: int = 1
+
+    @property
+    def skipped(self) -> bool:
+        return self.snapshot_id is None
+
+    def describe(self) -> str:
+        if self.skipped:
+            return (
+                f"{self.table}: nothing to compact ({self.data_files_before} data file(s), at most one "
+                "per partition, no delete files)"
+            )
+        return (
+            f"{self.table}: {self.data_files_before} data + {self.delete_files_before} delete file(s) "
+            f"({_size(self.bytes_before)}) -> {self.data_files_after} data file(s) ({_size(self.bytes_after)}), "
+            f"{self.rows:,} rows ({self.deleted_rows:,} deleted rows dropped), snapshot {self.snapshot_id}, "
+            f"{self.duration:.1f}s"
+        )
+
+
+def _ident(table: Any) -> str:
+    name = table.name()
+    return ".".join(name) if isinstance(name, (tuple, list)) else str(name)
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class _Entry:
+    data_file: Any
+    sequence_number: int
+    file_sequence_number: int | None
+
+
+def _live_entries(table: Any, snapshot: Any) -> tuple[list[_Entry], list[_Entry]]:
+    """(data entries, equality-delete entries) of ``snapshot``; refuses position deletes."""
+    from pyiceberg.manifest import DataFileContent
+
+    data: list[_Entry] = []
+    deletes: list[_Entry] = []
+    for manifest in snapshot.manifests(table.io):
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            entry = _Entry(e.data_file, int(e.sequence_number or 0), e.file_sequence_number)
+            content = e.data_file.content
+            if content == DataFileContent.DATA:
+                data.append(entry)
+            elif content == DataFileContent.EQUALITY_DELETES:
+                deletes.append(entry)
+            else:
+                raise ExecutionError(
+                    f"table {_ident(table)} has position delete files, which icesql does not compact",
+                    hint="compact it with the engine that wrote them (e.g. Spark's rewrite_data_files)",
+                )
+    return data, deletes
+
+
+def _read(io: Any, path: str, columns: list[str] | None = None) -> Any:
+    import pyarrow.parquet as pq
+
+    with io.new_input(path).open() as f:
+        return pq.read_table(f, columns=columns)
+
+
+def _surviving(table: Any, key_sets: list[tuple[list[str], Any]]) -> tuple[Any, int]:
+    """``table`` without the rows whose key is in one of ``key_sets`` ((columns, keys table))."""
+    import pyarrow as pa
+
+    if not key_sets or table.num_rows == 0:
+        return table, 0
+    keep = pa.array(range(table.num_rows), pa.int64())
+    for columns, keys in key_sets:
+        probe = table.select(columns).take(keep).append_column("__row", keep)
+        keys = keys.select(columns).group_by(columns).aggregate([])  # distinct keys
+        survivors = probe.join(keys, keys=columns, join_type="left anti")
+        keep = survivors.column("__row").combine_chunks()
+        keep = keep.take(keep.to_numpy().argsort()) if len(keep) else keep  # file order
+    out = table.take(keep)
+    return out, table.num_rows - out.num_rows
+
+
+def compact_table(
+    table: Any,
+    *,
+    io_properties: Mapping[str, str] | None = None,
+    max_file_size: int | None = None,
+    retries: int = 3,
+    before_commit: Callable[[], None] | None = None,
+) -> CompactResult:
+    """Rewrite ``table`` (a pyiceberg Table) without delete files; see the module docstring.
+
+    ``before_commit`` is a test hook, called after the new files are written."""
+    import pyarrow as pa
+    from pyiceberg.exceptions import CommitFailedException
+
+    from icesql.executor.commit import _as_data_file, _discard, _transaction
+    from icesql.executor.writer import DataFileWriter, WriteSpec
+
+    start = time.monotonic()
+    attempt = 0
+    while True:
+        attempt += 1
+        table.refresh()
+        snapshot = table.current_snapshot()
+        data, deletes = _live_entries(table, snapshot) if snapshot is not None else ([], [])
+        spec = table.spec()
+        before = sum(int(e.data_file.file_size_in_bytes) for e in (*data, *deletes))
+        per_partition: dict[str, int] = {}
+        for e in data:
+            key = repr(e.data_file.partition)
+            per_partition[key] = per_partition.get(key, 0) + 1
+        if snapshot is None or (not deletes and max(per_partition.values(), default=0) <= 1):
+            return CompactResult(
+                _ident(table), None, sum(int(e.data_file.record_count) for e in data),
+                0, len(data), len(deletes), len(data), before, before, time.monotonic() - start, attempt,
+            )  # fmt: skip
+        for e in (*data, *deletes):
+            if e.data_file.spec_id != spec.spec_id:
+                raise ExecutionError(
+                    f"table {_ident(table)} has files of an older partition spec",
+                    hint="icesql compacts tables with a single partition spec",
+                )
+        schema = table.schema()
+        names = [f.name for f in schema.fields]
+        delete_tables = []
+        for d in deletes:
+            columns = [schema.find_column_name(i) for i in d.data_file.equality_ids or []]
+            if not columns or any(c is None for c in columns):
+                raise ExecutionError(f"equality delete file {d.data_file.file_path} has unknown equality ids")
+            delete_tables.append(
+                (d, [str(c) for c in columns], _read(table.io, d.data_file.file_path, columns))
+            )
+        write = WriteSpec.from_table(table, max_file_size=max_file_size, io_properties=io_properties)
+        writer = DataFileWriter(write, "data")
+        rows = dropped = 0
+        try:
+            for e in data:
+                applicable: dict[tuple[str, ...], list[Any]] = {}
+                for d, columns, keys in delete_tables:
+                    if d.sequence_number > e.sequence_number and (
+                        spec.is_unpartitioned() or d.data_file.partition == e.data_file.partition
+                    ):
+                        applicable.setdefault(tuple(columns), []).append(keys)
+                key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
+                rows_in = _read(table.io, e.data_file.file_path, names)
+                kept, n = _surviving(rows_in, key_sets)
+                dropped += n
+                rows += kept.num_rows
+                if kept.num_rows:
+                    writer.write(kept)
+            written = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        fv = int(table.metadata.format_version)
+        new_files = [_as_data_file(f, fv) for f in written]
+        if before_commit is not None:
+            before_commit()
+        tx = _transaction(table)
+        producer = _replace_producer()(
+            transaction=tx,
+            io=table.io,
+            removed=[*data, *deletes],
+            snapshot_properties={"icesql.commit-reason": COMPACT_REASON},
+        )
+        for f in new_files:
+            producer.append_data_file(f)
+        try:
+            updates, requirements = producer._commit()
+            tx._apply(updates, requirements)
+            tx.commit_transaction()
+        except CommitFailedException as exc:
+            _discard([producer], table.io)
+            for f in written:
+                try:
+                    table.io.delete(f.file_path)
+                except Exception:  # pragma: no cover - best effort
+                    log.debug("could not delete %s", f.file_path)
+            if attempt > retries:
+                raise ExecutionError(
+                    f"compaction of {_ident(table)} failed after {attempt} attempts: {exc}",
+                    hint="a sink keeps committing to the table; stop it, or run compact again",
+                ) from exc
+            log.warning("table %s changed while compacting; compacting again", _ident(table))
+            continue
+        return CompactResult(
+            _ident(table), producer.snapshot_id, rows, dropped, len(data), len(deletes),
+            len(new_files), before, sum(int(f.file_size_in_bytes) for f in new_files),
+            time.monotonic() - start, attempt,
+        )  # fmt: skip
+
+
+_REPLACE: type | None = None
+
+
+def _replace_producer() -> type:
+    """A snapshot producer for ``replace``: adds the new data files, marks every removed file
+    DELETED (keeping its sequence numbers) and carries no existing manifest."""
+    global _REPLACE
+    if _REPLACE is not None:
+        return _REPLACE
+    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.snapshots import (
+        Operation,
+        SnapshotSummaryCollector,
+        Summary,
+        update_snapshot_summaries,
+    )
+
+    from icesql.executor.commit import _manifest_writer_classes, _producer_classes
+
+    _, delta_cls = _producer_classes()
+    data_writer_cls, delete_writer_cls = _manifest_writer_classes()
+
+    class _Replace(delta_cls):  # type: ignore[misc,valid-type]
+        def __init__(self, *, removed: list[_Entry], **kwargs: Any) -> None:
+            super().__init__(operation=Operation.REPLACE, **kwargs)
+            self._removed = removed
+
+        def _existing_manifests(self) -> list[Any]:
+            return []
+
+        def _write_removed(self, writer_cls: type, entries: list[_Entry]) -> Any:
+            spec = self._transaction.table_metadata.spec()
+            writer = writer_cls(
+                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
+            )
+            with writer:
+                for e in entries:
+                    writer.add_entry(
+                        ManifestEntry.from_args(
+                            status=ManifestEntryStatus.DELETED,
+                            snapshot_id=self._snapshot_id,
+                            sequence_number=e.sequence_number,
+                            file_sequence_number=e.file_sequence_number,
+                            data_file=e.data_file,
+                        )
+                    )
+            return writer.to_manifest_file()
+
+        def _manifests(self) -> list[Any]:
+            out = list(super()._manifests())
+            removed_data = [e for e in self._removed if int(e.data_file.content) == 0]
+            removed_deletes = [e for e in self._removed if int(e.data_file.content) != 0]
+            if removed_data:
+                out.append(self._write_removed(data_writer_cls, removed_data))
+            if removed_deletes:
+                out.append(self._write_removed(delete_writer_cls, removed_deletes))
+            return out
+
+        def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
+            meta = self._transaction.table_metadata
+            ssc = SnapshotSummaryCollector()
+            for f in self._added_data_files:
+                ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
+            for e in self._removed:
+                f = e.data_file
+                ssc.remove_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
+            previous = (
+                meta.snapshot_by_id(self._parent_snapshot_id)
+                if self._parent_snapshot_id is not None
+                else None
+            )
+            # pyiceberg totals only 'overwrite'-like operations; the figures are the same for replace
+            summary = update_snapshot_summaries(
+                summary=Summary(operation=Operation.OVERWRITE, **ssc.build(), **snapshot_properties),
+                previous_summary=previous.summary if previous is not None else None,
+            )
+            return Summary(operation=Operation.REPLACE, **summary.additional_properties)
+
+    _REPLACE = _Replace
+    return _Replace

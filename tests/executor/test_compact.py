@@ -1,0 +1,190 @@
+"""``compact``: an upserted table rewritten without delete files, rows unchanged.
+
+A real upsert sink (SQL → ``icesql.Session`` → local Spark) writes a partitioned table over
+several commits, each with an equality-delete file; ``Session.compact`` rewrites it. DuckDB and
+DataFusion read the same rows before and after, and equal to an independent replay of the
+changes; afterwards the table has no delete files, the sink goes on upserting on top of the
+compacted files, and a commit racing the compaction makes it start over.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icesql
+from icesql.executor.compact import compact_table
+from tests.support.pipeline_helpers import load_table, spark_for_tests, write_json_lines
+from tests.support.readers import read_datafusion, read_duckdb
+
+pytestmark = pytest.mark.spark
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    return spark_for_tests()
+
+
+def dbz(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int) -> dict[str, Any]:
+    return {
+        "before": before,
+        "after": after,
+        "op": op,
+        "ts_ms": 1_700_000_000_000 + lsn,
+        "source": {"lsn": lsn},
+    }
+
+
+def row(i: int, name: str, qty: int) -> dict[str, Any]:
+    return {"id": i, "name": name, "qty": qty}
+
+
+def cdc_file(data: Path, k: int, changes: list[dict[str, Any]]) -> None:
+    path = write_json_lines(data, f"{k:03d}.json", changes)
+    os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))  # Spark takes files by mtime
+
+
+def rounds() -> list[list[dict[str, Any]]]:
+    """Three batches over 40 keys: inserts, then updates and deletes of earlier keys."""
+    lsn = iter(range(1, 10_000))
+    first = [dbz("c", None, row(i, f"n{i}", i), next(lsn)) for i in range(40)]
+    second = [dbz("u", row(i, f"n{i}", i), row(i, f"u{i}", i * 10), next(lsn)) for i in range(0, 40, 3)]
+    second += [dbz("d", row(i, f"n{i}", i), None, next(lsn)) for i in range(1, 40, 5)]
+    third = [dbz("c", None, row(i, f"again{i}", -i), next(lsn)) for i in range(1, 12, 5)]  # re-inserted
+    third += [dbz("u", row(i, f"u{i}", i * 10), row(i, f"v{i}", 7), next(lsn)) for i in range(0, 40, 6)]
+    return [first, second, third]
+
+
+def replay(batches: list[list[dict[str, Any]]]) -> list[tuple[Any, ...]]:
+    state: dict[int, tuple[Any, ...]] = {}
+    for batch in batches:
+        for ch in batch:
+            if ch["op"] == "d":
+                state.pop(ch["before"]["id"], None)
+            else:
+                a = ch["after"]
+                state[a["id"]] = (a["id"], a["name"], a["qty"])
+    return sorted(state.values())
+
+
+SQL = """
+CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+CREATE SOURCE cdc FROM FILES '{data}'
+  (FORMAT = 'debezium-json', SCHEMA = 'id BIGINT, name STRING, qty INT', MAX FILES PER TRIGGER = 1);
+CREATE SINK cdc_sink FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'items')
+  PARTITION BY (bucket(4, id)) KEY (id) MODE UPSERT;
+"""
+
+
+def read_both(meta: str) -> list[tuple[Any, ...]]:
+    duck = sorted(read_duckdb(meta))
+    assert sorted(read_datafusion(meta)) == duck, "DuckDB and DataFusion disagree"
+    return duck
+
+
+def files_by_content(table: Any) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for f in table.inspect.files().to_pylist():
+        out[f["content"]] = out.get(f["content"], 0) + 1
+    return out
+
+
+def test_compact_rewrites_an_upserted_table_without_deletes(spark: Any, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    batches = rounds()
+    for k, b in enumerate(batches):
+        cdc_file(data, k, b)
+    with icesql.Session(home=home, spark=spark) as s:
+        s.execute(SQL.format(wh=wh, data=data))
+        s.run(once=True)
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    assert files_by_content(table).get(2, 0) >= 2  # equality deletes from the upserts
+    before = read_both(table.metadata_location)
+    assert before == replay(batches)
+
+    with icesql.Session(home=home) as s:
+        (result,) = s.compact(["cdc_sink"])
+        assert s._engine is not None and s._engine._spark is None  # no Spark was started
+    assert not result.skipped and result.delete_files_before >= 2
+    assert result.rows == len(before) and result.deleted_rows > 0
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    assert files_by_content(table) == {0: result.data_files_after}
+    assert result.data_files_after <= 4  # one file per bucket at most
+    summary = table.current_snapshot().summary
+    assert summary.operation.value == "replace"
+    assert summary["total-delete-files"] == "0" and summary["total-equality-deletes"] == "0"
+    assert summary["total-records"] == str(len(before))
+    assert read_both(table.metadata_location) == before
+
+    # the sink goes on: its next upserts delete rows of the compacted files
+    more = [dbz("u", None, row(0, "after", 1), 50_000), dbz("d", row(3, "u3", 30), None, 50_001)]
+    cdc_file(data, 3, more)
+    with icesql.Session(home=home, spark=spark) as s:
+        s.run(once=True, sinks=["cdc_sink"])
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    assert read_both(table.metadata_location) == replay([*batches, more])
+
+    # the CLI: one line per sink, then nothing left to do but the newest delete file
+    out = subprocess.run(
+        [sys.executable, "-m", "icesql", "--home", str(home), "compact"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith("cdc_sink: ns.items: ") and "-> " in out.stdout, out.stdout
+    again = subprocess.run(
+        [sys.executable, "-m", "icesql", "--home", str(home), "compact", "cdc_sink"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0 and "nothing to compact" in again.stdout, again.stdout + again.stderr
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    assert read_both(table.metadata_location) == replay([*batches, more])
+
+    missing = subprocess.run(
+        [sys.executable, "-m", "icesql", "--home", str(home), "compact", "nope"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=tmp_path,
+    )  # fmt: skip
+    assert missing.returncode != 0 and "nope" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_a_commit_during_compaction_makes_it_start_over(spark: Any, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    batches = rounds()
+    for k, b in enumerate(batches):
+        cdc_file(data, k, b)
+    with icesql.Session(home=home, spark=spark) as s:
+        s.execute(SQL.format(wh=wh, data=data))
+        s.run(once=True)
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    other = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    calls: list[int] = []
+
+    def another_writer() -> None:  # commits once, after the first attempt wrote its files
+        if not calls:
+            other.append(
+                pa.table(
+                    {"id": [1000], "name": ["other"], "qty": [1]},
+                    schema=other.schema().as_arrow(),
+                )
+            )
+        calls.append(1)
+
+    on_disk_before = {str(p) for p in wh.rglob("*.parquet")}
+    result = compact_table(table, before_commit=another_writer)
+    assert result.attempts == 2 and len(calls) == 2
+    table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
+    assert read_both(table.metadata_location) == sorted([*replay(batches), (1000, "other", 1)])
+    assert files_by_content(table) == {0: result.data_files_after}
+    # the first attempt's files were deleted: what is new on disk is the table's files and the
+    # other writer's one
+    live = {f["file_path"].removeprefix("file://") for f in table.inspect.files().to_pylist()}
+    new_on_disk = {str(p) for p in wh.rglob("*.parquet")} - on_disk_before
+    assert live <= new_on_disk and len(new_on_disk - live) == 1
