@@ -270,6 +270,18 @@ def test_s3tables_sigv4_append_and_upsert(weed: WeedServer, spark: Any, tmp_path
     contents = {f["content"] for f in latest.inspect.files().to_pylist()}
     assert contents == {0, 2}, "the upsert commit carries data and equality-delete files"
 
+    # compaction on the table bucket: same rows, no delete files, files in weed's S3
+    with icesql.Session(home=home) as s:
+        (result,) = s.compact(["orders_latest"])
+    assert not result.skipped and result.delete_files_before >= 1
+    latest = verify_catalog(weed).load_table(f"{ns}.orders_latest")
+    assert {f["content"] for f in latest.inspect.files().to_pylist()} == {0}
+    assert read_both(weed, latest.metadata_location) == sorted(
+        expected(range(5)) + expected(range(5, 15), "new"), key=repr
+    )
+    check_data_files_in_s3(weed, latest, ns, "orders_latest")
+    assert weed.secret_key not in metadata_texts(weed, ns, "orders_latest")
+
 
 # --------------------------------------------------------------------------- wrong credentials
 
