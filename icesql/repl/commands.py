@@ -160,6 +160,25 @@ def _include(ctx: ShellContext, arg: str) -> None:
     ctx.execute_text(text, filename=arg, base_dir=path.resolve().parent)
 
 
+@COMMANDS.register(
+    "\\compact", "[sink ...]", description="rewrite sink tables without delete files (icesql compact)"
+)
+def _compact(ctx: ShellContext, arg: str) -> None:
+    from icesql.errors import IcesqlError
+
+    names = arg.split() or ctx.session.object_names("sink")
+    if not names:
+        ctx.echo("no sink to compact")
+        return
+    for name in names:
+        try:
+            (result,) = ctx.session.compact([name])
+        except IcesqlError as exc:
+            ctx.echo_error(exc.render())
+            return
+        ctx.echo(f"{name}: {result.describe()}")
+
+
 @COMMANDS.register("\\timing", "[on|off]", description="toggle printing how long each statement took")
 def _timing(ctx: ShellContext, arg: str) -> None:
     if arg.lower() in ("on", "off"):

@@ -91,6 +91,15 @@ def test_timing_toggles(shell: FakeShell) -> None:
     assert not shell.timing
 
 
+def test_compact_without_sinks_and_with_an_unknown_one(shell: FakeShell) -> None:
+    """The success path (a real upserted table) is tested with the CLI in
+    tests/executor/test_compact.py; both go through ``Session.compact``."""
+    COMMANDS.dispatch(shell, "\\compact")
+    assert shell.out[-1] == "no sink to compact"
+    COMMANDS.dispatch(shell, "\\compact nope")
+    assert "sink 'nope' does not exist" in shell.errors[-1]
+
+
 def test_edit_puts_the_edited_statement_back(
     shell: FakeShell, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
