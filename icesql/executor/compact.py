@@ -143,7 +143,7 @@ def compact_table(
     import pyarrow as pa
     from pyiceberg.exceptions import CommitFailedException
 
-    from icesql.executor.commit import _as_data_file, _discard, _transaction
+    from icesql.executor.commit import COMMIT_REASON, _as_data_file, _discard, _transaction
     from icesql.executor.writer import DataFileWriter, WriteSpec
 
     start = time.monotonic()
@@ -211,7 +211,7 @@ def compact_table(
             transaction=tx,
             io=table.io,
             removed=[*data, *deletes],
-            snapshot_properties={"icesql.commit-reason": COMPACT_REASON},
+            snapshot_properties={COMMIT_REASON: COMPACT_REASON},
         )
         for f in new_files:
             producer.append_data_file(f)
