@@ -7,7 +7,9 @@ iceberg-rust#2950). ``compact_table`` reads the current snapshot, applies the eq
 itself (a delete applies to the data files of its partition with a smaller data sequence number,
 as the Iceberg spec says), writes the surviving rows as new data files (``DataFileWriter``:
 field ids, statistics, partitioning, rollover at the target size) and commits one ``replace``
-snapshot that removes every old data and delete file. No Spark is involved.
+snapshot that removes every old data and delete file of the partitions it rewrote. Only the
+partitions holding a delete file or several data files are rewritten; the files of the others
+are carried over as they are. No Spark is involved.
 
 The commit asserts that the table's current snapshot is still the one that was read, so a sink
 committing meanwhile makes it fail; it is then redone on the new state (``retries`` times). A
@@ -43,6 +45,7 @@ class CompactResult:
     bytes_after: int
     duration: float
     attempts: int = 1
+    data_files_kept: int = 0  # files of partitions that needed nothing, carried over as they were
 
     @property
     def skipped(self) -> bool:
@@ -54,9 +57,10 @@ class CompactResult:
                 f"{self.table}: nothing to compact ({self.data_files_before} data file(s), at most one "
                 "per partition, no delete files)"
             )
+        kept = f", {self.data_files_kept} kept as they were" if self.data_files_kept else ""
         return (
             f"{self.table}: {self.data_files_before} data + {self.delete_files_before} delete file(s) "
-            f"({_size(self.bytes_before)}) -> {self.data_files_after} data file(s) ({_size(self.bytes_after)}), "
+            f"({_size(self.bytes_before)}) -> {self.data_files_after} data file(s) ({_size(self.bytes_after)}{kept}), "
             f"{self.rows:,} rows ({self.deleted_rows:,} deleted rows dropped), snapshot {self.snapshot_id}, "
             f"{self.duration:.1f}s"
         )
@@ -81,6 +85,7 @@ class _Entry:
     data_file: Any
     sequence_number: int
     file_sequence_number: int | None
+    snapshot_id: int | None  # the snapshot that added the file
 
 
 def _live_entries(table: Any, snapshot: Any) -> tuple[list[_Entry], list[_Entry]]:
@@ -91,7 +96,7 @@ def _live_entries(table: Any, snapshot: Any) -> tuple[list[_Entry], list[_Entry]
     deletes: list[_Entry] = []
     for manifest in snapshot.manifests(table.io):
         for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-            entry = _Entry(e.data_file, int(e.sequence_number or 0), e.file_sequence_number)
+            entry = _Entry(e.data_file, int(e.sequence_number or 0), e.file_sequence_number, e.snapshot_id)
             content = e.data_file.content
             if content == DataFileContent.DATA:
                 data.append(entry)
@@ -164,6 +169,13 @@ def compact_table(
                 _ident(table), None, sum(int(e.data_file.record_count) for e in data),
                 0, len(data), len(deletes), len(data), before, before, time.monotonic() - start, attempt,
             )  # fmt: skip
+        # only partitions with a delete file or several data files are rewritten; the files of the
+        # others are carried over as they are (an equality delete applies within its partition)
+        dirty = {repr(d.data_file.partition) for d in deletes} | {
+            k for k, n in per_partition.items() if n > 1
+        }
+        kept = [e for e in data if repr(e.data_file.partition) not in dirty]
+        data = [e for e in data if repr(e.data_file.partition) in dirty]
         for e in (*data, *deletes):
             if e.data_file.spec_id != spec.spec_id:
                 raise ExecutionError(
@@ -193,11 +205,11 @@ def compact_table(
                         applicable.setdefault(tuple(columns), []).append(keys)
                 key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
                 rows_in = _read(table.io, e.data_file.file_path, names)
-                kept, n = _surviving(rows_in, key_sets)
+                survivors, n = _surviving(rows_in, key_sets)
                 dropped += n
-                rows += kept.num_rows
-                if kept.num_rows:
-                    writer.write(kept)
+                rows += survivors.num_rows
+                if survivors.num_rows:
+                    writer.write(survivors)
             written = writer.close()
         except BaseException:
             writer.abort()
@@ -211,6 +223,7 @@ def compact_table(
             transaction=tx,
             io=table.io,
             removed=[*data, *deletes],
+            kept=kept,
             snapshot_properties={COMMIT_REASON: COMPACT_REASON},
         )
         for f in new_files:
@@ -234,9 +247,10 @@ def compact_table(
             log.warning("table %s changed while compacting; compacting again", _ident(table))
             continue
         return CompactResult(
-            _ident(table), producer.snapshot_id, rows, dropped, len(data), len(deletes),
-            len(new_files), before, sum(int(f.file_size_in_bytes) for f in new_files),
-            time.monotonic() - start, attempt,
+            _ident(table), producer.snapshot_id, rows + sum(int(e.data_file.record_count) for e in kept), dropped,
+            len(data) + len(kept), len(deletes), len(new_files) + len(kept), before,
+            sum(int(f.file_size_in_bytes) for f in [*new_files, *(e.data_file for e in kept)]),
+            time.monotonic() - start, attempt, len(kept),
         )  # fmt: skip
 
 
@@ -245,7 +259,8 @@ _REPLACE: type | None = None
 
 def _replace_producer() -> type:
     """A snapshot producer for ``replace``: adds the new data files, marks every removed file
-    DELETED (keeping its sequence numbers) and carries no existing manifest."""
+    DELETED and every kept file EXISTING (both keeping their sequence numbers), and carries no
+    manifest of the previous snapshot."""
     global _REPLACE
     if _REPLACE is not None:
         return _REPLACE
@@ -263,14 +278,17 @@ def _replace_producer() -> type:
     data_writer_cls, delete_writer_cls = _manifest_writer_classes()
 
     class _Replace(delta_cls):  # type: ignore[misc,valid-type]
-        def __init__(self, *, removed: list[_Entry], **kwargs: Any) -> None:
+        def __init__(self, *, removed: list[_Entry], kept: list[_Entry], **kwargs: Any) -> None:
             super().__init__(operation=Operation.REPLACE, **kwargs)
             self._removed = removed
+            self._carried_over = kept
 
         def _existing_manifests(self) -> list[Any]:
             return []
 
-        def _write_removed(self, writer_cls: type, entries: list[_Entry]) -> Any:
+        def _write_carried(self, writer_cls: type, entries: list[_Entry], status: Any) -> Any:
+            """Entries of files this snapshot removes (DELETED) or keeps (EXISTING), with the
+            sequence numbers they had."""
             spec = self._transaction.table_metadata.spec()
             writer = writer_cls(
                 spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
@@ -279,8 +297,10 @@ def _replace_producer() -> type:
                 for e in entries:
                     writer.add_entry(
                         ManifestEntry.from_args(
-                            status=ManifestEntryStatus.DELETED,
-                            snapshot_id=self._snapshot_id,
+                            status=status,
+                            snapshot_id=self._snapshot_id
+                            if status == ManifestEntryStatus.DELETED
+                            else e.snapshot_id,
                             sequence_number=e.sequence_number,
                             file_sequence_number=e.file_sequence_number,
                             data_file=e.data_file,
@@ -292,10 +312,14 @@ def _replace_producer() -> type:
             out = list(super()._manifests())
             removed_data = [e for e in self._removed if int(e.data_file.content) == 0]
             removed_deletes = [e for e in self._removed if int(e.data_file.content) != 0]
+            if self._carried_over:
+                out.append(self._write_carried(data_writer_cls, self._carried_over, ManifestEntryStatus.EXISTING))
             if removed_data:
-                out.append(self._write_removed(data_writer_cls, removed_data))
+                out.append(self._write_carried(data_writer_cls, removed_data, ManifestEntryStatus.DELETED))
             if removed_deletes:
-                out.append(self._write_removed(delete_writer_cls, removed_deletes))
+                out.append(
+                    self._write_carried(delete_writer_cls, removed_deletes, ManifestEntryStatus.DELETED)
+                )
             return out
 
         def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006

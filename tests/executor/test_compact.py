@@ -96,14 +96,20 @@ def files_by_content(table: Any) -> dict[int, int]:
     return out
 
 
-def test_compact_rewrites_an_upserted_table_without_deletes(spark: Any, tmp_path: Path) -> None:
-    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+def upsert_sink_run(spark: Any, home: Path, wh: Path, data: Path) -> list[list[dict[str, Any]]]:
+    """The upsert sink of ``SQL`` run once over the three ``rounds``; returns the rounds."""
     batches = rounds()
     for k, b in enumerate(batches):
         cdc_file(data, k, b)
     with icesql.Session(home=home, spark=spark) as s:
         s.execute(SQL.format(wh=wh, data=data))
         s.run(once=True)
+    return batches
+
+
+def test_compact_rewrites_an_upserted_table_without_deletes(spark: Any, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    batches = upsert_sink_run(spark, home, wh, data)
     table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
     assert files_by_content(table).get(2, 0) >= 2  # equality deletes from the upserts
     before = read_both(table.metadata_location)
@@ -157,12 +163,7 @@ def test_a_commit_during_compaction_makes_it_start_over(spark: Any, tmp_path: Pa
     import pyarrow as pa
 
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
-    batches = rounds()
-    for k, b in enumerate(batches):
-        cdc_file(data, k, b)
-    with icesql.Session(home=home, spark=spark) as s:
-        s.execute(SQL.format(wh=wh, data=data))
-        s.run(once=True)
+    batches = upsert_sink_run(spark, home, wh, data)
     table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
     other = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")
     calls: list[int] = []
@@ -199,12 +200,7 @@ def test_java_reader_reads_a_compacted_table(spark: Any, tmp_path: Path) -> None
     if not java_available():
         pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
-    batches = rounds()
-    for k, b in enumerate(batches):
-        cdc_file(data, k, b)
-    with icesql.Session(home=home, spark=spark) as s:
-        s.execute(SQL.format(wh=wh, data=data))
-        s.run(once=True)
+    batches = upsert_sink_run(spark, home, wh, data)
     with icesql.Session(home=home) as s:
         (result,) = s.compact(["cdc_sink"])
     assert not result.skipped
@@ -212,3 +208,50 @@ def test_java_reader_reads_a_compacted_table(spark: Any, tmp_path: Path) -> None
     got = read_java(table.metadata_location)
     want = canonical_digest([{"id": i, "name": n, "qty": q} for i, n, q in replay(batches)])
     assert got["rows"] == want["rows"] and got["digest"] == want["digest"], (got["all"][:5], want["all"][:5])
+
+
+def test_partitions_that_need_nothing_keep_their_files(spark: Any, tmp_path: Path) -> None:
+    """An append sink by region: 'eu' gets a file per commit, 'us' one file in all. Compaction
+    merges 'eu' and carries the 'us' file over untouched (same path, sequence number and
+    snapshot), and a second compaction has nothing to do."""
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "in"
+    write_json_lines(data, "0.json", [{"id": i, "region": "eu" if i % 2 else "us"} for i in range(10)])
+    os.utime(data / "0.json", (1_700_000_000, 1_700_000_000))
+    write_json_lines(data, "1.json", [{"id": i, "region": "eu"} for i in range(10, 15)])
+    os.utime(data / "1.json", (1_700_000_001, 1_700_000_001))
+    with icesql.Session(home=home, spark=spark) as s:
+        s.execute(
+            f"""
+            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+            CREATE SOURCE ev FROM FILES '{data}'
+              (FORMAT = 'json', SCHEMA = 'id BIGINT, region STRING', MAX FILES PER TRIGGER = 1);
+            CREATE SINK ev_sink FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'ev')
+              PARTITION BY (region);
+            """
+        )
+        s.run(once=True)
+    table = load_table(home, "ns.ev", warehouse=wh, catalog_name="lake")
+
+    def files() -> dict[str, list[tuple[str, int]]]:
+        out: dict[str, list[tuple[str, int]]] = {}
+        for f in table.inspect.entries().to_pylist():
+            if f["status"] == 2:  # DELETED: listed in the snapshot that removed the file
+                continue
+            region = f["data_file"]["partition"]["region"]
+            out.setdefault(region, []).append((f["data_file"]["file_path"], f["sequence_number"]))
+        return out
+
+    before = files()
+    assert len(before["eu"]) == 2 and len(before["us"]) == 1
+    rows = read_both(table.metadata_location)
+    with icesql.Session(home=home) as s:
+        (result,) = s.compact(["ev_sink"])
+        (again,) = s.compact(["ev_sink"])
+    assert (result.data_files_before, result.data_files_after, result.data_files_kept) == (3, 2, 1)
+    assert "1 kept as they were" in result.describe()
+    table.refresh()
+    after = files()
+    assert after["us"] == before["us"]  # same file, same sequence number
+    assert len(after["eu"]) == 1 and after["eu"][0][0] not in {p for p, _ in before["eu"]}
+    assert read_both(table.metadata_location) == rows
+    assert again.skipped and "nothing to compact" in again.describe()
