@@ -84,6 +84,8 @@ KILL_ENV = "ICESQL_TEST_KILL_AT"
 DELAY_ENV = "ICESQL_TEST_BATCH_DELAY"
 KILL_PGID_ENV = "ICESQL_TEST_KILL_PGID"
 CHECKPOINT_ROOT_ENV = "ICESQL_CHECKPOINT_ROOT"
+COMPACT_HINT_ENV = "ICESQL_COMPACT_HINT"
+DEFAULT_COMPACT_HINT = 10
 NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
 
@@ -379,6 +381,7 @@ class SinkRunner:
         self.dropbox: Any = None
         self._drain_thread: threading.Thread | None = None
         self._gap_reported = -1
+        self._compaction_hinted = False
         self.version: int | None = None
         self.table: Any = None
         self.relation: Relation | None = None
@@ -904,7 +907,31 @@ class SinkRunner:
                 last_progress=progress,
                 last_error=None,
             )
+            if has_deletes and not result.skipped:
+                self._hint_compaction()
             return result
+
+    def _hint_compaction(self) -> None:
+        """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
+        (default 10), past which readers slow down markedly (``icesql compact``)."""
+        if self._compaction_hinted:
+            return
+        try:
+            limit = int(os.environ.get(COMPACT_HINT_ENV) or DEFAULT_COMPACT_HINT)
+            snap = self.table.current_snapshot()
+            n = int((snap.summary or {}).get("total-delete-files") or 0) if snap is not None else 0
+        except (ValueError, AttributeError):  # pragma: no cover - an odd summary: no hint
+            return
+        if limit > 0 and n >= limit:
+            self._compaction_hinted = True
+            log.warning(
+                "sink %s: table %s holds %d delete files, which slow its readers down; "
+                "run 'icesql compact %s' (safe while the sink runs)",
+                self.name,
+                self.plan.table_identifier,
+                n,
+                self.name,
+            )
 
     # ----------------------------------------------------------------- stop
 

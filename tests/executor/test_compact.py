@@ -255,3 +255,18 @@ def test_partitions_that_need_nothing_keep_their_files(spark: Any, tmp_path: Pat
     assert len(after["eu"]) == 1 and after["eu"][0][0] not in {p for p, _ in before["eu"]}
     assert read_both(table.metadata_location) == rows
     assert again.skipped and "nothing to compact" in again.describe()
+
+
+def test_the_sink_says_when_to_compact(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the table holds ICESQL_COMPACT_HINT delete files (default 10), one warning per run."""
+    monkeypatch.setenv("ICESQL_COMPACT_HINT", "2")
+    with caplog.at_level("WARNING", logger="icesql.sink"):
+        upsert_sink_run(spark, tmp_path / "home", tmp_path / "wh", tmp_path / "cdc")
+    hints = [r.getMessage() for r in caplog.records if "icesql compact" in r.getMessage()]
+    assert len(hints) == 1, hints
+    assert (
+        hints[0].startswith("sink cdc_sink: table ns.items holds ")
+        and "'icesql compact cdc_sink'" in hints[0]
+    )
