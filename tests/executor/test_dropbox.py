@@ -12,6 +12,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from icesql.executor.dropbox import DropBox
 from icesql.executor.pipeline import _RemoteBatch
 from icesql.executor.staging import Staging
@@ -147,3 +149,11 @@ def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> No
     assert r._drain(policy=False) == 1
     assert r.staged_high == 2
     assert [e.batch_id for e in r.staging.pending()] == [0, 1, 2]
+
+
+def test_checkpoint_root_for_a_remote_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    r = drain_runner(tmp_path)
+    monkeypatch.delenv("ICESQL_CHECKPOINT_ROOT", raising=False)
+    assert r.checkpoint_location == str(tmp_path / "home" / "sinks" / r.sink_id / "checkpoint")
+    monkeypatch.setenv("ICESQL_CHECKPOINT_ROOT", "s3a://bucket/icesql/")
+    assert r.checkpoint_location == f"s3a://bucket/icesql/{r.sink_id}"
