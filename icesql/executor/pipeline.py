@@ -74,7 +74,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icesql.errors import ExecutionError, IcesqlError
-from icesql.executor.sources import BLK, FILE, LINE, OP, POSITION, Relation, translate_bad_record
+from icesql.executor.sources import (
+    BLK,
+    FILE,
+    LINE,
+    OP,
+    POSITION,
+    Relation,
+    marked_message,
+    translate_bad_record,
+)
 from icesql.executor.staging import StagedBatch, Staging
 from icesql.plan import SinkMode, SinkPlan
 
@@ -1016,23 +1025,14 @@ def _q(name: str) -> str:
 
 def _translate_null_key(exc: BaseException, key: tuple[str, ...] | list[str]) -> NullKeyError | None:
     """Turn a Spark failure raised by ``_FileWriterTask`` for a null KEY into a ``NullKeyError``."""
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        text = str(e)
-        i = text.find(NULL_KEY_MARKER)
-        if i >= 0:
-            body = text[i + len(NULL_KEY_MARKER) :]
-            j = body.find("|END")
-            body = body[:j] if j >= 0 else body.splitlines()[0]
-            return NullKeyError(
-                body,
-                hint=f"fix the source, or declare KEY ({', '.join(key)}) NOT ENFORCED to drop changes "
-                "with a null key (counted as skipped records in SHOW SINK STATUS)",
-            )
-        e = e.__cause__ or e.__context__
-    return None
+    body = marked_message(exc, NULL_KEY_MARKER)
+    if body is None:
+        return None
+    return NullKeyError(
+        body,
+        hint=f"fix the source, or declare KEY ({', '.join(key)}) NOT ENFORCED to drop changes "
+        "with a null key (counted as skipped records in SHOW SINK STATUS)",
+    )
 
 
 def _execution_error(exc: BaseException) -> ExecutionError:

@@ -519,24 +519,32 @@ def _clip(text: str, n: int = 200) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def translate_bad_record(exc: BaseException) -> BadRecordError | None:
-    """Turn a Spark failure caused by ``_RecordGuard`` into a ``BadRecordError``."""
+def marked_message(exc: BaseException, marker: str) -> str | None:
+    """The message a Python worker raised as ``<marker>message|END``, found anywhere in the
+    chain of ``exc`` (Spark wraps it in JVM traces, classic or Connect); None when absent."""
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         text = str(e)
-        i = text.find(BAD_RECORD_MARKER)
+        i = text.find(marker)
         if i >= 0:
-            body = text[i + len(BAD_RECORD_MARKER) :]
+            body = text[i + len(marker) :]
             j = body.find("|END")
-            body = body[:j] if j >= 0 else body.splitlines()[0]
-            return BadRecordError(
-                f"bad record in {body}",
-                hint="fix the input, or skip bad records with WITH (ON ERROR = 'skip')",
-            )
+            return body[:j] if j >= 0 else body.splitlines()[0]
         e = e.__cause__ or e.__context__
     return None
+
+
+def translate_bad_record(exc: BaseException) -> BadRecordError | None:
+    """Turn a Spark failure caused by ``_RecordGuard`` into a ``BadRecordError``."""
+    body = marked_message(exc, BAD_RECORD_MARKER)
+    if body is None:
+        return None
+    return BadRecordError(
+        f"bad record in {body}",
+        hint="fix the input, or skip bad records with WITH (ON ERROR = 'skip')",
+    )
 
 
 # --------------------------------------------------------------------------- generator
