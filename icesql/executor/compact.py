@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from icesql.analyzer.units import format_bytes
 from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.compact")
@@ -60,7 +62,7 @@ class CompactResult:
         kept = f", {self.data_files_kept} kept as they were" if self.data_files_kept else ""
         return (
             f"{self.table}: {self.data_files_before} data + {self.delete_files_before} delete file(s) "
-            f"({_size(self.bytes_before)}) -> {self.data_files_after} data file(s) ({_size(self.bytes_after)}{kept}), "
+            f"({format_bytes(self.bytes_before)}) -> {self.data_files_after} data file(s) ({format_bytes(self.bytes_after)}{kept}), "
             f"{self.rows:,} rows ({self.deleted_rows:,} deleted rows dropped), snapshot {self.snapshot_id}, "
             f"{self.duration:.1f}s"
         )
@@ -69,15 +71,6 @@ class CompactResult:
 def _ident(table: Any) -> str:
     name = table.name()
     return ".".join(name) if isinstance(name, (tuple, list)) else str(name)
-
-
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 @dataclass(frozen=True)
@@ -134,6 +127,53 @@ def _surviving(table: Any, key_sets: list[tuple[list[str], Any]]) -> tuple[Any, 
     return out, table.num_rows - out.num_rows
 
 
+def _split(data: list[_Entry], deletes: list[_Entry]) -> tuple[list[_Entry], list[_Entry]]:
+    """(data files to rewrite, data files to keep): a partition is rewritten when it holds a delete
+    file or several data files (an equality delete applies within its partition only)."""
+    per_partition = Counter(repr(e.data_file.partition) for e in data)
+    dirty = {repr(d.data_file.partition) for d in deletes} | {k for k, n in per_partition.items() if n > 1}
+    rewrite = [e for e in data if repr(e.data_file.partition) in dirty]
+    keep = [e for e in data if repr(e.data_file.partition) not in dirty]
+    return rewrite, keep
+
+
+def _rewrite(table: Any, data: list[_Entry], deletes: list[_Entry], write: Any) -> tuple[list[Any], int, int]:
+    """Write the rows of ``data`` that ``deletes`` leave alive; (written files, rows, rows dropped)."""
+    import pyarrow as pa
+
+    from icesql.executor.writer import DataFileWriter
+
+    spec = table.spec()
+    schema = table.schema()
+    delete_keys = []
+    for d in deletes:
+        columns = [schema.find_column_name(i) for i in d.data_file.equality_ids or []]
+        if not columns or any(c is None for c in columns):
+            raise ExecutionError(f"equality delete file {d.data_file.file_path} has unknown equality ids")
+        delete_keys.append((d, [str(c) for c in columns], _read(table.io, d.data_file.file_path, columns)))
+    names = [f.name for f in schema.fields]
+    writer = DataFileWriter(write, "data")
+    rows = dropped = 0
+    try:
+        for e in data:
+            applicable: dict[tuple[str, ...], list[Any]] = {}
+            for d, columns, keys in delete_keys:
+                if d.sequence_number > e.sequence_number and (
+                    spec.is_unpartitioned() or d.data_file.partition == e.data_file.partition
+                ):
+                    applicable.setdefault(tuple(columns), []).append(keys)
+            key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
+            survivors, n = _surviving(_read(table.io, e.data_file.file_path, names), key_sets)
+            dropped += n
+            rows += survivors.num_rows
+            if survivors.num_rows:
+                writer.write(survivors)
+        return writer.close(), rows, dropped
+    except BaseException:
+        writer.abort()
+        raise
+
+
 def compact_table(
     table: Any,
     *,
@@ -145,75 +185,43 @@ def compact_table(
     """Rewrite ``table`` (a pyiceberg Table) without delete files; see the module docstring.
 
     ``before_commit`` is a test hook, called after the new files are written."""
-    import pyarrow as pa
     from pyiceberg.exceptions import CommitFailedException
 
     from icesql.executor.commit import COMMIT_REASON, _as_data_file, _discard, _transaction
-    from icesql.executor.writer import DataFileWriter, WriteSpec
+    from icesql.executor.writer import WriteSpec
 
     start = time.monotonic()
+    ident = _ident(table)
     attempt = 0
     while True:
         attempt += 1
         table.refresh()
         snapshot = table.current_snapshot()
         data, deletes = _live_entries(table, snapshot) if snapshot is not None else ([], [])
-        spec = table.spec()
-        before = sum(int(e.data_file.file_size_in_bytes) for e in (*data, *deletes))
-        per_partition: dict[str, int] = {}
-        for e in data:
-            key = repr(e.data_file.partition)
-            per_partition[key] = per_partition.get(key, 0) + 1
-        if snapshot is None or (not deletes and max(per_partition.values(), default=0) <= 1):
+        bytes_before = sum(int(e.data_file.file_size_in_bytes) for e in (*data, *deletes))
+        rewrite, keep = _split(data, deletes)
+        if not rewrite and not deletes:
             return CompactResult(
-                _ident(table), None, sum(int(e.data_file.record_count) for e in data),
-                0, len(data), len(deletes), len(data), before, before, time.monotonic() - start, attempt,
-            )  # fmt: skip
-        # only partitions with a delete file or several data files are rewritten; the files of the
-        # others are carried over as they are (an equality delete applies within its partition)
-        dirty = {repr(d.data_file.partition) for d in deletes} | {
-            k for k, n in per_partition.items() if n > 1
-        }
-        kept = [e for e in data if repr(e.data_file.partition) not in dirty]
-        data = [e for e in data if repr(e.data_file.partition) in dirty]
-        for e in (*data, *deletes):
-            if e.data_file.spec_id != spec.spec_id:
-                raise ExecutionError(
-                    f"table {_ident(table)} has files of an older partition spec",
-                    hint="icesql compacts tables with a single partition spec",
-                )
-        schema = table.schema()
-        names = [f.name for f in schema.fields]
-        delete_tables = []
-        for d in deletes:
-            columns = [schema.find_column_name(i) for i in d.data_file.equality_ids or []]
-            if not columns or any(c is None for c in columns):
-                raise ExecutionError(f"equality delete file {d.data_file.file_path} has unknown equality ids")
-            delete_tables.append(
-                (d, [str(c) for c in columns], _read(table.io, d.data_file.file_path, columns))
+                table=ident,
+                snapshot_id=None,
+                rows=sum(int(e.data_file.record_count) for e in data),
+                deleted_rows=0,
+                data_files_before=len(data),
+                delete_files_before=0,
+                data_files_after=len(data),
+                bytes_before=bytes_before,
+                bytes_after=bytes_before,
+                duration=time.monotonic() - start,
+                attempts=attempt,
+            )
+        spec_id = table.spec().spec_id
+        if any(e.data_file.spec_id != spec_id for e in (*rewrite, *deletes)):
+            raise ExecutionError(
+                f"table {ident} has files of an older partition spec",
+                hint="icesql compacts tables with a single partition spec",
             )
         write = WriteSpec.from_table(table, max_file_size=max_file_size, io_properties=io_properties)
-        writer = DataFileWriter(write, "data")
-        rows = dropped = 0
-        try:
-            for e in data:
-                applicable: dict[tuple[str, ...], list[Any]] = {}
-                for d, columns, keys in delete_tables:
-                    if d.sequence_number > e.sequence_number and (
-                        spec.is_unpartitioned() or d.data_file.partition == e.data_file.partition
-                    ):
-                        applicable.setdefault(tuple(columns), []).append(keys)
-                key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
-                rows_in = _read(table.io, e.data_file.file_path, names)
-                survivors, n = _surviving(rows_in, key_sets)
-                dropped += n
-                rows += survivors.num_rows
-                if survivors.num_rows:
-                    writer.write(survivors)
-            written = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
+        written, rows, dropped = _rewrite(table, rewrite, deletes, write)
         fv = int(table.metadata.format_version)
         new_files = [_as_data_file(f, fv) for f in written]
         if before_commit is not None:
@@ -222,8 +230,8 @@ def compact_table(
         producer = _replace_producer()(
             transaction=tx,
             io=table.io,
-            removed=[*data, *deletes],
-            kept=kept,
+            removed=[*rewrite, *deletes],
+            kept=keep,
             snapshot_properties={COMMIT_REASON: COMPACT_REASON},
         )
         for f in new_files:
@@ -241,17 +249,26 @@ def compact_table(
                     log.debug("could not delete %s", f.file_path)
             if attempt > retries:
                 raise ExecutionError(
-                    f"compaction of {_ident(table)} failed after {attempt} attempts: {exc}",
+                    f"compaction of {ident} failed after {attempt} attempts: {exc}",
                     hint="a sink keeps committing to the table; stop it, or run compact again",
                 ) from exc
-            log.warning("table %s changed while compacting; compacting again", _ident(table))
+            log.warning("table %s changed while compacting; compacting again", ident)
             continue
+        kept_files = [e.data_file for e in keep]
         return CompactResult(
-            _ident(table), producer.snapshot_id, rows + sum(int(e.data_file.record_count) for e in kept), dropped,
-            len(data) + len(kept), len(deletes), len(new_files) + len(kept), before,
-            sum(int(f.file_size_in_bytes) for f in [*new_files, *(e.data_file for e in kept)]),
-            time.monotonic() - start, attempt, len(kept),
-        )  # fmt: skip
+            table=ident,
+            snapshot_id=producer.snapshot_id,
+            rows=rows + sum(int(f.record_count) for f in kept_files),
+            deleted_rows=dropped,
+            data_files_before=len(data),
+            delete_files_before=len(deletes),
+            data_files_after=len(new_files) + len(kept_files),
+            bytes_before=bytes_before,
+            bytes_after=sum(int(f.file_size_in_bytes) for f in [*new_files, *kept_files]),
+            duration=time.monotonic() - start,
+            attempts=attempt,
+            data_files_kept=len(kept_files),
+        )
 
 
 _REPLACE: type | None = None
@@ -313,7 +330,9 @@ def _replace_producer() -> type:
             removed_data = [e for e in self._removed if int(e.data_file.content) == 0]
             removed_deletes = [e for e in self._removed if int(e.data_file.content) != 0]
             if self._carried_over:
-                out.append(self._write_carried(data_writer_cls, self._carried_over, ManifestEntryStatus.EXISTING))
+                out.append(
+                    self._write_carried(data_writer_cls, self._carried_over, ManifestEntryStatus.EXISTING)
+                )
             if removed_data:
                 out.append(self._write_carried(data_writer_cls, removed_data, ManifestEntryStatus.DELETED))
             if removed_deletes:

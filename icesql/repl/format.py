@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from icesql.analyzer.units import format_bytes
+
 
 def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
@@ -73,17 +75,6 @@ def format_result(result: Any) -> str:
     else:
         parts.append(result.message)
     return "\n".join(parts)
-
-
-def format_bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
 
 
 def format_age(seconds: float | None) -> str:
