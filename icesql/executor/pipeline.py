@@ -705,8 +705,10 @@ class SinkRunner:
         n = 0
         if self.dropbox is None:
             return n
+        listed = self.dropbox.batch_ids()  # one listing per pass, outside the commit lock
+        if listed is not None and not any(i > self.staged_high for i in listed):
+            return n  # the idle case: nothing new
         with self._lock:
-            listed = self.dropbox.batch_ids()  # one listing per pass
             while True:
                 batch_id = self.staged_high + 1
                 record = self.dropbox.get(batch_id, listed)

@@ -115,20 +115,16 @@ def _require_connect_client(url: str) -> None:
     """Spark Connect's client needs grpcio & co., which the ``engine`` extra leaves out."""
     import importlib.util
 
-    missing = [
-        m for m in ("grpc", "grpc_status", "google.rpc", "zstandard") if not _importable(m, importlib.util)
-    ]
-    if missing:
-        from icesql.errors import ExecutionError
+    for module in ("grpc", "grpc_status", "google.rpc", "zstandard"):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, or hidden in sys.modules
+            found = False
+        if not found:
+            from icesql.errors import ExecutionError
 
-        raise ExecutionError(
-            f"cannot connect to Spark Connect at {url}: the Spark Connect client is not installed",
-            hint="pip install 'icesql[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)",
-        )
-
-
-def _importable(module: str, util: Any) -> bool:
-    try:
-        return util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+            raise ExecutionError(
+                f"cannot connect to Spark Connect at {url}: the Spark Connect client is not installed "
+                f"(no module {module!r})",
+                hint="pip install 'icesql[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)",
+            )
