@@ -21,7 +21,7 @@ import pytest
 
 import icesql
 from icesql.errors import ExecutionError
-from tests.support.pipeline_helpers import load_table, spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import dbz, load_table, spark_for_tests, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
@@ -32,13 +32,6 @@ SCHEMA = "id BIGINT, name STRING, qty INT"
 @pytest.fixture(scope="module")
 def spark() -> Any:
     return spark_for_tests()
-
-
-def dbz(
-    op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int, wrap: bool = False
-) -> dict:
-    e = {"before": before, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + lsn, "source": {"lsn": lsn}}
-    return {"payload": e} if wrap else e
 
 
 def r(i: int | None, name: str, qty: int) -> dict[str, Any]:

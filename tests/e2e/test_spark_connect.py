@@ -32,7 +32,13 @@ from typing import Any
 import pytest
 
 from tests.support.crash import ROWS_PER_FILE, add_files, check_no_duplicates, run_child, table_ids
-from tests.support.pipeline_helpers import icesql_summaries, load_table, write_json_lines
+from tests.support.pipeline_helpers import (
+    changelog_file,
+    dbz,
+    icesql_summaries,
+    load_table,
+    write_json_lines,
+)
 from tests.support.readers import read_datafusion, read_duckdb
 from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
 
@@ -124,22 +130,6 @@ def test_append_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Pat
     assert re.search(r"events_sink \| stopped \| +50 \|", status), status
 
 
-def _cdc_file(data: Path, k: int, changes: list[dict[str, Any]]) -> None:
-    """Changelog file ``k``; mtimes in k order, since Spark takes the files of a directory by mtime."""
-    path = write_json_lines(data, f"{k}.json", changes)
-    os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
-
-
-def _dbz(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int) -> dict[str, Any]:
-    return {
-        "before": before,
-        "after": after,
-        "op": op,
-        "ts_ms": 1_700_000_000_000 + lsn,
-        "source": {"lsn": lsn},
-    }
-
-
 UPSERT = """\
 CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
 CREATE SOURCE IF NOT EXISTS cdc FROM FILES '{data}'
@@ -155,15 +145,15 @@ def test_upsert_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Pat
     a = {"id": 1, "name": "a", "qty": 1}
     b = {"id": 2, "name": "b", "qty": 2}
     c = {"id": 3, "name": "c", "qty": 3}
-    _cdc_file(data, 0, [_dbz("c", None, a, 1), _dbz("c", None, b, 2), _dbz("c", None, c, 3)])
+    changelog_file(data, 0, [dbz("c", None, a, 1), dbz("c", None, b, 2), dbz("c", None, c, 3)])
     a2 = {**a, "name": "a2", "qty": 10}
-    _cdc_file(data, 1, [_dbz("u", a, a2, 4), _dbz("d", b, None, 5), _dbz("u", a2, {**a2, "qty": 11}, 6)])
+    changelog_file(data, 1, [dbz("u", a, a2, 4), dbz("d", b, None, 5), dbz("u", a2, {**a2, "qty": 11}, 6)])
     (tmp_path / "s.sql").write_text(UPSERT.format(wh=wh, data=data, enforced=""))
     run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert sorted(_rows(home, wh, "cx.items")) == [(1, "a2", 11), (3, "c", 3)]
 
-    _cdc_file(data, 2, [_dbz("c", None, b, 7), _dbz("d", c, None, 8)])
+    changelog_file(data, 2, [dbz("c", None, b, 7), dbz("d", c, None, 8)])
     run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert sorted(_rows(home, wh, "cx.items")) == [(1, "a2", 11), (2, "b", 2)]
@@ -175,7 +165,7 @@ def test_upsert_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Pat
 def test_null_key_on_spark_connect_is_a_clear_error(connect: ConnectServer, tmp_path: Path) -> None:
     """The error is raised in the server's Python; the client still names sink, column and file."""
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
-    write_json_lines(data, "bad.json", [_dbz("c", None, {"id": None, "name": "x", "qty": 1}, 1)])
+    write_json_lines(data, "bad.json", [dbz("c", None, {"id": None, "name": "x", "qty": 1}, 1)])
     (tmp_path / "s.sql").write_text(UPSERT.format(wh=wh, data=data, enforced=""))
     run = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
     assert run.returncode == 3, run.stderr[-3000:]
@@ -375,6 +365,7 @@ def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
         expected,
         metadata_texts,
         read_both,
+        rest_oauth2_sql,
         unique,
         verify_catalog,
     )
@@ -384,12 +375,8 @@ def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
     write_json_lines(data, "part-1.json", [event(i) for i in range(0, 12)])
     (tmp_path / "s.sql").write_text(
         aws_sql(weed)
+        + rest_oauth2_sql(weed)
         + f"""
-        CREATE SECRET pw AS '{weed.secret_key}';
-        CREATE CONNECTION lake TO ICEBERG CATALOG (
-            TYPE = 'rest', URI = '{weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
-            USER = '{weed.access_key}', PASSWORD = SECRET pw
-        );
         CREATE SOURCE events FROM FILES 'events/' (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING');
         CREATE SINK events_sink FROM events INTO ICEBERG CATALOG lake (NAMESPACE = '{ns}', TABLE = 'events')
         USING AWS CONNECTION s3 PARTITION BY (day(ts));

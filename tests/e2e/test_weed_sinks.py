@@ -80,6 +80,17 @@ def aws_sql(weed: WeedServer) -> str:
     """
 
 
+def rest_oauth2_sql(weed: WeedServer) -> str:
+    """Connection ``lake``: weed's REST catalog with OAuth2 client credentials (secret ``pw``)."""
+    return f"""
+        CREATE SECRET pw AS '{weed.secret_key}';
+        CREATE CONNECTION lake TO ICEBERG CATALOG (
+            TYPE = 'rest', URI = '{weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
+            USER = '{weed.access_key}', PASSWORD = SECRET pw
+        );
+    """
+
+
 def event(i: int, v: str = "v") -> dict[str, Any]:
     return {"id": i, "ts": f"2024-03-0{1 + i % 3}T{i % 24:02d}:15:00Z", "v": f"{v}{i}"}
 
@@ -162,12 +173,8 @@ def test_rest_oauth2_sink_partitioned_two_runs(weed: WeedServer, spark: Any, tmp
     write_json_lines(data, "part-2.json", [event(i) for i in range(12, 24)])
     sql = (
         aws_sql(weed)
+        + rest_oauth2_sql(weed)
         + f"""
-        CREATE SECRET pw AS '{weed.secret_key}';
-        CREATE CONNECTION lake TO ICEBERG CATALOG (
-            TYPE = 'rest', URI = '{weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
-            USER = '{weed.access_key}', PASSWORD = SECRET pw
-        );
         CREATE SOURCE events FROM FILES 'events/'
             (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING');
         CREATE SINK events_sink FROM events

@@ -19,7 +19,7 @@ import pytest
 
 import icesql
 from icesql.executor.compact import compact_table
-from tests.support.pipeline_helpers import load_table, spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import changelog_file, dbz, load_table, spark_for_tests, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
@@ -32,23 +32,8 @@ def spark() -> Any:
     return spark_for_tests()
 
 
-def dbz(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int) -> dict[str, Any]:
-    return {
-        "before": before,
-        "after": after,
-        "op": op,
-        "ts_ms": 1_700_000_000_000 + lsn,
-        "source": {"lsn": lsn},
-    }
-
-
 def row(i: int, name: str, qty: int) -> dict[str, Any]:
     return {"id": i, "name": name, "qty": qty}
-
-
-def cdc_file(data: Path, k: int, changes: list[dict[str, Any]]) -> None:
-    path = write_json_lines(data, f"{k:03d}.json", changes)
-    os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))  # Spark takes files by mtime
 
 
 def rounds() -> list[list[dict[str, Any]]]:
@@ -100,7 +85,7 @@ def upsert_sink_run(spark: Any, home: Path, wh: Path, data: Path) -> list[list[d
     """The upsert sink of ``SQL`` run once over the three ``rounds``; returns the rounds."""
     batches = rounds()
     for k, b in enumerate(batches):
-        cdc_file(data, k, b)
+        changelog_file(data, k, b)
     with icesql.Session(home=home, spark=spark) as s:
         s.execute(SQL.format(wh=wh, data=data))
         s.run(once=True)
@@ -131,7 +116,7 @@ def test_compact_rewrites_an_upserted_table_without_deletes(spark: Any, tmp_path
 
     # the sink goes on: its next upserts delete rows of the compacted files
     more = [dbz("u", None, row(0, "after", 1), 50_000), dbz("d", row(3, "u3", 30), None, 50_001)]
-    cdc_file(data, 3, more)
+    changelog_file(data, 3, more)
     with icesql.Session(home=home, spark=spark) as s:
         s.run(once=True, sinks=["cdc_sink"])
     table = load_table(home, "ns.items", warehouse=wh, catalog_name="lake")

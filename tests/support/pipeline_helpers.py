@@ -114,6 +114,21 @@ def write_json_lines(directory: Path, name: str, rows: list[dict[str, Any]] | li
     return final
 
 
+def dbz(
+    op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, lsn: int, wrap: bool = False
+) -> dict[str, Any]:
+    """A Debezium change event (schemas disabled; ``wrap``: inside ``{"payload": ...}``)."""
+    e = {"before": before, "after": after, "op": op, "ts_ms": 1_700_000_000_000 + lsn, "source": {"lsn": lsn}}
+    return {"payload": e} if wrap else e
+
+
+def changelog_file(directory: Path, k: int, changes: list[dict[str, Any]]) -> Path:
+    """Changelog file ``k`` with its mtime in ``k`` order: Spark takes a directory's files by mtime."""
+    path = write_json_lines(directory, f"{k:03d}.json", changes)
+    os.utime(path, (1_700_000_000 + k, 1_700_000_000 + k))
+    return path
+
+
 def load_table(home: Path, identifier: str, warehouse: Path | None = None, catalog_name: str = "cat") -> Any:
     """The table a ``local_catalog()`` of ``home`` holds."""
     from pyiceberg.catalog.sql import SqlCatalog
