@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from benchmarks.workers.common import machine  # noqa: E402
 
 READ = """
 import json, sys, time
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="icesql-compact-bench-"))
     try:
-        u = datagen.generate_upsert(tmp / "data", keys=a.keys, batches=a.batches, batch_size=max(10, a.keys // 10))
+        u = datagen.generate_upsert(
+            tmp / "data", keys=a.keys, batches=a.batches, batch_size=max(10, a.keys // 10)
+        )
         home = tmp / "home"
         up = run_icesql_upsert(
             u.base.files, str(Path(u.base.files[0]).parent), u.change_files, u.debezium_files,
@@ -88,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         from pyiceberg.catalog.sql import SqlCatalog
 
         wh = home / "warehouse"
-        table = SqlCatalog("cat", uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri()).load_table("bench.u")
-        after = {r: timed_read(table.metadata_location, r, u.expected, a.timeout) for r in ("duckdb", "datafusion")}
+        table = SqlCatalog("cat", uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri()).load_table(
+            "bench.u"
+        )
+        after = {
+            r: timed_read(table.metadata_location, r, u.expected, a.timeout) for r in ("duckdb", "datafusion")
+        }
         load = os.getloadavg()[0]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -111,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "--write benchmarks/RESULTS_compact.md",
         "```",
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
-        f"load average {load:.1f} at the end.",
+        f"Machine: {machine()}; load average {load:.1f} at the end.",
         "",
         f"Compaction: {result.describe()} (wall {compact_s:.1f} s, no Spark).",
         "",

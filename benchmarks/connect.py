@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -27,6 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import datagen  # noqa: E402
+from benchmarks.workers.common import machine  # noqa: E402
 from tests.support.spark_cluster import ConnectServer  # noqa: E402
 
 SQL = """\
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         f".venv/bin/python benchmarks/connect.py --rows {a.rows} --runs {a.runs} --write benchmarks/RESULTS_connect.md",
         "```",
         "",
-        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+        f"Machine: {machine()}; "
         f"load average {load:.1f} at the end. Connect server start-up: {server_start:.1f} s.",
         "",
         "| engine | rows | median wall | rows/s | runs |",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -23,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.workers.common import machine  # noqa: E402
+
 ICESQL = [sys.executable, "-m", "icesql"]
 SCRIPT = ROOT / "examples" / "quickstart.sql"
 
@@ -143,7 +147,7 @@ def main() -> None:
             f".venv/bin/python benchmarks/frontend.py --runs {args.runs} --write benchmarks/RESULTS_frontend.md",
             "```",
             "",
-            f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
+            f"Machine: {machine()}; "
             f"{args.runs} runs each; load average {os.getloadavg()[0]:.1f} at the end (other jobs share",
             "the machine, so these are upper bounds).",
             "",

@@ -15,6 +15,13 @@ ICEBERG_JARS = [HARNESS / "jars/iceberg-spark-runtime.jar", HARNESS / "jars/jack
 MB = 2**20
 
 
+def machine() -> str:
+    """The machine line of a results file: platform, CPUs, Python."""
+    import platform
+
+    return f"{platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+
+
 def file_stats(paths: Iterable[str | Path] | None = None, *, root: str | Path | None = None,
                sizes: Iterable[int] | None = None, prefix: str = "") -> dict[str, Any]:
     """Count and size distribution of data files (given, or every ``*.parquet`` under ``root``)."""
