@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         before = {r: timed_read(up["metadata"], r, u.expected, a.timeout) for r in ("duckdb", "datafusion")}
         import icesql
+        from icesql.repl.format import format_compaction
 
         t0 = time.perf_counter()
         with icesql.Session(home=home) as s:
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Machine: {machine()}; load average {load:.1f} at the end.",
         "",
-        f"Compaction: {result.describe()} (wall {compact_s:.1f} s, no Spark).",
+        f"Compaction: {format_compaction(result)} (wall {compact_s:.1f} s, no Spark).",
         "",
         "| reader | before compact | after compact |",
         "|---|---:|---:|",

@@ -430,6 +430,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
+    from icesql.repl.format import format_compaction
     from icesql.repl.progress import configure_logging
 
     with _open_session(args) as session:
@@ -440,7 +441,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
             return EXIT_OK
         for name in names:
             (result,) = session.compact([name])
-            print(f"{name}: {result.describe()}", flush=True)
+            print(f"{name}: {format_compaction(result)}", flush=True)
     return EXIT_OK
 
 

@@ -562,7 +562,8 @@ class Session:
         """Rewrite the tables of the named sinks (all when None) without delete files and with
         few data files, so that every reader stays fast after many upserts. Safe while the sinks
         run: a commit in between makes the compaction start over. Returns one
-        ``icesql.executor.compact.CompactResult`` per sink (``describe()`` gives a line)."""
+        ``icesql.executor.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
+        gives a line)."""
         return [self.engine.compact(plan) for plan in self.sink_plans(sinks)]
 
     def flush(self, name: str | None = None) -> None:

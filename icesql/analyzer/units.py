@@ -98,18 +98,6 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
-def format_bytes(n: int | None) -> str:
-    """A byte count for people: ``512 B``, ``19.9 KiB``, ``1.2 GiB`` (``-`` for None)."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"  # pragma: no cover
-
-
 def format_duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1000:g}ms"

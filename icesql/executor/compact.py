@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from icesql.analyzer.units import format_bytes
 from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.compact")
@@ -36,6 +35,8 @@ COMPACT_REASON = "compact"
 
 @dataclass(frozen=True)
 class CompactResult:
+    """What ``compact_table`` did (``icesql.repl.format.format_compaction`` prints it)."""
+
     table: str
     snapshot_id: int | None  # the replace snapshot (None when there was nothing to do)
     rows: int  # rows in the rewritten table
@@ -52,20 +53,6 @@ class CompactResult:
     @property
     def skipped(self) -> bool:
         return self.snapshot_id is None
-
-    def describe(self) -> str:
-        if self.skipped:
-            return (
-                f"{self.table}: nothing to compact ({self.data_files_before} data file(s), at most one "
-                "per partition, no delete files)"
-            )
-        kept = f", {self.data_files_kept} kept as they were" if self.data_files_kept else ""
-        return (
-            f"{self.table}: {self.data_files_before} data + {self.delete_files_before} delete file(s) "
-            f"({format_bytes(self.bytes_before)}) -> {self.data_files_after} data file(s) ({format_bytes(self.bytes_after)}{kept}), "
-            f"{self.rows:,} rows ({self.deleted_rows:,} deleted rows dropped), snapshot {self.snapshot_id}, "
-            f"{self.duration:.1f}s"
-        )
 
 
 def _ident(table: Any) -> str:

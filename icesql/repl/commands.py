@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from icesql.repl.format import format_table
+from icesql.repl.format import format_compaction, format_table
 from icesql.repl.redact import redact_secrets
 
 
@@ -176,7 +176,7 @@ def _compact(ctx: ShellContext, arg: str) -> None:
         except IcesqlError as exc:
             ctx.echo_error(exc.render())
             return
-        ctx.echo(f"{name}: {result.describe()}")
+        ctx.echo(f"{name}: {format_compaction(result)}")
 
 
 @COMMANDS.register("\\timing", "[on|off]", description="toggle printing how long each statement took")

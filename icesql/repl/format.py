@@ -11,8 +11,6 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from icesql.analyzer.units import format_bytes
-
 
 def _width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
@@ -75,6 +73,34 @@ def format_result(result: Any) -> str:
     else:
         parts.append(result.message)
     return "\n".join(parts)
+
+
+def format_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def format_compaction(result: Any) -> str:
+    """One line for an ``icesql.executor.compact.CompactResult`` (CLI and shell)."""
+    r = result
+    if r.skipped:
+        return (
+            f"{r.table}: nothing to compact ({r.data_files_before} data file(s), at most one "
+            "per partition, no delete files)"
+        )
+    kept = f", {r.data_files_kept} kept as they were" if r.data_files_kept else ""
+    return (
+        f"{r.table}: {r.data_files_before} data + {r.delete_files_before} delete file(s) "
+        f"({format_bytes(r.bytes_before)}) -> {r.data_files_after} data file(s) "
+        f"({format_bytes(r.bytes_after)}{kept}), {r.rows:,} rows ({r.deleted_rows:,} deleted rows dropped), "
+        f"snapshot {r.snapshot_id}, {r.duration:.1f}s"
+    )
 
 
 def format_age(seconds: float | None) -> str:

@@ -19,6 +19,7 @@ import pytest
 
 import icesql
 from icesql.executor.compact import compact_table
+from icesql.repl.format import format_compaction
 from tests.support.pipeline_helpers import changelog_file, dbz, load_table, spark_for_tests, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
@@ -233,13 +234,13 @@ def test_partitions_that_need_nothing_keep_their_files(spark: Any, tmp_path: Pat
         (result,) = s.compact(["ev_sink"])
         (again,) = s.compact(["ev_sink"])
     assert (result.data_files_before, result.data_files_after, result.data_files_kept) == (3, 2, 1)
-    assert "1 kept as they were" in result.describe()
+    assert "1 kept as they were" in format_compaction(result)
     table.refresh()
     after = files()
     assert after["us"] == before["us"]  # same file, same sequence number
     assert len(after["eu"]) == 1 and after["eu"][0][0] not in {p for p, _ in before["eu"]}
     assert read_both(table.metadata_location) == rows
-    assert again.skipped and "nothing to compact" in again.describe()
+    assert again.skipped and "nothing to compact" in format_compaction(again)
 
 
 def test_the_sink_says_when_to_compact(
