@@ -5,7 +5,7 @@
         s.execute("CREATE SINK ...")
         s.run(once=True)
 
-Parsing and analysis never start Spark; the engine (``icesql.executor``) is imported the first
+Parsing and analysis never start Spark; the engine (``icesql.engine``) is imported the first
 time something needs it: a connection check, a sink run, a flush.
 """
 
@@ -28,7 +28,7 @@ from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
     from catalog_store import CatalogStore
-    from icesql.executor.engine import Engine
+    from icesql.engine.engine import Engine
 
 INLINE_SECRET_PREFIX = "__inline__."
 
@@ -68,7 +68,9 @@ class SinkStatus:
 
 
 def default_home() -> Path:
-    return Path(os.environ.get("ICESQL_HOME") or Path.home() / ".icesql").expanduser()
+    from icesql import settings
+
+    return Path(settings.HOME.get() or "~/.icesql").expanduser()
 
 
 def blank_prefix(text: str, start: int) -> str:
@@ -169,7 +171,11 @@ class Session:
 
         self.home = Path(home).expanduser() if home is not None else default_home()
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.store: CatalogStore = CatalogStore(self.home / "catalog.db")
+        from icesql import settings
+
+        self.store: CatalogStore = CatalogStore(
+            self.home / "catalog.db", secret_key=settings.SECRET_KEY.get()
+        )
         self.validate = validate
         self.verbose = verbose
         self.created_sinks: list[str] = []
@@ -202,7 +208,7 @@ class Session:
     def engine(self) -> Engine:
         """The executor, created (and Spark started) only when first needed."""
         if self._engine is None:
-            from icesql.executor.engine import Engine
+            from icesql.engine.engine import Engine
 
             self._engine = Engine(
                 self.home,
@@ -500,7 +506,7 @@ class Session:
     def _validate_definition(
         self, d: P.AwsConnectionPlan | P.CatalogConnectionPlan, secrets: P.SecretResolver | None = None
     ) -> None:
-        from icesql.executor import catalogs
+        from icesql.engine import catalogs
 
         resolver = secrets or self._secret_value
         if isinstance(d, P.CatalogConnectionPlan):
@@ -562,7 +568,7 @@ class Session:
         """Rewrite the tables of the named sinks (all when None) without delete files and with
         few data files, so that every reader stays fast after many upserts. Safe while the sinks
         run: a commit in between makes the compaction start over. Returns one
-        ``icesql.executor.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
+        ``icesql.engine.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
         gives a line)."""
         return [self.engine.compact(plan) for plan in self.sink_plans(sinks)]
 

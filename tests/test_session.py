@@ -171,7 +171,7 @@ def test_layers_import_only_downwards() -> None:
     code = (
         "import sys, icesql, icesql.analyzer, icesql.plan, icesql.session, catalog_store\n"
         "icesql.parse('SHOW SINKS')\n"
-        "heavy = [m for m in ('pyspark', 'pyiceberg', 'pyarrow', 'icesql.executor') if m in sys.modules]\n"
+        "heavy = [m for m in ('pyspark', 'pyiceberg', 'pyarrow', 'icesql.engine') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)

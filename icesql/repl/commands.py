@@ -195,7 +195,9 @@ def _timing(ctx: ShellContext, arg: str) -> None:
     "\\e", description="edit the last statement in $VISUAL / $EDITOR, then review it at the prompt"
 )
 def _edit(ctx: ShellContext, arg: str) -> None:
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    from icesql import settings
+
+    editor = settings.EDITOR.get() or settings.EDITOR_FALLBACK.get() or "vi"
     fd, name = tempfile.mkstemp(prefix="icesql-", suffix=".sql")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:

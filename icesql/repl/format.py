@@ -87,7 +87,7 @@ def format_bytes(n: int | None) -> str:
 
 
 def format_compaction(result: Any) -> str:
-    """One line for an ``icesql.executor.compact.CompactResult`` (CLI and shell)."""
+    """One line for an ``icesql.engine.compact.CompactResult`` (CLI and shell)."""
     r = result
     if r.skipped:
         return (

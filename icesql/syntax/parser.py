@@ -76,13 +76,15 @@ def grammar_text() -> str:
 
 
 def _cache_dir() -> Path | None:
-    explicit = os.environ.get("ICESQL_CACHE_DIR")
+    from icesql import settings
+
+    explicit = settings.CACHE_DIR.raw()
     if explicit == "":
         return None  # ICESQL_CACHE_DIR= turns the cache off
     if explicit:
         base = Path(explicit)
     else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
+        xdg = settings.XDG_CACHE_HOME.get()
         base = (Path(xdg) if xdg else Path.home() / ".cache") / "icesql"
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)

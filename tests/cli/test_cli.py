@@ -244,7 +244,7 @@ def test_no_engine_is_imported_for_help_parse_check(name: str, tmp_path: Path, i
         f"    rc = main({argv!r})\n"
         "except SystemExit as e:\n"
         "    rc = e.code\n"
-        "heavy = sorted(m for m in ('pyspark', 'py4j', 'pyiceberg', 'pyarrow', 'icesql.executor', 'prompt_toolkit') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('pyspark', 'py4j', 'pyiceberg', 'pyarrow', 'icesql.engine', 'prompt_toolkit') if m in sys.modules)\n"
         "print('RC', rc, 'HEAVY', heavy)\n"
     )
     p = subprocess.run(

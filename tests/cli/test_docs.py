@@ -55,3 +55,24 @@ def test_examples_in_the_docs_parse_as_command_lines() -> None:
                 words.pop(0)  # environment assignments
             assert words[0] == "icesql", line
             parser.parse_args(words[1:])  # exits (fails the test) on a usage error
+
+
+def test_the_readme_lists_every_environment_variable_from_the_settings_module() -> None:
+    from icesql import settings
+
+    text = README.read_text(encoding="utf-8")
+    table = text.split("<!-- settings:begin -->\n", 1)[1].split("\n<!-- settings:end -->", 1)[0]
+    assert table == settings.markdown_table()
+
+
+def test_the_environment_is_read_only_through_the_settings_module() -> None:
+    """One home for each variable: no other module of icesql reads ``os.environ``/``getenv``
+    (setting variables for child processes, e.g. PYSPARK_PYTHON, is fine)."""
+    offenders = []
+    for path in sorted((ROOT / "icesql").rglob("*.py")):
+        if path.name == "settings.py":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"os\.environ\.get\(|os\.getenv\(|os\.environ\[[^]]+\]\s*(?!=)", line):
+                offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert offenders == []

@@ -93,7 +93,7 @@ def test_timing_toggles(shell: FakeShell) -> None:
 
 def test_compact_without_sinks_and_with_an_unknown_one(shell: FakeShell) -> None:
     """The success path (a real upserted table) is tested with the CLI in
-    tests/executor/test_compact.py; both go through ``Session.compact``."""
+    tests/engine/test_compact.py; both go through ``Session.compact``."""
     COMMANDS.dispatch(shell, "\\compact")
     assert shell.out[-1] == "no sink to compact"
     COMMANDS.dispatch(shell, "\\compact nope")

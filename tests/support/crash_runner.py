@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("ICESQL_TEST_KILL_COMMIT"):
         _patch_commit(os.environ["ICESQL_TEST_KILL_COMMIT"])
 
-    from icesql.executor.engine import Engine
+    from icesql.engine.engine import Engine
     from icesql.plan import (
         CommitPolicy,
         PartitionFieldPlan,

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icesql.executor.commit import CommitGroup, CommitRequest, commit, last_committed, snapshot_summary
-from icesql.executor.tables import ensure_table, key_field_ids
-from icesql.executor.writer import DataFileWriter, WriteSpec, dedupe_last
+from icesql.engine.commit import CommitGroup, CommitRequest, commit, last_committed, snapshot_summary
+from icesql.engine.tables import ensure_table, key_field_ids
+from icesql.engine.writer import DataFileWriter, WriteSpec, dedupe_last
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
-from tests.executor.test_schema import f, struct
+from tests.engine.test_schema import f, struct
 from tests.support import readers
 
 SCHEMA = struct(f("region", "string"), f("id", "long"), f("v", "string"), f("n", "integer"))

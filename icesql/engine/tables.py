@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from icesql.engine.schema import SparkSchemaJson, compatibility_problems, spark_to_iceberg_schema
 from icesql.errors import ExecutionError
-from icesql.executor.schema import SparkSchemaJson, compatibility_problems, spark_to_iceberg_schema
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
 
 PARTITION_FIELD_ID_START = 1000

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from icesql.executor.sources import (
+from icesql.engine.sources import (
     BAD_RECORD_MARKER,
     CORRUPT,
     BadRecordError,
@@ -19,7 +19,7 @@ from icesql.executor.sources import (
     _RecordGuard,
     translate_bad_record,
 )
-from icesql.executor.staging import StagedBatch, Staging
+from icesql.engine.staging import StagedBatch, Staging
 from icesql.plan import Column, SourceFormat, SourceKind, SourcePlan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def test_staging_ignores_and_cleans_torn_writes(tmp_path: Path) -> None:
 def test_staging_survives_sigkill_after_add(tmp_path: Path) -> None:
     code = (
         f"import os, signal, sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from icesql.executor.staging import Staging, StagedBatch\n"
+        "from icesql.engine.staging import Staging, StagedBatch\n"
         f"st = Staging({str(tmp_path / 's')!r})\n"
         "st.add(StagedBatch(batch_id=5, data_files=('x',), rows=1, bytes=2))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -166,7 +166,7 @@ def test_generator_expressions_are_deterministic_per_type() -> None:
 def test_engine_import_does_not_import_pyspark() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "import icesql.executor.engine, icesql.executor.pipeline, icesql.executor.staging, icesql.executor.sources\n"
+        "import icesql.engine.engine, icesql.engine.pipeline, icesql.engine.staging, icesql.engine.sources\n"
         "bad = [m for m in ('pyspark', 'pyiceberg', 'pyarrow') if m in sys.modules]\n"
         "print(bad); sys.exit(1 if bad else 0)\n"
     )
@@ -175,7 +175,7 @@ def test_engine_import_does_not_import_pyspark() -> None:
 
 
 def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.executor.pipeline import KILL_ENV, kill_point
+    from icesql.engine.pipeline import KILL_ENV, kill_point
 
     monkeypatch.delenv(KILL_ENV, raising=False)
     kill_point("staged", 1)
@@ -196,7 +196,7 @@ def spark() -> Any:
 
 @pytest.mark.spark
 def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
-    from icesql.executor.sources import build_relation
+    from icesql.engine.sources import build_relation
     from tests.support.pipeline_helpers import write_json_lines
 
     data = tmp_path / "cdc"
@@ -248,7 +248,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from icesql.executor.sources import build_relation, columns_of
+    from icesql.engine.sources import build_relation, columns_of
 
     pdir = tmp_path / "pq"
     pdir.mkdir()
@@ -280,8 +280,8 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
 
 @pytest.mark.spark
 def test_unknown_relation_is_a_clear_error(spark: Any) -> None:
+    from icesql.engine.sources import build_relation
     from icesql.errors import ExecutionError
-    from icesql.executor.sources import build_relation
 
     with pytest.raises(ExecutionError, match="neither an icesql source or view nor a table or view"):
         build_relation(spark, "no_such_thing_anywhere", lambda n: None)

@@ -19,7 +19,6 @@ If the callback also has ``get(name) -> dict`` the cumulative counters continue 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -84,7 +83,7 @@ class Engine:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            from icesql.executor.spark import get_spark
+            from icesql.engine.spark import get_spark
 
             self._spark = get_spark(self._spark_master, self._spark_conf)
         return self._spark
@@ -106,7 +105,7 @@ class Engine:
         return conn
 
     def load_catalog(self, plan: SinkPlan) -> Any:
-        from icesql.executor.catalogs import load_catalog
+        from icesql.engine.catalogs import load_catalog
 
         conn = self._catalog_plan(plan.catalog_connection)
         catalog = load_catalog(
@@ -114,14 +113,14 @@ class Engine:
         )
         sink_aws = self._aws_plan(plan.aws_connection)
         if sink_aws is not None:
-            from icesql.executor.catalogs import use_sink_file_io
+            from icesql.engine.catalogs import use_sink_file_io
 
             # the driver's commits (manifests, manifest lists) use the sink's storage access too
             use_sink_file_io(catalog, sink_aws, secrets=self.secrets)
         return catalog
 
     def _io_properties(self, plan: SinkPlan) -> Any:
-        from icesql.executor.catalogs import io_properties
+        from icesql.engine.catalogs import io_properties
 
         conn = self._catalog_plan(plan.catalog_connection)
         catalog_aws = self._aws_plan(conn.aws_connection)
@@ -136,20 +135,20 @@ class Engine:
 
     def relation(self, name: str, *, on_error: Any = None) -> Any:
         """The ``sources.Relation`` a sink reading ``name`` would consume."""
-        from icesql.executor.sources import build_relation
+        from icesql.engine.sources import build_relation
 
         return build_relation(self.spark, name, self.objects.relation, on_error=on_error)
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
-        from icesql.executor.sources import columns_of
+        from icesql.engine.sources import columns_of
 
         return columns_of(self.relation(name).df)
 
     # ----------------------------------------------------------------- sinks
 
     def _runner(self, plan: SinkPlan) -> Any:
-        from icesql.executor.pipeline import SinkRunner
+        from icesql.engine.pipeline import SinkRunner
 
         return SinkRunner(
             plan,
@@ -175,7 +174,9 @@ class Engine:
             if self._workers_warmed:
                 return
             self._workers_warmed = True
-        if os.environ.get("ICESQL_WARM_WORKERS", "1").strip().lower() in ("0", "false", "no", "off"):
+        from icesql import settings
+
+        if not settings.WARM_WORKERS.enabled():
             return
         spark = self.spark
 
@@ -209,7 +210,7 @@ class Engine:
         """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
         from pyiceberg.exceptions import NoSuchTableError
 
-        from icesql.executor.compact import compact_table
+        from icesql.engine.compact import compact_table
 
         catalog = self.load_catalog(plan)
         try:
@@ -350,8 +351,8 @@ def _warm_worker(batches: Any) -> Any:
     import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
     import pyiceberg.table.locations  # noqa: F401
 
-    import icesql.executor.pipeline  # noqa: F401
-    import icesql.executor.writer  # noqa: F401
+    import icesql.engine.pipeline  # noqa: F401
+    import icesql.engine.writer  # noqa: F401
 
     for _ in batches:
         pass

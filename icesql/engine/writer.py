@@ -341,7 +341,7 @@ class DataFileWriter:
         from pyiceberg.table import TableProperties
         from pyiceberg.table.locations import load_location_provider
 
-        from icesql.executor.schema import arrow_schema
+        from icesql.engine.schema import arrow_schema
 
         if content not in ("data", "equality_deletes"):
             raise ValueError(f"unknown content {content!r}")
@@ -538,7 +538,7 @@ class DataFileWriter:
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Add rows (any column order; columns matched by name to the table's)."""
-        from icesql.executor.schema import to_table_batch
+        from icesql.engine.schema import to_table_batch
 
         if self._closed:
             raise ExecutionError("write after close")

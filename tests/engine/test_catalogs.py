@@ -25,8 +25,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.errors import CatalogError, ExecutionError
-from icesql.executor.catalogs import (
+from icesql.engine.catalogs import (
     IoProperties,
     aws_properties,
     catalog_properties,
@@ -35,6 +34,7 @@ from icesql.executor.catalogs import (
     validate_aws_connection,
     validate_connection,
 )
+from icesql.errors import CatalogError, ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.support.weed import WeedServer
 

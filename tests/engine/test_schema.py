@@ -24,13 +24,13 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from icesql.errors import ExecutionError
-from icesql.executor.schema import (
+from icesql.engine.schema import (
     arrow_schema,
     compatibility_problems,
     spark_to_iceberg_schema,
     to_table_batch,
 )
+from icesql.errors import ExecutionError
 
 
 def f(name: str, type_: object, nullable: bool = True) -> dict:

@@ -10,18 +10,18 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icesql.errors import ExecutionError
-from icesql.executor.commit import (
+from icesql.engine.commit import (
     CommitRequest,
     FencedError,
     commit,
     last_committed,
     snapshot_summary,
 )
-from icesql.executor.tables import ensure_table, key_field_ids
-from icesql.executor.writer import DataFileWriter, WriteSpec
+from icesql.engine.tables import ensure_table, key_field_ids
+from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.errors import ExecutionError
 from icesql.plan import SinkMode, SinkPlan
-from tests.executor.test_schema import f, struct
+from tests.engine.test_schema import f, struct
 
 SCHEMA = struct(f("id", "long"), f("v", "string"))
 

@@ -128,7 +128,7 @@ def _rewrite(table: Any, data: list[_Entry], deletes: list[_Entry], write: Any) 
     """Write the rows of ``data`` that ``deletes`` leave alive; (written files, rows, rows dropped)."""
     import pyarrow as pa
 
-    from icesql.executor.writer import DataFileWriter
+    from icesql.engine.writer import DataFileWriter
 
     spec = table.spec()
     schema = table.schema()
@@ -174,8 +174,8 @@ def compact_table(
     ``before_commit`` is a test hook, called after the new files are written."""
     from pyiceberg.exceptions import CommitFailedException
 
-    from icesql.executor.commit import COMMIT_REASON, _as_data_file, _discard, _transaction
-    from icesql.executor.writer import WriteSpec
+    from icesql.engine.commit import COMMIT_REASON, _as_data_file, _discard, _transaction
+    from icesql.engine.writer import WriteSpec
 
     start = time.monotonic()
     ident = _ident(table)
@@ -276,7 +276,7 @@ def _replace_producer() -> type:
         update_snapshot_summaries,
     )
 
-    from icesql.executor.commit import _manifest_writer_classes, _producer_classes
+    from icesql.engine.commit import _manifest_writer_classes, _producer_classes
 
     _, delta_cls = _producer_classes()
     data_writer_cls, delete_writer_cls = _manifest_writer_classes()

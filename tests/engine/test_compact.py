@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.executor.compact import compact_table
+from icesql.engine.compact import compact_table
 from icesql.repl.format import format_compaction
 from tests.support.pipeline_helpers import changelog_file, dbz, load_table, spark_for_tests, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb

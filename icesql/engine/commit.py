@@ -296,7 +296,7 @@ def _producer_classes() -> tuple[type, type]:
 
 
 def _as_data_file(f: Any, format_version: int) -> Any:
-    from icesql.executor.writer import WrittenFile
+    from icesql.engine.writer import WrittenFile
 
     if isinstance(f, WrittenFile):
         return f.to_data_file(format_version)

@@ -32,7 +32,7 @@ Life of a runner
        by a timer thread so an idle sink still commits). ``flush()`` commits now (``flush``),
        ``stop()`` commits what is staged (``shutdown``).
 
-Every commit is one ``icesql.executor.commit.commit`` call: append-only staged batches become one
+Every commit is one ``icesql.engine.commit.commit`` call: append-only staged batches become one
 snapshot; when delete files are involved each staged batch is its own snapshot (in order, in
 one catalog commit) so a later batch's deletes remove an earlier batch's rows. One INFO line per
 commit names the sink, table, reason, rows, bytes, files and duration.
@@ -73,8 +73,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from icesql.errors import ExecutionError, IcesqlError
-from icesql.executor.sources import (
+from icesql import settings
+from icesql.engine.sources import (
     BLK,
     FILE,
     LINE,
@@ -84,17 +84,13 @@ from icesql.executor.sources import (
     marked_message,
     translate_bad_record,
 )
-from icesql.executor.staging import StagedBatch, Staging
+from icesql.engine.staging import StagedBatch, Staging
+from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import SinkMode, SinkPlan
 
 log = logging.getLogger("icesql.sink")
 
-KILL_ENV = "ICESQL_TEST_KILL_AT"
-DELAY_ENV = "ICESQL_TEST_BATCH_DELAY"
-KILL_PGID_ENV = "ICESQL_TEST_KILL_PGID"
-CHECKPOINT_ROOT_ENV = "ICESQL_CHECKPOINT_ROOT"
-COMPACT_HINT_ENV = "ICESQL_COMPACT_HINT"
-DEFAULT_COMPACT_HINT = 10
+KILL_ENV = settings.TEST_KILL_AT.name
 NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
 
@@ -113,7 +109,7 @@ class StateCallback(Protocol):
 
 def kill_point(point: str, batch_id: int | None = None) -> None:
     """SIGKILL this process group when ``ICESQL_TEST_KILL_AT`` names ``point`` (tests only)."""
-    spec = os.environ.get(KILL_ENV)
+    spec = settings.TEST_KILL_AT.get()
     if not spec:
         return
     for item in spec.split(","):
@@ -126,7 +122,7 @@ def kill_point(point: str, batch_id: int | None = None) -> None:
             continue
         # PySpark's workers run in process groups of their own: the test names the group to kill
         # (the driver's, holding the JVM) in ICESQL_TEST_KILL_PGID.
-        pgid = int(os.environ.get(KILL_PGID_ENV) or os.getpgrp())
+        pgid = settings.TEST_KILL_PGID.get_int() or os.getpgrp()
         try:
             os.killpg(pgid, signal.SIGKILL)
         finally:  # pragma: no cover - not reached
@@ -181,7 +177,7 @@ class _FileWriterTask:
         if not n:
             return b, 0
         if self.key_enforced:
-            from icesql.executor.sources import _short_path
+            from icesql.engine.sources import _short_path
 
             # the first such change in file order (the batch arrives sorted by key)
             row = min(
@@ -206,7 +202,7 @@ class _FileWriterTask:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from icesql.executor.writer import DataFileWriter
+        from icesql.engine.writer import DataFileWriter
 
         data_w = DataFileWriter(self.spec, "data")
         del_w = DataFileWriter(self.spec, "equality_deletes", self.equality_ids) if self.upsert else None
@@ -342,9 +338,9 @@ class _RemoteBatch:
         # committed it (at most ``skip_through``), or its record is still waiting to be picked up
         if batch_id <= self.skip_through or self.dropbox.get(batch_id) is not None:
             return
-        delay = os.environ.get(DELAY_ENV)
+        delay = settings.TEST_BATCH_DELAY.get_float()
         if delay:
-            time.sleep(float(delay))
+            time.sleep(delay)
         rows = self.writer(batch_df, batch_id)
         self.dropbox.put(batch_id, self.version, rows)
 
@@ -382,7 +378,7 @@ class SinkRunner:
         self.sink_dir = self.home / "sinks" / self.sink_id
         self.staging = Staging(self.sink_dir / "staging")
         self.checkpoint = self.sink_dir / "checkpoint"
-        from icesql.executor.spark import is_connect
+        from icesql.engine.spark import is_connect
 
         # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
         # to this process through a drop box at the table's location (``dropbox``)
@@ -437,7 +433,7 @@ class SinkRunner:
         self._update(status=status, **fields)
 
     def _fail(self, exc: BaseException) -> IcesqlError:
-        from icesql.executor.commit import FencedError
+        from icesql.engine.commit import FencedError
 
         err = (
             exc
@@ -458,9 +454,9 @@ class SinkRunner:
 
     def prepare(self) -> None:
         """Version, table and recovery: everything before the query starts."""
-        from icesql.executor.commit import last_committed
-        from icesql.executor.schema import spark_schema_json
-        from icesql.executor.tables import ensure_table
+        from icesql.engine.commit import last_committed
+        from icesql.engine.schema import spark_schema_json
+        from icesql.engine.tables import ensure_table
 
         self._set_status("starting")
         try:
@@ -496,7 +492,7 @@ class SinkRunner:
                 [self.committed_progress, self.staging.cursor(), *(e.batch_id for e in pending)]
             )
             if self.remote and self.relation.streaming:
-                from icesql.executor.dropbox import DropBox
+                from icesql.engine.dropbox import DropBox
 
                 io_props = self._io_properties(self.table) if self._io_properties else {}
                 self.dropbox = DropBox(self.table.location(), self.sink_id, io_props)
@@ -513,7 +509,7 @@ class SinkRunner:
             raise self._fail(e) from e
 
     def _fenced(self, version: int) -> Exception:
-        from icesql.executor.commit import FencedError
+        from icesql.engine.commit import FencedError
 
         return FencedError(
             f"sink {self.name} version {self.version} is fenced out: version {version} "
@@ -611,9 +607,9 @@ class SinkRunner:
         if batch_id <= self.staged_high:
             log.info("sink %s: batch %d already staged or committed, skipping", self.name, batch_id)
             return
-        delay = os.environ.get(DELAY_ENV)
+        delay = settings.TEST_BATCH_DELAY.get_float()
         if delay:
-            time.sleep(float(delay))
+            time.sleep(delay)
         if self.error is not None:
             raise self.error
         entry = self._write(batch_df, batch_id)
@@ -628,8 +624,8 @@ class SinkRunner:
 
     def _batch_writer(self) -> _BatchWriter:
         """The picklable half of a batch: transform, write the files, describe them."""
-        from icesql.executor.tables import key_field_ids
-        from icesql.executor.writer import WriteSpec
+        from icesql.engine.tables import key_field_ids
+        from icesql.engine.writer import WriteSpec
 
         assert self.relation is not None and self.table is not None
         plan = self.plan
@@ -694,7 +690,7 @@ class SinkRunner:
         """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint``, or
         ``$ICESQL_CHECKPOINT_ROOT/<id>`` (a directory the Spark driver can reach, e.g. when a
         Spark Connect server runs on another machine)."""
-        root = os.environ.get(CHECKPOINT_ROOT_ENV, "").strip()
+        root = settings.CHECKPOINT_ROOT.get() or ""
         if root:
             return f"{root.rstrip('/')}/{self.sink_id}"
         return str(self.checkpoint)
@@ -733,7 +729,7 @@ class SinkRunner:
         on the same home (an older process, until the new query stopped its run) took it. Catch up
         with what that runner left — its staged entries (the staging directory is shared) and its
         commits — and go on after them. True when there is something to go on after."""
-        from icesql.executor.commit import last_committed
+        from icesql.engine.commit import last_committed
 
         high = max([self.staged_high, self.staging.cursor(), *(e.batch_id for e in self.staging.pending())])
         if self.table is not None and self.version is not None:
@@ -847,8 +843,8 @@ class SinkRunner:
 
     def _commit(self, reason: str) -> Any:
         """Commit the staged entries above the committed progress. Caller holds the lock."""
-        from icesql.executor.commit import CommitGroup, CommitRequest, commit
-        from icesql.executor.writer import WrittenFile
+        from icesql.engine.commit import CommitGroup, CommitRequest, commit
+        from icesql.engine.writer import WrittenFile
 
         with self._lock:
             entries = [e for e in self.staging.pending() if e.batch_id > self.committed_progress]
@@ -928,7 +924,7 @@ class SinkRunner:
         if self._compaction_hinted:
             return
         try:
-            limit = int(os.environ.get(COMPACT_HINT_ENV) or DEFAULT_COMPACT_HINT)
+            limit = settings.COMPACT_HINT.get_int() or 0
             snap = self.table.current_snapshot()
             n = int((snap.summary or {}).get("total-delete-files") or 0) if snap is not None else 0
         except (ValueError, AttributeError):  # pragma: no cover - an odd summary: no hint
@@ -1012,7 +1008,7 @@ class SinkRunner:
 
 
 def _internal() -> frozenset[str]:
-    from icesql.executor.sources import INTERNAL_COLUMNS
+    from icesql.engine.sources import INTERNAL_COLUMNS
 
     return INTERNAL_COLUMNS
 

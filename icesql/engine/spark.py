@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from icesql.settings import SPARK_MASTER
+
 _LOCK = threading.Lock()
 
 DEFAULT_MASTER = "local[*]"
@@ -67,7 +69,7 @@ def get_spark(
         for k, v in (conf or {}).items():
             settings[str(k)] = _conf_value(v)
         builder = SparkSession.builder.appName(app_name)
-        url = master or os.environ.get("ICESQL_SPARK_MASTER") or DEFAULT_MASTER
+        url = master or SPARK_MASTER.get() or DEFAULT_MASTER
         if url.startswith("local"):
             # Without it Spark warns that the host name resolves to loopback on every start.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -1,4 +1,4 @@
-"""The Spark Connect hand-off (``icesql.executor.dropbox``) and the server half's replay rules.
+"""The Spark Connect hand-off (``icesql.engine.dropbox``) and the server half's replay rules.
 
 No Spark here: the drop box is plain FileIO on a local directory, and ``_RemoteBatch`` is given
 a stand-in for its batch writer (a function returning file rows) so that the skip rules can be
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from icesql.executor.dropbox import DropBox
-from icesql.executor.pipeline import _RemoteBatch
-from icesql.executor.staging import Staging
+from icesql.engine.dropbox import DropBox
+from icesql.engine.pipeline import _RemoteBatch
+from icesql.engine.staging import Staging
 
 ROW = {"content": 0, "file": "opaque", "rows": 3, "bytes": 100}
 
@@ -102,7 +102,7 @@ class _Relation:
 def drain_runner(tmp_path: Path) -> Any:
     """A ``SinkRunner`` wired for ``_drain`` alone: no Spark, no table (commits are not drained
     here: ``policy=False``), a drop box on a local directory."""
-    from icesql.executor.pipeline import SinkRunner
+    from icesql.engine.pipeline import SinkRunner
     from icesql.plan import SinkPlan
     from tests.support.pipeline_helpers import State
 
@@ -139,7 +139,7 @@ def test_drain_takes_records_in_order_and_stops_at_a_hole(tmp_path: Path) -> Non
 def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> None:
     """An older client of the same home took batch 1 before the new query stopped its run: its
     staged entry (the staging directory is shared) closes the hole."""
-    from icesql.executor.staging import StagedBatch
+    from icesql.engine.staging import StagedBatch
 
     r = drain_runner(tmp_path)
     r.dropbox.put(0, 1, [ROW])

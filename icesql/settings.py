@@ -1,0 +1,149 @@
+"""Every environment variable icesql reads, in one table.
+
+Code reads the environment only through these ``Setting`` objects, so that a variable has one
+name, one default and one line of documentation; ``markdown_table()`` renders the README's
+table from them (``tests/cli/test_docs.py`` checks that the README shows exactly this table).
+
+Only the standard library is imported: the parser reads ``CACHE_DIR`` and must stay light.
+``catalog_store`` imports nothing from icesql, so ``SECRET_KEY`` is read here and passed to it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+_FALSE = ("0", "false", "no", "off")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: its name, its default as text, and what it does."""
+
+    name: str
+    default: str | None
+    doc: str
+    test_only: bool = False  # a hook for icesql's own tests and benchmarks
+
+    def raw(self) -> str | None:
+        """The variable's value as set (``None`` when unset)."""
+        return os.environ.get(self.name)
+
+    def get(self) -> str | None:
+        """The value, or the default when unset or blank."""
+        value = self.raw()
+        if value is None or not value.strip():
+            return self.default
+        return value.strip()
+
+    def get_int(self) -> int | None:
+        value = self.get()
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            return int(self.default) if self.default is not None else None
+
+    def get_float(self) -> float | None:
+        value = self.get()
+        if value is None:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            return float(self.default) if self.default is not None else None
+
+    def enabled(self) -> bool:
+        """For on/off switches: anything but ``0``, ``false``, ``no``, ``off`` is on."""
+        value = self.get()
+        return value is not None and value.lower() not in _FALSE
+
+
+HOME = Setting(
+    "ICESQL_HOME",
+    "~/.icesql",
+    "the icesql home (catalog store, checkpoints, staging, shell history) when `--home` is not given",
+)
+SECRET_KEY = Setting(
+    "ICESQL_SECRET_KEY",
+    None,
+    "a passphrase that encrypts secret values at rest in the catalog store; once used, every "
+    "later secret needs it",
+)
+SPARK_MASTER = Setting(
+    "ICESQL_SPARK_MASTER",
+    "local[*]",
+    "the Spark master or Spark Connect URL when `--spark-master` is not given",
+)
+CHECKPOINT_ROOT = Setting(
+    "ICESQL_CHECKPOINT_ROOT",
+    None,
+    "a directory URI for the sinks' Spark checkpoints (`<root>/<sink id>`), for a Spark Connect "
+    "server that cannot reach the icesql home; default `<home>/sinks/<sink id>/checkpoint`",
+)
+COMPACT_HINT = Setting(
+    "ICESQL_COMPACT_HINT",
+    "10",
+    "the number of delete files in an upsert sink's table at which it logs once that "
+    "`icesql compact` is due; `0` turns the hint off",
+)
+WARM_WORKERS = Setting(
+    "ICESQL_WARM_WORKERS",
+    "1",
+    "`0` turns off the start of Spark's Python workers in the background when the first sink starts",
+)
+CACHE_DIR = Setting(
+    "ICESQL_CACHE_DIR",
+    None,
+    "where the analysed grammar is cached; default `$XDG_CACHE_HOME/icesql` or "
+    "`~/.cache/icesql`; set it empty to turn the cache off",
+)
+XDG_CACHE_HOME = Setting("XDG_CACHE_HOME", None, "the base of the default grammar cache directory")
+EDITOR = Setting("VISUAL", None, "the editor of the shell's `\\e` (then `$EDITOR`, then `vi`)")
+EDITOR_FALLBACK = Setting("EDITOR", "vi", "the editor of the shell's `\\e` when `$VISUAL` is unset")
+
+TEST_KILL_AT = Setting(
+    "ICESQL_TEST_KILL_AT",
+    None,
+    "`point[:batch],...`: SIGKILL the sink's process group at `write`, `staged` or `committed`",
+    test_only=True,
+)
+TEST_KILL_PGID = Setting(
+    "ICESQL_TEST_KILL_PGID",
+    None,
+    "the process group `ICESQL_TEST_KILL_AT` kills (default: the sink process's own)",
+    test_only=True,
+)
+TEST_BATCH_DELAY = Setting(
+    "ICESQL_TEST_BATCH_DELAY", None, "seconds every micro-batch sleeps before it writes", test_only=True
+)
+
+ALL: tuple[Setting, ...] = (
+    HOME,
+    SECRET_KEY,
+    SPARK_MASTER,
+    CHECKPOINT_ROOT,
+    COMPACT_HINT,
+    WARM_WORKERS,
+    CACHE_DIR,
+    XDG_CACHE_HOME,
+    EDITOR,
+    EDITOR_FALLBACK,
+    TEST_KILL_AT,
+    TEST_KILL_PGID,
+    TEST_BATCH_DELAY,
+)
+
+
+def markdown_table() -> str:
+    """The README's table of environment variables."""
+    lines = ["| variable | default | what it does |", "|---|---|---|"]
+    for s in ALL:
+        default = f"`{s.default}`" if s.default is not None else "unset"
+        doc = s.doc + (" (tests only)" if s.test_only else "")
+        lines.append(f"| `{s.name}` | {default} | {doc} |")
+    return "\n".join(lines)
+
+
+__all__ = ["ALL", "Setting", "markdown_table"]
