@@ -9,9 +9,8 @@
   catalog commit: each gets its own sequence number, so the deletes of batch 2 remove what batch 1
   inserted, and either all of them land or none.
 
-Manifests are written with ``equality_ids`` declared as ``list<int>`` (element id 136) as the
-Iceberg spec says; pyiceberg 0.12 declares ``list<long>``, which the Java reader rejects
-(apache/iceberg-python#3840).
+The snapshot producers and manifest writers (pyiceberg has no row delta) live in
+``pyiceberg_internals``, with every other private pyiceberg use.
 
 Exactly once: every snapshot's summary carries ``icesql.sink-id``, ``icesql.sink-version``,
 ``icesql.progress`` and ``icesql.commit-reason``. Before each attempt the table is reloaded; a
@@ -29,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icesql.engine import pyiceberg_internals as internals
 from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.commit")
@@ -100,6 +100,34 @@ class Committed:
     timestamp_ms: int
 
 
+def request_for_staged(entries: Sequence[Any], *, sink_id: str, sink_version: int, reason: str) -> CommitRequest:
+    """The commit of staged batches (``staging.StagedBatch``, in batch order) up to the last one's
+    progress: append-only batches become one snapshot; when delete files are involved each batch
+    is its own snapshot, so a later batch's deletes remove an earlier batch's rows."""
+    from icesql.engine.writer import WrittenFile
+
+    if any(e.delete_files for e in entries):
+        groups = [
+            CommitGroup(
+                tuple(WrittenFile.loads(s) for s in e.data_files),
+                tuple(WrittenFile.loads(s) for s in e.delete_files),
+                e.batch_id,
+            )
+            for e in entries
+        ]
+    else:
+        groups = [CommitGroup(tuple(WrittenFile.loads(s) for e in entries for s in e.data_files), (), None)]
+    return CommitRequest(
+        data_files=(),
+        delete_files=(),
+        sink_id=sink_id,
+        sink_version=sink_version,
+        progress=entries[-1].batch_id,
+        reason=reason,
+        groups=groups,
+    )
+
+
 # --------------------------------------------------------------------------- reading progress
 
 
@@ -139,163 +167,10 @@ def last_committed(table: Any, sink_id: str, branch: str = "main") -> tuple[int,
     return (c.version, c.progress) if c else None
 
 
-# --------------------------------------------------------------------------- manifests
-
-
-def _int_equality_ids(struct: Any) -> Any:
-    """``struct`` (a manifest entry schema) with ``equality_ids`` as ``list<int>``."""
-    from pyiceberg.schema import Schema
-    from pyiceberg.types import IntegerType, ListType, NestedField, StructType
-
-    def fix(t: Any) -> Any:
-        if isinstance(t, StructType):
-            return StructType(*[fix_field(f) for f in t.fields])
-        return t
-
-    def fix_field(f: Any) -> Any:
-        if f.field_id == 135 and f.name == "equality_ids":
-            return NestedField(
-                135,
-                "equality_ids",
-                ListType(136, IntegerType(), element_required=True),
-                required=f.required,
-                doc=f.doc,
-            )
-        if isinstance(f.field_type, StructType):
-            return NestedField(f.field_id, f.name, fix(f.field_type), required=f.required, doc=f.doc)
-        return f
-
-    return Schema(*[fix_field(f) for f in struct.fields], schema_id=getattr(struct, "schema_id", 0))
-
-
-def _manifest_writer_classes() -> tuple[type, type]:
-    from pyiceberg.manifest import ManifestContent, ManifestWriterV2
-
-    class _DataManifestWriter(ManifestWriterV2):
-        def _with_partition(self, format_version: Any) -> Any:
-            return _int_equality_ids(super()._with_partition(format_version))
-
-    class _DeleteManifestWriter(_DataManifestWriter):
-        def content(self) -> ManifestContent:
-            return ManifestContent.DELETES
-
-        @property
-        def _meta(self) -> dict[str, str]:
-            return {**super()._meta, "content": "deletes"}
-
-    return _DataManifestWriter, _DeleteManifestWriter
-
-
-_TX_CLASS: type | None = None
-
-
-def _transaction(table: Any) -> Any:
-    """``table.transaction()`` whose ``table_metadata`` is computed once per set of staged updates.
-
-    pyiceberg's ``Transaction.table_metadata`` re-applies every staged update and deep-copies the
-    whole table metadata on each access, and a snapshot producer reads it ~15 times per commit:
-    that copy was ~75 % of a local commit and grows with the table's history (measured with
-    ``benchmarks/icesql_hooks.measure_commit_overhead``). The metadata models are frozen and
-    pyiceberg builds updated metadata with ``model_copy(update=...)``, so one copy per
-    ``(table metadata, staged updates)`` pair can be shared by those reads.
-    """
-    global _TX_CLASS
-    if _TX_CLASS is None:
-        from pyiceberg.table import Transaction
-
-        class _Transaction(Transaction):
-            _md_key: tuple[Any, Any] | None = None
-            _md: Any = None
-
-            @property
-            def table_metadata(self) -> Any:
-                key = (self._table.metadata, self._updates)
-                cached = self._md_key
-                if cached is None or cached[0] is not key[0] or cached[1] is not key[1]:
-                    self._md = Transaction.table_metadata.fget(self)  # type: ignore[attr-defined]
-                    self._md_key = key
-                return self._md
-
-        _TX_CLASS = _Transaction
-    return _TX_CLASS(table)
-
-
-def _producer_classes() -> tuple[type, type]:
-    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
-    from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
-    from pyiceberg.table.update.snapshot import _FastAppendFiles
-
-    data_writer_cls, delete_writer_cls = _manifest_writer_classes()
-
-    class _Append(_FastAppendFiles):
-        """Fast append whose manifests declare ``equality_ids`` as ``list<int>``."""
-
-        def new_manifest_writer(self, spec: Any) -> Any:
-            if self._transaction.table_metadata.format_version != 2:
-                return super().new_manifest_writer(spec)
-            return data_writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
-
-    class _RowDelta(_Append):
-        """Data files and equality-delete files in one snapshot (format v2)."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._added_delete_files: list[Any] = []
-
-        def add_delete_file(self, delete_file: Any) -> _RowDelta:
-            self._added_delete_files.append(delete_file)
-            return self
-
-        def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
-            spec = self._transaction.table_metadata.spec()
-            writer = writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
-            with writer:
-                for f in files:
-                    writer.add_entry(
-                        ManifestEntry.from_args(
-                            status=ManifestEntryStatus.ADDED,
-                            snapshot_id=self._snapshot_id,
-                            sequence_number=None,  # inherits the snapshot's sequence number
-                            file_sequence_number=None,
-                            data_file=f,
-                        )
-                    )
-            return writer.to_manifest_file()
-
-        def _manifests(self) -> list[Any]:
-            out = []
-            if self._added_data_files:
-                out.append(self._write_entries(data_writer_cls, self._added_data_files))
-            if self._added_delete_files:
-                out.append(self._write_entries(delete_writer_cls, self._added_delete_files))
-            return out + self._existing_manifests()
-
-        def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
-            meta = self._transaction.table_metadata
-            ssc = SnapshotSummaryCollector()
-            for f in [*self._added_data_files, *self._added_delete_files]:
-                ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
-            previous = (
-                meta.snapshot_by_id(self._parent_snapshot_id)
-                if self._parent_snapshot_id is not None
-                else None
-            )
-            return update_snapshot_summaries(
-                summary=Summary(operation=self._operation, **ssc.build(), **snapshot_properties),
-                previous_summary=previous.summary if previous is not None else None,
-            )
-
-    return _Append, _RowDelta
-
-
 # --------------------------------------------------------------------------- commit
 
 
-def _as_data_file(f: Any, format_version: int) -> Any:
+def as_data_file(f: Any, format_version: int) -> Any:
     from icesql.engine.writer import WrittenFile
 
     if isinstance(f, WrittenFile):
@@ -306,11 +181,11 @@ def _as_data_file(f: Any, format_version: int) -> Any:
 def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, str]) -> Any:
     from pyiceberg.table.snapshots import Operation
 
-    append_cls, delta_cls = _producer_classes()
+    append_cls, delta_cls = internals.producer_classes()
     meta = tx.table_metadata
     fv = int(meta.format_version)
-    data = [_as_data_file(f, fv) for f in group.data_files]
-    deletes = [_as_data_file(f, fv) for f in group.delete_files]
+    data = [as_data_file(f, fv) for f in group.data_files]
+    deletes = [as_data_file(f, fv) for f in group.delete_files]
     for d in deletes:
         if int(d.content) == 0:
             raise ExecutionError(f"{d.file_path} is a data file given as a delete file")
@@ -335,20 +210,8 @@ def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, 
         if int(f.content) != 0:
             raise ExecutionError(f"{f.file_path} is a delete file given as a data file")
         producer.append_data_file(f)
-    # Not registered with the transaction (no producer.commit()): pyiceberg's own retry loop stays
-    # off, so every retry goes through our fencing and progress checks.
-    updates, requirements = producer._commit()
-    tx._apply(updates, requirements)
+    internals.apply_producer(tx, producer)
     return producer
-
-
-def _discard(producers: list[Any], io: Any) -> None:
-    for p in producers:
-        for path in [*p._written_manifests, *p._written_manifest_lists]:
-            try:
-                io.delete(path)
-            except Exception:  # pragma: no cover - best effort
-                log.debug("could not delete %s", path)
 
 
 def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: float = 0.1) -> CommitResult:
@@ -389,7 +252,7 @@ def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: flo
                 return CommitResult(
                     last.snapshot_id, 0, 0, 0, time.monotonic() - start, skipped=True, attempts=attempt
                 )
-        tx = _transaction(table)
+        tx = internals.transaction(table)
         producers: list[Any] = []
         try:
             for i, g in enumerate(groups):
@@ -405,7 +268,7 @@ def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: flo
                 producers.append(_stage_group(tx, table, g, props))
             tx.commit_transaction()
         except CommitFailedException as exc:
-            _discard(producers, table.io)
+            internals.discard_written(producers, table.io)
             if attempt > retries:
                 raise ExecutionError(
                     f"commit to {table.name()} failed after {attempt} attempts: {exc}",
@@ -451,6 +314,7 @@ __all__ = [
     "FencedError",
     "commit",
     "last_committed",
+    "request_for_staged",
     "last_committed_snapshot",
     "snapshot_summary",
 ]

@@ -174,7 +174,8 @@ def compact_table(
     ``before_commit`` is a test hook, called after the new files are written."""
     from pyiceberg.exceptions import CommitFailedException
 
-    from icesql.engine.commit import COMMIT_REASON, _as_data_file, _discard, _transaction
+    from icesql.engine import pyiceberg_internals as internals
+    from icesql.engine.commit import COMMIT_REASON, as_data_file
     from icesql.engine.writer import WriteSpec
 
     start = time.monotonic()
@@ -210,11 +211,11 @@ def compact_table(
         write = WriteSpec.from_table(table, max_file_size=max_file_size, io_properties=io_properties)
         written, rows, dropped = _rewrite(table, rewrite, deletes, write)
         fv = int(table.metadata.format_version)
-        new_files = [_as_data_file(f, fv) for f in written]
+        new_files = [as_data_file(f, fv) for f in written]
         if before_commit is not None:
             before_commit()
-        tx = _transaction(table)
-        producer = _replace_producer()(
+        tx = internals.transaction(table)
+        producer = internals.replace_producer()(
             transaction=tx,
             io=table.io,
             removed=[*rewrite, *deletes],
@@ -224,11 +225,10 @@ def compact_table(
         for f in new_files:
             producer.append_data_file(f)
         try:
-            updates, requirements = producer._commit()
-            tx._apply(updates, requirements)
+            internals.apply_producer(tx, producer)
             tx.commit_transaction()
         except CommitFailedException as exc:
-            _discard([producer], table.io)
+            internals.discard_written([producer], table.io)
             for f in written:
                 try:
                     table.io.delete(f.file_path)
@@ -258,95 +258,3 @@ def compact_table(
         )
 
 
-_REPLACE: type | None = None
-
-
-def _replace_producer() -> type:
-    """A snapshot producer for ``replace``: adds the new data files, marks every removed file
-    DELETED and every kept file EXISTING (both keeping their sequence numbers), and carries no
-    manifest of the previous snapshot."""
-    global _REPLACE
-    if _REPLACE is not None:
-        return _REPLACE
-    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
-    from pyiceberg.table.snapshots import (
-        Operation,
-        SnapshotSummaryCollector,
-        Summary,
-        update_snapshot_summaries,
-    )
-
-    from icesql.engine.commit import _manifest_writer_classes, _producer_classes
-
-    _, delta_cls = _producer_classes()
-    data_writer_cls, delete_writer_cls = _manifest_writer_classes()
-
-    class _Replace(delta_cls):  # type: ignore[misc,valid-type]
-        def __init__(self, *, removed: list[_Entry], kept: list[_Entry], **kwargs: Any) -> None:
-            super().__init__(operation=Operation.REPLACE, **kwargs)
-            self._removed = removed
-            self._carried_over = kept
-
-        def _existing_manifests(self) -> list[Any]:
-            return []
-
-        def _write_carried(self, writer_cls: type, entries: list[_Entry], status: Any) -> Any:
-            """Entries of files this snapshot removes (DELETED) or keeps (EXISTING), with the
-            sequence numbers they had."""
-            spec = self._transaction.table_metadata.spec()
-            writer = writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
-            with writer:
-                for e in entries:
-                    writer.add_entry(
-                        ManifestEntry.from_args(
-                            status=status,
-                            snapshot_id=self._snapshot_id
-                            if status == ManifestEntryStatus.DELETED
-                            else e.snapshot_id,
-                            sequence_number=e.sequence_number,
-                            file_sequence_number=e.file_sequence_number,
-                            data_file=e.data_file,
-                        )
-                    )
-            return writer.to_manifest_file()
-
-        def _manifests(self) -> list[Any]:
-            out = list(super()._manifests())
-            removed_data = [e for e in self._removed if int(e.data_file.content) == 0]
-            removed_deletes = [e for e in self._removed if int(e.data_file.content) != 0]
-            if self._carried_over:
-                out.append(
-                    self._write_carried(data_writer_cls, self._carried_over, ManifestEntryStatus.EXISTING)
-                )
-            if removed_data:
-                out.append(self._write_carried(data_writer_cls, removed_data, ManifestEntryStatus.DELETED))
-            if removed_deletes:
-                out.append(
-                    self._write_carried(delete_writer_cls, removed_deletes, ManifestEntryStatus.DELETED)
-                )
-            return out
-
-        def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
-            meta = self._transaction.table_metadata
-            ssc = SnapshotSummaryCollector()
-            for f in self._added_data_files:
-                ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
-            for e in self._removed:
-                f = e.data_file
-                ssc.remove_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
-            previous = (
-                meta.snapshot_by_id(self._parent_snapshot_id)
-                if self._parent_snapshot_id is not None
-                else None
-            )
-            # pyiceberg totals only 'overwrite'-like operations; the figures are the same for replace
-            summary = update_snapshot_summaries(
-                summary=Summary(operation=Operation.OVERWRITE, **ssc.build(), **snapshot_properties),
-                previous_summary=previous.summary if previous is not None else None,
-            )
-            return Summary(operation=Operation.REPLACE, **summary.additional_properties)
-
-    _REPLACE = _Replace
-    return _Replace

@@ -22,34 +22,16 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from icesql.engine.events import Listeners, SinkListener
+from icesql.engine.runner import StateCallback
+from icesql.engine.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
-from icesql.plan import (
-    AwsConnectionPlan,
-    CatalogConnectionPlan,
-    Column,
-    SecretResolver,
-    SinkPlan,
-    SourcePlan,
-    ViewPlan,
-)
+from icesql.plan import Column, SecretResolver, SinkPlan
 
 log = logging.getLogger("icesql.engine")
 
-
-class ObjectResolver(Protocol):
-    def connection(self, name: str) -> AwsConnectionPlan | CatalogConnectionPlan: ...
-
-    def relation(self, name: str) -> SourcePlan | ViewPlan | None: ...
-
-
-class StateCallback(Protocol):
-    def sink_id(self, name: str) -> str: ...
-
-    def bump_version(self, name: str) -> int: ...
-
-    def update(self, name: str, **fields: Any) -> None: ...
 
 
 class Engine:
@@ -77,6 +59,11 @@ class Engine:
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)
         self._workers_warmed = False
+        self.listeners = Listeners()
+
+    def add_listener(self, listener: SinkListener) -> None:
+        """Receive every sink's commits, failures and state changes (``events``)."""
+        self.listeners.add(listener)
 
     # ----------------------------------------------------------------- spark
 
@@ -90,48 +77,11 @@ class Engine:
 
     # ----------------------------------------------------------------- resolution
 
-    def _catalog_plan(self, name: str) -> CatalogConnectionPlan:
-        conn = self.objects.connection(name)
-        if not isinstance(conn, CatalogConnectionPlan):
-            raise ExecutionError(f"connection '{name}' is not an ICEBERG CATALOG connection")
-        return conn
+    def target(self, plan: SinkPlan) -> Any:
+        """The sink's table with its connections resolved (``target.SinkTarget``)."""
+        from icesql.engine.target import resolve_target
 
-    def _aws_plan(self, name: str | None) -> AwsConnectionPlan | None:
-        if not name:
-            return None
-        conn = self.objects.connection(name)
-        if not isinstance(conn, AwsConnectionPlan):
-            raise ExecutionError(f"connection '{name}' is not an AWS connection")
-        return conn
-
-    def load_catalog(self, plan: SinkPlan) -> Any:
-        from icesql.engine.catalogs import load_catalog
-
-        conn = self._catalog_plan(plan.catalog_connection)
-        catalog = load_catalog(
-            conn, aws=self._aws_plan(conn.aws_connection), secrets=self.secrets, home=self.home
-        )
-        sink_aws = self._aws_plan(plan.aws_connection)
-        if sink_aws is not None:
-            from icesql.engine.catalogs import use_sink_file_io
-
-            # the driver's commits (manifests, manifest lists) use the sink's storage access too
-            use_sink_file_io(catalog, sink_aws, secrets=self.secrets)
-        return catalog
-
-    def _io_properties(self, plan: SinkPlan) -> Any:
-        from icesql.engine.catalogs import io_properties
-
-        conn = self._catalog_plan(plan.catalog_connection)
-        catalog_aws = self._aws_plan(conn.aws_connection)
-        sink_aws = self._aws_plan(plan.aws_connection)
-
-        def props(table: Any) -> Mapping[str, str]:
-            return io_properties(
-                table=table, sink_aws=sink_aws, catalog_aws=catalog_aws, secrets=self.secrets
-            )
-
-        return props
+        return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
     def relation(self, name: str, *, on_error: Any = None) -> Any:
         """The ``sources.Relation`` a sink reading ``name`` would consume."""
@@ -148,17 +98,17 @@ class Engine:
     # ----------------------------------------------------------------- sinks
 
     def _runner(self, plan: SinkPlan) -> Any:
-        from icesql.engine.pipeline import SinkRunner
+        from icesql.engine.runner import SinkRunner
 
         return SinkRunner(
             plan,
             spark=self.spark,
             home=self.home,
             state=self.state,
-            catalog=lambda: self.load_catalog(plan),
+            target=lambda: self.target(plan),
             relation=lambda: self.relation(plan.relation, on_error=plan.on_error),
-            io_properties=self._io_properties(plan),
             trigger_interval=self.trigger_interval,
+            listeners=self.listeners,
         )
 
     def _warm_python_workers(self) -> None:
@@ -208,23 +158,11 @@ class Engine:
 
     def compact(self, plan: SinkPlan) -> Any:
         """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
-        from pyiceberg.exceptions import NoSuchTableError
-
         from icesql.engine.compact import compact_table
 
-        catalog = self.load_catalog(plan)
-        try:
-            table = catalog.load_table((*plan.namespace, plan.table))
-        except NoSuchTableError:
-            raise ExecutionError(
-                f"sink '{plan.name}': table {plan.table_identifier} does not exist yet",
-                hint="the sink creates it when it first runs",
-            ) from None
-        return compact_table(
-            table,
-            io_properties=self._io_properties(plan)(table),
-            max_file_size=plan.maximum_file_size,
-        )
+        target = self.target(plan)
+        table = target.load_table()
+        return compact_table(table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size)
 
     def _notify_when_done(self, runner: Any) -> None:
         runner.await_termination()
@@ -347,11 +285,11 @@ class Engine:
 
 
 def _warm_worker(batches: Any) -> Any:
-    """``mapInArrow`` body of the warm-up job: import what ``_FileWriterTask`` needs, emit nothing."""
+    """``mapInArrow`` body of the warm-up job: import what ``FileWriterTask`` needs, emit nothing."""
     import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
     import pyiceberg.table.locations  # noqa: F401
 
-    import icesql.engine.pipeline  # noqa: F401
+    import icesql.engine.batch  # noqa: F401
     import icesql.engine.writer  # noqa: F401
 
     for _ in batches:

@@ -426,7 +426,7 @@ class _RecordGuard:
         return pc.or_(pc.invert(known), missing)
 
     def describe(self, row: dict[str, Any], file: str, blk: int, line: int) -> str:
-        where = f"source '{self.source}', file '{_short_path(file)}'"
+        where = f"source '{self.source}', file '{short_path(file)}'"
         if blk == 0:
             where += f", record {line + 1}"
         else:
@@ -506,7 +506,7 @@ def _mismatch(raw: Any, parsed: Any, prefix: str) -> str | None:
     return None
 
 
-def _short_path(path: str) -> str:
+def short_path(path: str) -> str:
     return (
         path[len("file://") :]
         if path.startswith("file://")

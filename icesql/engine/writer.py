@@ -175,11 +175,13 @@ class WrittenFile:
 
     def to_data_file(self, format_version: int = 2) -> Any:
         """The pyiceberg ``DataFile`` (driver side)."""
-        from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+        from pyiceberg.manifest import DataFileContent, FileFormat
         from pyiceberg.typedef import Record
 
-        df = DataFile.from_args(
-            _table_format_version=format_version,  # type: ignore[arg-type]
+        from icesql.engine.pyiceberg_internals import new_data_file
+
+        df = new_data_file(
+            format_version,
             content=DataFileContent(self.content),
             file_path=self.file_path,
             file_format=FileFormat(self.file_format),
@@ -202,12 +204,14 @@ class WrittenFile:
 
     @classmethod
     def from_data_file(cls, df: Any) -> WrittenFile:
+        from icesql.engine.pyiceberg_internals import partition_values
+
         return cls(
             content=int(df.content),
             file_path=df.file_path,
             record_count=df.record_count,
             file_size_in_bytes=df.file_size_in_bytes,
-            partition=tuple(df.partition._data) if df.partition is not None else (),
+            partition=partition_values(df),
             spec_id=getattr(df, "spec_id", 0),
             column_sizes=dict(df.column_sizes or {}),
             value_counts=dict(df.value_counts or {}),
@@ -341,6 +345,7 @@ class DataFileWriter:
         from pyiceberg.table import TableProperties
         from pyiceberg.table.locations import load_location_provider
 
+        from icesql.engine.pyiceberg_internals import parquet_writer_kwargs
         from icesql.engine.schema import arrow_schema
 
         if content not in ("data", "equality_deletes"):
@@ -368,14 +373,7 @@ class DataFileWriter:
         self._io = load_file_io(dict(spec.io_properties), spec.location)
         self._locations = load_location_provider(spec.location, dict(spec.table_properties))
         props = dict(spec.table_properties)
-        try:
-            from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
-
-            self._pq_kwargs = _get_parquet_writer_kwargs(props)
-        except Exception:  # pragma: no cover - older/newer pyiceberg
-            self._pq_kwargs = {"compression": props.get("write.parquet.compression-codec", "zstd")}
-        if self._pq_kwargs.get("compression") == "uncompressed":
-            self._pq_kwargs["compression"] = "none"
+        self._pq_kwargs = parquet_writer_kwargs(props)
         self._row_group_rows = int(
             props.get(
                 TableProperties.PARQUET_ROW_GROUP_LIMIT, TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT

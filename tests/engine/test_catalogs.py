@@ -26,14 +26,12 @@ import pyarrow as pa
 import pytest
 
 from icesql.engine.catalogs import (
-    IoProperties,
-    aws_properties,
     catalog_properties,
-    io_properties,
     load_catalog,
     validate_aws_connection,
     validate_connection,
 )
+from icesql.engine.fileio import IoProperties, aws_properties, io_properties
 from icesql.errors import CatalogError, ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.support.weed import WeedServer

@@ -1,6 +1,6 @@
 """The Spark Connect hand-off (``icesql.engine.dropbox``) and the server half's replay rules.
 
-No Spark here: the drop box is plain FileIO on a local directory, and ``_RemoteBatch`` is given
+No Spark here: the drop box is plain FileIO on a local directory, and ``RemoteBatch`` is given
 a stand-in for its batch writer (a function returning file rows) so that the skip rules can be
 checked one by one. The end-to-end proof on a real Spark Connect server is
 ``tests/e2e/test_spark_connect.py``.
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from icesql.engine.batch import RemoteBatch
 from icesql.engine.dropbox import DropBox
-from icesql.engine.pipeline import _RemoteBatch
 from icesql.engine.staging import Staging
 
 ROW = {"content": 0, "file": "opaque", "rows": 3, "bytes": 100}
@@ -70,7 +70,7 @@ def test_remote_batch_skips_what_the_client_took_or_has_waiting(tmp_path: Path) 
         written.append(batch_id)
         return [dict(ROW, rows=batch_id)]
 
-    remote = _RemoteBatch(writer, b, version=4, skip_through=2)  # type: ignore[arg-type]
+    remote = RemoteBatch(writer, b, version=4, skip_through=2)  # type: ignore[arg-type]
     remote(None, 2)  # already staged or committed by the client: not written again
     b.put(3, 3, [ROW])  # an earlier run's record that the client has not taken yet
     remote(None, 3)
@@ -91,7 +91,7 @@ def test_staging_cursor_survives_restarts(tmp_path: Path) -> None:
 
 
 class _Relation:
-    """What ``SinkRunner._drain`` asks of its relation: the bad-record count (none here)."""
+    """What ``Drain.take`` asks of the runner's relation: the bad-record count (none here)."""
 
     name = "events"
 
@@ -100,9 +100,10 @@ class _Relation:
 
 
 def drain_runner(tmp_path: Path) -> Any:
-    """A ``SinkRunner`` wired for ``_drain`` alone: no Spark, no table (commits are not drained
+    """A ``SinkRunner`` wired for its ``Drain`` alone: no Spark, no table (commits are not drained
     here: ``policy=False``), a drop box on a local directory."""
-    from icesql.engine.pipeline import SinkRunner
+    from icesql.engine.drain import Drain
+    from icesql.engine.runner import SinkRunner
     from icesql.plan import SinkPlan
     from tests.support.pipeline_helpers import State
 
@@ -112,28 +113,28 @@ def drain_runner(tmp_path: Path) -> Any:
         spark=None,
         home=tmp_path / "home",
         state=State(),
-        catalog=lambda: None,
+        target=lambda: None,
         relation=lambda: _Relation(),  # type: ignore[arg-type,return-value]
     )
     runner.relation = _Relation()  # type: ignore[assignment]
     runner.version = 1
-    runner.dropbox = DropBox(str(tmp_path / "table"), runner.sink_id, {})
+    runner.drain = Drain(runner, DropBox(str(tmp_path / "table"), runner.sink_id, {}))
     return runner
 
 
 def test_drain_takes_records_in_order_and_stops_at_a_hole(tmp_path: Path) -> None:
     r = drain_runner(tmp_path)
-    r.dropbox.put(0, 1, [ROW])
-    r.dropbox.put(1, 1, [])  # a batch that wrote nothing: only the cursor moves
-    r.dropbox.put(3, 1, [ROW])  # batch 2 is still being written
-    assert r._drain(policy=False) == 2
+    r.drain.dropbox.put(0, 1, [ROW])
+    r.drain.dropbox.put(1, 1, [])  # a batch that wrote nothing: only the cursor moves
+    r.drain.dropbox.put(3, 1, [ROW])  # batch 2 is still being written
+    assert r.drain.take(policy=False) == 2
     assert r.staged_high == 1 and r.staging.cursor() == 1
     assert [e.batch_id for e in r.staging.pending()] == [0]
-    assert r.dropbox.batch_ids() == [3]  # taken records are deleted, the rest waits
-    r.dropbox.put(2, 1, [ROW])
-    assert r._drain(policy=False) == 2
+    assert r.drain.dropbox.batch_ids() == [3]  # taken records are deleted, the rest waits
+    r.drain.dropbox.put(2, 1, [ROW])
+    assert r.drain.take(policy=False) == 2
     assert [e.batch_id for e in r.staging.pending()] == [0, 2, 3]
-    assert r.dropbox.batch_ids() == []
+    assert r.drain.dropbox.batch_ids() == []
 
 
 def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> None:
@@ -142,11 +143,11 @@ def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> No
     from icesql.engine.staging import StagedBatch
 
     r = drain_runner(tmp_path)
-    r.dropbox.put(0, 1, [ROW])
-    r.dropbox.put(2, 1, [ROW])
-    assert r._drain(policy=False) == 1 and r.staged_high == 0  # waits for 1
+    r.drain.dropbox.put(0, 1, [ROW])
+    r.drain.dropbox.put(2, 1, [ROW])
+    assert r.drain.take(policy=False) == 1 and r.staged_high == 0  # waits for 1
     Staging(r.staging.directory).add(StagedBatch(batch_id=1, data_files=("other",), rows=3, bytes=100))
-    assert r._drain(policy=False) == 1
+    assert r.drain.take(policy=False) == 1
     assert r.staged_high == 2
     assert [e.batch_id for e in r.staging.pending()] == [0, 1, 2]
 

@@ -96,6 +96,24 @@ def expected_rows(ids: range | list[int]) -> list[tuple[Any, ...]]:
 # --------------------------------------------------------------------------- files → table, run once twice
 
 
+class Heard:
+    """A ``SinkListener`` that keeps what it hears."""
+
+    def __init__(self) -> None:
+        self.commits: list[Any] = []
+        self.failures: list[Any] = []
+        self.states: list[str] = []
+
+    def on_commit(self, event: Any) -> None:
+        self.commits.append(event)
+
+    def on_failure(self, event: Any) -> None:
+        self.failures.append(event)
+
+    def on_state(self, event: Any) -> None:
+        self.states.append(event.state)
+
+
 def test_json_files_to_partitioned_table_exactly_once(spark: Any, tmp_path: Path) -> None:
     home = tmp_path / "home"
     data = tmp_path / "in"
@@ -104,10 +122,17 @@ def test_json_files_to_partitioned_table_exactly_once(spark: Any, tmp_path: Path
     state = State()
     plan = sink(partition_by=(PartitionFieldPlan("ts", Transform.DAY, name="ts_day"),))
     eng = make_engine(home, spark, {"events": events_source(data)}, state)
+    heard = Heard()
+    eng.add_listener(heard)
     eng.run([plan], once=True)
 
     table = load_table(home, "ns.events")
     assert table.spec().fields[0].name == "ts_day"
+    # listeners hear the commit and the states, with the figures the log line has
+    (event,) = heard.commits
+    assert (event.sink, event.reason, event.rows, event.delete_files) == ("s", "batch", 20, 0)
+    assert event.data_files >= 2 and event.bytes > 0 and event.snapshot_id == table.current_snapshot().snapshot_id
+    assert heard.states == ["starting", "running", "stopped"] and heard.failures == []
     rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])
     assert [r["id"] for r in rows] == list(range(20))
     summ = icesql_summaries(table)

@@ -166,7 +166,8 @@ def test_generator_expressions_are_deterministic_per_type() -> None:
 def test_engine_import_does_not_import_pyspark() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "import icesql.engine.engine, icesql.engine.pipeline, icesql.engine.staging, icesql.engine.sources\n"
+        "import icesql.engine.engine, icesql.engine.runner, icesql.engine.batch, icesql.engine.staging, "
+        "icesql.engine.sources, icesql.engine.catalogs, icesql.engine.fileio, icesql.engine.target\n"
         "bad = [m for m in ('pyspark', 'pyiceberg', 'pyarrow') if m in sys.modules]\n"
         "print(bad); sys.exit(1 if bad else 0)\n"
     )
@@ -175,7 +176,7 @@ def test_engine_import_does_not_import_pyspark() -> None:
 
 
 def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine.pipeline import KILL_ENV, kill_point
+    from icesql.engine.hooks import KILL_ENV, kill_point
 
     monkeypatch.delenv(KILL_ENV, raising=False)
     kill_point("staged", 1)

@@ -1,0 +1,295 @@
+"""The half of a sink that runs where Spark runs Python: picklable, no driver state.
+
+* ``BatchWriter`` — one Spark micro-batch -> data files (and, for upserts, equality-delete
+  files): the upsert reduction (last change per KEY wins, by the changelog position) or the
+  changelog filter (deletes dropped in MODE APPEND), then ``FileWriterTask`` on the executors.
+  Only the files' descriptions come back to the driver, never rows.
+* ``FileWriterTask`` — the ``mapInArrow`` body: rows in, one row per written file out
+  (``DataFileWriter``: field ids, statistics, partitioning, rollover at MAXIMUM FILE SIZE). A
+  change with a null KEY column fails the batch with a marked message (``NullKeyError`` on the
+  driver, naming sink, column, file and record) or, with ``KEY ... NOT ENFORCED``, is dropped and
+  counted (a ``DROPPED`` row).
+* ``RemoteBatch`` — ``foreachBatch`` of a sink on Spark Connect, run by the server's Python:
+  writes the batch with ``BatchWriter`` and leaves the files' description in the drop box
+  (``dropbox``) for the client half (``drain``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icesql.engine.hooks import batch_delay, kill_point
+from icesql.engine.sources import BLK, FILE, LINE, OP, POSITION, marked_message, short_path
+from icesql.errors import ExecutionError
+
+NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
+DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
+FILES_SCHEMA = "content int, file string, rows bigint, bytes bigint"  # one row per written file
+
+
+class NullKeyError(ExecutionError):
+    """A change whose KEY has a null column reached an upsert sink with an enforced KEY."""
+
+
+class FileWriterTask:
+    """Runs inside ``mapInArrow``: rows in, one row per written file out (picklable)."""
+
+    def __init__(
+        self,
+        spec: Any,
+        data_columns: list[str],
+        *,
+        changelog: bool,
+        upsert: bool,
+        key: list[str],
+        equality_ids: list[int],
+        batch_id: int,
+        sink: str = "",
+        relation: str = "",
+        key_enforced: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.data_columns = data_columns
+        self.changelog = changelog
+        self.upsert = upsert
+        self.key = key
+        self.equality_ids = equality_ids
+        self.batch_id = batch_id
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    def _null_keys(self, b: Any) -> Any:
+        """``b`` without its changes whose KEY has a null column, and how many there were.
+
+        An enforced KEY fails the batch instead, naming the sink, the column and where the
+        change came from (a null cannot be an Iceberg identifier field, so such a change can
+        neither be stored nor deleted by key)."""
+        import pyarrow.compute as pc
+
+        names = b.schema.names
+        mask = None
+        for k in self.key:
+            m = pc.is_null(b.column(names.index(k)))
+            mask = m if mask is None else pc.or_(mask, m)
+        n = (pc.sum(mask).as_py() or 0) if mask is not None else 0
+        if not n:
+            return b, 0
+        if self.key_enforced:
+            # the first such change in file order (the batch arrives sorted by key)
+            row = min(
+                b.filter(mask).to_pylist(),
+                key=lambda x: (str(x.get(FILE) or ""), x.get(BLK) or 0, x.get(LINE) or 0),
+            )
+            col = next(k for k in self.key if row.get(k) is None)
+            where = f"a change read from '{self.relation}'"
+            if row.get(FILE):
+                path = short_path(str(row[FILE]))
+                rec = f"record {int(row.get(LINE) or 0) + 1}"
+                if row.get(BLK):
+                    rec += f" of the split at byte {row[BLK]}"
+                where += f" (file '{path}', {rec})"
+            raise ValueError(
+                f"{NULL_KEY_MARKER}sink '{self.sink}': KEY column '{col}' is null in {where}; "
+                f"KEY columns must be non-null|END"
+            )
+        return b.filter(pc.invert(mask)), n
+
+    def __call__(self, batches: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.writer import DataFileWriter
+
+        data_w = DataFileWriter(self.spec, "data")
+        del_w = DataFileWriter(self.spec, "equality_deletes", self.equality_ids) if self.upsert else None
+        first = True
+        dropped = 0
+        try:
+            for b in batches:
+                if b.num_rows == 0:
+                    continue
+                if self.upsert:
+                    b, n = self._null_keys(b)
+                    dropped += n
+                    if b.num_rows == 0:
+                        continue
+                names = b.schema.names
+                if del_w is not None:
+                    del_w.write(b.select(self.key))
+                if self.changelog and OP in names:
+                    keep = pc.fill_null(pc.not_equal(b.column(names.index(OP)), "d"), True)
+                    b = b.filter(keep)
+                if b.num_rows:
+                    data_w.write(b.select(self.data_columns))
+                if first:
+                    first = False
+                    kill_point("write", self.batch_id)
+            files = data_w.close()
+            if del_w is not None:
+                files += del_w.close()
+        except BaseException:
+            data_w.abort()
+            if del_w is not None:
+                del_w.abort()
+            raise
+        if files or dropped:
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "content": [int(f.content) for f in files] + ([DROPPED] if dropped else []),
+                    "file": [f.dumps() for f in files] + ([""] if dropped else []),
+                    "rows": [int(f.record_count) for f in files] + ([dropped] if dropped else []),
+                    "bytes": [int(f.file_size_in_bytes) for f in files] + ([0] if dropped else []),
+                },
+                schema=pa.schema(
+                    [
+                        ("content", pa.int32()),
+                        ("file", pa.string()),
+                        ("rows", pa.int64()),
+                        ("bytes", pa.int64()),
+                    ]
+                ),
+            )
+
+
+class BatchWriter:
+    """One Spark batch → files: the upsert/changelog transform, then ``FileWriterTask`` on the
+    executors. Returns the task's rows (one per file), never data. Picklable: on Spark Connect it
+    runs inside the server's ``foreachBatch``."""
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        upsert: bool,
+        key: list[str],
+        equality_ids: list[int],
+        sink: str,
+        relation: str,
+        key_enforced: bool,
+    ) -> None:
+        self.spec = spec
+        self.upsert = upsert
+        self.key = key
+        self.equality_ids = equality_ids
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    @classmethod
+    def for_sink(cls, plan: Any, table: Any, io_properties: Any, relation: str) -> BatchWriter:
+        """The writer of ``plan``'s batches into ``table`` (driver side: it reads the table's
+        schema, spec and properties once; the result travels to Spark pickled)."""
+        from icesql.engine.tables import key_field_ids
+        from icesql.engine.writer import WriteSpec
+        from icesql.plan import SinkMode
+
+        upsert = plan.mode is SinkMode.UPSERT
+        spec = WriteSpec.from_table(
+            table, max_file_size=plan.maximum_file_size, io_properties=dict(io_properties or {})
+        )
+        return cls(
+            spec,
+            upsert=upsert,
+            key=list(plan.key),
+            equality_ids=key_field_ids(table.schema(), plan.key) if upsert else [],
+            sink=plan.name,
+            relation=relation,
+            key_enforced=plan.key_enforced,
+        )
+
+    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        cols = set(batch_df.columns)
+        changelog = OP in cols
+        df = batch_df
+        if self.upsert:
+            order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
+            w = Window.partitionBy(*[F.col(_q(k)) for k in self.key]).orderBy(*order)
+            # every change with a null in the KEY reaches the writer, which fails the batch
+            # (enforced KEY) or drops and counts them (NOT ENFORCED)
+            null_key = F.lit(False)
+            for k in self.key:
+                null_key = null_key | F.col(_q(k)).isNull()
+            df = (
+                df.withColumn("__rn", F.row_number().over(w))
+                .filter((F.col("__rn") == 1) | null_key)
+                .drop("__rn")
+            )
+        elif changelog:
+            df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
+        data_columns = [c for c in batch_df.columns if c not in _internal()]
+        task = FileWriterTask(
+            self.spec,
+            data_columns,
+            changelog=changelog,
+            upsert=self.upsert,
+            key=self.key,
+            equality_ids=self.equality_ids,
+            batch_id=batch_id,
+            sink=self.sink,
+            relation=self.relation,
+            key_enforced=self.key_enforced,
+        )
+        keep = data_columns + ([OP] if changelog and OP in df.columns else [])
+        if self.upsert:  # where a change came from, for the null-key error
+            keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
+        df = df.select(*[F.col(_q(c)) for c in keep])
+        out = df.mapInArrow(task, FILES_SCHEMA)
+        return [r.asDict() for r in out.collect()]  # one small row per written file
+
+
+class RemoteBatch:
+    """``foreachBatch`` of a sink on Spark Connect, run by the server's Python: write the batch's
+    files, then leave their description in the drop box for the client (``dropbox``)."""
+
+    def __init__(self, writer: BatchWriter, dropbox: Any, *, version: int, skip_through: int) -> None:
+        self.writer = writer
+        self.dropbox = dropbox
+        self.version = version
+        self.skip_through = skip_through
+
+    def __call__(self, batch_df: Any, batch_id: int) -> None:
+        batch_id = int(batch_id)
+        # Spark replays the last batch of a run that stopped: the client already staged or
+        # committed it (at most ``skip_through``), or its record is still waiting to be picked up
+        if batch_id <= self.skip_through or self.dropbox.get(batch_id) is not None:
+            return
+        batch_delay()
+        rows = self.writer(batch_df, batch_id)
+        self.dropbox.put(batch_id, self.version, rows)
+
+
+def _internal() -> frozenset[str]:
+    from icesql.engine.sources import INTERNAL_COLUMNS
+
+    return INTERNAL_COLUMNS
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def translate_null_key(exc: BaseException, key: tuple[str, ...] | list[str]) -> NullKeyError | None:
+    """Turn a Spark failure raised by ``FileWriterTask`` for a null KEY into a ``NullKeyError``."""
+    body = marked_message(exc, NULL_KEY_MARKER)
+    if body is None:
+        return None
+    return NullKeyError(
+        body,
+        hint=f"fix the source, or declare KEY ({', '.join(key)}) NOT ENFORCED to drop changes "
+        "with a null key (counted as skipped records in SHOW SINK STATUS)",
+    )
+
+
+__all__ = [
+    "DROPPED",
+    "FILES_SCHEMA",
+    "BatchWriter",
+    "FileWriterTask",
+    "NullKeyError",
+    "RemoteBatch",
+    "translate_null_key",
+]

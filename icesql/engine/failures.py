@@ -1,0 +1,372 @@
+"""Library failures (requests, urllib3, botocore, pyiceberg REST, sqlalchemy) as one-line,
+secret-free ``ExecutionError``s: a table of rules, first match wins.
+
+``describe_failure(exc, label=..., endpoint=..., action=...)`` gathers what the exception chain
+says once (``Failure``: class names, HTTP status and body, AWS error code) and walks ``RULES``;
+each rule names the cause in icesql's words, a hint, whether the library's own (scrubbed) text
+may follow in parentheses, and whether the cause is transient (worth a retry: the network, a
+timeout, a server error) rather than a mistake in the connection's options.
+
+``guarded(fn, ...)`` runs ``fn`` and raises any failure as such an error, outside the ``except``
+block so that no library message (which could echo a secret) rides along as ``__context__``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from icesql.engine.secrets import SecretValues, scrub
+from icesql.errors import ExecutionError, IcesqlError
+
+log = logging.getLogger("icesql.engine.catalogs")
+
+T = TypeVar("T")
+
+
+class CatalogUnavailableError(ExecutionError):
+    """A catalog or object store could not be reached, or failed on its side: worth a retry."""
+
+    transient = True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What an exception chain says, gathered once for the rules."""
+
+    exc: BaseException
+    names: frozenset[str]  # class names along the chain
+    modules: frozenset[str]  # top-level modules of those classes
+    raw: str  # "Name: message | Name: message ..." (unscrubbed: never shown)
+    answered: bool  # an HTTP response is in the chain
+    status: int | None  # its status
+    body: str  # the response body
+    url: str  # the URL answered
+    aws_code: str  # botocore's error code ('' when none)
+    aws_status: int | None  # botocore's HTTP status
+
+    def has(self, *names: str) -> bool:
+        return bool(self.names.intersection(names))
+
+    @property
+    def non_json_answer(self) -> bool:
+        return self.body.strip() != "" and not _is_json(self.body)
+
+
+@dataclass(frozen=True)
+class Rule:
+    when: Callable[[Failure], bool]
+    cause: str | Callable[[Failure], str]
+    hint: str
+    show_detail: bool = True  # append the library's (scrubbed) message in parentheses
+    transient: bool = False
+
+    def describe(self, f: Failure) -> str:
+        return self.cause(f) if callable(self.cause) else self.cause
+
+
+_TIMEOUTS = ("ConnectTimeout", "ReadTimeout", "Timeout", "ConnectTimeoutError", "ReadTimeoutError")
+_CONNECTION = (
+    "ConnectionError",
+    "NewConnectionError",
+    "MaxRetryError",
+    "EndpointConnectionError",
+    "NameResolutionError",
+    "ConnectionRefusedError",
+    "gaierror",
+    "ProxyConnectionError",
+)
+_AWS_AUTH_CODES = frozenset(
+    {
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidClientTokenId",
+        "AccessDenied",
+        "UnrecognizedClientException",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidToken",
+        "AccessDeniedException",
+        "AuthFailure",
+    }
+)
+_DNS = ("name or service not known", "nodename nor servname", "nameresolution", "getaddrinfo")
+
+
+def _unreachable(f: Failure) -> str:
+    low = f.raw.lower()
+    if any(s in low for s in _DNS) or "temporary failure in name resolution" in low:
+        return "unreachable (host name does not resolve)"
+    if "refused" in low:
+        return "unreachable (connection refused)"
+    return "unreachable (connection failed)"
+
+
+def _is_aws_auth(f: Failure) -> bool:
+    return f.has("ClientError") and (f.aws_code in _AWS_AUTH_CODES or f.aws_status in (401, 403))
+
+
+def _rest_decode_error(f: Failure) -> bool:
+    return (
+        (f.answered and f.non_json_answer)
+        or "Could not decode json payload" in f.raw
+        or "Received unexpected JSON Payload" in f.raw
+    )
+
+
+def _is_server_error(f: Failure) -> bool:
+    return (f.status is not None and 500 <= int(f.status) < 600) or f.has(
+        "ServerError", "ServiceUnavailableError"
+    )
+
+
+_REST_URI_HINT = "URI must be the catalog's base URL, the one whose '/v1/config' answers"
+_NETWORK_HINT = "check the URI/ENDPOINT host and port, and that the server is running"
+
+RULES: tuple[Rule, ...] = (
+    # --- transport: refused, DNS, TLS, timeouts (requests / urllib3 / botocore / sqlalchemy)
+    Rule(
+        lambda f: f.has("SSLError", "SSLCertVerificationError"),
+        "TLS handshake failed",
+        "check the URI scheme (http/https) and the server certificate",
+    ),
+    Rule(
+        lambda f: f.has(*_TIMEOUTS),
+        "catalog unreachable (timed out)",
+        "check the URI/ENDPOINT host and port and any firewall",
+        transient=True,
+    ),
+    Rule(lambda f: f.has(*_CONNECTION), _unreachable, _NETWORK_HINT, show_detail=False, transient=True),
+    # --- botocore (AWS connections, SigV4 credential lookups, Glue)
+    Rule(
+        lambda f: f.has("NoCredentialsError", "PartialCredentialsError"),
+        "no AWS credentials (the default credential chain found none)",
+        "set ACCESS KEY ID and SECRET ACCESS KEY = SECRET name on the AWS connection, or ASSUME ROLE ARN",
+        show_detail=False,
+    ),
+    Rule(
+        _is_aws_auth,
+        lambda f: f"authentication rejected ({f.aws_code or f.aws_status})",
+        "check ACCESS KEY ID, the SECRET ACCESS KEY secret, SESSION TOKEN and REGION of the AWS connection",
+    ),
+    Rule(
+        lambda f: f.has("ClientError"),
+        lambda f: f"AWS error {f.aws_code or f.aws_status}",
+        "see the AWS error code; check REGION and ENDPOINT",
+    ),
+    # --- HTTP answers (pyiceberg REST)
+    Rule(
+        lambda f: f.has("OAuthError"),
+        lambda f: f"authentication rejected by the OAuth2 token endpoint (HTTP {f.status or '401'})",
+        "check USER and the PASSWORD secret (OAuth2 client credentials), or the CREDENTIAL secret "
+        "'client_id:client_secret', and OAUTH2 SERVER URI / SCOPE",
+    ),
+    Rule(
+        _rest_decode_error,
+        lambda f: (
+            f"not an Iceberg REST endpoint (HTTP {f.status}, the answer is not an Iceberg REST response)"
+        ),
+        _REST_URI_HINT + " (e.g. 'https://host/api/catalog')",
+        show_detail=False,
+    ),
+    Rule(
+        lambda f: f.has("UnauthorizedError") or f.status == 401,
+        "authentication rejected (401 Unauthorized)",
+        "check the catalog credentials (USER/PASSWORD, CREDENTIAL or TOKEN secret)",
+    ),
+    Rule(
+        lambda f: f.has("ForbiddenError") or f.status == 403,
+        "authentication rejected (403 Forbidden)",
+        "check the credentials (for SigV4: the AWS connection's keys and REGION) and the "
+        "principal's permissions on the warehouse",
+    ),
+    Rule(
+        lambda f: f.has("AuthorizationExpiredError") or f.status == 419,
+        "authentication expired (419)",
+        "the token expired; use client credentials or a new TOKEN",
+    ),
+    Rule(
+        lambda f: (
+            (f.status == 404 or f.has("NoSuchNamespaceError")) and f.url.rstrip("/").endswith("/v1/config")
+        ),
+        "not an Iceberg REST endpoint (GET /v1/config answered 404)",
+        _REST_URI_HINT,
+        show_detail=False,
+    ),
+    Rule(
+        lambda f: f.status == 404 or f.has("NoSuchNamespaceError"),
+        "warehouse not found (404)",
+        "check WAREHOUSE (for S3 Tables, the table bucket ARN)",
+    ),
+    Rule(
+        _is_server_error,
+        lambda f: f"catalog server error (HTTP {f.status})",
+        "the catalog server failed; see its logs",
+        transient=True,
+    ),
+    Rule(
+        lambda f: f.has("BadRequestError", "RESTError", "TooManyRequestsError"),
+        lambda f: f"catalog rejected the request (HTTP {f.status})",
+        "check WAREHOUSE and the catalog options",
+    ),
+    Rule(
+        lambda f: (
+            f.has("JSONDecodeError")
+            or (f.has("ValidationError") and bool(f.modules & {"pydantic", "pydantic_core"}))
+        ),
+        "not an Iceberg REST endpoint (its answer is not an Iceberg REST response)",
+        _REST_URI_HINT,
+        show_detail=False,
+    ),
+    # --- SQL catalogs (sqlalchemy)
+    Rule(
+        lambda f: "sqlalchemy" in f.modules and f.has("NoSuchModuleError"),
+        "database driver not installed",
+        "install the SQLAlchemy driver named in URI",
+    ),
+    Rule(
+        lambda f: "sqlalchemy" in f.modules and f.has("ArgumentError"),
+        "invalid database URI",
+        "URI is a SQLAlchemy URL, e.g. 'sqlite:////path/catalog.db'",
+    ),
+    Rule(
+        lambda f: "sqlalchemy" in f.modules and f.has("OperationalError", "InterfaceError"),
+        "database unreachable or refused the connection",
+        "check URI, the database and its credentials",
+    ),
+    Rule(
+        lambda f: isinstance(
+            f.exc, (PermissionError, FileNotFoundError, NotADirectoryError, IsADirectoryError)
+        ),
+        "cannot use the warehouse directory",
+        "check WAREHOUSE and its permissions",
+    ),
+)
+_FALLBACK_HINT = "run with debug logging for details"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and cur not in seen and len(seen) < 20:
+        seen.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return seen
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def gather(exc: BaseException) -> Failure:
+    """What the rules look at, read once from the exception chain."""
+    chain = _chain(exc)
+    response = next(
+        (
+            r
+            for r in (getattr(e, "response", None) for e in chain)
+            if r is not None and hasattr(r, "status_code")
+        ),
+        None,
+    )
+    body = ""
+    if response is not None:
+        try:
+            body = response.text or ""
+        except Exception:
+            body = ""
+    aws_code, aws_status = "", None
+    for e in chain:
+        resp = getattr(e, "response", None)
+        if isinstance(resp, dict):
+            aws_code = str(resp.get("Error", {}).get("Code", ""))
+            aws_status = resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            break
+    status = getattr(response, "status_code", None)
+    return Failure(
+        exc=exc,
+        names=frozenset(type(e).__name__ for e in chain),
+        modules=frozenset(type(e).__module__.split(".")[0] for e in chain),
+        raw=" | ".join(f"{type(e).__name__}: {e}" for e in chain),
+        answered=response is not None,
+        status=status,
+        body=body,
+        url=str(getattr(response, "url", "") or ""),
+        aws_code=aws_code,
+        aws_status=status or aws_status,
+    )
+
+
+def describe_failure(
+    exc: BaseException,
+    *,
+    label: str,
+    endpoint: str | None,
+    action: str = "connect",
+    extra_secrets: Iterable[str] = (),
+) -> ExecutionError:
+    """Classify a library exception into a one-line, secret-free ``ExecutionError`` (a
+    ``CatalogUnavailableError`` when the cause is transient)."""
+    f = gather(exc)
+    extra = list(extra_secrets)
+    detail = _one_line(scrub(str(exc), extra))
+    at = f" at {scrub(endpoint, extra)}" if endpoint else ""
+    log.debug("%s: %s failed: %s", label, action, scrub(f.raw, extra))
+    rule = next((r for r in RULES if r.when(f)), None)
+    cause = rule.describe(f) if rule else f"unexpected error {type(exc).__name__}"
+    # label, cause and hint are icesql's own words; only library text (detail) is scrubbed
+    msg = f"{label}: cannot {action}{at}: {cause}"
+    if (rule is None or rule.show_detail) and detail and detail not in cause:
+        msg += f" ({detail})"
+    cls = CatalogUnavailableError if rule is not None and rule.transient else ExecutionError
+    return cls(_one_line(msg, 400), hint=rule.hint if rule else _FALLBACK_HINT)
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether ``error`` is worth a retry (see ``Rule.transient``)."""
+    return bool(getattr(error, "transient", False))
+
+
+def guarded(fn: Callable[[], T], label: str, endpoint: str | None, sec: SecretValues, action: str) -> T:
+    """Run ``fn``; any failure becomes an ``ExecutionError`` raised with an empty chain."""
+    failure: IcesqlError
+    try:
+        return fn()
+    except IcesqlError as exc:  # ours already (a missing secret, a missing option): keep its type
+        exc.message = sec.scrub(exc.message)
+        if exc.hint:
+            exc.hint = sec.scrub(exc.hint)
+        failure = exc
+    except Exception as exc:
+        failure = describe_failure(
+            exc, label=label, endpoint=endpoint, action=action, extra_secrets=sec.values
+        )
+    # Raised outside the except blocks: no __context__, so no library message (which could echo
+    # a secret) rides along in a traceback.
+    failure.__cause__ = None
+    failure.__context__ = None
+    failure.__suppress_context__ = True
+    raise failure
+
+
+__all__ = [
+    "RULES",
+    "CatalogUnavailableError",
+    "Failure",
+    "Rule",
+    "describe_failure",
+    "guarded",
+    "is_transient",
+]

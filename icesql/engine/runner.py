@@ -1,0 +1,623 @@
+"""``SinkRunner``: one sink as a Spark Structured Streaming query writing an Iceberg table.
+
+The runner is the driver half of a sink; its parts have rooms of their own:
+
+* ``batch`` — what runs where Spark runs Python (the batch writer, picklable);
+* ``recovery`` — where the sink stands on start (committed progress, fencing, staging);
+* ``policy`` — when to commit (``CommitClock``) and the timer of MAXIMUM PERIOD;
+* ``commit`` — the catalog commit itself (snapshot summary, fencing, conflict retry);
+* ``drain`` — Spark Connect: taking the server half's records into staging;
+* ``target`` — the table's catalog and storage access, resolved once.
+
+Life of a runner
+----------------
+``start()``:
+    1. ``state.bump_version(name)`` gives this runner's epoch (a newer one fences older ones);
+    2. the relation's DataFrame is built, the table is created when missing (``ensure_table``);
+    3. recovery: the committed progress is read from the table; staged entries at or below it
+       are discarded, the rest are committed at once (reason ``recovery``);
+    4. ``df.writeStream.foreachBatch(...)`` starts with its checkpoint in
+       ``<home>/sinks/<sink_id>/checkpoint`` (``availableNow`` with ``once=True``, else
+       ``processingTime``). A bounded (batch) relation runs as one job with batch id 0.
+
+``foreachBatch(batch_df, batch_id)``:
+    1. a batch at or below ``staged_high`` is skipped: Spark replays the last batch after a crash
+       and its files are already staged or committed;
+    2. executors write the files (``batch.BatchWriter``);
+    3. the driver stages the files durably (``staging.Staging``) before returning;
+    4. the commit clock decides whether to commit now; ``flush()`` commits now (``flush``),
+       ``stop()`` commits what is staged (``shutdown``).
+
+Every commit is one ``commit.commit`` call: append-only staged batches become one snapshot; when
+delete files are involved each staged batch is its own snapshot (in order, in one catalog
+commit) so a later batch's deletes remove an earlier batch's rows. One INFO line per commit
+names the sink, table, reason, rows, bytes, files and duration.
+
+On Spark Connect (``remote``) ``foreachBatch`` runs in the server's Python: the query's
+``foreachBatch`` is then ``batch.RemoteBatch``, and ``drain.Drain`` takes its records here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from icesql import settings
+from icesql.engine.batch import DROPPED, BatchWriter, RemoteBatch, translate_null_key
+from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
+from icesql.engine.hooks import batch_delay, kill_point
+from icesql.engine.policy import CommitClock, PeriodTimer
+from icesql.engine.recovery import (
+    Progress,
+    committed_progress,
+    fenced_error,
+    recover,
+    warn_if_checkpoint_lost,
+)
+from icesql.engine.sources import Relation, translate_bad_record
+from icesql.engine.staging import StagedBatch, Staging
+from icesql.errors import ExecutionError, IcesqlError
+from icesql.plan import SinkPlan
+
+log = logging.getLogger("icesql.sink")
+
+
+class StateCallback(Protocol):
+    def sink_id(self, name: str) -> str: ...
+
+    def bump_version(self, name: str) -> int: ...
+
+    def update(self, name: str, **fields: Any) -> None: ...
+
+
+class SinkRunner:
+    """Runs one sink. Thread-safe: commits are serialised by one lock."""
+
+    def __init__(
+        self,
+        plan: SinkPlan,
+        *,
+        spark: Any,
+        home: Path,
+        state: StateCallback,
+        target: Callable[[], Any],
+        relation: Callable[[], Relation],
+        trigger_interval: float = 1.0,
+        period_tick: float | None = None,
+        listeners: Listeners | None = None,
+    ) -> None:
+        self.plan = plan
+        self.listeners = listeners or Listeners()
+        self.name = plan.name
+        self.spark = spark
+        self.home = Path(home)
+        self.state = state
+        self._resolve_target = target
+        self.target: Any = None  # target.SinkTarget, resolved once when the sink starts
+        self._relation_factory = relation
+        self.trigger_interval = trigger_interval
+        self.period_tick = period_tick
+        self.sink_id = state.sink_id(plan.name)
+        self.sink_dir = self.home / "sinks" / self.sink_id
+        self.staging = Staging(self.sink_dir / "staging")
+        self.checkpoint = self.sink_dir / "checkpoint"
+        from icesql.engine.spark import is_connect
+
+        # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
+        # to this process through a drop box at the table's location (``drain``)
+        self.remote = spark is not None and is_connect(spark)
+        self.drain: Any = None  # drain.Drain on Spark Connect
+        self._compaction_hinted = False
+        self.version: int | None = None
+        self.table: Any = None
+        self.relation: Relation | None = None
+        self.query: Any = None
+        self.progress = Progress()
+        self.clock = CommitClock(plan.commit)
+        self.status = "created"
+        self.error: IcesqlError | None = None
+        self.last_commit_at: float | None = None
+        self.last_snapshot_id: int | None = None
+        self.totals = {"rows_committed": 0, "bytes_committed": 0, "files_committed": 0, "commits": 0}
+        self.skipped_records = 0
+        self.lock = threading.RLock()
+        self.stop_event = threading.Event()
+        self._timer: PeriodTimer | None = None
+        self._batch_thread: threading.Thread | None = None
+        self.stopping = False
+        self.once = False
+        self._done = threading.Event()
+        self._skipped_seen = 0
+        self._seed_totals(state)
+
+    def _seed_totals(self, state: Any) -> None:
+        """Carry the cumulative counters of earlier runs on (when the state store keeps them)."""
+        seed = getattr(state, "get", None)
+        if not callable(seed):
+            return
+        try:
+            prior = seed(self.name) or {}
+            for k in self.totals:
+                if isinstance(prior.get(k), int):
+                    self.totals[k] = prior[k]
+            if isinstance(prior.get("skipped_records"), int):
+                self.skipped_records = prior["skipped_records"]
+        except Exception:  # pragma: no cover - a state store without totals
+            pass
+
+    # ----------------------------------------------------------------- progress marks
+
+    @property
+    def committed_progress(self) -> int:
+        return self.progress.committed
+
+    @property
+    def staged_high(self) -> int:
+        return self.progress.staged_high
+
+    # ----------------------------------------------------------------- state
+
+    def _update(self, **fields: Any) -> None:
+        try:
+            self.state.update(self.name, **fields)
+        except Exception:  # pragma: no cover - state reporting never kills a sink
+            log.exception("sink %s: state update failed", self.name)
+
+    def _set_status(self, status: str, **fields: Any) -> None:
+        self.status = status
+        self._update(status=status, **fields)
+        self.listeners.state(StateEvent(self.name, status))
+
+    def fail(self, exc: BaseException) -> IcesqlError:
+        """Record ``exc`` as the sink's failure (translated into an ``IcesqlError``) and end it."""
+        from icesql.engine.commit import FencedError
+
+        err = (
+            exc
+            if isinstance(exc, IcesqlError)
+            else (
+                translate_bad_record(exc) or translate_null_key(exc, self.plan.key) or _execution_error(exc)
+            )
+        )
+        self.error = err
+        status = "fenced" if isinstance(err, FencedError) else "failed"
+        log.error("sink %s %s: %s", self.name, status, err.message)
+        self.listeners.failure(
+            FailureEvent(self.name, type(err).__name__, err.message, bool(getattr(err, "transient", False)))
+        )
+        self._set_status(status, last_error=err.message)
+        self.stop_event.set()
+        self._done.set()
+        return err
+
+    # ----------------------------------------------------------------- start
+
+    @property
+    def checkpoint_location(self) -> str:
+        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint``, or
+        ``$ICESQL_CHECKPOINT_ROOT/<id>`` (a directory the Spark driver can reach, e.g. when a
+        Spark Connect server runs on another machine)."""
+        root = settings.CHECKPOINT_ROOT.get()
+        if root:
+            return f"{root.rstrip('/')}/{self.sink_id}"
+        return str(self.checkpoint)
+
+    def prepare(self) -> None:
+        """Version, table and recovery: everything before the query starts."""
+        from icesql.engine.schema import spark_schema_json
+        from icesql.engine.tables import ensure_table
+
+        self._set_status("starting")
+        try:
+            self.version = int(self.state.bump_version(self.name))
+            self.target = self._resolve_target()
+            self.relation = self._relation_factory()
+            schema_json = spark_schema_json(self.relation.data_schema())
+            self.table = ensure_table(self.target.load_catalog(), None, schema_json, self.plan)
+            committed = committed_progress(
+                self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
+            )
+            if self.relation.streaming and _is_local(self.checkpoint_location):
+                warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
+            self.progress = recover(self.staging, committed)
+            if self.remote and self.relation.streaming:
+                from icesql.engine.drain import Drain
+                from icesql.engine.dropbox import DropBox
+
+                box = DropBox(self.table.location(), self.sink_id, self.target.io_properties(self.table))
+                self.drain = Drain(self, box)
+                self.drain.open()  # takes what the server half wrote while this process was away
+            pending = self.staging.pending()
+            if pending:
+                log.info("sink %s: recovering %d staged batch(es)", self.name, len(pending))
+                self.commit("recovery")
+        except BaseException as e:
+            raise self.fail(e) from e
+
+    def fenced(self, newer: int) -> Exception:
+        return fenced_error(self.name, self.version, newer, self.plan.table_identifier)
+
+    def start(self, *, once: bool = False) -> None:
+        """Prepare and start the query (returns at once; see ``await_termination``)."""
+        self.prepare()
+        assert self.relation is not None
+        self.once = once
+        try:
+            if not self.relation.streaming:
+                self._batch_thread = threading.Thread(
+                    target=self._run_bounded, name=f"icesql-sink-{self.name}", daemon=True
+                )
+                self._set_status("running")
+                self._batch_thread.start()
+                return
+            if _is_local(self.checkpoint_location):
+                self.checkpoint.mkdir(parents=True, exist_ok=True)
+            if self.remote:
+                assert self.version is not None
+                batch: Any = RemoteBatch(
+                    self.batch_writer(),
+                    self.drain.dropbox,
+                    version=self.version,
+                    skip_through=self.staged_high,
+                )
+            else:
+                batch = self._foreach_batch
+            writer = self.relation.df.writeStream.foreachBatch(batch)
+            writer = writer.option("checkpointLocation", self.checkpoint_location)
+            writer = writer.queryName(f"icesql_{self.name}_{self.sink_id[:8]}_v{self.version}")
+            if once:
+                writer = writer.trigger(availableNow=True)
+            else:
+                writer = writer.trigger(processingTime=f"{int(self.trigger_interval * 1000)} milliseconds")
+            self.query = writer.start()
+        except BaseException as e:
+            raise self.fail(e) from e
+        self._set_status("running")
+        if self.remote:
+            self.drain.start()
+        if self.plan.commit.maximum_period is not None and not once:
+            self._start_timer()
+        threading.Thread(target=self._watch, name=f"icesql-watch-{self.name}", daemon=True).start()
+
+    def _start_timer(self) -> None:
+        self._timer = PeriodTimer(
+            self.name,
+            self.clock,
+            self.stop_event,
+            self._commit_if_period_passed,
+            self._fail_and_stop,
+            tick=self.period_tick,
+        ).start()
+
+    def _commit_if_period_passed(self) -> None:
+        with self.lock:
+            if self.stop_event.is_set():
+                return
+            if self.clock.period_due() and not self.commit("period"):
+                self.clock.committed()  # nothing staged: wait a period
+
+    def _fail_and_stop(self, exc: BaseException) -> None:
+        self.fail(exc)
+        self.stop_query()
+
+    def _run_bounded(self) -> None:
+        try:
+            if 0 > self.staged_high:
+                self._process(self.relation.df, 0)  # type: ignore[union-attr]
+            self.commit("shutdown")
+            self._set_status("stopped")
+        except BaseException as e:
+            if self.error is None:
+                self.fail(e)
+        finally:
+            self._done.set()
+
+    def _watch(self) -> None:
+        q = self.query
+        try:
+            q.awaitTermination()
+        except BaseException as e:
+            if self.error is None and not self.stopping:
+                self.fail(e)
+        finally:
+            if self.once and self.error is None and not self.stopping:
+                try:
+                    if self.drain is not None:
+                        self.drain.take()  # every batch of the run has left its record by now
+                    self.commit("shutdown")
+                    self._set_status("stopped")
+                except BaseException as e:  # noqa: BLE001
+                    self.fail(e)
+            self.stop_event.set()
+            self._done.set()
+
+    # ----------------------------------------------------------------- batches
+
+    def _foreach_batch(self, batch_df: Any, batch_id: int) -> None:
+        try:
+            self._process(batch_df, int(batch_id))
+        except BaseException as e:
+            if self.stopping and self.error is None:
+                log.info("sink %s: batch %s interrupted by stop", self.name, batch_id)
+                raise
+            raise self.fail(e) from e
+
+    def _process(self, batch_df: Any, batch_id: int) -> None:
+        if batch_id <= self.staged_high:
+            log.info("sink %s: batch %d already staged or committed, skipping", self.name, batch_id)
+            return
+        batch_delay()
+        if self.error is not None:
+            raise self.error
+        entry = self.stage_rows(self.batch_writer()(batch_df, batch_id), batch_id)
+        with self.lock:
+            if entry is not None:
+                self.staging.add(entry)
+                self.progress.staged_high = batch_id
+                kill_point("staged", batch_id)
+            committed = self.apply_policy()
+        if committed:
+            kill_point("committed", batch_id)
+
+    def batch_writer(self) -> BatchWriter:
+        """The picklable half of a batch: transform, write the files, describe them."""
+        assert self.relation is not None and self.table is not None
+        return BatchWriter.for_sink(
+            self.plan, self.table, self.target.io_properties(self.table), self.relation.name
+        )
+
+    def stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
+        """Account for one written batch (skipped and dropped records) and describe its files."""
+        plan = self.plan
+        rel = self.relation
+        assert rel is not None
+        skipped_total = rel.skipped_count()
+        skipped = max(0, skipped_total - self._skipped_seen)
+        self._skipped_seen = skipped_total
+        if skipped:
+            log.warning("sink %s: skipped %d bad record(s) in batch %d", self.name, skipped, batch_id)
+        dropped = sum(r["rows"] for r in rows if r["content"] == DROPPED)
+        if dropped:
+            log.warning(
+                "sink %s: dropped %d change(s) with a null KEY column (%s) in batch %d: KEY NOT ENFORCED",
+                self.name,
+                dropped,
+                ", ".join(plan.key),
+                batch_id,
+            )
+            skipped += dropped
+        if skipped:
+            self.skipped_records += skipped
+            self._update(skipped_records=self.skipped_records)
+        rows = [r for r in rows if r["content"] != DROPPED]
+        if not rows:
+            return None
+        return StagedBatch(
+            batch_id=batch_id,
+            data_files=tuple(r["file"] for r in rows if r["content"] == 0),
+            delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
+            rows=sum(r["rows"] for r in rows if r["content"] == 0),
+            deletes=sum(r["rows"] for r in rows if r["content"] != 0),
+            bytes=sum(r["bytes"] for r in rows),
+            skipped=skipped,
+        )
+
+    # ----------------------------------------------------------------- policy and commits
+
+    def apply_policy(self) -> bool:
+        """Commit if the commit clock says so; True when a commit happened."""
+        reason = self.clock.reason(lambda: self.staging.totals()[1])
+        return reason is not None and self.commit(reason) is not None
+
+    def update_plan(self, plan: SinkPlan) -> None:
+        """Take a changed definition (ALTER SINK): the commit policy applies at once; other
+        changes (partitioning, file size, ...) when the sink next starts."""
+        with self.lock:
+            old = self.plan
+            self.plan = plan
+            self.clock.policy = plan.commit
+        if (
+            plan.commit.maximum_period is not None
+            and old.commit.maximum_period is None
+            and self.query is not None
+            and not self.once
+            and self.active
+        ):
+            self._start_timer()
+        log.info("sink %s: commit policy now %s", self.name, plan.commit.describe())
+        if self.query is not None and self.active:
+            with self.lock:
+                self.apply_policy()
+
+    def flush(self) -> Any:
+        """Commit everything staged now (reason ``flush``); returns the commit result or None."""
+        try:
+            with self.lock:
+                if self.drain is not None:
+                    self.drain.take(policy=False)
+                return self.commit("flush")
+        except BaseException as e:
+            err = self.fail(e)
+            self.stop_query()
+            raise err from e
+
+    def commit(self, reason: str) -> Any:
+        """Commit the staged entries above the committed progress (None: nothing to commit)."""
+        from icesql.engine.commit import commit, request_for_staged
+
+        with self.lock:
+            entries = [e for e in self.staging.pending() if e.batch_id > self.committed_progress]
+            if not entries:
+                return None
+            assert self.version is not None
+            request = request_for_staged(
+                entries, sink_id=self.sink_id, sink_version=self.version, reason=reason
+            )
+            started = time.monotonic()
+            result = commit(self.table, request)
+            self.progress.committed = request.progress
+            self.staging.discard_through(request.progress)
+            self.clock.committed()
+            rows = sum(e.rows for e in entries)
+            nbytes = sum(e.bytes for e in entries)
+            files = sum(e.files for e in entries)
+            if not result.skipped:
+                self.totals["rows_committed"] += rows
+                self.totals["bytes_committed"] += nbytes
+                self.totals["files_committed"] += files
+                self.totals["commits"] += 1
+                self.last_commit_at = time.time()
+                self.last_snapshot_id = result.snapshot_id
+            event = CommitEvent(
+                sink=self.name,
+                table=self.plan.table_identifier,
+                reason=reason,
+                rows=rows,
+                deletes=sum(e.deletes for e in entries),
+                bytes=nbytes,
+                data_files=sum(len(e.data_files) for e in entries),
+                delete_files=sum(len(e.delete_files) for e in entries),
+                batches=len(entries),
+                progress=request.progress,
+                snapshot_id=result.snapshot_id,
+                duration=time.monotonic() - started,
+                attempts=result.attempts,
+                skipped=result.skipped,
+            )
+            log.info(
+                "commit sink=%s table=%s reason=%s rows=%d deletes=%d bytes=%d files=%d batches=%d "
+                "progress=%d snapshot=%s duration=%.3fs%s",
+                event.sink,
+                event.table,
+                reason,
+                rows,
+                event.deletes,
+                nbytes,
+                files,
+                event.batches,
+                event.progress,
+                event.snapshot_id,
+                event.duration,
+                " (already committed)" if result.skipped else "",
+            )
+            self.listeners.commit(event)
+            self._update(
+                **self.totals,
+                last_commit_at=self.last_commit_at,
+                last_snapshot_id=self.last_snapshot_id,
+                last_progress=request.progress,
+                last_error=None,
+            )
+            if any(e.delete_files for e in entries) and not result.skipped:
+                self._hint_compaction()
+            return result
+
+    def _hint_compaction(self) -> None:
+        """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
+        (default 10), past which readers slow down markedly (``icesql compact``)."""
+        if self._compaction_hinted:
+            return
+        try:
+            limit = settings.COMPACT_HINT.get_int() or 0
+            snap = self.table.current_snapshot()
+            n = int((snap.summary or {}).get("total-delete-files") or 0) if snap is not None else 0
+        except (ValueError, AttributeError):  # pragma: no cover - an odd summary: no hint
+            return
+        if limit > 0 and n >= limit:
+            self._compaction_hinted = True
+            log.warning(
+                "sink %s: table %s holds %d delete files, which slow its readers down; "
+                "run 'icesql compact %s' (safe while the sink runs)",
+                self.name,
+                self.plan.table_identifier,
+                n,
+                self.name,
+            )
+
+    # ----------------------------------------------------------------- stop
+
+    def stop_query(self) -> None:
+        q = self.query
+        if q is None:
+            return
+        try:
+            if q.isActive:
+                q.stop()
+        except Exception:  # pragma: no cover - stopping a dead query
+            log.debug("sink %s: stop failed", self.name, exc_info=True)
+
+    def stop(self) -> None:
+        """Stop the query and commit what is staged (reason ``shutdown``)."""
+        if self.status in ("stopped",) and self.query is None:
+            return
+        self.stopping = True
+        self.stop_event.set()
+        self.stop_query()
+        if self._batch_thread is not None:
+            self._batch_thread.join()
+        if self._timer is not None:
+            self._timer.join(timeout=30)
+        if self.drain is not None:
+            self.drain.join(timeout=30)
+        if self.error is None:
+            try:
+                if self.drain is not None:
+                    self.drain.take(policy=False)
+                self.commit("shutdown")
+                self._set_status("stopped")
+            except BaseException as e:
+                raise self.fail(e) from e
+        self._done.set()
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait until the query ends (``once``: until the available input is committed)."""
+        return self._done.wait(timeout)
+
+    @property
+    def active(self) -> bool:
+        return not self._done.is_set()
+
+    def status_row(self) -> dict[str, Any]:
+        rows, nbytes, files = self.staging.totals()
+        lag = self.clock.since_commit() if rows or files else 0.0
+        return {
+            "name": self.name,
+            "sink_id": self.sink_id,
+            "version": self.version,
+            "table": self.plan.table_identifier,
+            "status": self.status,
+            **self.totals,
+            "last_commit_at": self.last_commit_at,
+            "last_snapshot_id": self.last_snapshot_id,
+            "last_progress": self.committed_progress if self.committed_progress >= 0 else None,
+            "last_error": self.error.message if self.error else None,
+            "staged_rows": rows,
+            "staged_bytes": nbytes,
+            "staged_files": files,
+            "state": self.status,
+            "lag": round(lag, 3),  # seconds the oldest uncommitted staged data has waited
+            "skipped_records": self.skipped_records,
+        }
+
+
+def _is_local(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
+
+
+def _execution_error(exc: BaseException) -> ExecutionError:
+    text = str(exc).strip() or type(exc).__name__
+    # Spark wraps Python errors in long JVM traces: keep the informative head.
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    head = lines[0] if lines else text
+    for ln in lines:
+        if "Error:" in ln or "Exception:" in ln:
+            head = ln.strip()
+            break
+    return ExecutionError(head[:1000])
+
+
+__all__ = ["SinkRunner", "StateCallback"]
