@@ -11,9 +11,12 @@ Only the standard library is imported: the parser reads ``CACHE_DIR`` and must s
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 _FALSE = ("0", "false", "no", "off")
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -37,22 +40,20 @@ class Setting:
         return value.strip()
 
     def get_int(self) -> int | None:
-        value = self.get()
-        if value is None:
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            return int(self.default) if self.default is not None else None
+        return self._number(int)
 
     def get_float(self) -> float | None:
+        return self._number(float)
+
+    def _number(self, cast: Callable[[str], N]) -> N | None:
+        """The value as a number; the default when it does not read as one."""
         value = self.get()
         if value is None:
             return None
         try:
-            return float(value)
+            return cast(value)
         except ValueError:
-            return float(self.default) if self.default is not None else None
+            return cast(self.default) if self.default is not None else None
 
     def enabled(self) -> bool:
         """For on/off switches: anything but ``0``, ``false``, ``no``, ``off`` is on."""
