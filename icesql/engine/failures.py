@@ -78,6 +78,15 @@ _CONNECTION = (
     "ConnectionRefusedError",
     "gaierror",
     "ProxyConnectionError",
+    # a connection that broke in the middle of a request or a response
+    "RemoteDisconnected",
+    "ConnectionResetError",
+    "ConnectionAbortedError",
+    "BrokenPipeError",
+    "ProtocolError",
+    "IncompleteRead",
+    "ChunkedEncodingError",
+    "ResponseStreamingError",
 )
 _AWS_AUTH_CODES = frozenset(
     {
@@ -153,6 +162,12 @@ RULES: tuple[Rule, ...] = (
         "check ACCESS KEY ID, the SECRET ACCESS KEY secret, SESSION TOKEN and REGION of the AWS connection",
     ),
     Rule(
+        lambda f: f.has("ClientError") and f.aws_status is not None and int(f.aws_status) >= 500,
+        lambda f: f"AWS error {f.aws_code or f.aws_status}",
+        "the service failed on its side",
+        transient=True,
+    ),
+    Rule(
         lambda f: f.has("ClientError"),
         lambda f: f"AWS error {f.aws_code or f.aws_status}",
         "see the AWS error code; check REGION and ENDPOINT",
@@ -208,7 +223,13 @@ RULES: tuple[Rule, ...] = (
         transient=True,
     ),
     Rule(
-        lambda f: f.has("BadRequestError", "RESTError", "TooManyRequestsError"),
+        lambda f: f.has("TooManyRequestsError") or f.status == 429,
+        lambda f: f"catalog rejected the request (HTTP {f.status or 429}: too many requests)",
+        "the catalog throttles requests",
+        transient=True,
+    ),
+    Rule(
+        lambda f: f.has("BadRequestError", "RESTError"),
         lambda f: f"catalog rejected the request (HTTP {f.status})",
         "check WAREHOUSE and the catalog options",
     ),
@@ -332,6 +353,17 @@ def describe_failure(
         msg += f" ({detail})"
     cls = CatalogUnavailableError if rule is not None and rule.transient else ExecutionError
     return cls(_one_line(msg, 400), hint=rule.hint if rule else _FALLBACK_HINT)
+
+
+def transient_failure(exc: BaseException, *, label: str, action: str) -> CatalogUnavailableError | None:
+    """``exc`` as a ``CatalogUnavailableError`` when a transient rule matches it (the network, a
+    timeout, a server error, throttling), else None."""
+    f = gather(exc)
+    rule = next((r for r in RULES if r.when(f)), None)
+    if rule is None or not rule.transient:
+        return None
+    err = describe_failure(exc, label=label, endpoint=None, action=action)
+    return err if isinstance(err, CatalogUnavailableError) else None
 
 
 def is_transient(error: BaseException) -> bool:

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from icesql import settings
 from icesql.engine.batch import DROPPED, BatchWriter, RemoteBatch, translate_null_key
 from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
+from icesql.engine.failures import transient_failure
 from icesql.engine.hooks import batch_delay, kill_point
 from icesql.engine.policy import CommitClock, PeriodTimer
 from icesql.engine.recovery import (
@@ -180,7 +181,10 @@ class SinkRunner:
             exc
             if isinstance(exc, IcesqlError)
             else (
-                translate_bad_record(exc) or translate_null_key(exc, self.plan.key) or _execution_error(exc)
+                translate_bad_record(exc)
+                or translate_null_key(exc, self.plan.key)
+                or transient_failure(exc, label=f"sink {self.name}", action="write or commit")
+                or _execution_error(exc)
             )
         )
         self.error = err

@@ -22,3 +22,16 @@ def test_failure_rules_name_the_cause_and_say_what_is_transient() -> None:
     assert not is_transient(odd)
     assert odd.message.startswith("catalog connection 'c': cannot connect: unexpected error KeyError")
     assert len(RULES) >= 15
+
+
+def test_a_connection_broken_mid_response_is_transient_and_a_mistake_is_not() -> None:
+    from http.client import RemoteDisconnected
+
+    from icesql.engine.failures import transient_failure
+
+    broken = ConnectionError("Connection aborted.")
+    broken.__cause__ = RemoteDisconnected("Remote end closed connection without response")
+    err = transient_failure(broken, label="sink s", action="commit")
+    assert err is not None and err.transient
+    assert err.message == "sink s: cannot commit: unreachable (connection failed)"
+    assert transient_failure(ValueError("bad value"), label="sink s", action="commit") is None
