@@ -94,6 +94,12 @@ WARM_WORKERS = Setting(
     "1",
     "`0` turns off the start of Spark's Python workers in the background when the first sink starts",
 )
+ARROW_PATH = Setting(
+    "ICESQL_ARROW_PATH",
+    "1",
+    "`0` reads FILES sources with Spark's readers instead of the Arrow path (for comparisons; a "
+    "sink's checkpoint belongs to the path that created it)",
+)
 CACHE_DIR = Setting(
     "ICESQL_CACHE_DIR",
     None,
@@ -127,6 +133,7 @@ ALL: tuple[Setting, ...] = (
     CHECKPOINT_ROOT,
     COMPACT_HINT,
     WARM_WORKERS,
+    ARROW_PATH,
     CACHE_DIR,
     XDG_CACHE_HOME,
     EDITOR,

@@ -20,10 +20,13 @@ from typing import Any
 
 from icesql.engine.hooks import batch_delay, kill_point
 from icesql.engine.sources import BLK, FILE, LINE, OP, POSITION, marked_message, short_path
+from icesql.engine.sources import SEQ as SEQ_COLUMN
 from icesql.errors import ExecutionError
 
 NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
+FALLBACK = -4  # ``content`` of the row counting the files Spark's reader took (Arrow path)
+CONSUMED = -3  # ``content`` of a row naming a source file a batch read (rows: its seq, bytes: mtime)
 FILES_SCHEMA = "content int, file string, rows bigint, bytes bigint"  # one row per written file
 
 
@@ -241,25 +244,133 @@ class BatchWriter:
         return [r.asDict() for r in out.collect()]  # one small row per written file
 
 
+class ArrowBatchWriter:
+    """One micro-batch of a FILES source on the Arrow path -> files; returns the same rows as
+    ``BatchWriter`` plus one ``CONSUMED`` row per source file read and a ``FALLBACK`` row
+    counting the files Spark's reader had to take. Picklable (Spark Connect runs it on the
+    server).
+
+    The batch DataFrame holds pieces of files (``files.source``). Appends: ``files.task.WriteTask``
+    reads and writes each task's pieces. Changelogs (Debezium): ``files.task.DecodeTask`` decodes
+    them and ``BatchWriter`` reduces per KEY and writes, as on Spark's path. A file Arrow cannot
+    read exactly as Spark would fails its task with a marked error; the batch then runs again
+    with that file read by Spark's reader (``sources.spark_files_dataframe``).
+    """
+
+    def __init__(self, inner: BatchWriter, arrow: Any, *, skipped: Any = None) -> None:
+        self.inner = inner  # the upsert reduction and writer, and the writer of fallback files
+        self.arrow = arrow  # sources.ArrowSource
+        self.skipped = skipped  # the accumulator of skipped bad records (Spark's reader only)
+
+    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
+        from pyspark.sql import functions as F
+
+        from icesql.engine.files.task import fallback_of
+
+        fallback: list[str] = []
+        while True:
+            pieces = batch_df if not fallback else batch_df.filter(~F.col("path").isin(fallback))
+            try:
+                # an upsert reduces per KEY across the batch (BatchWriter takes the decoded rows);
+                # an append writes the rows in the tasks that read them
+                if self.arrow.changelog or self.inner.upsert:
+                    rows = self._changes(pieces, fallback, batch_id)
+                else:
+                    rows = self._append(pieces, fallback, batch_id)
+            except Exception as e:
+                path = fallback_of(e)
+                if path is None or path in fallback:
+                    raise
+                fallback.append(path)
+                continue
+            if fallback:
+                rows += self._consumed(batch_df.filter(F.col("path").isin(fallback)))
+                rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
+            return rows
+
+    def _append(self, pieces: Any, fallback: list[str], batch_id: int) -> list[dict[str, Any]]:
+        from icesql.engine.files.task import WriteTask
+
+        task = WriteTask(self.arrow.format, self.arrow.location, self.inner.spec, batch_id)
+        rows = [r.asDict() for r in pieces.mapInArrow(task, FILES_SCHEMA).collect()]
+        if fallback:
+            rows += self.inner(self._spark_rows(pieces, fallback), batch_id)
+        return rows
+
+    def _changes(self, pieces: Any, fallback: list[str], batch_id: int) -> list[dict[str, Any]]:
+        from icesql.engine.files.task import DecodeTask
+
+        changes_schema = self._changes_schema(pieces)
+        changes = pieces.mapInArrow(DecodeTask(self.arrow.format, self.arrow.location), changes_schema)
+        if fallback:
+            changes = changes.unionByName(self._spark_rows(pieces, fallback))
+        return self.inner(changes, batch_id) + self._consumed(pieces)
+
+    def _changes_schema(self, pieces: Any) -> Any:
+        from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+        row = StructType.fromJson(dict(self.arrow.format.row_schema_json))
+        if not self.arrow.changelog:
+            return row
+        extra = [
+            (OP, StringType()),
+            (SEQ_COLUMN, LongType()),
+            (FILE, StringType()),
+            (BLK, LongType()),
+            (LINE, LongType()),
+        ]
+        return StructType([*row.fields, *(StructField(n, t) for n, t in extra)])
+
+    def _spark_rows(self, pieces: Any, fallback: list[str]) -> Any:
+        """The fallback files read by Spark's own reader (bad records checked as on its path)."""
+        from icesql.engine.files.listing import is_remote
+        from icesql.engine.sources import spark_files_dataframe
+
+        remote = [p for p in fallback if is_remote(p)]
+        if remote:
+            raise ExecutionError(
+                f"source '{self.arrow.plan.name}': file '{remote[0]}' needs Spark's own reader (the Arrow "
+                "reader cannot read it exactly as Spark would), which cannot read object storage here",
+                hint="check the file for malformed records; see the debug log for what Arrow could not read",
+            )
+        df, _ = spark_files_dataframe(
+            pieces.sparkSession,
+            self.arrow.plan,
+            self.arrow.policy,
+            self.skipped,
+            streaming=False,
+            paths=fallback,
+        )
+        return df
+
+    @staticmethod
+    def _consumed(pieces: Any) -> list[dict[str, Any]]:
+        files = pieces.select("seq", "path", "mtime_ms").distinct().collect()
+        return [{"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files]
+
+
 class RemoteBatch:
     """``foreachBatch`` of a sink on Spark Connect, run by the server's Python: write the batch's
     files, then leave their description in the drop box for the client (``dropbox``)."""
 
-    def __init__(self, writer: BatchWriter, dropbox: Any, *, version: int, skip_through: int) -> None:
+    def __init__(
+        self, writer: Any, dropbox: Any, *, version: int, skip_through: int, progress_base: int = 0
+    ) -> None:
         self.writer = writer
         self.dropbox = dropbox
         self.version = version
         self.skip_through = skip_through
+        self.progress_base = progress_base  # progress = base + Spark batch id
 
-    def __call__(self, batch_df: Any, batch_id: int) -> None:
-        batch_id = int(batch_id)
+    def __call__(self, batch_df: Any, spark_batch_id: int) -> None:
+        progress = self.progress_base + int(spark_batch_id)
         # Spark replays the last batch of a run that stopped: the client already staged or
         # committed it (at most ``skip_through``), or its record is still waiting to be picked up
-        if batch_id <= self.skip_through or self.dropbox.get(batch_id) is not None:
+        if progress <= self.skip_through or self.dropbox.get(progress) is not None:
             return
         batch_delay()
-        rows = self.writer(batch_df, batch_id)
-        self.dropbox.put(batch_id, self.version, rows)
+        rows = self.writer(batch_df, int(spark_batch_id))
+        self.dropbox.put(progress, self.version, rows)
 
 
 def _internal() -> frozenset[str]:

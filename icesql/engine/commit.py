@@ -100,7 +100,14 @@ class Committed:
     timestamp_ms: int
 
 
-def request_for_staged(entries: Sequence[Any], *, sink_id: str, sink_version: int, reason: str) -> CommitRequest:
+def request_for_staged(
+    entries: Sequence[Any],
+    *,
+    sink_id: str,
+    sink_version: int,
+    reason: str,
+    extra_summary: Mapping[str, str] | None = None,
+) -> CommitRequest:
     """The commit of staged batches (``staging.StagedBatch``, in batch order) up to the last one's
     progress: append-only batches become one snapshot; when delete files are involved each batch
     is its own snapshot, so a later batch's deletes remove an earlier batch's rows."""
@@ -125,6 +132,7 @@ def request_for_staged(entries: Sequence[Any], *, sink_id: str, sink_version: in
         progress=entries[-1].batch_id,
         reason=reason,
         groups=groups,
+        extra_summary=dict(extra_summary or {}),
     )
 
 

@@ -256,5 +256,3 @@ def compact_table(
             attempts=attempt,
             data_files_kept=len(kept_files),
         )
-
-

@@ -33,7 +33,6 @@ from icesql.plan import Column, SecretResolver, SinkPlan
 log = logging.getLogger("icesql.engine")
 
 
-
 class Engine:
     def __init__(
         self,
@@ -83,11 +82,12 @@ class Engine:
 
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
-    def relation(self, name: str, *, on_error: Any = None) -> Any:
-        """The ``sources.Relation`` a sink reading ``name`` would consume."""
+    def relation(self, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
+        """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
+        Arrow path when ``arrow``, a ``sources.ArrowBinding``, is given)."""
         from icesql.engine.sources import build_relation
 
-        return build_relation(self.spark, name, self.objects.relation, on_error=on_error)
+        return build_relation(self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow)
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
@@ -106,7 +106,7 @@ class Engine:
             home=self.home,
             state=self.state,
             target=lambda: self.target(plan),
-            relation=lambda: self.relation(plan.relation, on_error=plan.on_error),
+            relation=lambda arrow: self.relation(plan.relation, on_error=plan.on_error, arrow=arrow),
             trigger_interval=self.trigger_interval,
             listeners=self.listeners,
         )
@@ -162,7 +162,9 @@ class Engine:
 
         target = self.target(plan)
         table = target.load_table()
-        return compact_table(table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size)
+        return compact_table(
+            table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size
+        )
 
     def _notify_when_done(self, runner: Any) -> None:
         runner.await_termination()

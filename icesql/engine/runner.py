@@ -47,7 +47,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icesql import settings
-from icesql.engine.batch import DROPPED, BatchWriter, RemoteBatch, translate_null_key
+from icesql.engine.batch import (
+    CONSUMED,
+    DROPPED,
+    FALLBACK,
+    ArrowBatchWriter,
+    BatchWriter,
+    RemoteBatch,
+    translate_null_key,
+)
 from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
 from icesql.engine.failures import transient_failure
 from icesql.engine.hooks import batch_delay, kill_point
@@ -86,7 +94,7 @@ class SinkRunner:
         home: Path,
         state: StateCallback,
         target: Callable[[], Any],
-        relation: Callable[[], Relation],
+        relation: Callable[[Any], Relation],
         trigger_interval: float = 1.0,
         period_tick: float | None = None,
         listeners: Listeners | None = None,
@@ -105,7 +113,11 @@ class SinkRunner:
         self.sink_id = state.sink_id(plan.name)
         self.sink_dir = self.home / "sinks" / self.sink_id
         self.staging = Staging(self.sink_dir / "staging")
-        self.checkpoint = self.sink_dir / "checkpoint"
+        self.checkpoint = self.sink_dir / "checkpoint"  # Spark's path (views, Spark tables, ...)
+        self.files_checkpoint = self.sink_dir / "checkpoint-files"  # the Arrow path of FILES sources
+        self.progress_base = 0  # progress = base + Spark batch id (a new checkpoint restarts at 0)
+        self.source_watermark: tuple[int, str] | None = None  # newest source file committed
+        self.fallback_files = 0  # files the Arrow path left to Spark's reader
         from icesql.engine.spark import is_connect
 
         # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
@@ -201,14 +213,38 @@ class SinkRunner:
     # ----------------------------------------------------------------- start
 
     @property
+    def arrow(self) -> bool:
+        """Whether the sink reads a FILES source on the Arrow path."""
+        return getattr(self.relation, "arrow", None) is not None
+
+    @property
     def checkpoint_location(self) -> str:
-        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint``, or
-        ``$ICESQL_CHECKPOINT_ROOT/<id>`` (a directory the Spark driver can reach, e.g. when a
-        Spark Connect server runs on another machine)."""
+        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint`` (or
+        ``checkpoint-files`` on the Arrow path), or ``$ICESQL_CHECKPOINT_ROOT/<id>[-files]`` (a
+        directory the Spark driver can reach, e.g. when a Spark Connect server runs on another
+        machine)."""
+        return self._checkpoint_location(self.arrow)
+
+    def _checkpoint_location(self, arrow: bool) -> str:
         root = settings.CHECKPOINT_ROOT.get()
         if root:
-            return f"{root.rstrip('/')}/{self.sink_id}"
-        return str(self.checkpoint)
+            return f"{root.rstrip('/')}/{self.sink_id}" + ("-files" if arrow else "")
+        return str(self.files_checkpoint if arrow else self.checkpoint)
+
+    def _arrow_binding(self) -> Any:
+        """What binds a FILES source to this sink on the Arrow path (None: Spark's path only)."""
+        if self.spark is None or not settings.ARROW_PATH.enabled():
+            return None
+        from icesql.engine.files.log import DIRECTORY
+        from icesql.engine.sources import ArrowBinding
+        from icesql.engine.spark import parallelism, session_time_zone
+
+        return ArrowBinding(
+            log_dir=f"{self._checkpoint_location(True).rstrip('/')}/{DIRECTORY}",
+            parallelism=parallelism(self.spark),
+            io_properties={},
+            session_tz=session_time_zone(self.spark),
+        )
 
     def prepare(self) -> None:
         """Version, table and recovery: everything before the query starts."""
@@ -219,13 +255,13 @@ class SinkRunner:
         try:
             self.version = int(self.state.bump_version(self.name))
             self.target = self._resolve_target()
-            self.relation = self._relation_factory()
+            self.relation = self._relation_factory(self._arrow_binding())
             schema_json = spark_schema_json(self.relation.data_schema())
             self.table = ensure_table(self.target.load_catalog(), None, schema_json, self.plan)
             committed = committed_progress(
                 self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
             )
-            if self.relation.streaming and _is_local(self.checkpoint_location):
+            if self.relation.streaming and not self.arrow and _is_local(self.checkpoint_location):
                 warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
             self.progress = recover(self.staging, committed)
             if self.remote and self.relation.streaming:
@@ -239,8 +275,41 @@ class SinkRunner:
             if pending:
                 log.info("sink %s: recovering %d staged batch(es)", self.name, len(pending))
                 self.commit("recovery")
+            if self.arrow:
+                self._resume_files()
         except BaseException as e:
             raise self.fail(e) from e
+
+    def _resume_files(self) -> None:
+        """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and
+        the progress base of its checkpoint."""
+        from icesql.engine.commit import last_committed_snapshot
+        from icesql.engine.files.log import FileLog
+        from icesql.engine.files.resume import seed_log, watermark_of
+
+        assert self.relation is not None and self.relation.arrow is not None
+        arrow = self.relation.arrow
+        last = last_committed_snapshot(self.table, self.sink_id)
+        snap = self.table.metadata.snapshot_by_id(last.snapshot_id) if last else None
+        summary = dict(snap.summary.additional_properties) if snap is not None and snap.summary else None
+        self.source_watermark = watermark_of(summary)
+        file_log = FileLog(arrow.log_dir, arrow.location.io_properties)
+        try:
+            info = file_log.seed_info()
+            if info is not None:
+                self.progress_base = info["progress_base"]
+                return
+            old = self.checkpoint if (self.checkpoint / "offsets").is_dir() else None
+            self.progress_base = seed_log(
+                file_log,
+                arrow.location,
+                name=self.name,
+                committed=self.committed_progress,
+                summary=summary,
+                old_checkpoint=old,
+            )
+        finally:
+            file_log.close()
 
     def fenced(self, newer: int) -> Exception:
         return fenced_error(self.name, self.version, newer, self.plan.table_identifier)
@@ -267,6 +336,7 @@ class SinkRunner:
                     self.drain.dropbox,
                     version=self.version,
                     skip_through=self.staged_high,
+                    progress_base=self.progress_base,
                 )
             else:
                 batch = self._foreach_batch
@@ -350,14 +420,15 @@ class SinkRunner:
                 raise
             raise self.fail(e) from e
 
-    def _process(self, batch_df: Any, batch_id: int) -> None:
+    def _process(self, batch_df: Any, spark_batch_id: int) -> None:
+        batch_id = self.progress_base + spark_batch_id  # the sink's progress of this batch
         if batch_id <= self.staged_high:
             log.info("sink %s: batch %d already staged or committed, skipping", self.name, batch_id)
             return
         batch_delay()
         if self.error is not None:
             raise self.error
-        entry = self.stage_rows(self.batch_writer()(batch_df, batch_id), batch_id)
+        entry = self.stage_rows(self.batch_writer()(batch_df, spark_batch_id), batch_id)
         with self.lock:
             if entry is not None:
                 self.staging.add(entry)
@@ -367,12 +438,15 @@ class SinkRunner:
         if committed:
             kill_point("committed", batch_id)
 
-    def batch_writer(self) -> BatchWriter:
+    def batch_writer(self) -> Any:
         """The picklable half of a batch: transform, write the files, describe them."""
         assert self.relation is not None and self.table is not None
-        return BatchWriter.for_sink(
+        inner = BatchWriter.for_sink(
             self.plan, self.table, self.target.io_properties(self.table), self.relation.name
         )
+        if self.relation.arrow is None:
+            return inner
+        return ArrowBatchWriter(inner, self.relation.arrow, skipped=self.relation.skipped)
 
     def stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
         """Account for one written batch (skipped and dropped records) and describe its files."""
@@ -397,10 +471,20 @@ class SinkRunner:
         if skipped:
             self.skipped_records += skipped
             self._update(skipped_records=self.skipped_records)
-        rows = [r for r in rows if r["content"] != DROPPED]
+        consumed = [r for r in rows if r["content"] == CONSUMED]
+        fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
+        if fallbacks:
+            self.fallback_files += fallbacks
+            log.info("sink %s: %d file(s) of batch %d read by Spark's reader", self.name, fallbacks, batch_id)
+        rows = [r for r in rows if r["content"] >= 0]
+        source_seq = max((r["rows"] for r in consumed), default=None)
+        mark = max(((r["bytes"], r["file"]) for r in consumed), default=None)
         if not rows:
             return None
         return StagedBatch(
+            source_seq=source_seq,
+            source_mtime_ms=mark[0] if mark else None,
+            source_path=mark[1] if mark else None,
             batch_id=batch_id,
             data_files=tuple(r["file"] for r in rows if r["content"] == 0),
             delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
@@ -459,7 +543,11 @@ class SinkRunner:
                 return None
             assert self.version is not None
             request = request_for_staged(
-                entries, sink_id=self.sink_id, sink_version=self.version, reason=reason
+                entries,
+                sink_id=self.sink_id,
+                sink_version=self.version,
+                reason=reason,
+                extra_summary=self._source_summary(entries),
             )
             started = time.monotonic()
             result = commit(self.table, request)
@@ -519,6 +607,26 @@ class SinkRunner:
             if any(e.delete_files for e in entries) and not result.skipped:
                 self._hint_compaction()
             return result
+
+    def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
+        """The Arrow path records which source files the table holds: the newest one (by
+        modification time, then path), so a lost checkpoint never makes the sink skip or repeat
+        files (``files.resume``)."""
+        from icesql.engine.files.resume import SOURCE_SEQ, WATERMARK, watermark_json
+
+        marks = [
+            (int(e.source_mtime_ms or 0), str(e.source_path)) for e in entries if e.source_path is not None
+        ]
+        if self.source_watermark is not None:
+            marks.append(self.source_watermark)
+        if not marks:
+            return {}
+        self.source_watermark = max(marks)
+        out = {WATERMARK: watermark_json(*self.source_watermark)}
+        seqs = [e.source_seq for e in entries if e.source_seq is not None]
+        if seqs:
+            out[SOURCE_SEQ] = str(max(seqs))
+        return out
 
     def _hint_compaction(self) -> None:
         """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
@@ -605,6 +713,8 @@ class SinkRunner:
             "state": self.status,
             "lag": round(lag, 3),  # seconds the oldest uncommitted staged data has waited
             "skipped_records": self.skipped_records,
+            "path": "arrow" if self.arrow else "spark",
+            "fallback_files": self.fallback_files,
         }
 
 

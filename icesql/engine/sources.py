@@ -49,8 +49,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from icesql.errors import ExecutionError
@@ -85,6 +85,8 @@ class Relation:
     changelog: bool = False  # carries __op and the position columns
     skipped: Any = None  # Spark accumulator of skipped bad records, when any
     sources: tuple[str, ...] = ()  # icesql sources it reads (for messages)
+    arrow: ArrowSource | None = None  # the Arrow path: ``df`` holds pieces of files, not rows
+    row_schema: Any = None  # the rows' schema when ``df`` does not hold rows (the Arrow path)
 
     @property
     def streaming(self) -> bool:
@@ -92,11 +94,13 @@ class Relation:
 
     @property
     def data_columns(self) -> list[str]:
-        return [f.name for f in self.df.schema.fields if f.name not in INTERNAL_COLUMNS]
+        return [f.name for f in self.data_schema().fields]
 
     def data_schema(self) -> Any:
         from pyspark.sql.types import StructType
 
+        if self.row_schema is not None:
+            return self.row_schema
         return StructType([f for f in self.df.schema.fields if f.name not in INTERNAL_COLUMNS])
 
     def skipped_count(self) -> int:
@@ -111,11 +115,19 @@ class Relation:
 # --------------------------------------------------------------------------- resolution
 
 
-def build_relation(spark: Any, name: str, resolve: Resolver, *, on_error: OnError | None = None) -> Relation:
-    """The DataFrame a sink reading ``name`` consumes."""
+def build_relation(
+    spark: Any,
+    name: str,
+    resolve: Resolver,
+    *,
+    on_error: OnError | None = None,
+    arrow: ArrowBinding | None = None,
+) -> Relation:
+    """The DataFrame a sink reading ``name`` consumes; a FILES source read directly by the sink
+    takes the Arrow path when ``arrow`` binds it (views and Spark tables keep Spark's)."""
     plan = resolve(name)
     if isinstance(plan, SourcePlan):
-        return source_relation(spark, plan, on_error=on_error)
+        return source_relation(spark, plan, on_error=on_error, arrow=arrow)
     if isinstance(plan, ViewPlan):
         return view_relation(spark, plan, resolve, on_error=on_error)
     return spark_relation(spark, name)
@@ -188,11 +200,13 @@ def _first_line(e: BaseException) -> str:
 # --------------------------------------------------------------------------- sources
 
 
-def source_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = None) -> Relation:
+def source_relation(
+    spark: Any, plan: SourcePlan, *, on_error: OnError | None = None, arrow: ArrowBinding | None = None
+) -> Relation:
     if plan.source_kind is SourceKind.GENERATOR:
         return Relation(name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,))
     if plan.source_kind is SourceKind.FILES:
-        return files_relation(spark, plan, on_error=on_error)
+        return files_relation(spark, plan, on_error=on_error, arrow=arrow)
     raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
 
 
@@ -210,33 +224,75 @@ def _row_schema(spark: Any, plan: SourcePlan) -> Any:
     return None
 
 
-def files_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = None) -> Relation:
+def _policy(plan: SourcePlan, on_error: OnError | None) -> OnError:
+    # skip when either the source or the sink says so (both default to fail)
+    return OnError.SKIP if OnError.SKIP in (on_error, plan.on_error) else OnError.FAIL
+
+
+def _skip_counter(spark: Any, policy: OnError) -> Any:
+    if policy is not OnError.SKIP:
+        return None
+    try:
+        return spark.sparkContext.accumulator(0)
+    except Exception:  # Spark Connect: no accumulators; skipped records are only logged
+        return None
+
+
+def files_relation(
+    spark: Any,
+    plan: SourcePlan,
+    *,
+    on_error: OnError | None = None,
+    arrow: ArrowBinding | None = None,
+) -> Relation:
+    """A FILES source: on the Arrow path when ``arrow`` binds it to a sink's checkpoint and the
+    Arrow readers can read it exactly as Spark would (``files.decode``), else on Spark's path."""
+    if not plan.path:
+        raise ExecutionError(f"source '{plan.name}' has no path")
+    policy = _policy(plan, on_error)
+    if arrow is not None:
+        from icesql.engine.files.types import Unsupported
+
+        try:
+            return arrow_files_relation(spark, plan, policy, arrow)
+        except Unsupported as e:
+            log.info(
+                "source %s: read by Spark's %s reader (%s)",
+                plan.name,
+                (plan.format or SourceFormat.JSON).value,
+                e,
+            )
+    acc = _skip_counter(spark, policy)
+    df, changelog = spark_files_dataframe(spark, plan, policy, acc, streaming=True)
+    return Relation(name=plan.name, df=df, changelog=changelog, skipped=acc, sources=(plan.name,))
+
+
+def spark_files_dataframe(
+    spark: Any,
+    plan: SourcePlan,
+    policy: OnError,
+    acc: Any,
+    *,
+    streaming: bool,
+    paths: list[str] | None = None,
+) -> tuple[Any, bool]:
+    """Spark's reader of a FILES source: a streaming DataFrame over its directory, or a batch one
+    over ``paths`` (the files the Arrow path leaves to Spark). Returns (DataFrame, changelog)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
 
-    if not plan.path:
-        raise ExecutionError(f"source '{plan.name}' has no path")
     fmt = plan.format or SourceFormat.JSON
-    # skip when either the source or the sink says so (both default to fail)
-    policy = OnError.SKIP if OnError.SKIP in (on_error, plan.on_error) else OnError.FAIL
     row_schema = _row_schema(spark, plan)
-    reader = spark.readStream
+    reader = spark.readStream if streaming else spark.read
     opts = dict(plan.options)
-    if plan.max_files_per_trigger:
+    if plan.max_files_per_trigger and streaming:
         opts["maxFilesPerTrigger"] = str(plan.max_files_per_trigger)
+    target: Any = plan.path if paths is None else paths
 
     if fmt is SourceFormat.PARQUET:
         if row_schema is None:
-            try:
-                row_schema = spark.read.parquet(plan.path).schema
-            except Exception as e:
-                raise ExecutionError(
-                    f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
-                    f"({_first_line(e)})",
-                    hint="declare SCHEMA = '...' or put a file there first",
-                ) from e
-        df = reader.format("parquet").schema(row_schema).options(**opts).load(plan.path)
-        return Relation(name=plan.name, df=df, sources=(plan.name,))
+            row_schema = _infer_parquet_schema(spark, plan)
+        return reader.format("parquet").schema(row_schema).options(**opts).load(target), False
 
     if row_schema is None:
         raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
@@ -269,18 +325,17 @@ def files_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = N
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .options(**opts)
-        .load(plan.path)
+        .load(target)
     )
+    # local files as plain paths (Spark says file:/a%20b), as the Arrow path names them: the
+    # changelog order breaks ties by file, and a batch may mix files read by both
+    file_path = F.col("_metadata.file_path")
+    plain = F.url_decode(F.regexp_replace(file_path, "^file:(//)?", ""))
     df = df.select(
-        "*", F.col("_metadata.file_path").alias(FILE), F.col("_metadata.file_block_start").alias(BLK)
+        "*",
+        F.when(file_path.startswith("file:"), plain).otherwise(file_path).alias(FILE),
+        F.col("_metadata.file_block_start").alias(BLK),
     )
-
-    acc = None
-    if policy is OnError.SKIP:
-        try:
-            acc = spark.sparkContext.accumulator(0)
-        except Exception:  # Spark Connect: no accumulators; skipped records are only logged
-            acc = None
     guard = _RecordGuard(
         source=plan.name,
         fmt=fmt.value,
@@ -296,8 +351,7 @@ def files_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = N
     df = df.mapInArrow(guard, StructType(out_fields))
 
     if fmt is not SourceFormat.DEBEZIUM_JSON:
-        df = df.drop(FILE, BLK)
-        return Relation(name=plan.name, df=df, skipped=acc, sources=(plan.name,))
+        return df.drop(FILE, BLK), False
 
     def ev(field: str) -> Any:
         return F.coalesce(F.col(f"payload.{field}"), F.col(field))
@@ -306,8 +360,111 @@ def files_relation(spark: Any, plan: SourcePlan, *, on_error: OnError | None = N
     row = F.when(op == F.lit("d"), ev("before")).otherwise(ev("after"))
     seq = F.coalesce(ev("source.lsn"), ev("source.ts_ms"), ev("ts_ms"))
     cols = [row.getField(f.name).alias(f.name) for f in row_schema.fields]
-    df = df.select(*cols, op.alias(OP), seq.alias(SEQ), F.col(FILE), F.col(BLK), F.col(LINE))
-    return Relation(name=plan.name, df=df, changelog=True, skipped=acc, sources=(plan.name,))
+    return df.select(*cols, op.alias(OP), seq.alias(SEQ), F.col(FILE), F.col(BLK), F.col(LINE)), True
+
+
+def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
+    try:
+        return spark.read.parquet(plan.path).schema
+    except Exception as e:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
+            f"({_first_line(e)})",
+            hint="declare SCHEMA = '...' or put a file there first",
+        ) from e
+
+
+# --------------------------------------------------------------------------- the Arrow path
+
+
+@dataclass(frozen=True)
+class ArrowBinding:
+    """What binds a FILES source to one sink's run on the Arrow path."""
+
+    log_dir: str  # the source's file log, in the sink's checkpoint
+    parallelism: int = 2  # cores to keep busy
+    io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)  # the source's storage
+    session_tz: str = "UTC"
+
+
+@dataclass(frozen=True)
+class ArrowSource:
+    """A FILES source read on the Arrow path (picklable: it travels to the executors)."""
+
+    plan: SourcePlan
+    format: Any  # files.decode.SourceFormat
+    location: Any  # files.listing.Location (its FileIO properties may hold credentials)
+    policy: OnError
+    log_dir: str  # the source's file log (``files.log``)
+
+    @property
+    def changelog(self) -> bool:
+        return self.format.format == "debezium-json"
+
+
+def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:
+    """The Arrow path: a streaming DataFrame of pieces (``files.source``), plus what the sink's
+    tasks need to read them (``ArrowSource``). Raises ``files.types.Unsupported`` when the
+    source needs Spark's reader (a map or binary column, a reader option, ...)."""
+    from icesql.engine.files.decode import SourceFormat as ArrowFormat
+    from icesql.engine.files.listing import Location
+    from icesql.engine.files.source import NAME, io_options, register
+
+    fmt = plan.format or SourceFormat.JSON
+    row_schema = _row_schema(spark, plan)
+    if row_schema is None:
+        if fmt is not SourceFormat.PARQUET:
+            raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
+        row_schema = _infer_parquet_schema(spark, plan)
+    opts = dict(plan.options)
+    header = plan.header if "header" not in opts else opts.pop("header").lower() == "true"
+    delimiter = opts.pop("sep", None) or opts.pop("delimiter", None) or ","
+    source_format = ArrowFormat(
+        format=fmt.value,
+        row_schema_json=row_schema.jsonValue(),
+        header=header,
+        delimiter=delimiter,
+        session_tz=binding.session_tz,
+        options=opts,
+    )
+    source_format.check_supported()
+    location = Location(plan.path or "", dict(binding.io_properties))
+    register(spark)
+    options = {
+        "path": plan.path,
+        "format": fmt.value,
+        "log": binding.log_dir,
+        "parallelism": str(binding.parallelism),
+    }
+    if plan.max_files_per_trigger:
+        options["max_files"] = str(plan.max_files_per_trigger)
+    df = (
+        spark.readStream.format(NAME)
+        .schema(_piece_schema())
+        .options(**options)
+        .options(**io_options(dict(binding.io_properties)))
+        .load()
+    )
+    arrow = ArrowSource(
+        plan=plan, format=source_format, location=location, policy=policy, log_dir=binding.log_dir
+    )
+    return Relation(
+        name=plan.name,
+        df=df,
+        changelog=arrow.changelog,
+        skipped=_skip_counter(spark, policy),
+        sources=(plan.name,),
+        arrow=arrow,
+        row_schema=row_schema,
+    )
+
+
+def _piece_schema() -> Any:
+    from pyspark.sql.types import _parse_datatype_string
+
+    from icesql.engine.files.source import PIECE_SCHEMA
+
+    return _parse_datatype_string(PIECE_SCHEMA)
 
 
 def _long() -> Any:

@@ -13,10 +13,11 @@ Nothing imports pyspark until ``get_spark`` is called. The session is:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from icesql.settings import SPARK_MASTER
@@ -86,13 +87,77 @@ def get_spark(
             builder = builder.master(url)
         for k, v in settings.items():
             builder = builder.config(k, v)
-        session = builder.getOrCreate()
+        with _jvm_banner_filter(active=log_level.upper() != "DEBUG" and not url.startswith("sc://")):
+            session = builder.getOrCreate()
         if not url.startswith("sc://"):
             try:
                 session.sparkContext.setLogLevel(log_level)
             except Exception:  # pragma: no cover - connect sessions have no context
                 pass
         return session
+
+
+# Lines the JVM prints on every start that tell a user nothing, and that no setting turns off:
+# the JVM's warning about the incubator module Spark 4 adds to its command line, and Spark's
+# note on the log level of an interactive driver (which is what PySpark's driver counts as).
+_JVM_BANNERS = (
+    b"WARNING: Using incubator modules:",
+    b'Setting default log level to "',
+    b"To adjust logging level use sc.setLogLevel(",
+)
+
+
+@contextlib.contextmanager
+def _jvm_banner_filter(*, active: bool) -> Iterator[None]:
+    """Start the JVM with its standard error behind a filter that drops ``_JVM_BANNERS`` and
+    passes everything else on (the JVM keeps the pipe for its whole life; this process's own
+    standard error is restored at once)."""
+    if not active:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        read_fd, write_fd = os.pipe()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no fd 2 (embedded interpreters): nothing to filter
+        yield
+        return
+    os.dup2(write_fd, 2)
+    os.close(write_fd)
+
+    def forward() -> None:
+        with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+            for line in iter(pipe.readline, b""):
+                if not line.startswith(_JVM_BANNERS):
+                    try:
+                        os.write(saved, line)
+                    except OSError:
+                        return
+
+    threading.Thread(target=forward, name="icesql-jvm-stderr", daemon=True).start()
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+
+
+def parallelism(spark: Any) -> int:
+    """The cores a micro-batch should keep busy (Spark's default parallelism)."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect has no SparkContext
+        try:
+            return max(1, int(spark.conf.get("spark.default.parallelism", "2")))
+        except Exception:
+            return 2
+
+
+def session_time_zone(spark: Any) -> str:
+    """The session time zone Spark reads zoneless timestamps in."""
+    try:
+        return str(spark.conf.get("spark.sql.session.timeZone")) or "UTC"
+    except Exception:
+        return "UTC"
 
 
 def _conf_value(v: Any) -> str:

@@ -41,6 +41,10 @@ class StagedBatch:
     bytes: int = 0  # bytes of all files
     skipped: int = 0  # bad records skipped (ON ERROR = 'skip')
     created_at: float = field(default_factory=time.time)
+    # the Arrow path: the newest source file the batch read (its log seq, mtime and path)
+    source_seq: int | None = None
+    source_mtime_ms: int | None = None
+    source_path: str | None = None
 
     @property
     def files(self) -> int:

@@ -1,0 +1,99 @@
+"""One shard of the key index in memory: load its chain, look a batch's keys up, apply the batch.
+
+An index entry is a row of the KEY columns plus ``__path`` (the data file) and ``__pos`` (the
+row's position in it). A key normally has one entry; it has several only after another writer
+appended rows with keys the table already held (then an upsert of that key deletes them all, so
+the table holds one row per key again).
+
+A delta file holds the keys a batch removed (``__removed`` true: every entry of the key goes) and
+the entries it added; a base file holds entries. Loading applies a chain in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+PATH = "__path"
+POS = "__pos"
+REMOVED = "__removed"
+
+# a chain longer than this is merged into a new base by the next batch that loads it
+MAX_CHAIN = 8
+
+
+def entry_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
+    return pa.schema([*key_fields, pa.field(PATH, pa.string()), pa.field(POS, pa.int64())])
+
+
+def delta_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
+    return pa.schema([*entry_schema(key_fields), pa.field(REMOVED, pa.bool_())])
+
+
+def empty(key_fields: Sequence[pa.Field]) -> pa.Table:
+    return entry_schema(key_fields).empty_table()
+
+
+def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_arrays([t.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def remove_keys(entries: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Table:
+    """``entries`` without the entries of ``keys``."""
+    if entries.num_rows == 0 or keys.num_rows == 0:
+        return entries
+    gone = keys.select(list(key)).group_by(list(key)).aggregate([])
+    kept = entries.join(gone, keys=list(key), join_type="left anti", use_threads=False)
+    return kept.select(entries.column_names)
+
+
+def load(read: Any, chain: Sequence[str], key_fields: Sequence[pa.Field]) -> pa.Table:
+    """The shard's entries: the chain's base, then each delta (``read(name)`` gives a file)."""
+    schema = entry_schema(key_fields)
+    key = [f.name for f in key_fields]
+    entries = schema.empty_table()
+    for name in chain:
+        t = read(name)
+        if REMOVED in t.column_names:
+            removed = t.filter(pa.compute.equal(t.column(REMOVED), True))
+            entries = remove_keys(entries, removed, key)
+            t = t.filter(pa.compute.invert(t.column(REMOVED)))
+        entries = pa.concat_tables([entries, _conform(t, schema)])
+    return entries.combine_chunks()
+
+
+def lookup(entries: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Table:
+    """The entries of ``keys`` (the rows a batch replaces or deletes)."""
+    if entries.num_rows == 0 or keys.num_rows == 0:
+        return entries.slice(0, 0)
+    wanted = keys.select(list(key)).group_by(list(key)).aggregate([])
+    found = entries.join(wanted, keys=list(key), join_type="inner", use_threads=False)
+    return found.select(entries.column_names)
+
+
+def delta(removed_keys: pa.Table, added: pa.Table, key_fields: Sequence[pa.Field]) -> pa.Table:
+    """A delta file: ``removed_keys`` (every entry of each goes), then ``added`` entries."""
+    schema = delta_schema(key_fields)
+    n = removed_keys.num_rows
+    gone = pa.Table.from_arrays(
+        [
+            *(removed_keys.column(f.name).cast(f.type) for f in key_fields),
+            pa.nulls(n, pa.string()),
+            pa.nulls(n, pa.int64()),
+            pa.array([True] * n, pa.bool_()),
+        ],
+        schema=schema,
+    )
+    new = _conform(added, entry_schema(key_fields)).append_column(REMOVED, pa.array([False] * added.num_rows))
+    return pa.concat_tables([gone, new.cast(schema)])
+
+
+def apply(entries: pa.Table, removed_keys: pa.Table, added: pa.Table, key: Sequence[str]) -> pa.Table:
+    """``entries`` after a delta (the same as loading the chain with the delta appended)."""
+    kept = remove_keys(entries, removed_keys, key)
+    return pa.concat_tables([kept, added.select(entries.column_names).cast(entries.schema)]).combine_chunks()
+
+
+__all__ = ["MAX_CHAIN", "PATH", "POS", "REMOVED", "apply", "delta", "delta_schema", "empty", "entry_schema", "load", "lookup"]
