@@ -65,6 +65,8 @@ class SinkStatus:
     last_error: str | None = None
     lag: float | None = None
     skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
+    retry_attempt: int = 0  # restarts after transient failures in the current streak
+    next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
 
 
 def default_home() -> Path:
@@ -598,6 +600,8 @@ class Session:
                     last_error=st.last_error if st else None,
                     lag=lv.get("lag"),
                     skipped_records=st.skipped_records if st else 0,
+                    retry_attempt=lv.get("retry_attempt", st.retry_attempt if st else 0),
+                    next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
                 )
             )
         return out
@@ -677,7 +681,7 @@ def _fmt_time(ts: float | None) -> str:
 
 
 def _fmt_status_value(field: str, value: Any) -> Any:
-    if field == "last_commit_at":
+    if field in ("last_commit_at", "next_attempt_at"):
         return _fmt_time(value)
     if value is None:
         return "-"
