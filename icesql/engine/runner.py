@@ -586,7 +586,10 @@ class SinkRunner:
         return not self._done.is_set()
 
     def status_row(self) -> dict[str, Any]:
-        rows, nbytes, files = self.staging.totals()
+        pending = self.staging.pending()
+        rows = sum(e.rows for e in pending)
+        nbytes = sum(e.bytes for e in pending)
+        files = sum(e.files for e in pending)
         lag = self.clock.since_commit() if rows or files else 0.0
         return {
             "name": self.name,
@@ -604,6 +607,7 @@ class SinkRunner:
             "staged_files": files,
             "state": self.status,
             "lag": round(lag, 3),  # seconds the oldest uncommitted staged data has waited
+            "staged_since": min((e.created_at for e in pending), default=None),  # epoch seconds
             "skipped_records": self.skipped_records,
         }
 
