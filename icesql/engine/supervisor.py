@@ -47,7 +47,9 @@ class RetryPolicy:
     """How a supervised sink is restarted after a transient failure (seconds)."""
 
     backoff: float = 1.0  # the first wait
-    backoff_max: float = 60.0  # the longest wait; also how long a restarted sink must run to count as recovered
+    backoff_max: float = (
+        60.0  # the longest wait; also how long a restarted sink must run to count as recovered
+    )
     budget: float = 600.0  # how long a streak of failures may last; 0: no restarts at all
 
     @classmethod
@@ -276,7 +278,11 @@ class Supervisor:
             pass  # the runner recorded the failure; the next step looks at it
         except Exception as e:  # the runner never existed (the sink was dropped, ...)
             streak = self.streaks[plan.name]
-            streak.error, streak.final, streak.next_at = ExecutionError(f"sink {plan.name!r}: {e}"), True, None
+            streak.error, streak.final, streak.next_at = (
+                ExecutionError(f"sink {plan.name!r}: {e}"),
+                True,
+                None,
+            )
 
     def _restart(self, plan: SinkPlan) -> None:
         with self._restarting:

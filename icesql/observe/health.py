@@ -112,7 +112,10 @@ def readiness(reports: Sequence[SinkReport], *, now: float, grace: float) -> dic
     """The ``/readyz`` body: ``ready`` when every sink is (and there is at least one)."""
     verdicts = [judge(r, now=now, grace=grace) for r in reports]
     ready = bool(verdicts) and all(v.ready for v in verdicts)
-    body: dict[str, Any] = {"status": "ready" if ready else "not ready", "sinks": [v.to_dict() for v in verdicts]}
+    body: dict[str, Any] = {
+        "status": "ready" if ready else "not ready",
+        "sinks": [v.to_dict() for v in verdicts],
+    }
     if not ready:
         body["reasons"] = [f"sink {v.name}: {v.reason}" for v in verdicts if not v.ready] or [
             "no sink is running in this process"

@@ -59,7 +59,10 @@ class SinkMetrics:
         self.registry.register(_StatusCollector(self))
         r = self.registry
         self.rows = Counter(
-            "icesql_sink_rows_committed", "Rows committed to the sink's table (data files).", ["sink"], registry=r
+            "icesql_sink_rows_committed",
+            "Rows committed to the sink's table (data files).",
+            ["sink"],
+            registry=r,
         )
         self.deletes = Counter(
             "icesql_sink_deletes_committed",
@@ -213,11 +216,15 @@ class _StatusCollector:
         reports = list(m.reports())
         now = m.clock()
         m.track(r.name for r in reports)
-        info = GaugeMetricFamily("icesql_sink_info", "The sink and its table (always 1).", labels=["sink", "table"])
+        info = GaugeMetricFamily(
+            "icesql_sink_info", "The sink and its table (always 1).", labels=["sink", "table"]
+        )
         state = GaugeMetricFamily(
             "icesql_sink_state", "1 for the sink's current state, 0 for the others.", labels=["sink", "state"]
         )
-        ready = GaugeMetricFamily("icesql_sink_ready", "1 when the sink counts as ready for /readyz.", labels=["sink"])
+        ready = GaugeMetricFamily(
+            "icesql_sink_ready", "1 when the sink counts as ready for /readyz.", labels=["sink"]
+        )
         staged_rows = GaugeMetricFamily(
             "icesql_sink_staged_rows", "Rows written and staged, waiting for a commit.", labels=["sink"]
         )

@@ -118,7 +118,9 @@ class ObserveServer:
 
     def start(self) -> ObserveServer:
         self._thread.start()
-        log.info("metrics on %s/metrics, health on /healthz and /readyz, status page on %s/", self.url, self.url)
+        log.info(
+            "metrics on %s/metrics, health on /healthz and /readyz, status page on %s/", self.url, self.url
+        )
         return self
 
     def close(self) -> None:
@@ -142,11 +144,17 @@ class ObserveServer:
                     "ready": verdict.ready,
                     "reason": verdict.reason,
                     "rows_per_second": round(self.metrics.throughput(r.name, now), 3),
-                    "seconds_since_last_commit": None if r.last_commit_at is None else round(now - r.last_commit_at, 1),
+                    "seconds_since_last_commit": None
+                    if r.last_commit_at is None
+                    else round(now - r.last_commit_at, 1),
                     "recent_commits": self.metrics.recent_commits(r.name),
                 }
             )
-        return {"now": now, "ready": readiness(reports, now=now, grace=self.grace)["status"] == "ready", "sinks": sinks}
+        return {
+            "now": now,
+            "ready": readiness(reports, now=now, grace=self.grace)["status"] == "ready",
+            "sinks": sinks,
+        }
 
 
 __all__ = ["DEFAULT_HOST", "ObserveServer"]

@@ -103,7 +103,9 @@ def plan(name: str) -> SinkPlan:
     return SinkPlan(name=name, relation="r", catalog_connection="c", namespace=("ns",), table=name)
 
 
-def run_in_thread(engine: Engine, plans: list[SinkPlan], policy: RetryPolicy) -> tuple[threading.Thread, list[Any]]:
+def run_in_thread(
+    engine: Engine, plans: list[SinkPlan], policy: RetryPolicy
+) -> tuple[threading.Thread, list[Any]]:
     outcome: list[Any] = []
 
     def work() -> None:

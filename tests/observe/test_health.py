@@ -41,7 +41,12 @@ def test_a_source_backlog_without_commits_is_not_ready() -> None:
 
 
 def test_retrying_is_tolerated_for_the_grace_then_not() -> None:
-    retry = {"state": "retrying", "retry_attempt": 2, "next_attempt_at": NOW + 4, "last_error": "catalog down"}
+    retry = {
+        "state": "retrying",
+        "retry_attempt": 2,
+        "next_attempt_at": NOW + 4,
+        "last_error": "catalog down",
+    }
     assert verdict(retrying_since=NOW - 10, **retry) == (
         True,
         "retrying for 10s (attempt 2, next in 4s): catalog down",

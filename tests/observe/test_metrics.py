@@ -139,7 +139,10 @@ def test_gauges_from_the_reports_at_scrape_time(metrics: SinkMetrics) -> None:
     assert value(found, "icesql_sink_commit_lag_seconds", sink="b") == 0.0
     assert value(found, "icesql_sink_last_commit_timestamp_seconds", **o) == NOW - 12.5
     assert value(found, "icesql_sink_seconds_since_last_commit", **o) == 12.5
-    assert ("icesql_sink_seconds_since_last_commit", frozenset({("sink", "b")})) not in found  # never committed
+    assert (
+        "icesql_sink_seconds_since_last_commit",
+        frozenset({("sink", "b")}),
+    ) not in found  # never committed
     assert value(found, "icesql_sink_retry_attempt", sink="b") == 3
     assert value(found, "icesql_sink_records_skipped_total", **o) == 7
     # the source backlog is exposed once the source reports it
@@ -159,7 +162,9 @@ def test_openmetrics_when_the_scraper_asks(metrics: SinkMetrics) -> None:
     assert body.decode().rstrip().endswith("# EOF")
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed")
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed"
+)
 def test_promtool_finds_nothing_to_lint(metrics: SinkMetrics) -> None:
     body = metrics.exposition()[0]
     out = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30)

@@ -91,7 +91,9 @@ def events(start: int, n: int) -> list[dict[str, Any]]:
     return [{"id": i, "v": f"v{i}"} for i in range(start, start + n)]
 
 
-@pytest.mark.skipif(prometheus_binary() is None, reason="prometheus is not installed (Debian: apt-get install prometheus)")
+@pytest.mark.skipif(
+    prometheus_binary() is None, reason="prometheus is not installed (Debian: apt-get install prometheus)"
+)
 def test_prometheus_scrapes_serve_through_a_catalog_outage(own_weed: WeedServer, tmp_path: Path) -> None:
     weed = own_weed
     home, data, log = tmp_path / "home", tmp_path / "events", tmp_path / "serve.log"
@@ -133,7 +135,9 @@ def test_prometheus_scrapes_serve_through_a_catalog_outage(own_weed: WeedServer,
     try:
         found = wait_for(
             "the metrics address",
-            lambda: re.search(r"metrics on (http://127\.0\.0\.1:\d+)/metrics", log.read_text(errors="replace")),
+            lambda: re.search(
+                r"metrics on (http://127\.0\.0\.1:\d+)/metrics", log.read_text(errors="replace")
+            ),
             60,
             log,
         )
@@ -179,7 +183,9 @@ def test_prometheus_scrapes_serve_through_a_catalog_outage(own_weed: WeedServer,
         wait_for("35 rows scraped", lambda: prom.value(rows) == 35, 120, log)
         assert table_rows(weed, "obs.events") == 35
         assert prom.value(f'icesql_sink_retry_attempt{{sink="{SINK}"}}') is not None
-        print(f"readyz: 503 {not_ready_after:.1f}s after the catalog stopped, 200 {ready_after:.1f}s after it returned")
+        print(
+            f"readyz: 503 {not_ready_after:.1f}s after the catalog stopped, 200 {ready_after:.1f}s after it returned"
+        )
 
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=90) == 0, log.read_text(errors="replace")[-4000:]

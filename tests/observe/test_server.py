@@ -79,6 +79,9 @@ def test_metrics_healthz_readyz_and_the_page(served: tuple[ObserveServer, Sinks]
     status, _, text = get(server.url + "/status.json")
     doc = json.loads(text)
     assert status == 200 and doc["ready"] is False
-    assert [(s["name"], s["state"], s["ready"]) for s in doc["sinks"]] == [("a", "running", True), ("b", "failed", False)]
+    assert [(s["name"], s["state"], s["ready"]) for s in doc["sinks"]] == [
+        ("a", "running", True),
+        ("b", "failed", False),
+    ]
     assert doc["sinks"][0]["seconds_since_last_commit"] == 2.0
     assert get(server.url + "/nope")[0] == 404
