@@ -144,14 +144,18 @@ class Engine:
 
         threading.Thread(target=run, name="icesql-warm-workers", daemon=True).start()
 
-    def start_sink(self, plan: SinkPlan, *, once: bool = False) -> None:
-        """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first."""
+    def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
+        """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
+        ``will_retry(error)`` says whether a failure will be retried (the sink is then
+        ``retrying`` rather than ``failed``)."""
         self._warm_python_workers()
         with self._lock:
             old = self._runners.get(plan.name)
         if old is not None and old.active:
             old.stop()
         runner = self._runner(plan)
+        if will_retry is not None:
+            runner.will_retry = will_retry
         with self._lock:
             self._runners[plan.name] = runner
         runner.start(once=once)

@@ -121,6 +121,9 @@ class SinkRunner:
         self.clock = CommitClock(plan.commit)
         self.status = "created"
         self.error: IcesqlError | None = None
+        # whether a failure will be retried (set by Engine.run's supervisor): its state is then
+        # 'retrying' from the start, never a 'failed' that is not final
+        self.will_retry: Callable[[IcesqlError], bool] = lambda err: False
         self.last_commit_at: float | None = None
         self.last_snapshot_id: int | None = None
         self.totals = {"rows_committed": 0, "bytes_committed": 0, "files_committed": 0, "commits": 0}
@@ -188,7 +191,10 @@ class SinkRunner:
             )
         )
         self.error = err
-        status = "fenced" if isinstance(err, FencedError) else "failed"
+        if isinstance(err, FencedError):
+            status = "fenced"
+        else:
+            status = "retrying" if self.will_retry(err) else "failed"
         log.error("sink %s %s: %s", self.name, status, err.message)
         self.listeners.failure(
             FailureEvent(self.name, type(err).__name__, err.message, bool(getattr(err, "transient", False)))

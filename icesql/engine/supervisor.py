@@ -209,7 +209,7 @@ class Supervisor:
             if runner.error is None:
                 streak.final = True  # stopped (a bounded relation done, or stopped on purpose)
                 continue
-            self._failed(plan, runner.error, now)
+            self._failed(plan, runner, now)
 
     def _recovered(self, runner: Any, streak: Streak, now: float) -> bool:
         if runner.status != "running":
@@ -220,9 +220,18 @@ class Supervisor:
 
     # ----------------------------------------------------------------- failures and restarts
 
-    def _failed(self, plan: SinkPlan, err: IcesqlError, now: float) -> None:
+    def will_retry(self, name: str, err: IcesqlError) -> bool:
+        """Whether a failure of ``name`` now will be retried (asked by the failing runner, so
+        that its state is ``retrying`` at once; ``_failed`` decides the same way)."""
+        if self._stopped.is_set() or not is_transient(err) or self.policy.budget <= 0:
+            return False
+        since = self.streaks[name].since
+        return since is None or self.clock() - since < self.policy.budget
+
+    def _failed(self, plan: SinkPlan, runner: Any, now: float) -> None:
         name = plan.name
         streak = self.streaks[name]
+        err: IcesqlError = runner.error
         streak.error = err
         if not is_transient(err) or self.policy.budget <= 0:
             streak.final = True  # the runner has recorded it as failed (or fenced)
@@ -254,7 +263,8 @@ class Supervisor:
             next_attempt_at=streak.next_at,
             last_error=err.message,
         )
-        self.engine.listeners.state(StateEvent(name, "retrying"))
+        if runner.status != "retrying":  # the runner did not know (or the supervisor was stopping)
+            self.engine.listeners.state(StateEvent(name, "retrying"))
 
     def _give_up(self, name: str, message: str) -> None:
         streak = self.streaks[name]
@@ -273,7 +283,7 @@ class Supervisor:
 
     def _start(self, plan: SinkPlan) -> None:
         try:
-            self.engine.start_sink(plan)
+            self.engine.start_sink(plan, will_retry=lambda err: self.will_retry(plan.name, err))
         except IcesqlError:
             pass  # the runner recorded the failure; the next step looks at it
         except Exception as e:  # the runner never existed (the sink was dropped, ...)

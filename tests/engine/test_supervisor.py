@@ -33,6 +33,7 @@ class ScriptedRunner:
         self.error: IcesqlError | None = None
         self.status = "created"
         self.last_commit_at: float | None = None
+        self.will_retry: Any = lambda err: False
         self._done = threading.Event()
 
     def _set(self, status: str, **fields: Any) -> None:
@@ -41,7 +42,7 @@ class ScriptedRunner:
 
     def _fail(self, err: IcesqlError) -> IcesqlError:
         self.error = err
-        self._set("failed", last_error=err.message)
+        self._set("retrying" if self.will_retry(err) else "failed", last_error=err.message)
         self._done.set()
         return err
 
@@ -137,8 +138,12 @@ def test_transient_failures_are_retried_with_backoff_until_the_sink_recovers() -
     wait_for(lambda: len(engine.starts["s"]) == 4 and engine.runner("s").status == "running")
     # recovered (it committed): the streak is over, the attempt count back to 0
     wait_for(lambda: updates(engine, "s")[-1] == {"retry_attempt": 0})
-    retrying = [u for u in updates(engine, "s") if u.get("status") == "retrying"]
-    assert [u["retry_attempt"] for u in retrying] == [1, 2, 3]
+    retrying = [u for u in updates(engine, "s") if u.get("retry_attempt")]
+    assert [u["retry_attempt"] for u in retrying] == [1, 2, 3] and {u["status"] for u in retrying} == {
+        "retrying"
+    }
+    # a failure that is retried never shows as 'failed', not even for a moment
+    assert "failed" not in [u.get("status") for u in updates(engine, "s")]
     assert all("unreachable" in u["last_error"] for u in retrying)
     gaps = [b - a for a, b in itertools.pairwise(engine.starts["s"])]
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.05 + 0.15  # 0.05, 0.1, 0.2 (+ runtime)

@@ -87,6 +87,12 @@ def readyz(url: str) -> tuple[int, dict[str, Any]]:
     return status, json.loads(body)
 
 
+def show_status(home: Path) -> dict[str, Any]:
+    with icesql.Session(home=home) as s:
+        (show,) = s.execute(f"SHOW SINK STATUS {SINK}")
+    return dict(zip(show.columns, show.rows[0], strict=True))
+
+
 def events(start: int, n: int) -> list[dict[str, Any]]:
     return [{"id": i, "v": f"v{i}"} for i in range(start, start + n)]
 
@@ -161,17 +167,21 @@ def test_prometheus_scrapes_serve_through_a_catalog_outage(own_weed: WeedServer,
         not_ready_after = time.monotonic() - halted
         (reason,) = body["reasons"]
         assert reason.startswith(f"sink {SINK}: retrying for ") and "unreachable" in reason, body
-        with icesql.Session(home=home) as s:  # another process's view: the catalog store
-            (show,) = s.execute(f"SHOW SINK STATUS {SINK}")
-        st = dict(zip(show.columns, show.rows[0], strict=True))
-        assert st["state"] == "retrying" and st["retry_attempt"] >= 1 and st["next_attempt_at"] != "-", st
+        # another process's view, from the catalog store (between two attempts: each restart
+        # attempt is 'starting' for a moment)
+        st = wait_for(
+            "SHOW SINK STATUS to say retrying",
+            lambda: (r := show_status(home))["state"] == "retrying" and r,
+            30,
+        )
+        assert st["retry_attempt"] >= 1 and st["next_attempt_at"] != "-", st
         assert "unreachable" in st["last_error"], st
         since = f'icesql_sink_seconds_since_last_commit{{sink="{SINK}"}}'
         first = wait_for("a scrape during the outage", lambda: prom.value(since), 10)
         time.sleep(2.5)
         later = prom.value(since)
         assert later is not None and later >= first + 1.5, (first, later)
-        assert prom.value(f'icesql_sink_state{{sink="{SINK}",state="retrying"}}') == 1
+        assert prom.value(f'max_over_time(icesql_sink_state{{sink="{SINK}",state="retrying"}}[5s])') == 1
         assert (prom.value(f'icesql_sink_restarts_total{{sink="{SINK}"}}') or 0) >= 1
         assert prom.value(rows) == 20
 

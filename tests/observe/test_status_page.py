@@ -52,16 +52,15 @@ def test_the_status_page_lists_every_sink_with_its_state(spark: Any, tmp_path: P
         )
         url = s.serve_metrics()
         s.start()
+
+        def states() -> dict[str, tuple[str, int]]:
+            return {st.name: (st.state, st.commits) for st in s.status()}
+
+        wait_for("a commit", lambda: states()["clicks_sink"] == ("running", 1))
         write_json_lines(clicks, "c2.json", [{"id": i, "url": f"/p/{i}"} for i in range(50, 80)])
-
-        def states() -> dict[str, str]:
-            return {st.name: st.state for st in s.status()}
-
         wait_for(
-            "two commits and a failure",
-            lambda: (
-                states() == {"clicks_sink": "running", "orders_sink": "failed"} and s.status()[0].commits >= 2
-            ),
+            "a second commit and a failure",
+            lambda: states() == {"clicks_sink": ("running", 2), "orders_sink": ("failed", 0)},
         )
 
         page = visit(url + "/", "--dump-dom")
