@@ -276,23 +276,33 @@ class Supervisor:
         self.engine.listeners.state(StateEvent(name, "failed"))
 
     def _give_up_waiting(self) -> None:
-        """On stop: a sink waiting for its next attempt ends failed with its last error."""
+        """On stop: a sink waiting for its next attempt, or whose runner has just failed, ends
+        failed with its last error (its state must not stay 'retrying' after the process)."""
         for name, streak in self.streaks.items():
-            if not streak.final and streak.next_at is not None and streak.error is not None:
-                self._give_up(name, f"stopped while retrying: {streak.error.message}")
+            if streak.final:
+                continue
+            if streak.next_at is None:
+                runner = self.engine._runners.get(name)
+                if runner is None or runner.active or runner.error is None:
+                    continue
+                streak.error = runner.error
+                if runner.status != "retrying":  # recorded as failed (or fenced) already
+                    streak.final = True
+                    continue
+            assert streak.error is not None
+            self._give_up(name, f"stopped while retrying: {streak.error.message}")
 
     def _start(self, plan: SinkPlan) -> None:
         try:
             self.engine.start_sink(plan, will_retry=lambda err: self.will_retry(plan.name, err))
         except IcesqlError:
             pass  # the runner recorded the failure; the next step looks at it
-        except Exception as e:  # the runner never existed (the sink was dropped, ...)
+        except Exception as e:  # the runner never existed: not worth a retry
+            log.exception("sink %s could not start", plan.name)
             streak = self.streaks[plan.name]
-            streak.error, streak.final, streak.next_at = (
-                ExecutionError(f"sink {plan.name!r}: {e}"),
-                True,
-                None,
-            )
+            streak.error = ExecutionError(f"sink {plan.name!r} could not start ({type(e).__name__})")
+            streak.final, streak.next_at = True, None
+            self._update(plan.name, status="failed", last_error=streak.error.message)
 
     def _restart(self, plan: SinkPlan) -> None:
         with self._restarting:

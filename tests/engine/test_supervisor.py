@@ -15,7 +15,7 @@ import pytest
 
 from icesql.engine.engine import Engine
 from icesql.engine.failures import CatalogUnavailableError
-from icesql.engine.supervisor import RetryPolicy
+from icesql.engine.supervisor import RetryPolicy, Supervisor
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import SinkPlan
 from tests.support.pipeline_helpers import State
@@ -220,3 +220,14 @@ def test_the_policy_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = RetryPolicy.from_settings()
     assert policy == RetryPolicy(backoff=0.5, backoff_max=4.0, budget=30.0)
     assert [policy.delay(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 4.0, 4.0]
+
+
+def test_a_failure_the_supervisor_had_no_time_to_look_at_does_not_stay_retrying() -> None:
+    engine = ScriptedEngine({"s": ["start-fails"]})
+    supervisor = Supervisor(engine, [plan("s")], FAST)
+    supervisor._start(plan("s"))  # the runner fails at once and, asked, says 'retrying'
+    assert engine.state.get("s")["status"] == "retrying"  # type: ignore[attr-defined]
+    supervisor.stop()
+    supervisor._give_up_waiting()  # what run() does on its way out
+    final = engine.state.get("s")  # type: ignore[attr-defined]
+    assert final["status"] == "failed" and final["last_error"].startswith("stopped while retrying: sink s")
