@@ -20,8 +20,15 @@ attempt and the last error (``SHOW SINK STATUS``, ``icesql status``, ``Engine.st
 * a failure that is not transient (a bad record, a fenced runner, a schema mismatch) is final
   at once: the sink stays ``failed`` (or ``fenced``) while the other sinks go on.
 
+The failing runner asks ``Supervisor.will_retry`` (``SinkRunner.will_retry``, set through
+``Engine.start_sink``) and records ``retrying`` itself, so a failure that will be retried never
+shows as ``failed``, not even for a moment; the supervisor then adds the attempt and the time
+of the next one (catalog store, ``Engine.status()``).
+
 ``Supervisor.run`` returns once every sink has ended (or ``stop()`` was called) and raises the
-first sink's final error, so ``icesql run`` / ``serve`` exit with code 3 when a sink failed.
+first sink's final error, so ``icesql run`` / ``serve`` exit with code 3 when a sink failed. A
+sink still waiting for a restart when ``stop()`` comes ends ``failed`` ("stopped while
+retrying: ...").
 """
 
 from __future__ import annotations
