@@ -17,7 +17,8 @@ Schema (see ``migrations.py`` for the numbered steps; ``schema_migrations`` reco
     the only place a secret's value lives: plain, or a Fernet token (``encoding``) when
     ``ICESQL_SECRET_KEY`` is set.
 ``sink_state``
-    per sink: status, version (the fencing epoch), commit counters, last snapshot/progress/error.
+    per sink: status, version (the fencing epoch), commit counters, last snapshot/progress/error,
+    and the restart attempt and next attempt time of a sink retrying after a transient failure.
 ``meta``
     key/value: the encryption salt and key check.
 

@@ -99,6 +99,41 @@ def _v3(conn: sqlite3.Connection) -> None:
     conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('secret_salt', ?)", (os.urandom(16).hex(),))
 
 
+# SQLite cannot change a CHECK constraint in place: step 5 rebuilds sink_state with the new
+# status and the retry columns, copying every row. Nothing references sink_state, so dropping
+# it is safe with foreign keys on.
+_V5 = _run(
+    """CREATE TABLE sink_state_v5 (
+        object_id        TEXT PRIMARY KEY REFERENCES objects (object_id) ON DELETE CASCADE,
+        status           TEXT NOT NULL DEFAULT 'created'
+                         CHECK (status IN ('created', 'starting', 'running', 'retrying', 'stopped',
+                                           'failed', 'fenced')),
+        version          INTEGER NOT NULL DEFAULT 0,
+        rows_committed   INTEGER NOT NULL DEFAULT 0,
+        bytes_committed  INTEGER NOT NULL DEFAULT 0,
+        files_committed  INTEGER NOT NULL DEFAULT 0,
+        commits          INTEGER NOT NULL DEFAULT 0,
+        last_commit_at   REAL,
+        last_snapshot_id INTEGER,
+        last_progress    INTEGER,
+        last_error       TEXT,
+        updated_at       REAL NOT NULL,
+        skipped_records  INTEGER NOT NULL DEFAULT 0,
+        retry_attempt    INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at  REAL
+    )""",
+    """INSERT INTO sink_state_v5 (object_id, status, version, rows_committed, bytes_committed,
+           files_committed, commits, last_commit_at, last_snapshot_id, last_progress, last_error,
+           updated_at, skipped_records)
+       SELECT object_id, status, version, rows_committed, bytes_committed, files_committed,
+           commits, last_commit_at, last_snapshot_id, last_progress, last_error, updated_at,
+           skipped_records
+       FROM sink_state""",
+    "DROP TABLE sink_state",
+    "ALTER TABLE sink_state_v5 RENAME TO sink_state",
+)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "objects, dependencies, secrets", _V1),
     Migration(2, "sink runtime state", _V2),
@@ -108,6 +143,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "count of records skipped by ON ERROR = 'skip'",
         _run("ALTER TABLE sink_state ADD COLUMN skipped_records INTEGER NOT NULL DEFAULT 0"),
     ),
+    Migration(5, "sinks restarted after a transient failure: status 'retrying', attempt, next attempt", _V5),
 )
 
 

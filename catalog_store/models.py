@@ -17,7 +17,15 @@ NAMESPACES: dict[str, str] = {
     "sink": "sink",
 }
 
-SINK_STATUSES: tuple[str, ...] = ("created", "starting", "running", "stopped", "failed", "fenced")
+SINK_STATUSES: tuple[str, ...] = (
+    "created",
+    "starting",
+    "running",
+    "retrying",  # failed on a transient cause; restarted at next_attempt_at
+    "stopped",
+    "failed",
+    "fenced",
+)
 
 
 @dataclass(frozen=True)
@@ -58,4 +66,6 @@ class SinkState:
     last_error: str | None
     updated_at: float
     skipped_records: int = 0  # bad records dropped under ON ERROR = 'skip'
+    retry_attempt: int = 0  # restarts after transient failures in the current streak (0: none)
+    next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next (epoch seconds)
     object_id: str = field(default="", compare=False)

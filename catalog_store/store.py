@@ -50,13 +50,21 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 10.0
 MEMORY = ":memory:"
 
-_COUNTERS = ("rows_committed", "bytes_committed", "files_committed", "commits", "skipped_records")
+_COUNTERS = (
+    "rows_committed",
+    "bytes_committed",
+    "files_committed",
+    "commits",
+    "skipped_records",
+    "retry_attempt",
+)
 _OPTIONAL_INTS = ("last_snapshot_id", "last_progress")
-_STATE_FIELDS = ("status", *_COUNTERS, "last_commit_at", *_OPTIONAL_INTS, "last_error")
+_TIMESTAMPS = ("last_commit_at", "next_attempt_at")
+_STATE_FIELDS = ("status", *_COUNTERS, *_TIMESTAMPS, *_OPTIONAL_INTS, "last_error")
 _STATE_COLUMNS = (
     "o.name, o.object_id, s.status, s.version, s.rows_committed, s.bytes_committed, "
     "s.files_committed, s.commits, s.last_commit_at, s.last_snapshot_id, s.last_progress, "
-    "s.last_error, s.updated_at, s.skipped_records"
+    "s.last_error, s.updated_at, s.skipped_records, s.retry_attempt, s.next_attempt_at"
 )
 _OBJECT_COLUMNS = "object_id, kind, name, sql, definition, hidden, created_at, updated_at"
 _BARE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -580,9 +588,9 @@ class CatalogStore:
     ) -> SinkState:
         """Set some of the state fields and return the new state.
 
-        Fields: status (one of created, starting, running, stopped, failed, fenced),
-        rows_committed, bytes_committed, files_committed, commits, skipped_records,
-        last_commit_at, last_snapshot_id, last_progress, last_error. With ``expected_version``, raises
+        Fields: status (one of ``SINK_STATUSES``), rows_committed, bytes_committed,
+        files_committed, commits, skipped_records, retry_attempt, last_commit_at,
+        next_attempt_at, last_snapshot_id, last_progress, last_error. With ``expected_version``, raises
         ``StaleVersionError`` if the sink's version has moved on (the caller was fenced).
         """
         name = _name(name)
@@ -697,9 +705,13 @@ class CatalogStore:
             error,
             updated,
             skipped,
+            attempt,
+            next_at,
         ) = row
         if status is None:  # no state row yet: the defaults
-            return SinkState(name, "created", 0, 0, 0, 0, 0, None, None, None, None, 0.0, object_id)
+            return SinkState(
+                name, "created", 0, 0, 0, 0, 0, None, None, None, None, 0.0, object_id=object_id
+            )
         return SinkState(
             name=name,
             status=status,
@@ -714,6 +726,8 @@ class CatalogStore:
             last_error=error,
             updated_at=updated,
             skipped_records=skipped,
+            retry_attempt=attempt,
+            next_attempt_at=next_at,
             object_id=object_id,
         )
 
@@ -921,9 +935,9 @@ def _check_state_fields(fields: dict[str, Any]) -> dict[str, Any]:
         elif key in _OPTIONAL_INTS:
             if value is not None and not _is_int(value):
                 raise StoreError(f"{key} must be an integer or None")
-        elif key == "last_commit_at":
+        elif key in _TIMESTAMPS:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise StoreError("last_commit_at must be a timestamp (seconds) or None")
+                raise StoreError(f"{key} must be a timestamp (seconds) or None")
         elif key == "last_error" and value is not None and not isinstance(value, str):
             raise StoreError("last_error must be a string or None")
     return dict(fields)

@@ -83,8 +83,10 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
     "serve": (
         "run every sink of the catalog store until interrupted",
         "Run every sink stored in the icesql home until SIGINT/SIGTERM (final commit, exit 0), "
-        "or with --once until the available input is committed.",
-        "example:\n  ICESQL_HOME=/var/lib/icesql icesql serve",
+        "or with --once until the available input is committed. A sink that fails on a transient "
+        "cause (a catalog that cannot be reached) is restarted with backoff; --metrics-port serves "
+        "Prometheus metrics, /healthz, /readyz and a status page.",
+        "example:\n  ICESQL_HOME=/var/lib/icesql icesql serve --metrics-port 9464",
     ),
     "compact": (
         "rewrite sink tables without delete files",
@@ -149,6 +151,33 @@ def _add_common(parser: argparse.ArgumentParser, *, top: bool) -> None:
     )
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, found {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, found {port}")
+    return port
+
+
+def _add_metrics(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("metrics and health")
+    group.add_argument(
+        "--metrics-port",
+        metavar="PORT",
+        type=_port,
+        default=None,
+        help="serve Prometheus /metrics, /healthz, /readyz and a status page on this port (0: a free one)",
+    )
+    group.add_argument(
+        "--metrics-host",
+        metavar="HOST",
+        default="127.0.0.1",
+        help="the address the metrics server listens on (default 127.0.0.1; 0.0.0.0 for every interface)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter
@@ -173,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run")
     p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to execute, in order")
     p.add_argument("--once", action="store_true", help="process what is available, commit, exit")
+    _add_metrics(p)
     p = command("exec")
     p.add_argument("sql", metavar="SQL", help="statements separated by ';' ('-' reads standard input)")
     p = command("check")
@@ -182,6 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the syntax tree as JSON")
     p = command("serve")
     p.add_argument("--once", action="store_true", help="stop once the available input is committed")
+    _add_metrics(p)
     p = command("compact")
     p.add_argument("sinks", nargs="*", metavar="SINK", help="sinks whose tables to compact (default: all)")
     command("status")
@@ -269,6 +300,13 @@ def _execute_files(session: Session, files: Sequence[str]) -> None:
         _print_results(results)
 
 
+def _serve_metrics(session: Session, args: argparse.Namespace) -> None:
+    if args.metrics_port is None:
+        return
+    url = session.serve_metrics(host=args.metrics_host, port=args.metrics_port)
+    _err(f"icesql: metrics on {url}/metrics, health on {url}/healthz and {url}/readyz, status page {url}/")
+
+
 def _run_until_stopped(session: Session, target: Callable[[], None], *, sinks: Sequence[str] | None) -> int:
     """Run ``target`` (which blocks while sinks run) in a worker thread, so that the main
     thread can turn SIGINT/SIGTERM into ``session.stop()``: a final commit, then exit 0."""
@@ -351,6 +389,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _err(
             f"icesql: running {', '.join(sinks)}{' once' if args.once else ' (Ctrl-C stops with a final commit)'}"
         )
+        _serve_metrics(session, args)
         return _run_until_stopped(session, lambda: session.run(once=args.once, sinks=sinks), sinks=sinks)
 
 
@@ -426,6 +465,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _err(
             f"icesql: serving {', '.join(sinks)}{' once' if args.once else ' (Ctrl-C stops with a final commit)'}"
         )
+        _serve_metrics(session, args)
         return _run_until_stopped(session, lambda: session.serve(once=args.once), sinks=None)
 
 

@@ -16,7 +16,7 @@ import enum
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,8 @@ from icesql.syntax import ast as A
 if TYPE_CHECKING:
     from catalog_store import CatalogStore
     from icesql.engine.engine import Engine
+    from icesql.observe.health import SinkReport
+    from icesql.observe.server import ObserveServer
 
 INLINE_SECRET_PREFIX = "__inline__."
 
@@ -65,6 +67,8 @@ class SinkStatus:
     last_error: str | None = None
     lag: float | None = None
     skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
+    retry_attempt: int = 0  # restarts after transient failures in the current streak
+    next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
 
 
 def default_home() -> Path:
@@ -184,6 +188,8 @@ class Session:
         self._spark_conf = dict(spark_conf or {})
         self._engine: Engine | None = None
         self._view = StoreCatalogView(self)
+        self._observer: ObserveServer | None = None
+        self._running: list[str] = []  # the sinks run or started here, for the observer
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -194,10 +200,14 @@ class Session:
         self.close()
 
     def close(self) -> None:
-        """Stop running sinks (final commit, reason ``shutdown``) and close the store."""
+        """Stop running sinks (final commit, reason ``shutdown``), the metrics server, and close
+        the store."""
         try:
             self.stop()
         finally:
+            if self._observer is not None:
+                self._observer.close()
+                self._observer = None
             self.store.close()
 
     def stop(self) -> None:
@@ -553,6 +563,7 @@ class Session:
         plans = self.sink_plans(names)
         if not plans:
             return
+        self._observe(p.name for p in plans)
         self.engine.run(plans, once=once)
 
     def serve(self, *, once: bool = False) -> None:
@@ -562,6 +573,7 @@ class Session:
     def start(self, sinks: Sequence[str] | None = None) -> None:
         """Start sinks in the background (the shell uses this) and return at once."""
         for plan in self.sink_plans(sinks):
+            self._observe([plan.name])
             self.engine.start_sink(plan)
 
     def compact(self, sinks: Sequence[str] | None = None) -> list[Any]:
@@ -578,9 +590,13 @@ class Session:
 
     def status(self) -> list[SinkStatus]:
         """Each sink's state from the store, with live figures when it runs here."""
-        live: dict[str, dict[str, Any]] = {}
-        if self._engine is not None:
-            live = {s["name"]: s for s in self._engine.status()}
+        return self._statuses(self._live())
+
+    def _live(self) -> dict[str, dict[str, Any]]:
+        """The engine's status rows of the sinks running (or retrying) here, by name."""
+        return {row["name"]: row for row in self._engine.status()} if self._engine is not None else {}
+
+    def _statuses(self, live: dict[str, dict[str, Any]]) -> list[SinkStatus]:
         out = []
         for obj in self.store.list_objects("sink"):
             st = self.store.get_sink_state(obj.name)
@@ -598,9 +614,89 @@ class Session:
                     last_error=st.last_error if st else None,
                     lag=lv.get("lag"),
                     skipped_records=st.skipped_records if st else 0,
+                    retry_attempt=lv.get("retry_attempt", st.retry_attempt if st else 0),
+                    next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
                 )
             )
         return out
+
+    # ----------------------------------------------------------------- observing
+
+    def serve_metrics(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve Prometheus metrics (``/metrics``), health (``/healthz``, ``/readyz``) and a
+        status page (``/``) for the sinks this session runs, on a background thread; returns
+        the base URL (``port=0`` picks a free port). Stopped by ``close()``. Needs
+        ``pip install 'icesql[metrics]'``."""
+        if self._observer is not None:
+            return self._observer.url
+        try:
+            from icesql.observe.metrics import SinkMetrics
+            from icesql.observe.server import ObserveServer
+        except ImportError as exc:
+            raise ExecutionError(
+                f"metrics need prometheus_client ({exc})", hint="pip install 'icesql[metrics]'"
+            ) from None
+        from icesql import settings
+
+        grace = settings.READY_GRACE.get_float() or 0.0
+        metrics = SinkMetrics(self._sink_reports, grace=grace)
+        try:
+            server = ObserveServer(metrics, self._sink_reports, host=host, port=port, grace=grace)
+        except OSError as exc:
+            raise ExecutionError(
+                f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}",
+                hint="choose another --metrics-port (0 picks a free one)",
+            ) from None
+        self.engine.add_listener(metrics)
+        self._observer = server.start()
+        return server.url
+
+    def _observe(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name not in self._running:
+                self._running.append(name)
+
+    def _sink_reports(self) -> list[SinkReport]:
+        """The sinks run here as the observer sees them: live figures, else the store's."""
+        from icesql.observe.health import SinkReport
+
+        live = self._live()
+        statuses = {s.name: s for s in self._statuses(live)}
+        reports = []
+        for name in list(self._running):
+            obj = self.store.get_object("sink", name)
+            st = statuses.get(name)
+            if obj is None or st is None:  # dropped meanwhile
+                continue
+            plan = P.plan_from_dict(obj.definition)
+            assert isinstance(plan, P.SinkPlan)
+            lv = live.get(name, {})
+            reports.append(
+                SinkReport(
+                    name=name,
+                    table=plan.table_identifier,
+                    state=st.state,
+                    rows_committed=st.rows_committed,
+                    bytes_committed=st.bytes_committed,
+                    commits=st.commits,
+                    last_commit_at=st.last_commit_at,
+                    last_snapshot_id=st.last_snapshot_id,
+                    last_error=lv.get("last_error") or st.last_error,
+                    retry_attempt=st.retry_attempt,
+                    next_attempt_at=st.next_attempt_at,
+                    retrying_since=lv.get("retrying_since"),
+                    staged_rows=int(lv.get("staged_rows") or 0),
+                    staged_bytes=int(lv.get("staged_bytes") or 0),
+                    staged_files=int(lv.get("staged_files") or 0),
+                    staged_since=lv.get("staged_since"),
+                    skipped_records=st.skipped_records,
+                    maximum_period=plan.commit.maximum_period,
+                    minimum_size=plan.commit.minimum_size,
+                    backlog_files=lv.get("backlog_files"),
+                    backlog_bytes=lv.get("backlog_bytes"),
+                )
+            )
+        return reports
 
     def object_names(self, kind: str) -> list[str]:
         return [o.name for o in self.store.list_objects(kind)]
@@ -677,7 +773,7 @@ def _fmt_time(ts: float | None) -> str:
 
 
 def _fmt_status_value(field: str, value: Any) -> Any:
-    if field == "last_commit_at":
+    if field in ("last_commit_at", "next_attempt_at"):
         return _fmt_time(value)
     if value is None:
         return "-"

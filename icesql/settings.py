@@ -100,6 +100,27 @@ ARROW_PATH = Setting(
     "`0` reads FILES sources with Spark's readers instead of the Arrow path (for comparisons; a "
     "sink's checkpoint belongs to the path that created it)",
 )
+RETRY_BACKOFF = Setting(
+    "ICESQL_RETRY_BACKOFF",
+    "1",
+    "seconds `run`/`serve` wait before restarting a sink that failed on a transient cause (a "
+    "catalog or object store that cannot be reached); the wait doubles with each attempt",
+)
+RETRY_BACKOFF_MAX = Setting(
+    "ICESQL_RETRY_BACKOFF_MAX", "60", "the longest wait between two restarts of a failing sink, in seconds"
+)
+RETRY_BUDGET = Setting(
+    "ICESQL_RETRY_BUDGET",
+    "600",
+    "seconds a sink may keep failing on transient causes before it is given up as `failed`; "
+    "`0` turns restarts off",
+)
+READY_GRACE = Setting(
+    "ICESQL_READY_GRACE",
+    "30",
+    "seconds `/readyz` tolerates a sink retrying, or its staged data waiting past its commit "
+    "policy, before it answers not ready",
+)
 CACHE_DIR = Setting(
     "ICESQL_CACHE_DIR",
     None,
@@ -134,6 +155,10 @@ ALL: tuple[Setting, ...] = (
     COMPACT_HINT,
     WARM_WORKERS,
     ARROW_PATH,
+    RETRY_BACKOFF,
+    RETRY_BACKOFF_MAX,
+    RETRY_BUDGET,
+    READY_GRACE,
     CACHE_DIR,
     XDG_CACHE_HOME,
     EDITOR,

@@ -58,6 +58,7 @@ class Engine:
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)
         self._workers_warmed = False
+        self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
 
     def add_listener(self, listener: SinkListener) -> None:
@@ -143,14 +144,18 @@ class Engine:
 
         threading.Thread(target=run, name="icesql-warm-workers", daemon=True).start()
 
-    def start_sink(self, plan: SinkPlan, *, once: bool = False) -> None:
-        """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first."""
+    def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
+        """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
+        ``will_retry(error)`` says whether a failure will be retried (the sink is then
+        ``retrying`` rather than ``failed``)."""
         self._warm_python_workers()
         with self._lock:
             old = self._runners.get(plan.name)
         if old is not None and old.active:
-            self.stop_sink(plan.name)
+            old.stop()
         runner = self._runner(plan)
+        if will_retry is not None:
+            runner.will_retry = will_retry
         with self._lock:
             self._runners[plan.name] = runner
         runner.start(once=once)
@@ -180,7 +185,9 @@ class Engine:
             runner.update_plan(plan)
 
     def stop_sink(self, name: str) -> None:
-        """Stop a sink, committing what it has staged (``shutdown``)."""
+        """Stop a sink, committing what it has staged (``shutdown``); it is not restarted."""
+        for supervisor in list(self._supervisors):
+            supervisor.forget(name)
         with self._lock:
             runner = self._runners.get(name)
         if runner is None:
@@ -201,30 +208,39 @@ class Engine:
             if r.active:
                 r.flush()
 
-    def run(self, plans: Iterable[SinkPlan], once: bool = False) -> None:
+    def run(self, plans: Iterable[SinkPlan], once: bool = False, *, retry: Any = None) -> None:
         """Run ``plans``. ``once``: process what is available, commit, stop; else until stopped.
 
-        Raises the first sink failure (after stopping the others) as an ``IcesqlError``.
+        ``once`` fails fast: the first sink failure stops the others and is raised as an
+        ``IcesqlError``. Otherwise the sinks are supervised (``supervisor.Supervisor``, with
+        ``retry`` or the ``RetryPolicy`` of the settings): a sink that failed on a transient
+        cause is restarted with backoff, one that failed for good stays failed while the others
+        go on, and its error is raised once every sink has ended (or ``stop()`` was called).
         """
         plans = list(plans)
+        if not once:
+            from icesql.engine.supervisor import RetryPolicy, Supervisor
+
+            supervisor = Supervisor(self, plans, retry or RetryPolicy.from_settings())
+            with self._lock:
+                self._supervisors.append(supervisor)
+            try:
+                supervisor.run()
+            finally:
+                with self._lock:
+                    self._supervisors.remove(supervisor)
+            return
         for p in plans:
-            self.start_sink(p, once=once)
+            self.start_sink(p, once=True)
         names = [p.name for p in plans]
         try:
-            if once:
-                for n in names:
-                    self._runners[n].await_termination()
-            else:
-                while any(self._runners[n].active for n in names):
-                    err = self._first_error(names)
-                    if err is not None:
-                        break
-                    self.await_any_termination(timeout=1.0)
+            for n in names:
+                self._runners[n].await_termination()
         except KeyboardInterrupt:
             log.info("interrupted: stopping sinks")
         finally:
             err = self._first_error(names)
-            if not once or err is not None:
+            if err is not None:
                 for n in names:
                     try:
                         self.stop_sink(n)
@@ -258,15 +274,28 @@ class Engine:
             return None
 
     def status(self) -> list[dict[str, Any]]:
+        """Each sink's ``SinkRunner.status_row()``; a supervised sink's row also says whether it
+        is ``retrying`` (``retry_attempt``, ``next_attempt_at``, ``retrying_since``)."""
         with self._lock:
             runners = list(self._runners.values())
-        return [r.status_row() for r in runners]
+            supervisors = list(self._supervisors)
+        rows = []
+        for r in runners:
+            row = r.status_row()
+            for supervisor in supervisors:
+                row.update(supervisor.overlay(r.name) or {})
+            rows.append(row)
+        return rows
 
     def runner(self, name: str) -> Any:
         return self._runners[name]
 
     def stop(self) -> None:
-        """Stop every running sink with a final commit."""
+        """Stop every running sink with a final commit (and end the supervision of ``run``)."""
+        with self._lock:
+            supervisors = list(self._supervisors)
+        for supervisor in supervisors:
+            supervisor.stop()
         with self._lock:
             runners = list(self._runners.values())
         errors: list[IcesqlError] = []

@@ -45,7 +45,7 @@ class FailureEvent:
 @dataclass(frozen=True)
 class StateEvent:
     sink: str
-    state: str  # starting, running, stopped, failed, fenced
+    state: str  # starting, running, retrying (supervisor), stopped, failed, fenced
 
 
 class SinkListener(Protocol):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -103,6 +104,13 @@ _AWS_AUTH_CODES = frozenset(
     }
 )
 _DNS = ("name or service not known", "nodename nor servname", "nameresolution", "getaddrinfo")
+# pyarrow's S3 filesystem (the AWS C++ SDK, used by the executors' writers) fails with an OSError
+# whose text alone names the cause: "... AWS Error NETWORK_CONNECTION during PutObject operation:
+# curlCode: 7, Could not connect to server", "AWS Error UNKNOWN (HTTP status 503) during ...".
+_AWS_SDK_TRANSIENT = re.compile(
+    r"AWS Error (NETWORK_CONNECTION|SLOW_DOWN|SERVICE_UNAVAILABLE|THROTTLING|REQUEST_TIMEOUT|INTERNAL_FAILURE)\b"
+    r"|AWS Error \w+ \(HTTP status (5\d\d|429)\)"
+)
 
 
 def _unreachable(f: Failure) -> str:
@@ -112,6 +120,14 @@ def _unreachable(f: Failure) -> str:
     if "refused" in low:
         return "unreachable (connection refused)"
     return "unreachable (connection failed)"
+
+
+def _aws_sdk_cause(f: Failure) -> str:
+    found = _AWS_SDK_TRANSIENT.search(f.raw)
+    what = found.group(0) if found else "AWS Error"
+    if "NETWORK_CONNECTION" in what:
+        return "object store unreachable (connection failed)"
+    return f"object store error ({what})"
 
 
 def _is_aws_auth(f: Failure) -> bool:
@@ -149,6 +165,13 @@ RULES: tuple[Rule, ...] = (
         transient=True,
     ),
     Rule(lambda f: f.has(*_CONNECTION), _unreachable, _NETWORK_HINT, show_detail=False, transient=True),
+    Rule(
+        lambda f: _AWS_SDK_TRANSIENT.search(f.raw) is not None,
+        _aws_sdk_cause,
+        "check the ENDPOINT of the AWS connection and that the object store is running",
+        show_detail=False,
+        transient=True,
+    ),
     # --- botocore (AWS connections, SigV4 credential lookups, Glue)
     Rule(
         lambda f: f.has("NoCredentialsError", "PartialCredentialsError"),

@@ -133,6 +133,9 @@ class SinkRunner:
         self.clock = CommitClock(plan.commit)
         self.status = "created"
         self.error: IcesqlError | None = None
+        # whether a failure will be retried (set by Engine.run's supervisor): its state is then
+        # 'retrying' from the start, never a 'failed' that is not final
+        self.will_retry: Callable[[IcesqlError], bool] = lambda err: False
         self.last_commit_at: float | None = None
         self.last_snapshot_id: int | None = None
         self.totals = {"rows_committed": 0, "bytes_committed": 0, "files_committed": 0, "commits": 0}
@@ -200,7 +203,10 @@ class SinkRunner:
             )
         )
         self.error = err
-        status = "fenced" if isinstance(err, FencedError) else "failed"
+        if isinstance(err, FencedError):
+            status = "fenced"
+        else:
+            status = "retrying" if self.will_retry(err) else "failed"
         log.error("sink %s %s: %s", self.name, status, err.message)
         self.listeners.failure(
             FailureEvent(self.name, type(err).__name__, err.message, bool(getattr(err, "transient", False)))
@@ -694,7 +700,10 @@ class SinkRunner:
         return not self._done.is_set()
 
     def status_row(self) -> dict[str, Any]:
-        rows, nbytes, files = self.staging.totals()
+        pending = self.staging.pending()
+        rows = sum(e.rows for e in pending)
+        nbytes = sum(e.bytes for e in pending)
+        files = sum(e.files for e in pending)
         lag = self.clock.since_commit() if rows or files else 0.0
         return {
             "name": self.name,
@@ -712,6 +721,7 @@ class SinkRunner:
             "staged_files": files,
             "state": self.status,
             "lag": round(lag, 3),  # seconds the oldest uncommitted staged data has waited
+            "staged_since": min((e.created_at for e in pending), default=None),  # epoch seconds
             "skipped_records": self.skipped_records,
             "path": "arrow" if self.arrow else "spark",
             "fallback_files": self.fallback_files,

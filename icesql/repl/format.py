@@ -114,12 +114,21 @@ def format_age(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f}h ago"
 
 
+def format_state(status: Any, now: float) -> str:
+    """The state, with the attempt and the time to the next one while a sink is retrying."""
+    if status.state != "retrying":
+        return str(status.state)
+    nxt = getattr(status, "next_attempt_at", None)
+    when = "" if nxt is None else f", next in {max(0.0, nxt - now):.0f}s"
+    return f"retrying (attempt {getattr(status, 'retry_attempt', 0)}{when})"
+
+
 def status_line(status: Any, now: float | None = None) -> str:
     """One sink in one line: ``orders running rows=1200 bytes=1.2 MiB commit 3s ago``."""
     now = time.time() if now is None else now
     last = status.last_commit_at
     text = (
-        f"{status.name} {status.state} rows={status.rows_committed} "
+        f"{status.name} {format_state(status, now)} rows={status.rows_committed} "
         f"bytes={format_bytes(status.bytes_committed)} "
         f"commit {format_age(None if last is None else now - last)}"
     )
@@ -140,7 +149,7 @@ def status_rows(statuses: Iterable[Any], now: float | None = None) -> list[tuple
         rows.append(
             (
                 s.name,
-                s.state,
+                format_state(s, now),
                 s.rows_committed,
                 format_bytes(s.bytes_committed),
                 format_age(None if last is None else now - last),

@@ -35,3 +35,25 @@ def test_a_connection_broken_mid_response_is_transient_and_a_mistake_is_not() ->
     assert err is not None and err.transient
     assert err.message == "sink s: cannot commit: unreachable (connection failed)"
     assert transient_failure(ValueError("bad value"), label="sink s", action="commit") is None
+
+
+def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:
+    """The executors write through pyarrow's S3 filesystem, whose failures are OSError text;
+    Spark hands them to the driver wrapped in its own exception."""
+    from icesql.engine.failures import transient_failure
+
+    refused = OSError(
+        "When initiating multiple part upload for key 'ns/t/data/x.parquet' in bucket 'b': AWS Error "
+        "NETWORK_CONNECTION during CreateMultipartUpload operation: curlCode: 7, Could not connect to "
+        "server; Details: Failed to connect to 127.0.0.1:20481 after 0 ms: Could not connect to server"
+    )
+    wrapped = RuntimeError("An exception was thrown from the Python worker")
+    wrapped.__cause__ = refused
+    err = transient_failure(wrapped, label="sink s", action="write or commit")
+    assert err is not None and err.transient
+    assert err.message == "sink s: cannot write or commit: object store unreachable (connection failed)"
+    busy = OSError("When writing key 'k': AWS Error UNKNOWN (HTTP status 503) during PutObject operation: Slow down")
+    err = transient_failure(busy, label="sink s", action="write")
+    assert err is not None and err.message.endswith("object store error (AWS Error UNKNOWN (HTTP status 503))")
+    denied = OSError("When writing key 'k': AWS Error ACCESS_DENIED during PutObject operation: Access Denied")
+    assert transient_failure(denied, label="sink s", action="write") is None

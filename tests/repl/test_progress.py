@@ -41,3 +41,15 @@ def test_plain_log_lines_when_not_a_terminal() -> None:
             root.removeHandler(h)
     assert "commit sink=a" in stream.getvalue() and "chatter" not in stream.getvalue()
     assert "\x1b" not in stream.getvalue()
+
+
+def test_a_retrying_sink_shows_its_attempt_and_the_time_to_the_next() -> None:
+    from icesql.repl.format import status_line, status_rows
+
+    s = SinkStatus(
+        "orders", "retrying", last_error="catalog unreachable", retry_attempt=3, next_attempt_at=1004.2
+    )
+    assert status_line(s, now=1000.0) == (
+        "orders retrying (attempt 3, next in 4s) rows=0 bytes=0 B commit never error: catalog unreachable"
+    )
+    assert status_rows([s], now=1000.0)[0][1] == "retrying (attempt 3, next in 4s)"

@@ -75,6 +75,8 @@ def test_old_store_is_upgraded(tmp_path: Path) -> None:
         state = store.get_sink_state("s1")  # backfilled by the sink_state step
         assert state is not None and state.status == "created" and state.version == 0
         assert state.skipped_records == 0
+        assert (state.retry_attempt, state.next_attempt_at) == (0, None)  # the rebuilt table (step 5)
+        assert store.update_sink_state("s1", status="retrying").status == "retrying"
         assert store.bump_sink_version("s1") == 1
         assert store.dependents("secret", "pw") == [("connection", "cat")]
         store.create_secret("inline", "x", hidden=True)
@@ -118,3 +120,32 @@ def test_connection_settings(store: CatalogStore) -> None:
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
     assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
+
+
+def test_step_5_keeps_every_sink_state_row(tmp_path: Path) -> None:
+    """Step 5 rebuilds sink_state (a CHECK constraint cannot change in place): rows survive."""
+    path = tmp_path / "catalog.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, upto=4)
+    conn.execute(
+        "INSERT INTO objects (object_id, kind, name, namespace, sql, definition, created_at, updated_at) "
+        "VALUES ('id-sink', 'sink', 's1', 'sink', 'CREATE SINK s1 ...', '{}', 1.0, 2.0)"
+    )
+    conn.execute(
+        "INSERT INTO sink_state (object_id, status, version, rows_committed, commits, last_error, "
+        "updated_at, skipped_records) VALUES ('id-sink', 'failed', 7, 120, 3, 'boom', 5.0, 2)"
+    )
+    conn.close()
+    with CatalogStore(path) as store:
+        state = store.get_sink_state("s1")
+        assert state is not None
+        assert (state.status, state.version, state.rows_committed, state.commits, state.last_error) == (
+            "failed",
+            7,
+            120,
+            3,
+            "boom",
+        )
+        assert (state.skipped_records, state.retry_attempt, state.next_attempt_at) == (2, 0, None)
+        store.drop_object("sink", "s1")  # the rebuilt table still cascades from objects
+        assert store._connection().execute("SELECT count(*) FROM sink_state").fetchone()[0] == 0

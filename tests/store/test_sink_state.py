@@ -113,3 +113,21 @@ def test_list_sink_states(sink_store: CatalogStore) -> None:
     sink_store.bump_sink_version("a")
     states = sink_store.list_sink_states()
     assert [(s.name, s.version) for s in states] == [("a", 1), ("s1", 0)]
+
+
+def test_retrying_state_carries_the_attempt_and_the_next_attempt_time(sink_store: CatalogStore) -> None:
+    state = sink_store.update_sink_state(
+        "s1", status="retrying", retry_attempt=3, next_attempt_at=1234.5, last_error="catalog unreachable"
+    )
+    assert (state.status, state.retry_attempt, state.next_attempt_at, state.last_error) == (
+        "retrying",
+        3,
+        1234.5,
+        "catalog unreachable",
+    )
+    state = sink_store.update_sink_state("s1", status="running", retry_attempt=0, next_attempt_at=None)
+    assert (state.status, state.retry_attempt, state.next_attempt_at) == ("running", 0, None)
+    with pytest.raises(StoreError, match="next_attempt_at must be a timestamp"):
+        sink_store.update_sink_state("s1", next_attempt_at="soon")
+    with pytest.raises(StoreError, match="non-negative"):
+        sink_store.update_sink_state("s1", retry_attempt=-1)

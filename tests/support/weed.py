@@ -109,6 +109,7 @@ class WeedServer:
     startup_seconds: float = 0.0
     keep_workdir: bool = False
     started_at: float = field(default_factory=time.monotonic, repr=False)
+    command: list[str] = field(default_factory=list, repr=False)
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -199,14 +200,6 @@ class WeedServer:
             f"-s3.config={config_path}",
             f"-tableBucket={table_bucket}",
         ]
-        log = open(workdir / "weed.log", "wb")  # noqa: SIM115 - handed to the child
-        t0 = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=workdir
-            )
-        finally:
-            log.close()
         server = cls(
             access_key=access_key,
             secret_key=secret_key,
@@ -214,10 +207,20 @@ class WeedServer:
             s3_port=s3,
             iceberg_port=iceberg,
             workdir=workdir,
-            process=proc,
+            command=args,
         )
-        server.started_at = t0
+        server._spawn()
         return server
+
+    def _spawn(self) -> None:
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        self.started_at = time.monotonic()
+        try:
+            self.process = subprocess.Popen(
+                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir
+            )
+        finally:
+            log.close()
 
     def _wait_ready(self, timeout: float) -> None:
         """S3 answers, the catalog hands out an OAuth token and lists the table bucket."""
@@ -268,8 +271,9 @@ class WeedServer:
             raise ConnectionError(f"token endpoint answered {status}")
         return str(json.loads(body)["access_token"])
 
-    def stop(self) -> None:
-        """Terminate (SIGTERM), then kill after a grace period; remove the work dir."""
+    def halt(self) -> None:
+        """Terminate the server (SIGTERM, then kill after a grace period), keeping its data, ports
+        and keys: the catalog and S3 become unreachable until ``restart()``."""
         proc, self.process = self.process, None
         if proc is not None and proc.poll() is None:
             proc.terminate()
@@ -278,6 +282,17 @@ class WeedServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
+
+    def restart(self, timeout: float = 30.0) -> None:
+        """Start a halted server again on the same ports, data and keys; returns once it answers."""
+        if self.process is not None and self.process.poll() is None:
+            raise WeedUnavailable("weed mini is running; halt() it first")
+        self._spawn()
+        self._wait_ready(timeout)
+
+    def stop(self) -> None:
+        """Halt the server and remove the work dir (unless ``keep_workdir``)."""
+        self.halt()
         if not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
