@@ -58,7 +58,6 @@ class SecretName:
 SecretResolver = Callable[[str], str]
 
 
-
 class CatalogType(enum.Enum):
     LOCAL = "local"
     SQL = "sql"
@@ -91,6 +90,13 @@ class SourceKind(enum.Enum):
 class SinkMode(enum.Enum):
     APPEND = "append"
     UPSERT = "upsert"
+
+
+class DeleteMode(enum.Enum):
+    """How an upsert sink deletes the rows it replaces."""
+
+    POSITION = "position"  # position deletes found through the key index (the default)
+    EQUALITY = "equality"  # equality deletes on the KEY
 
 
 class OnError(enum.Enum):
@@ -234,6 +240,7 @@ class SinkPlan:
     properties: tuple[tuple[str, str], ...] = ()
     on_error: OnError = OnError.FAIL
     columns: tuple[Column, ...] = ()  # source columns when known at analysis time
+    delete_mode: DeleteMode = DeleteMode.POSITION  # MODE UPSERT: how replaced rows are deleted
 
     @property
     def table_identifier(self) -> str:
@@ -350,7 +357,8 @@ _PLAN_TYPES: dict[str, type[Any]] = {
     )
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
-    t.__name__: t for t in (CatalogType, RestAuth, SourceFormat, SourceKind, SinkMode, OnError, Transform)
+    t.__name__: t
+    for t in (CatalogType, RestAuth, SourceFormat, SourceKind, SinkMode, OnError, Transform, DeleteMode)
 }
 
 

@@ -34,6 +34,42 @@ class NullKeyError(ExecutionError):
     """A change whose KEY has a null column reached an upsert sink with an enforced KEY."""
 
 
+def drop_null_keys(b: Any, key: list[str], *, enforced: bool, sink: str, relation: str) -> Any:
+    """``b`` without its changes whose KEY has a null column, and how many there were.
+
+    An enforced KEY fails the batch instead, naming the sink, the column and where the change
+    came from (a null cannot be an Iceberg identifier field, so such a change can neither be
+    stored nor deleted by key)."""
+    import pyarrow.compute as pc
+
+    names = b.schema.names
+    mask = None
+    for k in key:
+        m = pc.is_null(b.column(names.index(k)))
+        mask = m if mask is None else pc.or_(mask, m)
+    n = (pc.sum(mask).as_py() or 0) if mask is not None else 0
+    if not n:
+        return b, 0
+    if enforced:
+        # the first such change in file order (the batch arrives sorted by key)
+        row = min(
+            b.filter(mask).to_pylist(),
+            key=lambda x: (str(x.get(FILE) or ""), x.get(BLK) or 0, x.get(LINE) or 0),
+        )
+        col = next(k for k in key if row.get(k) is None)
+        where = f"a change read from '{relation}'"
+        if row.get(FILE):
+            path = short_path(str(row[FILE]))
+            rec = f"record {int(row.get(LINE) or 0) + 1}"
+            if row.get(BLK):
+                rec += f" of the split at byte {row[BLK]}"
+            where += f" (file '{path}', {rec})"
+        raise ValueError(
+            f"{NULL_KEY_MARKER}sink '{sink}': KEY column '{col}' is null in {where}; KEY columns must be non-null|END"
+        )
+    return b.filter(pc.invert(mask)), n
+
+
 class FileWriterTask:
     """Runs inside ``mapInArrow``: rows in, one row per written file out (picklable)."""
 
@@ -63,40 +99,7 @@ class FileWriterTask:
         self.key_enforced = key_enforced
 
     def _null_keys(self, b: Any) -> Any:
-        """``b`` without its changes whose KEY has a null column, and how many there were.
-
-        An enforced KEY fails the batch instead, naming the sink, the column and where the
-        change came from (a null cannot be an Iceberg identifier field, so such a change can
-        neither be stored nor deleted by key)."""
-        import pyarrow.compute as pc
-
-        names = b.schema.names
-        mask = None
-        for k in self.key:
-            m = pc.is_null(b.column(names.index(k)))
-            mask = m if mask is None else pc.or_(mask, m)
-        n = (pc.sum(mask).as_py() or 0) if mask is not None else 0
-        if not n:
-            return b, 0
-        if self.key_enforced:
-            # the first such change in file order (the batch arrives sorted by key)
-            row = min(
-                b.filter(mask).to_pylist(),
-                key=lambda x: (str(x.get(FILE) or ""), x.get(BLK) or 0, x.get(LINE) or 0),
-            )
-            col = next(k for k in self.key if row.get(k) is None)
-            where = f"a change read from '{self.relation}'"
-            if row.get(FILE):
-                path = short_path(str(row[FILE]))
-                rec = f"record {int(row.get(LINE) or 0) + 1}"
-                if row.get(BLK):
-                    rec += f" of the split at byte {row[BLK]}"
-                where += f" (file '{path}', {rec})"
-            raise ValueError(
-                f"{NULL_KEY_MARKER}sink '{self.sink}': KEY column '{col}' is null in {where}; "
-                f"KEY columns must be non-null|END"
-            )
-        return b.filter(pc.invert(mask)), n
+        return drop_null_keys(b, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation)
 
     def __call__(self, batches: Any) -> Any:
         import pyarrow as pa

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,13 +107,15 @@ def request_for_staged(
     sink_version: int,
     reason: str,
     extra_summary: Mapping[str, str] | None = None,
+    per_batch: bool = False,
 ) -> CommitRequest:
     """The commit of staged batches (``staging.StagedBatch``, in batch order) up to the last one's
-    progress: append-only batches become one snapshot; when delete files are involved each batch
-    is its own snapshot, so a later batch's deletes remove an earlier batch's rows."""
+    progress: append-only batches become one snapshot; when delete files are involved (or
+    ``per_batch``: the key index matches a snapshot to the batch that made it) each batch is its
+    own snapshot, so a later batch's deletes remove an earlier batch's rows."""
     from icesql.engine.writer import WrittenFile
 
-    if any(e.delete_files for e in entries):
+    if per_batch or any(e.delete_files for e in entries):
         groups = [
             CommitGroup(
                 tuple(WrittenFile.loads(s) for s in e.data_files),
@@ -222,22 +224,29 @@ def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, 
     return producer
 
 
-def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: float = 0.1) -> CommitResult:
+Guard = Callable[[Any, list[CommitGroup]], list[CommitGroup]]
+
+
+def commit(
+    table: Any,
+    request: CommitRequest,
+    *,
+    retries: int = 5,
+    backoff: float = 0.1,
+    guard: Guard | None = None,
+) -> CommitResult:
     """Commit ``request`` to ``table`` (reloaded first), exactly once per (sink, progress).
 
     Raises ``FencedError`` when a newer ``sink_version`` has committed; returns a skipped result
     (the existing snapshot) when a snapshot of this sink with the same or an older version already
     carries a progress ≥ ``request.progress``; retries ``CommitFailedException`` ``retries`` times.
+    ``guard(table, groups)`` sees the reloaded table before every attempt and may return other
+    groups (the key index adds equality deletes when another writer changed the table meanwhile).
     """
     from pyiceberg.exceptions import CommitFailedException
 
     start = time.monotonic()
-    groups = request.all_groups()
-    all_files = [f for g in groups for f in (*g.data_files, *g.delete_files)]
-    data_files = [f for g in groups for f in g.data_files]
-    delete_files = [f for g in groups for f in g.delete_files]
-    rows = sum(int(f.record_count) for f in data_files)
-    nbytes = sum(int(f.file_size_in_bytes) for f in all_files)
+    planned = request.all_groups()
     attempt = 0
     while True:
         attempt += 1
@@ -260,6 +269,7 @@ def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: flo
                 return CommitResult(
                     last.snapshot_id, 0, 0, 0, time.monotonic() - start, skipped=True, attempts=attempt
                 )
+        groups = guard(table, planned) if guard is not None else planned
         tx = internals.transaction(table)
         producers: list[Any] = []
         try:
@@ -287,6 +297,11 @@ def commit(table: Any, request: CommitRequest, *, retries: int = 5, backoff: flo
             time.sleep(wait + random.uniform(0, wait / 10))
             continue
         snapshot_ids = tuple(p.snapshot_id for p in producers)
+        all_files = [f for g in groups for f in (*g.data_files, *g.delete_files)]
+        data_files = [f for g in groups for f in g.data_files]
+        delete_files = [f for g in groups for f in g.delete_files]
+        rows = sum(int(f.record_count) for f in data_files)
+        nbytes = sum(int(f.file_size_in_bytes) for f in all_files)
         result = CommitResult(
             snapshot_ids[-1] if snapshot_ids else None,
             rows,

@@ -118,6 +118,10 @@ class SinkRunner:
         self.progress_base = 0  # progress = base + Spark batch id (a new checkpoint restarts at 0)
         self.source_watermark: tuple[int, str] | None = None  # newest source file committed
         self.fallback_files = 0  # files the Arrow path left to Spark's reader
+        self.index: Any = None  # index.store.Manifest: the key index of an upsert sink (position deletes)
+        self._writer: Any = None  # the batch writer, kept across batches (the index writer has state)
+        self._index_snapshot: int | None = None  # the table's snapshot the key index describes
+        self._index_stale = False  # another writer changed the table under the index
         from icesql.engine.spark import is_connect
 
         # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
@@ -283,8 +287,137 @@ class SinkRunner:
                 self.commit("recovery")
             if self.arrow:
                 self._resume_files()
+            if self.position_deletes:
+                self._open_index()
         except BaseException as e:
             raise self.fail(e) from e
+
+    @property
+    def position_deletes(self) -> bool:
+        """An upsert sink that deletes by position through the key index (the default), rather
+        than by equality on the KEY (``DELETE MODE = 'equality'``)."""
+        from icesql.plan import DeleteMode, SinkMode
+
+        return self.plan.mode is SinkMode.UPSERT and self.plan.delete_mode is DeleteMode.POSITION
+
+    def _key_columns(self) -> list[str]:
+        """The KEY as the table names its columns."""
+        from icesql.engine.tables import column_of
+
+        schema = self.table.schema()
+        return [column_of(schema, k).name for k in self.plan.key]
+
+    def _index_store(self) -> Any:
+        from icesql.engine.index.store import IndexStore
+
+        return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
+
+    def _open_index(self) -> None:
+        """The key index at the committed progress: a valid one, or rebuilt from the table."""
+        from icesql.engine.index.upsert import open_index
+        from icesql.engine.spark import parallelism
+
+        self.index = open_index(
+            self.spark,
+            self.table,
+            self._index_store(),
+            sink_id=self.sink_id,
+            sink=self.name,
+            key=self._key_columns(),
+            progress=self.committed_progress,
+            version=int(self.version or 0),
+            parallelism=parallelism(self.spark),
+            io_properties=dict(self.target.io_properties(self.table)),
+        )
+        current = self.table.current_snapshot()
+        self._index_snapshot = current.snapshot_id if current is not None else None
+
+    def _index_guard(self, table: Any, groups: list[Any]) -> list[Any]:
+        """Before each commit attempt: when another writer changed the table since the snapshot
+        the key index describes (an append of keys the index does not know, a rewrite that moved
+        rows), the positions this commit deletes may not be all of a key's rows; each batch then
+        also deletes its keys by equality (which reaches every older row of the key, wherever it
+        is), and the index is rebuilt after the commit."""
+        from icesql.engine.commit import CommitGroup
+
+        current = table.current_snapshot()
+        if current is None or current.snapshot_id == self._index_snapshot:
+            return groups
+        if not self._index_stale:
+            log.warning(
+                "sink %s: another writer changed table %s since the key index was built; this commit "
+                "also deletes its keys by equality, and the index is rebuilt",
+                self.name,
+                self.plan.table_identifier,
+            )
+        self._index_stale = True
+        out = []
+        for g in groups:
+            eq = self._equality_deletes(table, self._batch_keys(g))
+            out.append(CommitGroup(g.data_files, (*g.delete_files, *eq), g.progress))
+        return out
+
+    def _batch_keys(self, group: Any) -> Any:
+        """The keys the batch of ``group`` changed, from its shards' deltas in the key index."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.index.shard import REMOVED
+
+        store = self._index_store()
+        added = {f.file_path for f in group.data_files}
+        for progress, _version, name in store.manifests():
+            if progress != group.progress:
+                continue
+            m = store.read_manifest(name)
+            if m is None or set(m.added_files) != added:
+                continue
+            parts = []
+            for delta in m.deltas:
+                if delta:
+                    t = store.read_table(delta)
+                    parts.append(t.filter(pc.equal(t.column(REMOVED), True)).select(list(m.key)))
+            return pa.concat_tables(parts) if parts else None
+        raise ExecutionError(
+            f"sink {self.name}: another writer changed table {self.plan.table_identifier} and the keys of "
+            f"batch {group.progress} cannot be found to delete them safely",
+            hint="restart the sink: it rebuilds its key index from the table",
+        )
+
+    def _equality_deletes(self, table: Any, keys: Any) -> list[Any]:
+        if keys is None or keys.num_rows == 0:
+            return []
+        from icesql.engine.tables import key_field_ids
+        from icesql.engine.writer import DataFileWriter, WriteSpec
+
+        spec = WriteSpec.from_table(table, io_properties=dict(self.target.io_properties(table)))
+        writer = DataFileWriter(spec, "equality_deletes", key_field_ids(table.schema(), self._key_columns()))
+        try:
+            writer.write(keys)
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+    def _after_index_commit(self, result: Any) -> None:
+        """The table's new snapshot is the one the index describes; after a commit another
+        writer's change went into, the index is rebuilt first (on Spark Connect, where the
+        index's writer lives in the server, the sink restarts to do so)."""
+        if not self._index_stale:
+            if not result.skipped:
+                self._index_snapshot = result.snapshot_id
+            return
+        self._index_stale = False
+        if self.remote:
+            from icesql.engine.failures import CatalogUnavailableError
+
+            raise CatalogUnavailableError(
+                f"sink {self.name}: table {self.plan.table_identifier} was changed by another writer; the "
+                "sink restarts to rebuild its key index",
+                hint="icesql serve restarts it; with icesql run, run it again",
+            )
+        self._open_index()
+        self._writer = None
 
     def _resume_files(self) -> None:
         """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and
@@ -445,11 +578,43 @@ class SinkRunner:
             kill_point("committed", batch_id)
 
     def batch_writer(self) -> Any:
-        """The picklable half of a batch: transform, write the files, describe them."""
+        """The picklable half of a batch: transform, write the files, describe them. Made once
+        per run: the key index's writer keeps the index's state from batch to batch."""
+        if self._writer is None:
+            self._writer = self._make_batch_writer()
+        return self._writer
+
+    def _make_batch_writer(self) -> Any:
         assert self.relation is not None and self.table is not None
-        inner = BatchWriter.for_sink(
-            self.plan, self.table, self.target.io_properties(self.table), self.relation.name
-        )
+        io = self.target.io_properties(self.table)
+        inner: Any = BatchWriter.for_sink(self.plan, self.table, io, self.relation.name)
+        if self.index is not None:
+            import json
+
+            from pyspark.sql.types import StructField, StructType
+
+            from icesql.engine.index.build import key_spark_types
+            from icesql.engine.index.upsert import IndexedUpsertWriter
+
+            key = self._key_columns()
+            types = StructType(
+                [
+                    StructField(k, t)
+                    for k, t in zip(key, key_spark_types(self.table.schema(), key), strict=True)
+                ]
+            )
+            inner = IndexedUpsertWriter(
+                inner.spec,
+                self._index_store(),
+                self.index,
+                key=key,
+                key_types_json=json.dumps(types.jsonValue()),
+                version=int(self.version or 0),
+                progress_base=self.progress_base,
+                sink=self.name,
+                relation=self.relation.name,
+                key_enforced=self.plan.key_enforced,
+            )
         if self.relation.arrow is None:
             return inner
         return ArrowBatchWriter(inner, self.relation.arrow, skipped=self.relation.skipped)
@@ -554,9 +719,10 @@ class SinkRunner:
                 sink_version=self.version,
                 reason=reason,
                 extra_summary=self._source_summary(entries),
+                per_batch=self.index is not None,
             )
             started = time.monotonic()
-            result = commit(self.table, request)
+            result = commit(self.table, request, guard=self._index_guard if self.index is not None else None)
             self.progress.committed = request.progress
             self.staging.discard_through(request.progress)
             self.clock.committed()
@@ -612,6 +778,8 @@ class SinkRunner:
             )
             if any(e.delete_files for e in entries) and not result.skipped:
                 self._hint_compaction()
+            if self.index is not None:
+                self._after_index_commit(result)
             return result
 
     def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:

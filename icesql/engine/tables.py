@@ -67,6 +67,11 @@ def _default_name(p: PartitionFieldPlan) -> str:
     return f"{p.source_column}_{p.transform.value}"
 
 
+def column_of(schema: Any, column: str) -> Any:
+    """The field of ``column`` in an Iceberg schema (exact name first, then case-insensitively)."""
+    return _find(schema, column)
+
+
 def _find(schema: Any, column: str) -> Any:
     for f in schema.fields:
         if f.name == column:

@@ -33,7 +33,13 @@ import pyarrow.parquet as pq
 
 from icesql.errors import ExecutionError
 
-Content = Literal["data", "equality_deletes"]
+Content = Literal["data", "equality_deletes", "position_deletes"]
+
+# Iceberg's reserved field ids of a position-delete file's columns (the spec's file_path, pos)
+POSITION_FILE_PATH_ID = 2147483546
+POSITION_POS_ID = 2147483545
+FILE_PATH = "file_path"
+POS = "pos"
 
 _EPOCH_DATE = _dt.date(1970, 1, 1)
 _EPOCH_TS = _dt.datetime(1970, 1, 1)
@@ -153,7 +159,7 @@ def _dec(v: Any) -> Any:
 class WrittenFile:
     """One Parquet file written for a table: a picklable, JSON-able stand-in for a ``DataFile``."""
 
-    content: int  # 0 data, 2 equality deletes (pyiceberg DataFileContent)
+    content: int  # 0 data, 1 position deletes, 2 equality deletes (pyiceberg DataFileContent)
     file_path: str
     record_count: int
     file_size_in_bytes: int
@@ -324,11 +330,19 @@ class _OpenFile:
 
 
 class DataFileWriter:
-    """Stream Arrow batches into Parquet data files (or equality-delete files) of one table.
+    """Stream Arrow batches into Parquet data files (or delete files) of one table.
 
     ``content='equality_deletes'`` writes only the ``equality_ids`` columns (the KEY), taken by
     name from the batches (extra columns are ignored); each delete file carries the partition of
     the keys it deletes, so every partition source column must be among the equality columns.
+
+    ``content='position_deletes'`` writes ``file_path`` and ``pos`` (Iceberg's reserved columns);
+    the batches also carry the partition source columns of the rows they delete (taken by name, as
+    the table schema names them), which give each delete file the partition of its data files.
+    Rows must come sorted by (file_path, pos), as the spec asks of a position-delete file.
+
+    ``track`` (data files): record, for every row written, these columns with the file and the
+    position the row got (``positions()``): what the upsert key index needs.
     """
 
     def __init__(
@@ -339,6 +353,7 @@ class DataFileWriter:
         *,
         max_open_files: int = 16,
         row_group_bytes: int | None = None,
+        track: Sequence[str] | None = None,
     ) -> None:
         from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
@@ -348,7 +363,7 @@ class DataFileWriter:
         from icesql.engine.pyiceberg_internals import parquet_writer_kwargs
         from icesql.engine.schema import arrow_schema
 
-        if content not in ("data", "equality_deletes"):
+        if content not in ("data", "equality_deletes", "position_deletes"):
             raise ValueError(f"unknown content {content!r}")
         self.spec = spec
         self.content = content
@@ -366,10 +381,26 @@ class DataFileWriter:
                     raise ExecutionError(
                         f"partition column '{col}' must be part of the KEY to write equality deletes",
                     )
+        elif content == "position_deletes":
+            from pyiceberg.types import LongType, NestedField, StringType
+
+            self.equality_ids = None
+            self._file_schema = Schema(
+                NestedField(POSITION_FILE_PATH_ID, FILE_PATH, StringType(), required=True),
+                NestedField(POSITION_POS_ID, POS, LongType(), required=True),
+            )
         else:
             self.equality_ids = None
             self._file_schema = self._table_schema
+        # the schema the partition source columns are found in (the rows', not always the file's)
+        self._source_schema = self._table_schema if content == "position_deletes" else self._file_schema
         self._arrow_schema = arrow_schema(self._file_schema)
+        if content == "position_deletes":
+            # readers of position deletes (iceberg-rust) want file_path as a plain string column
+            path = self._arrow_schema.field(FILE_PATH)
+            self._arrow_schema = self._arrow_schema.set(0, path.with_type(pa.string()))
+        self._track = list(track or ())
+        self._positions: list[pa.Table] = []
         self._io = load_file_io(dict(spec.io_properties), spec.location)
         self._locations = load_location_provider(spec.location, dict(spec.table_properties))
         props = dict(spec.table_properties)
@@ -396,7 +427,7 @@ class DataFileWriter:
     def _partition_functions(self) -> list[tuple[str, Any]]:
         out = []
         for pf in self._partition_spec.fields:
-            source = self._file_schema.find_field(pf.source_id)
+            source = self._source_schema.find_field(pf.source_id)
             out.append((source.name, pf.transform.pyarrow_transform(source.field_type)))
         return out
 
@@ -426,7 +457,7 @@ class DataFileWriter:
         from pyiceberg.typedef import Record
 
         self._counter += 1
-        suffix = "-deletes" if self.content == "equality_deletes" else ""
+        suffix = {"equality_deletes": "-deletes", "position_deletes": "-pos-deletes"}.get(self.content, "")
         name = f"{self.spec.write_id}-{self._tag}-{self._counter:05d}{suffix}.parquet"
         pkey = None
         if self._partition_columns:
@@ -474,6 +505,16 @@ class DataFileWriter:
             rows = max(1, min(rows, n - offset, self._row_group_rows))
             chunk = data.slice(offset, rows)
             f.writer.write_table(chunk, row_group_size=rows)
+            if self._track:
+                self._positions.append(
+                    pa.table(
+                        {
+                            **{c: chunk.column(c) for c in self._track},
+                            "__path": pa.array([f.path] * rows, pa.string()),
+                            "__pos": pa.array(range(f.rows, f.rows + rows), pa.int64()),
+                        }
+                    )
+                )
             f.rows += rows
             f.arrow_bytes += chunk.nbytes
             offset += rows
@@ -515,7 +556,7 @@ class DataFileWriter:
         s = stats.to_serialized_dict()
         self._done.append(
             WrittenFile(
-                content=0 if self.content == "data" else 2,
+                content={"data": 0, "position_deletes": 1, "equality_deletes": 2}[self.content],
                 file_path=f.path,
                 record_count=int(s.get("record_count", f.rows)),
                 file_size_in_bytes=int(size),
@@ -542,9 +583,13 @@ class DataFileWriter:
             raise ExecutionError("write after close")
         if batch.num_rows == 0:
             return
-        conformed = to_table_batch(batch, self._arrow_schema)
-        table = pa.Table.from_batches([conformed]) if isinstance(conformed, pa.RecordBatch) else conformed
-        for key, part in self._split(table):
+        raw = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        if self.content == "position_deletes":
+            # the partition comes from the deleted rows' columns, which the file does not keep
+            parts = [(key, to_table_batch(part, self._arrow_schema)) for key, part in self._split(raw)]
+        else:
+            parts = self._split(to_table_batch(raw, self._arrow_schema))
+        for key, part in parts:
             f = self._file_for(key)
             f.pending.append(part)
             f.pending_bytes += part.nbytes
@@ -573,11 +618,20 @@ class DataFileWriter:
             paths.append(f.path)
         self._open.clear()
         self._done.clear()
+        self._positions.clear()
         for p in paths:
             try:
                 self._io.delete(p)
             except Exception:
                 pass
+
+    def positions(self) -> pa.Table:
+        """The tracked columns of every row written, with ``__path`` and ``__pos`` (after
+        ``close``; see ``track``)."""
+        if not self._positions:
+            fields = [self._arrow_schema.field(c) for c in self._track]
+            return pa.schema([*fields, ("__path", pa.string()), ("__pos", pa.int64())]).empty_table()
+        return pa.concat_tables(self._positions)
 
     def __enter__(self) -> DataFileWriter:
         return self

@@ -30,6 +30,7 @@ from tests.support.pipeline_helpers import (
     load_table,
     local_catalog,
     spark_for_tests,
+    wait_for,
     write_json_lines,
 )
 from tests.support.readers import read_datafusion, read_duckdb
@@ -168,15 +169,6 @@ def test_json_files_to_partitioned_table_exactly_once(spark: Any, tmp_path: Path
 
 
 # --------------------------------------------------------------------------- commit policy
-
-
-def wait_for(cond: Any, timeout: float = 90.0, what: str = "condition") -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def reasons(home: Path, ident: str = "ns.events") -> list[str]:

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -153,3 +154,12 @@ def summaries(table: Any) -> list[dict[str, str]]:
 
 def icesql_summaries(table: Any) -> list[dict[str, str]]:
     return [s for s in summaries(table) if "icesql.sink-id" in s]
+
+
+def wait_for(cond: Any, timeout: float = 90.0, what: str = "condition") -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -25,7 +25,9 @@ MAX_CHAIN = 8
 
 
 def entry_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
-    return pa.schema([*key_fields, pa.field(PATH, pa.string()), pa.field(POS, pa.int64())])
+    # nullable and without field metadata: joins and concatenations meet one schema
+    keys = [pa.field(f.name, f.type) for f in key_fields]
+    return pa.schema([*keys, pa.field(PATH, pa.string()), pa.field(POS, pa.int64())])
 
 
 def delta_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
@@ -92,8 +94,20 @@ def delta(removed_keys: pa.Table, added: pa.Table, key_fields: Sequence[pa.Field
 
 def apply(entries: pa.Table, removed_keys: pa.Table, added: pa.Table, key: Sequence[str]) -> pa.Table:
     """``entries`` after a delta (the same as loading the chain with the delta appended)."""
-    kept = remove_keys(entries, removed_keys, key)
+    kept = remove_keys(entries, removed_keys, key).cast(entries.schema)
     return pa.concat_tables([kept, added.select(entries.column_names).cast(entries.schema)]).combine_chunks()
 
 
-__all__ = ["MAX_CHAIN", "PATH", "POS", "REMOVED", "apply", "delta", "delta_schema", "empty", "entry_schema", "load", "lookup"]
+__all__ = [
+    "MAX_CHAIN",
+    "PATH",
+    "POS",
+    "REMOVED",
+    "apply",
+    "delta",
+    "delta_schema",
+    "empty",
+    "entry_schema",
+    "load",
+    "lookup",
+]

@@ -32,7 +32,12 @@ class Manifest:
     chains: tuple[tuple[str, ...], ...]  # per shard: base (or nothing), then deltas, relative names
     added_files: tuple[str, ...] = ()  # data files the batch of this progress added
     snapshot_id: int | None = None  # a rebuild: the snapshot it was built from
-    keys: int = 0  # live entries (for the status and the docs' sizing)
+    shard_keys: tuple[int, ...] = ()  # per shard: live entries (for the status and sizing)
+    deltas: tuple[str | None, ...] = ()  # per shard: this progress's delta (the keys it changed)
+
+    @property
+    def keys(self) -> int:
+        return sum(self.shard_keys)
 
     @property
     def name(self) -> str:
@@ -155,7 +160,8 @@ class IndexStore:
                 "key": list(m.key),
                 "added_files": list(m.added_files) if s == 0 else [],
                 "snapshot_id": m.snapshot_id,
-                "keys": m.keys,
+                "keys": m.shard_keys[s] if s < len(m.shard_keys) else 0,
+                "delta": m.deltas[s] if s < len(m.deltas) else None,
             }
             for s, chain in enumerate(m.chains)
         ]
@@ -177,7 +183,8 @@ class IndexStore:
             chains=tuple(tuple(r["chain"]) for r in rows),
             added_files=tuple(first["added_files"] or ()),
             snapshot_id=first["snapshot_id"],
-            keys=int(first["keys"] or 0),
+            shard_keys=tuple(int(r["keys"] or 0) for r in rows),
+            deltas=tuple(r.get("delta") for r in rows),
         )
 
     def manifests(self) -> list[tuple[int, int, str]]:
@@ -199,7 +206,7 @@ class IndexStore:
     def cleanup(self, keep: Manifest) -> int:
         """Delete every manifest but ``keep`` and the files it does not name (the index's older
         versions and what attempts that never committed wrote); returns how many were deleted."""
-        named = {f for chain in keep.chains for f in chain} | {keep.name}
+        named = {f for chain in keep.chains for f in chain} | {keep.name} | {d for d in keep.deltas if d}
         n = 0
         for name in self.files():
             if name not in named:
@@ -222,6 +229,7 @@ def _MANIFEST_SCHEMA() -> Any:  # noqa: N802 - a constant built lazily (pyarrow)
             ("added_files", pa.list_(pa.string())),
             ("snapshot_id", pa.int64()),
             ("keys", pa.int64()),
+            ("delta", pa.string()),
         ]
     )
 

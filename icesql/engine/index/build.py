@@ -1,0 +1,267 @@
+"""Rebuild the key index from the table: the KEY columns of every live row and its position.
+
+The driver plans the table's current snapshot (data files and the delete files that apply to
+each: position deletes with a data sequence number at or above the file's, equality deletes of
+its partition with a greater one, as the Iceberg spec says); a Spark job reads the KEY columns
+of each data file on the executors (``ReadKeysTask``), drops the rows the deletes remove, hashes
+the keys into shards as a batch does (``pmod(xxhash64(KEY), N)``) and writes one base file per
+shard (``WriteBaseTask``). Memory per task: one data file's keys, or one shard's entries.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from icesql.engine.index.store import IndexStore, Manifest, shard_file
+from icesql.engine.index.task import SHARD
+
+KEYS_PER_SHARD = 4_000_000  # a shard's entries stay well under a few hundred MB in a task
+
+
+def shard_count(live_rows: int, parallelism: int) -> int:
+    return max(1, parallelism, math.ceil(live_rows / KEYS_PER_SHARD))
+
+
+def shard_expression(key: Sequence[str], key_types: Sequence[Any], shards: int) -> Any:
+    """The shard of a row: Spark's xxhash64 of the KEY columns (cast to the table's types, so a
+    batch and a rebuild hash a key alike), modulo the shard count."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(_q(k)).cast(t) for k, t in zip(key, key_types, strict=True)]
+    return F.pmod(F.xxhash64(*cols), F.lit(shards)).cast("int")
+
+
+def key_spark_types(table_schema: Any, key: Sequence[str]) -> list[Any]:
+    return [_spark_type(table_schema.find_field(k)) for k in key]
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def plan_live_files(table: Any) -> list[dict[str, Any]]:
+    """Each live data file of the current snapshot with the delete files that apply to it."""
+    from pyiceberg.manifest import DataFileContent
+
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    data, pos_deletes, eq_deletes = [], [], []
+    for manifest in snapshot.manifests(table.io):
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            f = e.data_file
+            seq = int(e.sequence_number or 0)
+            if f.content == DataFileContent.DATA:
+                data.append((f, seq))
+            elif f.content == DataFileContent.POSITION_DELETES:
+                pos_deletes.append((f, seq))
+            else:
+                eq_deletes.append((f, seq))
+    spec_unpartitioned = table.spec().is_unpartitioned()
+    out = []
+    for f, seq in data:
+        out.append(
+            {
+                "path": f.file_path,
+                "rows": int(f.record_count),
+                "position_deletes": [d.file_path for d, s in pos_deletes if s >= seq],
+                "equality_deletes": [
+                    {"path": d.file_path, "ids": list(d.equality_ids or [])}
+                    for d, s in eq_deletes
+                    if s > seq and (spec_unpartitioned or d.partition == f.partition)
+                ],
+            }
+        )
+    return out
+
+
+class ReadKeysTask:
+    """``mapInArrow`` body: planned data files in, live (KEY, path, pos) entries out."""
+
+    def __init__(
+        self, key: Sequence[str], key_fields_json: str, io_properties: dict[str, str], location: str
+    ):
+        self.key = list(key)
+        self.key_fields_json = key_fields_json
+        self.io_properties = io_properties
+        self.location = location
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyiceberg.io import load_file_io
+        from pyiceberg.schema import Schema
+
+        from icesql.engine.index.shard import PATH, POS, remove_keys
+        from icesql.engine.schema import arrow_schema
+
+        io = load_file_io(self.io_properties, self.location)
+        schema = Schema.model_validate_json(self.key_fields_json)
+        key_arrow = arrow_schema(schema)
+
+        def read(path: str, columns: list[str]) -> Any:
+            with io.new_input(path).open() as f:
+                return pq.read_table(f, columns=columns)
+
+        for b in batches:
+            for plan in (json.loads(x) for x in b.column(0).to_pylist()):
+                path = plan["path"]
+                keys = read(path, self.key)
+                n = keys.num_rows
+                t = pa.table(
+                    {
+                        **{f.name: keys.column(f.name).cast(f.type) for f in key_arrow},
+                        PATH: pa.array([path] * n, pa.string()),
+                        POS: pa.array(range(n), pa.int64()),
+                    }
+                )
+                gone: list[Any] = []
+                for d in plan["position_deletes"]:
+                    dt = read(d, ["file_path", "pos"])
+                    gone.append(dt.filter(pc.equal(dt.column("file_path"), path)).column("pos"))
+                if gone:
+                    dead = pa.concat_arrays([c.combine_chunks() for c in gone])
+                    t = t.filter(pc.invert(pc.is_in(t.column(POS), value_set=dead)))
+                for d in plan["equality_deletes"]:
+                    names = [schema.find_column_name(i) or "" for i in d["ids"]]
+                    if sorted(names) != sorted(self.key):
+                        raise ValueError(f"equality delete file {d['path']} is not on the KEY columns")
+                    t = remove_keys(t, read(d["path"], names), self.key)
+                yield from t.to_batches()
+
+
+class WriteBaseTask:
+    """``mapInArrow`` body: a shard's entries in, its base file written, one row out."""
+
+    def __init__(self, store: IndexStore, progress: int, version: int):
+        self.store = store
+        self.progress = progress
+        self.version = version
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if not tables:
+            return
+        t = pa.concat_tables(tables)
+        shards = t.column(SHARD)
+        out = []
+        for shard in sorted(set(shards.to_pylist())):
+            part = t.filter(pc.equal(shards, shard)).drop_columns([SHARD])
+            name = shard_file(int(shard), "b", self.progress, self.version)
+            self.store.write_table(name, part)
+            out.append({"shard": int(shard), "name": name, "keys": part.num_rows})
+        yield pa.RecordBatch.from_pylist(
+            out, schema=pa.schema([("shard", pa.int32()), ("name", pa.string()), ("keys", pa.int64())])
+        )
+
+
+def build_index(
+    spark: Any,
+    table: Any,
+    store: IndexStore,
+    *,
+    key: Sequence[str],
+    progress: int,
+    version: int,
+    parallelism: int,
+    io_properties: dict[str, str],
+) -> Manifest:
+    """Rebuild the index of ``table`` at its current snapshot; the manifest is written last."""
+    from pyiceberg.schema import Schema
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = table.schema()
+    key_fields = [schema.find_field(k) for k in key]
+    key_schema = Schema(*key_fields)
+    plans = plan_live_files(table)
+    live = sum(p["rows"] for p in plans)
+    shards = shard_count(live, parallelism)
+    snapshot = table.current_snapshot()
+    if not plans:
+        empty = tuple(() for _ in range(shards))
+        m = Manifest(
+            progress,
+            version,
+            shards,
+            tuple(key),
+            empty,
+            snapshot_id=snapshot.snapshot_id if snapshot else None,
+        )
+        store.write_manifest(m)
+        return m
+    plan_df = spark.createDataFrame([(json.dumps(p),) for p in plans], "plan string")
+    plan_df = plan_df.repartition(max(1, min(len(plans), parallelism * 4)))
+    entry_struct = StructType(
+        [
+            *[StructField(f.name, t) for f, t in zip(key_fields, key_spark_types(schema, key), strict=True)],
+            StructField("__path", StringType()),
+            StructField("__pos", LongType()),
+        ]
+    )
+    entries = plan_df.mapInArrow(
+        ReadKeysTask(key, key_schema.model_dump_json(), io_properties, table.location()), entry_struct
+    )
+    shard = shard_expression(key, key_spark_types(schema, key), shards)
+    entries = entries.withColumn(SHARD, shard).repartition(shards, SHARD)
+    written = entries.mapInArrow(
+        WriteBaseTask(store, progress, version), "shard int, name string, keys bigint"
+    ).collect()
+    chains: list[tuple[str, ...]] = [() for _ in range(shards)]
+    shard_keys = [0] * shards
+    for r in written:
+        chains[r.shard] = (*chains[r.shard], r.name)
+        shard_keys[r.shard] += r.keys
+    m = Manifest(
+        progress,
+        version,
+        shards,
+        tuple(key),
+        tuple(chains),
+        snapshot_id=snapshot.snapshot_id if snapshot else None,
+        shard_keys=tuple(shard_keys),
+    )
+    store.write_manifest(m)
+    return m
+
+
+def _spark_type(field: Any) -> Any:
+    """The Spark type of an Iceberg KEY field (a primitive: identifier fields are)."""
+    from pyiceberg import types as I
+    from pyspark.sql import types as T
+
+    t = field.field_type
+    simple = {
+        I.BooleanType: T.BooleanType(),
+        I.IntegerType: T.IntegerType(),
+        I.LongType: T.LongType(),
+        I.FloatType: T.FloatType(),
+        I.DoubleType: T.DoubleType(),
+        I.StringType: T.StringType(),
+        I.BinaryType: T.BinaryType(),
+        I.DateType: T.DateType(),
+        I.TimestamptzType: T.TimestampType(),
+        I.TimestampType: T.TimestampNTZType(),
+    }
+    for cls, st in simple.items():
+        if isinstance(t, cls):
+            return st
+    if isinstance(t, I.DecimalType):
+        return T.DecimalType(t.precision, t.scale)
+    raise ValueError(f"KEY column '{field.name}' has type {t}, which the key index does not support")
+
+
+__all__ = [
+    "KEYS_PER_SHARD",
+    "build_index",
+    "key_spark_types",
+    "plan_live_files",
+    "shard_count",
+    "shard_expression",
+]

@@ -1,0 +1,210 @@
+"""The executor side of an upsert batch with position deletes: one task per group of shards.
+
+The batch's changes arrive hashed by KEY into shards (``__shard``: ``pmod(xxhash64(KEY), N)``,
+the same expression ``build`` used, so a shard of the batch meets the shard of the index). For
+each shard a task:
+
+1. keeps the last change per KEY (the changelog's order: ``__seq, __file, __blk, __line``);
+2. loads the shard of the index (its chain of files; the worker keeps the shards it loaded last);
+3. looks the keys up: every entry found is a row this batch replaces or deletes;
+4. writes the new rows (the changes that are not deletes) as data files, tracking where each
+   row lands, and the found rows' positions as position-delete files (partitioned like the rows,
+   sorted by file and position);
+5. writes the shard's delta (keys removed, entries added), and a new base when the chain is long.
+
+It returns the batch writer's usual rows (one per data or delete file, ``DROPPED`` for null
+keys dropped) and one ``INDEX`` row per shard with its new chain.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from icesql.engine.batch import DROPPED, drop_null_keys
+from icesql.engine.hooks import kill_point
+from icesql.engine.sources import OP, POSITION
+
+SHARD = "__shard"
+INDEX = -5  # ``content`` of an output row that carries a shard's new chain (in ``file``, as JSON)
+
+# shards this Python worker loaded last: (index root, shard) -> (chain, entries)
+_CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+_CACHE_SHARDS = 4
+
+
+def _cached(root: str, shard: int, chain: tuple[str, ...]) -> Any:
+    with _CACHE_LOCK:
+        hit = _CACHE.get((root, shard))
+        if hit is not None and hit[0] == chain:
+            _CACHE.move_to_end((root, shard))
+            return hit[1]
+    return None
+
+
+def _remember(root: str, shard: int, chain: tuple[str, ...], entries: Any) -> None:
+    with _CACHE_LOCK:
+        _CACHE[(root, shard)] = (chain, entries)
+        _CACHE.move_to_end((root, shard))
+        while len(_CACHE) > _CACHE_SHARDS:
+            _CACHE.popitem(last=False)
+
+
+def last_per_key(t: Any, key: Sequence[str]) -> Any:
+    """The last change of each key, in the changelog's order (nulls first, as on Spark's path)."""
+    import pyarrow as pa
+
+    names = t.column_names
+    order = [c for c in POSITION if c in names]
+    if order:
+        t = t.sort_by([(c, "ascending") for c in order], null_placement="at_start")
+    t = t.append_column("__i", pa.array(range(t.num_rows), pa.int64()))
+    last = t.group_by(list(key), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
+    return t.take(last).drop_columns(["__i"])
+
+
+class ShardTask:
+    """``mapInArrow`` body of an upsert batch on the key index (picklable)."""
+
+    def __init__(
+        self,
+        spec: Any,
+        store: Any,
+        chains: Sequence[Sequence[str]],
+        *,
+        key: Sequence[str],
+        data_columns: Sequence[str],
+        progress: int,
+        version: int,
+        batch_id: int,
+        sink: str,
+        relation: str,
+        key_enforced: bool,
+    ) -> None:
+        self.spec = spec
+        self.store = store
+        self.chains = [tuple(c) for c in chains]
+        self.key = list(key)
+        self.data_columns = list(data_columns)
+        self.progress = progress
+        self.version = version
+        self.batch_id = batch_id
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows: list[dict[str, Any]] = []
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if tables:
+            changes = pa.concat_tables(tables, promote_options="default")
+            changes, dropped = drop_null_keys(
+                changes, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation
+            )
+            if dropped:
+                rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
+            if changes.num_rows:
+                shards = changes.column(SHARD)
+                for shard in sorted(set(shards.to_pylist())):
+                    part = changes.filter(pc.equal(shards, shard))
+                    rows.extend(self._shard(int(shard), part))
+        if rows:
+            yield pa.RecordBatch.from_pylist(
+                rows,
+                schema=pa.schema(
+                    [
+                        ("content", pa.int32()),
+                        ("file", pa.string()),
+                        ("rows", pa.int64()),
+                        ("bytes", pa.int64()),
+                    ]
+                ),
+            )
+
+    def _key_fields(self) -> list[Any]:
+        from icesql.engine.schema import arrow_schema
+
+        schema = arrow_schema(self.spec.schema())
+        return [schema.field(k) for k in self.key]
+
+    def _shard(self, shard: int, changes: Any) -> list[dict[str, Any]]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.index import shard as S
+        from icesql.engine.index.store import shard_file
+        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
+
+        key_fields = self._key_fields()
+        changes = last_per_key(changes, self.key)
+        keys = pa.table({f.name: changes.column(f.name).cast(f.type) for f in key_fields})
+        chain = self.chains[shard] if shard < len(self.chains) else ()
+        entries = _cached(self.store.root, shard, chain)
+        if entries is None:
+            entries = S.load(self.store.read_table, chain, key_fields)
+        found = S.lookup(entries, keys, self.key)
+
+        out: list[dict[str, Any]] = []
+        written: list[Any] = []
+        data_w = DataFileWriter(self.spec, "data", track=self.key)
+        del_w = DataFileWriter(self.spec, "position_deletes")
+        try:
+            upserts = changes
+            if OP in changes.column_names:
+                upserts = changes.filter(pc.fill_null(pc.not_equal(changes.column(OP), "d"), True))
+            if upserts.num_rows:
+                data_w.write(upserts.select(self.data_columns))
+                kill_point("write", self.batch_id)
+            written = data_w.close()
+            if found.num_rows:
+                deletes = found.rename_columns([*self.key, FILE_PATH, POS]).sort_by(
+                    [(FILE_PATH, "ascending"), (POS, "ascending")]
+                )
+                del_w.write(deletes)
+            written += del_w.close()
+        except BaseException:
+            data_w.abort()
+            del_w.abort()
+            raise
+        added = data_w.positions()
+        # the shard's change: every changed key loses its old entries, written rows are added;
+        # the delta is always written (it is also the record of the keys this batch changed),
+        # and a long chain is merged into a new base
+        delta_name = shard_file(shard, "d", self.progress, self.version)
+        self.store.write_table(delta_name, S.delta(keys, added, key_fields))
+        new_entries = S.apply(entries, keys, added, self.key)
+        if len(chain) + 1 > S.MAX_CHAIN:
+            base = shard_file(shard, "b", self.progress, self.version)
+            self.store.write_table(base, new_entries)
+            new_chain: tuple[str, ...] = (base,)
+        else:
+            new_chain = (*chain, delta_name)
+        _remember(self.store.root, shard, new_chain, new_entries)
+        for f in written:
+            out.append(
+                {
+                    "content": int(f.content),
+                    "file": f.dumps(),
+                    "rows": int(f.record_count),
+                    "bytes": int(f.file_size_in_bytes),
+                }
+            )
+        info = {
+            "shard": shard,
+            "chain": list(new_chain),
+            "delta": delta_name,
+            "keys": new_entries.num_rows,
+            "replaced": found.num_rows,
+        }
+        out.append({"content": INDEX, "file": json.dumps(info), "rows": new_entries.num_rows, "bytes": 0})
+        return out
+
+
+__all__ = ["INDEX", "SHARD", "ShardTask", "last_per_key"]

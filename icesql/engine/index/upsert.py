@@ -1,0 +1,208 @@
+"""The driver side of upserts with position deletes: open the index, write a batch's changes.
+
+``open_index`` finds the index of the table at the sink's committed progress, or rebuilds it:
+the manifest of that progress counts only if every file it names is there and it is the one
+whose data files the table's snapshot of that progress added (or, for a rebuild, if it was built
+from the table's current snapshot); and the table must not have been changed by another writer
+since (an append or a rewrite: then the index is rebuilt, so a key's rows are always all known).
+
+``IndexedUpsertWriter`` is the batch writer of such a sink (picklable; on Spark Connect it runs
+in the server's Python and keeps its state there): it hashes the batch's changes into the
+index's shards, runs ``task.ShardTask`` per shard and writes the manifest of the batch's
+progress before the batch is staged. It returns the batch writer's usual rows plus the shards'
+``INDEX`` rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from icesql.engine.index.store import IndexStore, Manifest
+
+log = logging.getLogger("icesql.sink")
+
+
+def snapshot_added_files(table: Any, snapshot_id: int) -> set[str]:
+    """The data files a snapshot added."""
+    from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
+
+    snap = table.metadata.snapshot_by_id(snapshot_id)
+    out: set[str] = set()
+    if snap is None:
+        return out
+    for manifest in snap.manifests(table.io):
+        if manifest.added_snapshot_id != snapshot_id:
+            continue
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+            if e.status == ManifestEntryStatus.ADDED and e.data_file.content == DataFileContent.DATA:
+                out.add(e.data_file.file_path)
+    return out
+
+
+def valid_manifest(store: IndexStore, table: Any, *, sink_id: str, key: Sequence[str]) -> Manifest | None:
+    """The manifest that is the index of ``table`` as it is now, if there is one."""
+    from icesql.engine.commit import last_committed_snapshot
+
+    current = table.current_snapshot()
+    last = last_committed_snapshot(table, sink_id)
+    ours = last is not None and current is not None and current.snapshot_id == last.snapshot_id
+    added: set[str] | None = None
+    for progress, _version, name in store.manifests():
+        m = store.read_manifest(name)
+        if m is None or tuple(m.key) != tuple(key):
+            continue
+        if m.snapshot_id is not None:  # a rebuild: of exactly this snapshot
+            if current is None or m.snapshot_id != current.snapshot_id:
+                continue
+        else:  # a batch's: the one the table's last commit of this sink holds
+            if not ours or last is None or progress != last.progress:
+                continue
+            if added is None:
+                added = snapshot_added_files(table, last.snapshot_id)
+            if set(m.added_files) != added:
+                continue
+        if store.complete(m):
+            return m
+    return None
+
+
+def open_index(
+    spark: Any,
+    table: Any,
+    store: IndexStore,
+    *,
+    sink_id: str,
+    sink: str,
+    key: Sequence[str],
+    progress: int,
+    version: int,
+    parallelism: int,
+    io_properties: dict[str, str],
+) -> Manifest:
+    """The index of ``table`` at the sink's committed ``progress`` (see the module docstring)."""
+    import time
+
+    from icesql.engine.index.build import build_index
+
+    m = valid_manifest(store, table, sink_id=sink_id, key=key)
+    if m is None:
+        started = time.monotonic()
+        m = build_index(
+            spark,
+            table,
+            store,
+            key=key,
+            progress=progress,
+            version=version,
+            parallelism=parallelism,
+            io_properties=io_properties,
+        )
+        log.info(
+            "sink %s: key index built from the table: %d key(s) in %d shard(s), %.2fs",
+            sink,
+            m.keys,
+            m.shards,
+            time.monotonic() - started,
+        )
+    try:
+        store.cleanup(m)
+    except OSError:  # an old file that cannot go now goes next time
+        log.debug("sink %s: key index cleanup failed", sink, exc_info=True)
+    return m
+
+
+class IndexedUpsertWriter:
+    """One upsert batch -> data files and position-delete files, through the key index."""
+
+    upsert = True
+
+    def __init__(
+        self,
+        spec: Any,
+        store: IndexStore,
+        manifest: Manifest,
+        *,
+        key: Sequence[str],
+        key_types_json: str,
+        version: int,
+        progress_base: int,
+        sink: str,
+        relation: str,
+        key_enforced: bool,
+    ) -> None:
+        self.spec = spec
+        self.store = store
+        self.manifest = manifest
+        self.key = list(key)
+        self.key_types_json = key_types_json
+        self.version = version
+        self.progress_base = progress_base
+        self.sink = sink
+        self.relation = relation
+        self.key_enforced = key_enforced
+
+    def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
+        from pyspark.sql.types import StructType
+
+        from icesql.engine.batch import FILES_SCHEMA, _internal
+        from icesql.engine.index.build import shard_expression
+        from icesql.engine.index.task import INDEX, SHARD, ShardTask
+        from icesql.engine.sources import CHANGELOG_COLUMNS
+
+        progress = self.progress_base + int(batch_id)
+        m = self.manifest
+        key_types = StructType.fromJson(json.loads(self.key_types_json)).fields
+        data_columns = [c for c in changes_df.columns if c not in _internal()]
+        keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes_df.columns]
+        df = changes_df.select(*keep).withColumn(
+            SHARD, shard_expression(self.key, [f.dataType for f in key_types], m.shards)
+        )
+        task = ShardTask(
+            self.spec,
+            self.store,
+            m.chains,
+            key=self.key,
+            data_columns=data_columns,
+            progress=progress,
+            version=self.version,
+            batch_id=int(batch_id),
+            sink=self.sink,
+            relation=self.relation,
+            key_enforced=self.key_enforced,
+        )
+        rows = [r.asDict() for r in df.repartition(m.shards, SHARD).mapInArrow(task, FILES_SCHEMA).collect()]
+        chains = list(m.chains)
+        deltas: list[str | None] = [None] * m.shards
+        shard_keys = list(m.shard_keys) or [0] * m.shards
+        for r in rows:
+            if r["content"] == INDEX:
+                info = json.loads(r["file"])
+                chains[info["shard"]] = tuple(info["chain"])
+                deltas[info["shard"]] = info["delta"]
+                shard_keys[info["shard"]] = int(info["keys"])
+        added = _added_files(rows)
+        self.manifest = replace(
+            m,
+            progress=progress,
+            version=self.version,
+            chains=tuple(chains),
+            added_files=tuple(sorted(added)),
+            snapshot_id=None,
+            shard_keys=tuple(shard_keys),
+            deltas=tuple(deltas),
+        )
+        self.store.write_manifest(self.manifest)
+        return rows
+
+
+def _added_files(rows: Sequence[dict[str, Any]]) -> set[str]:
+    from icesql.engine.writer import WrittenFile
+
+    return {WrittenFile.loads(r["file"]).file_path for r in rows if r["content"] == 0}
+
+
+__all__ = ["IndexedUpsertWriter", "open_index", "snapshot_added_files", "valid_manifest"]

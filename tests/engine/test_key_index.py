@@ -1,0 +1,261 @@
+"""Upserts through the key index: position deletes, never the wrong row.
+
+Each case runs an upsert sink (the default DELETE MODE: position deletes from the key index) and
+reads the table with DuckDB and DataFusion, comparing with an independent replay of the changes.
+No equality-delete file is written unless another writer changed the table under a running sink.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icesql.engine.engine import Engine
+from icesql.engine.index.store import IndexStore
+from icesql.plan import (
+    DeleteMode,
+    PartitionFieldPlan,
+    SinkMode,
+    SinkPlan,
+    SourceFormat,
+    SourceKind,
+    SourcePlan,
+    Transform,
+)
+from tests.support.pipeline_helpers import (
+    Objects,
+    State,
+    load_table,
+    local_catalog,
+    spark_for_tests,
+    wait_for,
+    write_json_lines,
+)
+from tests.support.readers import read_datafusion, read_duckdb
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id BIGINT, region STRING, v STRING"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    return spark_for_tests()
+
+
+def source(data: Path) -> SourcePlan:
+    return SourcePlan(
+        "cdc", SourceKind.FILES, path=str(data), format=SourceFormat.DEBEZIUM_JSON, schema=SCHEMA
+    )
+
+
+def sink(**kw: Any) -> SinkPlan:
+    return SinkPlan(
+        name="u",
+        relation="cdc",
+        catalog_connection="cat",
+        namespace=("ns",),
+        table="t",
+        key=kw.pop("key", ("id",)),
+        mode=SinkMode.UPSERT,
+        **kw,
+    )
+
+
+def engine(home: Path, spark: Any, data: Path, state: State, **kw: Any) -> Engine:
+    objects = Objects({"cat": local_catalog(warehouse=home / "warehouse")}, {"cdc": source(data)})
+    return Engine(
+        home, objects=objects, secrets=lambda n: "x", state=state, spark=spark, trigger_interval=0.2, **kw
+    )
+
+
+def c(i: int, v: str, region: str = "eu", lsn: int = 0) -> dict[str, Any]:
+    return {"op": "c", "after": {"id": i, "region": region, "v": v}, "source": {"lsn": lsn}}
+
+
+def u(i: int, v: str, region: str = "eu", lsn: int = 0) -> dict[str, Any]:
+    return {
+        "op": "u",
+        "before": {"id": i, "region": region},
+        "after": {"id": i, "region": region, "v": v},
+        "source": {"lsn": lsn},
+    }
+
+
+def d(i: int, region: str = "eu", lsn: int = 0) -> dict[str, Any]:
+    return {"op": "d", "before": {"id": i, "region": region}, "source": {"lsn": lsn}}
+
+
+def replay(events: list[dict[str, Any]], key: tuple[str, ...] = ("id",)) -> list[tuple[Any, ...]]:
+    state: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for e in events:
+        row = e["before"] if e["op"] == "d" else e["after"]
+        k = tuple(row[c] for c in key)
+        if e["op"] == "d":
+            state.pop(k, None)
+        else:
+            state[k] = e["after"]
+    return sorted(((r["id"], r["region"], r["v"]) for r in state.values()), key=repr)
+
+
+def delete_kinds(home: Path) -> set[int]:
+    """The contents of the live delete files (1 position, 2 equality), from the manifests."""
+    table = load_table(home, "ns.t")
+    kinds = set()
+    for manifest in table.current_snapshot().manifests(table.io):
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            if int(e.data_file.content) != 0:
+                kinds.add(int(e.data_file.content))
+    return kinds
+
+
+def readers_agree(home: Path, expected: list[tuple[Any, ...]]) -> None:
+    meta = load_table(home, "ns.t").metadata_location
+    assert read_duckdb(meta) == expected
+    assert read_datafusion(meta) == expected
+
+
+def test_updates_and_deletes_by_position_over_several_runs(spark: Any, tmp_path: Path, caplog: Any) -> None:
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    events: list[dict[str, Any]] = []
+    batches = [
+        [c(i, f"a{i}", lsn=i) for i in range(20)],
+        [u(i, f"b{i}", lsn=100 + i) for i in range(0, 20, 2)] + [d(i, lsn=200 + i) for i in range(1, 20, 5)],
+        [c(50, "new", lsn=300), u(4, "c4", lsn=301), u(4, "c4-again", lsn=302), d(6, lsn=303)],
+    ]
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    for n, batch in enumerate(batches):
+        write_json_lines(data, f"b{n}.json", batch)
+        events += batch
+        engine(home, spark, data, state).run([sink()], once=True)
+        readers_agree(home, replay(events))
+    assert delete_kinds(home) == {1}, "position deletes only: no equality-delete file"
+    # the index of the table's progress is reused by the next run, never rebuilt
+    builds = [r for r in caplog.records if "key index built" in r.getMessage()]
+    assert len(builds) == 1  # the first run, on the empty new table
+
+
+def test_delete_and_reinsert_in_one_batch_and_delete_of_an_unknown_key(spark: Any, tmp_path: Path) -> None:
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    first = [c(1, "a", lsn=1), c(2, "b", lsn=2)]
+    second = [d(1, lsn=10), c(1, "a-again", lsn=11), d(99, lsn=12), c(3, "c", lsn=13), d(3, lsn=14)]
+    write_json_lines(data, "1.json", first)
+    engine(home, spark, data, state).run([sink()], once=True)
+    write_json_lines(data, "2.json", second)
+    engine(home, spark, data, state).run([sink()], once=True)
+    readers_agree(home, replay(first + second))
+    assert replay(first + second) == [(1, "eu", "a-again"), (2, "eu", "b")]
+
+
+def test_composite_key_and_a_row_moving_to_another_partition(spark: Any, tmp_path: Path) -> None:
+    """KEY (id, region) PARTITION BY region: a row 'moves' by a delete in one partition and an
+    insert in another; the position delete lands in the partition of the row it deletes."""
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    plan = sink(
+        key=("id", "region"), partition_by=(PartitionFieldPlan("region", Transform.IDENTITY, name="region"),)
+    )
+    first = [c(i, f"v{i}", region="eu" if i % 2 else "us", lsn=i) for i in range(10)]
+    second = [
+        d(1, region="eu", lsn=20),
+        c(1, "moved", region="us", lsn=21),
+        u(2, "changed", region="us", lsn=22),
+    ]
+    write_json_lines(data, "1.json", first)
+    engine(home, spark, data, state).run([plan], once=True)
+    write_json_lines(data, "2.json", second)
+    engine(home, spark, data, state).run([plan], once=True)
+    readers_agree(home, replay(first + second, key=("id", "region")))
+    table = load_table(home, "ns.t")
+    for task in table.scan().plan_files():
+        for df in task.delete_files:
+            assert df.partition == task.file.partition
+
+
+def test_a_foreign_append_between_runs_makes_the_index_rebuild(
+    spark: Any, tmp_path: Path, caplog: Any
+) -> None:
+    """Another writer appends a row with a key the sink knows; the next run rebuilds the index
+    from the table, so an update of that key removes both rows (the table is upserted again)."""
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
+    engine(home, spark, data, state).run([sink()], once=True)
+    table = load_table(home, "ns.t")
+    table.append(
+        pa.table(
+            {"id": pa.array([1], pa.int64()), "region": ["eu"], "v": ["foreign"]},
+            schema=table.schema().as_arrow(),
+        )
+    )
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    write_json_lines(data, "2.json", [u(1, "a2", lsn=10)])
+    engine(home, spark, data, state).run([sink()], once=True)
+    assert any("key index built" in r.getMessage() for r in caplog.records)
+    readers_agree(home, [(1, "eu", "a2"), (2, "eu", "b")])
+
+
+def test_a_foreign_append_while_the_sink_runs_deletes_by_equality_then_rebuilds(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A batch is staged against the index; another writer appends a row of one of its keys
+    before the commit; the commit also deletes the batch's keys by equality (so the foreign row
+    goes too), and the index is rebuilt for the next batch."""
+    from icesql.plan import CommitPolicy
+
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
+    engine(home, spark, data, state).run([sink()], once=True)
+    eng = engine(home, spark, data, state)
+    plan = sink(commit=CommitPolicy(maximum_period=3600))  # commits only when flushed
+    eng.start_sink(plan)
+    runner = eng.runner("u")
+    write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
+    table = load_table(home, "ns.t")
+    table.append(
+        pa.table(
+            {"id": pa.array([2], pa.int64()), "region": ["eu"], "v": ["foreign"]},
+            schema=table.schema().as_arrow(),
+        )
+    )
+    eng.flush("u")
+    readers_agree(home, [(1, "eu", "a"), (2, "eu", "b2")])
+    write_json_lines(data, "3.json", [u(1, "a3", lsn=20)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the next batch staged")
+    eng.flush("u")
+    eng.stop()
+    readers_agree(home, [(1, "eu", "a3"), (2, "eu", "b2")])
+
+
+def test_missing_index_files_are_rebuilt_from_the_table(spark: Any, tmp_path: Path, caplog: Any) -> None:
+    """The index is a cache: S3 Tables' own maintenance (or anyone) may remove its files."""
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    first = [c(i, f"a{i}", lsn=i) for i in range(10)]
+    write_json_lines(data, "1.json", first)
+    engine(home, spark, data, state).run([sink()], once=True)
+    table = load_table(home, "ns.t")
+    store = IndexStore(table.location(), state.sink_id("u"), {})
+    shard_files = [f for f in store.files() if "/" in f]
+    assert shard_files
+    store.delete(shard_files[0])
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    second = [u(i, f"b{i}", lsn=100 + i) for i in range(10)]
+    write_json_lines(data, "2.json", second)
+    engine(home, spark, data, state).run([sink()], once=True)
+    assert any("key index built" in r.getMessage() for r in caplog.records)
+    readers_agree(home, replay(first + second))
+
+
+def test_delete_mode_equality_keeps_equality_deletes(spark: Any, tmp_path: Path) -> None:
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    events = [c(1, "a", lsn=1), c(2, "b", lsn=2)]
+    write_json_lines(data, "1.json", events)
+    engine(home, spark, data, state).run([sink(delete_mode=DeleteMode.EQUALITY)], once=True)
+    more = [u(1, "a2", lsn=10)]
+    write_json_lines(data, "2.json", more)
+    engine(home, spark, data, state).run([sink(delete_mode=DeleteMode.EQUALITY)], once=True)
+    readers_agree(home, replay(events + more))
+    assert delete_kinds(home) == {2}
