@@ -497,6 +497,7 @@ class Session:
         rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
         rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
         rows.append(("commit", sink.commit.describe()))
+        rows.append(("maintenance", sink.maintenance.describe()))
         for k, v in sink.properties:
             rows.append(("property", f"{k} = {v}"))
         return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
