@@ -43,6 +43,7 @@ from tests.support.iceberg_tables import (
     local,
     read_rows,
     sink_commit,
+    sink_history,
     sink_table,
     sql_catalog,
 )
@@ -321,17 +322,8 @@ def test_plan_says_what_is_due_and_how_heavy(catalog: Any) -> None:
     assert [t.kind for t in again.tasks] == [StepKind.REMOVE_ORPHANS, StepKind.REMOVE_ORPHANS]
 
 
-def build_history(table: Any, commits: int, *, rewrite_every: int | None = None) -> None:
-    table.transaction().set_properties({"write.metadata.previous-versions-max": "5"}).commit_transaction()
-    for i in range(commits):
-        sink_commit(table, i, data(table, [i]))
-        if rewrite_every and (i + 1) % rewrite_every == 0:
-            assert not rewrite_manifests(table, max_manifests=1).skipped
-
-
 def test_expiring_a_history_deletes_only_manifest_lists_while_every_file_is_read(catalog: Any) -> None:
-    table = sink_table(catalog, upsert=False)
-    build_history(table, 60, rewrite_every=20)
+    table = sink_history(sink_table(catalog, upsert=False), 60, merge_every=20)
     rows = ids_of(table)
     result = expire_snapshots(table, time.time() + SOON, 10)
     assert result.snapshots_after == 10 and len(result.expired) == 63 - 10
@@ -345,12 +337,12 @@ def test_expiring_a_history_deletes_only_manifest_lists_while_every_file_is_read
 
 @pytest.mark.slow
 def test_one_thousand_snapshots_expire_in_seconds(catalog: Any) -> None:
-    table = sink_table(catalog, upsert=False)
-    build_history(table, 1000, rewrite_every=32)
+    table = sink_history(sink_table(catalog, upsert=False), 1000, merge_every=32)
+    before = len(table.metadata.snapshots)  # 1000 commits and 32 manifest rewrites
     start = time.monotonic()
     result = expire_snapshots(table, time.time() + SOON, 10)
     took = time.monotonic() - start
-    assert result.snapshots_after == 10
+    assert result.snapshots_after == 10 and len(result.expired) == before - 10 == 1022
     assert took < 60, took
     print(f"expired {len(result.expired)} snapshots in {took:.2f}s")
 

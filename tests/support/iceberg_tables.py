@@ -139,6 +139,27 @@ def sink_commit(
     return commit(table, CommitRequest(list(data_files), list(delete_files), sink_id, version, progress))
 
 
+def sink_history(table: Any, snapshots: int, *, merge_every: int | None = None, sink_id: str = "sink-a") -> Any:
+    """``snapshots`` sink commits of one row each, as a sink leaves them (a snapshot per commit
+    with its progress), built many snapshots per catalog commit (as icesql commits several staged
+    batches) so that building a long history is quick; with ``merge_every``, the manifests are
+    merged after every that many commits, as maintenance does."""
+    from icesql.engine.commit import CommitGroup
+    from icesql.engine.maintenance import rewrite_manifests
+
+    table.transaction().set_properties({"write.metadata.previous-versions-max": "10"}).commit_transaction()
+    step = merge_every or 100
+    done = 0
+    while done < snapshots:
+        n = min(step, snapshots - done)
+        groups = [CommitGroup(tuple(data(table, [done + i])), (), done + i) for i in range(n)]
+        commit(table, CommitRequest((), (), sink_id, 1, done + n - 1, groups=groups))
+        done += n
+        if merge_every:
+            rewrite_manifests(table, max_manifests=1)
+    return table
+
+
 def read_rows(table: Any) -> list[tuple[Any, ...]]:
     """The table's rows as DuckDB and DataFusion read them (they must agree)."""
     table.refresh()
@@ -170,6 +191,7 @@ __all__ = [
     "read_rows",
     "rows_batch",
     "sink_commit",
+    "sink_history",
     "sink_table",
     "sql_catalog",
 ]

@@ -29,7 +29,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icesql.engine.maintenance.files import delete_paths, ident, manifest_entries, snapshot_manifests
+from icesql.engine.maintenance.files import (
+    delete_paths,
+    ident,
+    manifest_entries,
+    prefetch,
+    snapshot_manifests,
+)
 from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.maintenance")
@@ -130,6 +136,8 @@ def choose(
 
 
 def _manifests_of(io: Any, snapshots: Iterable[Any]) -> dict[str, Any]:
+    snapshots = list(snapshots)
+    prefetch(io, snapshots)
     out: dict[str, Any] = {}
     for snap in snapshots:
         for m in snapshot_manifests(io, snap):
@@ -157,6 +165,8 @@ def unreferenced_files(io: Any, metadata: Any, expired_ids: set[int]) -> tuple[l
     current = _manifests_of(io, kept)
 
     def live_in(manifests: Iterable[Any]) -> dict[str, int]:
+        manifests = list(manifests)
+        prefetch(io, manifests=manifests)
         out: dict[str, int] = {}
         for m in manifests:
             for e in manifest_entries(io, m):
@@ -164,11 +174,12 @@ def unreferenced_files(io: Any, metadata: Any, expired_ids: set[int]) -> tuple[l
                     out[e.data_file.file_path] = int(e.data_file.file_size_in_bytes)
         return out
 
-    # a file read by an expired snapshot and by no kept one; a file that an expired snapshot
-    # lists as DELETED was read by its parent, which is either kept or expired (and then counted)
-    live = live_in(current.values())
-    candidates = live_in(old.values())
+    # a file read by an expired snapshot and by no kept one: listed live by a manifest that goes
+    # (the live entries of a manifest a kept snapshot lists are read by it). A file an expired
+    # snapshot lists as DELETED was read by its parent, which is either kept or expired (counted).
     gone = {p: m for p, m in old.items() if p not in current}
+    live = live_in(current.values())
+    candidates = live_in(gone.values())
     files = {p: n for p, n in candidates.items() if p not in live}
     size = sum(files.values()) + sum(int(m.manifest_length) for m in gone.values())
     stats = _statistics_paths(metadata, expired_ids) - _statistics_paths(

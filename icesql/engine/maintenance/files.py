@@ -28,8 +28,11 @@ from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.maintenance")
 
-_CACHE_SIZE = 1024  # manifests; a sink's table between two maintenance runs holds far fewer
+# Bounded by entries (about 1 KiB each), not manifests: a sink that commits every second leaves
+# thousands of one-entry manifests between two expirations, which then reads them again.
+_CACHE_ENTRIES = 50_000
 _cache: OrderedDict[str, list[Any]] = OrderedDict()
+_cached_entries = 0
 _cache_lock = threading.Lock()
 
 
@@ -42,11 +45,15 @@ def manifest_entries(io: Any, manifest: Any) -> list[Any]:
         if hit is not None:
             _cache.move_to_end(path)
             return hit
+    global _cached_entries
     entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
     with _cache_lock:
-        _cache[path] = entries
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
+        if path not in _cache:
+            _cache[path] = entries
+            _cached_entries += len(entries)
+        while _cached_entries > _CACHE_ENTRIES and len(_cache) > 1:
+            _, dropped = _cache.popitem(last=False)
+            _cached_entries -= len(dropped)
     return entries
 
 
@@ -68,6 +75,21 @@ def snapshot_manifests(io: Any, snapshot: Any) -> tuple[Any, ...]:
         while len(_lists) > _LIST_CACHE_SIZE:
             _lists.popitem(last=False)
     return manifests
+
+
+def prefetch(io: Any, snapshots: Iterable[Any] = (), manifests: Iterable[Any] = (), *, workers: int = 8) -> None:
+    """Read the manifest lists of ``snapshots`` and the ``manifests`` into the caches, a few at a
+    time: on an object store each is a request, and maintenance reads thousands of them."""
+    lists = [s for s in snapshots if s.manifest_list not in _lists]
+    entries = [m for m in manifests if m.manifest_path not in _cache]
+    jobs = [*((snapshot_manifests, io, s) for s in lists), *((manifest_entries, io, m) for m in entries)]
+    if len(jobs) < 2 or workers <= 1:
+        for fn, a, b in jobs:
+            fn(a, b)
+        return
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="icesql-read") as pool:
+        for _ in pool.map(lambda job: job[0](job[1], job[2]), jobs):
+            pass
 
 
 def entries_reader(io: Any) -> Any:
@@ -239,6 +261,7 @@ __all__ = [
     "live_files",
     "manifest_entries",
     "path_key",
+    "prefetch",
     "relative_to",
     "snapshot_manifests",
 ]

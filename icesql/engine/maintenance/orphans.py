@@ -44,6 +44,7 @@ from icesql.engine.maintenance.files import (
     list_files,
     manifest_entries,
     path_key,
+    prefetch,
     relative_to,
     snapshot_manifests,
 )
@@ -82,10 +83,12 @@ def referenced_files(table: Any) -> set[str]:
     metadata = table.metadata
     refs = {table.metadata_location, *(e.metadata_file for e in metadata.metadata_log)}
     manifests: dict[str, Any] = {}
+    prefetch(io, metadata.snapshots)
     for snap in metadata.snapshots:
         refs.add(snap.manifest_list)
         for m in snapshot_manifests(io, snap):
             manifests.setdefault(m.manifest_path, m)
+    prefetch(io, manifests=manifests.values())
     for path, m in manifests.items():
         refs.add(path)
         refs.update(e.data_file.file_path for e in manifest_entries(io, m))
