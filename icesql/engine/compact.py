@@ -82,12 +82,13 @@ class CompactResult:
     attempts: int = 1
     data_files_kept: int = 0  # data files left as they were
     mode: CompactMode = CompactMode.FULL
-    delete_files_after: int = 0
+    delete_files_after: int = 0  # of the delete files the compaction read
     rewritten_files: tuple[str, ...] = ()  # data files removed (their rows are in added_files)
     added_files: tuple[str, ...] = ()  # data files written
     removed_delete_files: tuple[str, ...] = ()  # delete files removed (applied, or applying to nothing)
     reasons: tuple[str, ...] = ()  # why: "12 small files", "3 files with many deleted rows", ...
     rebased: int = 0  # commits redone on top of a snapshot committed meanwhile
+    carried_deletes: int = 0  # delete files ``carry_over`` gave for deletes committed meanwhile
 
     @property
     def skipped(self) -> bool:
@@ -458,19 +459,26 @@ def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], i
         raise
 
 
-def _can_rebase(table: Any, plan: CompactionPlan) -> bool:
+# (position deletes committed since the snapshot a compaction read that name files it rewrote,
+#  the data files it wrote) -> delete files that delete the same rows from the written files
+CarryOver = Callable[[Sequence[LiveFile], Sequence[Any]], Sequence[Any]]
+
+
+def _rebase_conflicts(table: Any, plan: CompactionPlan) -> list[LiveFile] | None:
     """Whether ``plan``'s new files can be committed on top of ``table``'s (refreshed) current
-    snapshot: every file it removes still live, and no new position delete naming one of them."""
+    snapshot: None when a file it removes is gone, else the position deletes committed since
+    that name a file it rewrote (their rows are in the new files: they need carrying over)."""
     data, deletes = live_files(table, table.current_snapshot())
     live = {f.path for f in (*data, *deletes)}
     if any(f.path not in live for f in (*plan.rewrite, *plan.remove_deletes)):
-        return False
+        return None
     known = {d.path for d in plan.deletes}
     rewritten = {f.path for f in plan.rewrite}
-    for d in deletes:
-        if d.path not in known and d.content == 1 and rewritten & set(position_deletes(table.io, d)):
-            return False
-    return True
+    return [
+        d
+        for d in deletes
+        if d.path not in known and d.content == 1 and rewritten & set(position_deletes(table.io, d))
+    ]
 
 
 def _remove_written(io: Any, written: Sequence[Any]) -> None:
@@ -481,22 +489,32 @@ def _remove_written(io: Any, written: Sequence[Any]) -> None:
             log.debug("could not delete %s", f.file_path)
 
 
-def _commit(table: Any, plan: CompactionPlan, new_files: Sequence[Any]) -> int:
-    """One commit of ``plan``'s rewrite on ``table``'s current snapshot; the new snapshot's id."""
+def _commit(
+    table: Any,
+    plan: CompactionPlan,
+    new_files: Sequence[Any],
+    carried: Sequence[Any] = (),
+    superseded: Sequence[LiveFile] = (),
+) -> int:
+    """One commit of ``plan``'s rewrite on ``table``'s current snapshot, plus ``carried`` delete
+    files (which replace the ``superseded`` ones); the new snapshot's id."""
     from icesql.engine import pyiceberg_internals as internals
-    from icesql.engine.commit import COMMIT_REASON, carried_progress
+    from icesql.engine.commit import COMMIT_REASON, as_data_file, carried_progress
 
+    fv = int(table.metadata.format_version)
     tx = internals.transaction(table)
     producer = internals.rewrite_producer()(
         transaction=tx,
         io=table.io,
-        removed=[*plan.rewrite, *plan.remove_deletes],
+        removed=[*plan.rewrite, *plan.remove_deletes, *superseded],
         entries_of=entries_reader(table.io),
         data_sequence_number=plan.sequence_number if plan.snapshot_id is not None else None,
         snapshot_properties={**carried_progress(table.metadata), COMMIT_REASON: COMPACT_REASON},
     )
     for f in new_files:
         producer.append_data_file(f)
+    for d in carried:
+        producer.add_delete_file(as_data_file(d, fv))
     try:
         internals.apply_producer(tx, producer)
         tx.commit_transaction()
@@ -515,6 +533,7 @@ def compact_table(
     max_file_size: int | None = None,
     retries: int = 3,
     rebase: bool | None = None,
+    carry_over: CarryOver | None = None,
     before_commit: Callable[[], None] | None = None,
 ) -> CompactResult:
     """Compact ``table`` (a pyiceberg Table); see the module docstring.
@@ -522,8 +541,11 @@ def compact_table(
     ``max_file_size`` is the target size of the files written (default: the policy's
     ``target_file_size``, then the table's ``write.target-file-size-bytes``). ``rebase``
     (default: in ``AUTO`` mode) redoes a conflicting commit on top of the new snapshot when
-    nothing it removes changed. ``before_commit`` is a test hook, called after the new files are
-    written."""
+    nothing it removes changed. A position delete committed meanwhile that names a rewritten
+    file blocks the rebase, unless ``carry_over`` (a sink's key index knows those rows) returns
+    delete files that delete the same rows from the new files: they are committed with the
+    rewrite, and the position deletes they replace that name nothing else are removed.
+    ``before_commit`` is a test hook, called after the new files are written."""
     from pyiceberg.exceptions import CommitFailedException
 
     from icesql.engine import pyiceberg_internals as internals
@@ -564,9 +586,11 @@ def compact_table(
         if before_commit is not None:
             before_commit()
         snapshot_id: int | None = None
+        carried: Sequence[Any] = ()
+        superseded: list[LiveFile] = []
         while snapshot_id is None:
             try:
-                snapshot_id = _commit(table, plan, new_files)
+                snapshot_id = _commit(table, plan, new_files, carried, superseded)
             except (CommitFailedException, internals.RewriteConflictError) as exc:
                 if attempt > retries:
                     _remove_written(table.io, written)
@@ -575,7 +599,14 @@ def compact_table(
                         hint="a sink keeps committing to the table; stop it, or run compact again",
                     ) from exc
                 table.refresh()
-                if not (rebase and _can_rebase(table, plan)):
+                conflicts = _rebase_conflicts(table, plan) if rebase else None
+                if conflicts and carry_over is not None:
+                    carried = list(carry_over(conflicts, new_files))
+                    rewritten = {f.path for f in plan.rewrite}
+                    superseded = [d for d in conflicts if set(position_deletes(table.io, d)) <= rewritten]
+                elif conflicts:
+                    conflicts = None
+                if conflicts is None:
                     _remove_written(table.io, written)
                     log.warning("table %s changed while compacting; compacting again", name)
                     break
@@ -606,14 +637,16 @@ def compact_table(
             delete_files_after=len(deletes_left),
             rewritten_files=tuple(f.path for f in plan.rewrite),
             added_files=tuple(str(f.file_path) for f in new_files),
-            removed_delete_files=tuple(d.path for d in plan.remove_deletes),
+            removed_delete_files=tuple(d.path for d in (*plan.remove_deletes, *superseded)),
             reasons=plan.reasons,
             rebased=rebased,
+            carried_deletes=len(carried),
         )
 
 
 __all__ = [
     "COMPACT_REASON",
+    "CarryOver",
     "CompactMode",
     "CompactResult",
     "CompactionPlan",

@@ -197,6 +197,48 @@ def test_a_position_delete_on_a_rewritten_file_makes_compaction_start_over(catal
     assert ids(read_rows(table)) == [i for i in range(50) if i != 4]
 
 
+def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook(catalog: Any) -> None:
+    """What a sink's key index does: it knows which keys it deleted from a rewritten file, finds
+    them in the files the compaction wrote and deletes them there, in the compaction's commit."""
+    import pyarrow.parquet as pq
+
+    table = sink_table(catalog)
+    files = []
+    for i in range(5):
+        f = data(table, range(i * 10, i * 10 + 10))
+        files += f
+        sink_commit(table, i, f)
+    sink = catalog.load_table("ns.t")
+    calls: list[int] = []
+    deleted_keys = {4, 12}
+
+    def the_sink_deletes_rewritten_rows() -> None:
+        if not calls:
+            pos = position_deletes(sink, {files[0].file_path: [4], files[1].file_path: [2]})
+            sink_commit(sink, 5, [], [pos])
+        calls.append(1)
+
+    seen: list[Any] = []
+
+    def carry_over(conflicts: Any, new_files: Any) -> list[Any]:
+        seen.extend(conflicts)
+        out = {}
+        for f in new_files:
+            with table.io.new_input(f.file_path).open() as stream:
+                keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
+            out[f.file_path] = [i for i, k in enumerate(keys) if k in deleted_keys]
+        return [position_deletes(table, {p: ps for p, ps in out.items() if ps})]
+
+    result = compact_table(
+        table, mode=CompactMode.AUTO, before_commit=the_sink_deletes_rewritten_rows, carry_over=carry_over
+    )
+    assert result.rebased == 1 and len(calls) == 1 and result.carried_deletes == 1
+    assert [d.path for d in seen] and set(d.path for d in seen) <= set(result.removed_delete_files)
+    assert ids(read_rows(table)) == sorted(set(range(50)) - deleted_keys)
+    assert table.current_snapshot().summary.operation.value == "overwrite"
+    assert last_committed(table, "sink-a") == (1, 5)
+
+
 def test_full_mode_refuses_to_rebase(catalog: Any) -> None:
     """``icesql compact`` promises a table without deletes: it starts over instead."""
     table = sink_table(catalog)
