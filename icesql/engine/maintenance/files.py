@@ -99,37 +99,36 @@ def entries_reader(io: Any) -> Any:
 
 @dataclass(frozen=True)
 class LiveFile:
-    """A file a snapshot reads, as its manifest entry describes it."""
+    """A file a snapshot reads, as its manifest entry describes it. The figures planning reads
+    for every file are copied out of the pyiceberg record once (its properties are slow)."""
 
     data_file: Any  # pyiceberg DataFile
     sequence_number: int  # data sequence number
     file_sequence_number: int | None
     snapshot_id: int | None  # the snapshot that added the file
+    path: str
+    size: int
+    rows: int
+    content: int  # 0 data, 1 position deletes, 2 equality deletes
+    spec_id: int
+    partition_key: tuple[int, str]  # (spec id, partition values): files of one partition
 
-    @property
-    def path(self) -> str:
-        return str(self.data_file.file_path)
-
-    @property
-    def size(self) -> int:
-        return int(self.data_file.file_size_in_bytes)
-
-    @property
-    def rows(self) -> int:
-        return int(self.data_file.record_count)
-
-    @property
-    def content(self) -> int:
-        """0 data, 1 position deletes, 2 equality deletes."""
-        return int(self.data_file.content)
-
-    @property
-    def spec_id(self) -> int:
-        return int(self.data_file.spec_id)
-
-    @property
-    def partition_key(self) -> tuple[int, str]:
-        return (self.spec_id, repr(self.data_file.partition))
+    @classmethod
+    def of(cls, entry: Any) -> LiveFile:
+        f = entry.data_file
+        spec_id = int(f.spec_id)
+        return cls(
+            data_file=f,
+            sequence_number=int(entry.sequence_number or 0),
+            file_sequence_number=entry.file_sequence_number,
+            snapshot_id=entry.snapshot_id,
+            path=str(f.file_path),
+            size=int(f.file_size_in_bytes),
+            rows=int(f.record_count),
+            content=int(f.content),
+            spec_id=spec_id,
+            partition_key=(spec_id, repr(f.partition)),
+        )
 
 
 def live_files(table: Any, snapshot: Any) -> tuple[list[LiveFile], list[LiveFile]]:
@@ -144,7 +143,7 @@ def live_files(table: Any, snapshot: Any) -> tuple[list[LiveFile], list[LiveFile
         for e in manifest_entries(table.io, manifest):
             if e.status == ManifestEntryStatus.DELETED:
                 continue
-            f = LiveFile(e.data_file, int(e.sequence_number or 0), e.file_sequence_number, e.snapshot_id)
+            f = LiveFile.of(e)
             (data if f.content == 0 else deletes).append(f)
     return data, deletes
 
