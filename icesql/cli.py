@@ -96,6 +96,16 @@ COMMAND_HELP: dict[str, tuple[str, str, str]] = {
         "Spark; safe while the sinks run (a commit in between makes it start over).",
         "example:\n  icesql compact orders_sink --home ./prod",
     ),
+    "maintain": (
+        "maintain sink tables: compact, expire snapshots, delete orphan files",
+        "Run every maintenance step due on the Iceberg table of each named sink (every sink "
+        "when none is named), under the sink's options: compact small files and files with "
+        "many deletes, merge manifests, expire old snapshots (never the one holding a sink's "
+        "progress) and delete files nothing references (never a staged batch's). Prints one "
+        "line per step. Uses no Spark; meant for tables whose sinks are not running (a commit in "
+        "between makes a step retry). --dry-run changes nothing and says what would be done.",
+        "example:\n  icesql maintain orders_sink --home ./prod --dry-run",
+    ),
     "status": (
         "show sink states",
         "Print each sink's state, rows and bytes committed, last commit, snapshot id and last "
@@ -215,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_metrics(p)
     p = command("compact")
     p.add_argument("sinks", nargs="*", metavar="SINK", help="sinks whose tables to compact (default: all)")
+    p = command("maintain")
+    p.add_argument("sinks", nargs="*", metavar="SINK", help="sinks whose tables to maintain (default: all)")
+    p.add_argument("--dry-run", action="store_true", help="change nothing; say what would be done")
     command("status")
     return parser
 
@@ -485,6 +498,30 @@ def cmd_compact(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_maintain(args: argparse.Namespace) -> int:
+    from icesql.errors import ExecutionError
+    from icesql.repl.format import format_maintenance
+    from icesql.repl.progress import configure_logging
+
+    with _open_session(args) as session:
+        configure_logging(verbose=session.verbose, stream=sys.stderr)
+        names = list(args.sinks) or session.object_names("sink")
+        if not names:
+            _err("icesql: the catalog store has no sink; nothing to maintain")
+            return EXIT_OK
+        status = EXIT_OK
+        for name in names:
+            try:
+                (run,) = session.maintain([name], dry_run=args.dry_run)
+            except ExecutionError as exc:  # one sink's table (missing, unreachable): go on with the rest
+                _err(f"{name}: {exc.render()}")
+                status = EXIT_RUNTIME
+                continue
+            for line in format_maintenance(run):
+                print(line, flush=True)
+    return status
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from icesql.repl.format import STATUS_COLUMNS, format_table, status_rows
 
@@ -501,6 +538,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "parse": cmd_parse,
     "serve": cmd_serve,
     "compact": cmd_compact,
+    "maintain": cmd_maintain,
     "status": cmd_status,
 }
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 DEFAULT_MAXIMUM_FILE_SIZE = 512 * 1024 * 1024  # 512 MiB, as S3 Tables and the design doc
+OMIT_AT_DEFAULT = {"omit_at_default": True}  # field metadata: ``to_dict`` leaves the field out at its default
 DEFAULT_REGION = "us-east-1"  # SigV4 signing region when the AWS connection sets none
 
 
@@ -222,6 +223,53 @@ class CommitPolicy:
 
 
 @dataclass(frozen=True)
+class MaintenancePolicy:
+    """How a sink keeps its table healthy (``icesql.engine.maintenance``; README "Table maintenance").
+
+    The first group are sink options; the rest are finer knobs with Iceberg's usual values.
+    Durations are seconds, sizes bytes.
+    """
+
+    automatic: bool = True  # MAINTENANCE = 'auto' | 'off': the running sink maintains its table
+    compaction: bool = True  # COMPACTION = 'auto' | 'off'
+    compaction_minimum_files: int = 5  # COMPACTION MINIMUM FILES: small files merged this many at a time
+    maximum_delete_files: int = 10  # MAXIMUM DELETE FILES: more, and the files they apply to are rewritten
+    maximum_manifests: int = 32  # MAXIMUM MANIFESTS: more, and the small ones are merged
+    snapshot_retention: float = 3600.0  # SNAPSHOT RETENTION: snapshots older than this expire ...
+    keep_snapshots: int = 10  # KEEP SNAPSHOTS: ... but the newest this many are kept
+    orphan_file_age: float = 86400.0  # ORPHAN FILE AGE: unreferenced files older than this are deleted
+    target_file_size: int | None = None  # what compaction writes; None: the sink's MAXIMUM FILE SIZE
+    small_file_ratio: float = 0.75  # a data file below this fraction of the target size is small
+    delete_ratio: float = 0.3  # a data file with this fraction of its rows deleted is rewritten
+    expire_every: float = 60.0  # seconds between two expirations of a running sink
+    orphan_check_every: float = 3600.0  # seconds between two orphan-file cleanups of a running sink
+    large_rewrite_bytes: int = 64 * 1024 * 1024  # a compaction reading more runs beside the sink
+    expire_batch: int = 1000  # snapshots expired by one step at most
+
+    def describe(self) -> str:
+        if not self.automatic:
+            return "off"
+        compaction = (
+            f"compaction ({self.compaction_minimum_files} small files at a time, "
+            f"above {self.maximum_delete_files} delete files)"
+            if self.compaction
+            else "no compaction"
+        )
+        return (
+            f"{compaction}, manifests merged above {self.maximum_manifests}, "
+            f"snapshots kept {_span(self.snapshot_retention)} (at least {self.keep_snapshots}), "
+            f"orphan files deleted after {_span(self.orphan_file_age)}"
+        )
+
+
+def _span(seconds: float) -> str:
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= n and seconds % n == 0:
+            return f"{seconds / n:g}{unit}"
+    return f"{seconds:g}s"
+
+
+@dataclass(frozen=True)
 class SinkPlan:
     name: str
     relation: str  # icesql source/view name, or a Spark table/view (dotted)
@@ -240,7 +288,11 @@ class SinkPlan:
     properties: tuple[tuple[str, str], ...] = ()
     on_error: OnError = OnError.FAIL
     columns: tuple[Column, ...] = ()  # source columns when known at analysis time
-    delete_mode: DeleteMode = DeleteMode.POSITION  # MODE UPSERT: how replaced rows are deleted
+    # MODE UPSERT: how replaced rows are deleted (left out of the JSON form at its default)
+    delete_mode: DeleteMode = field(default=DeleteMode.POSITION, metadata=OMIT_AT_DEFAULT)
+    # added after sinks were first stored: left out of the JSON form at its default, so stored
+    # definitions (and golden plans) read as they were
+    maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy, metadata=OMIT_AT_DEFAULT)
 
     @property
     def table_identifier(self) -> str:
@@ -352,6 +404,7 @@ _PLAN_TYPES: dict[str, type[Any]] = {
         SinkPlan,
         PartitionFieldPlan,
         CommitPolicy,
+        MaintenancePolicy,
         Column,
         SecretName,
     )
@@ -369,13 +422,22 @@ def to_dict(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out: dict[str, Any] = {"$type": type(obj).__name__}
         for f in dataclasses.fields(obj):
-            out[f.name] = to_dict(getattr(obj, f.name))
+            value = getattr(obj, f.name)
+            if f.metadata.get("omit_at_default") and value == _default(f):
+                continue
+            out[f.name] = to_dict(value)
         return out
     if isinstance(obj, enum.Enum):
         return {"$enum": type(obj).__name__, "value": obj.value}
     if isinstance(obj, tuple):
         return [to_dict(x) for x in obj]
     return obj
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
 
 
 def plan_from_dict(data: Any) -> Any:

@@ -507,6 +507,7 @@ class Session:
         rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
         rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
         rows.append(("commit", sink.commit.describe()))
+        rows.append(("maintenance", sink.maintenance.describe()))
         for k, v in sink.properties:
             rows.append(("property", f"{k} = {v}"))
         return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
@@ -583,6 +584,15 @@ class Session:
         ``icesql.engine.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
         gives a line)."""
         return [self.engine.compact(plan) for plan in self.sink_plans(sinks)]
+
+    def maintain(self, sinks: Sequence[str] | None = None, *, dry_run: bool = False) -> list[Any]:
+        """Maintain the tables of the named sinks (all when None) under their options: compact,
+        rewrite manifests, expire snapshots and delete orphan files, each when due. For tables
+        whose sinks are not running (a running sink's commit in between makes a step retry).
+        ``dry_run`` changes nothing and says what would be done. Returns one
+        ``icesql.engine.maintenance.MaintenanceRun`` per sink
+        (``icesql.repl.format.format_maintenance`` gives its lines)."""
+        return [self.engine.maintain(plan, dry_run=dry_run) for plan in self.sink_plans(sinks)]
 
     def flush(self, name: str | None = None) -> None:
         if self._engine is not None:

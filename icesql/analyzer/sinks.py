@@ -25,6 +25,7 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _check_aws_connection, _names_hint
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column
+from icesql.analyzer.maintenance import MAINTENANCE_OPTIONS, maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, Kind, OptionSpec, OptionTable, collect
 from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
@@ -34,6 +35,7 @@ from icesql.plan import (
     CatalogConnectionPlan,
     Column,
     CommitPolicy,
+    MaintenancePolicy,
     OnError,
     SinkMode,
     SinkPlan,
@@ -58,9 +60,10 @@ SINK_OPTIONS = OptionTable(
         OptionSpec("FORMAT VERSION", Kind.INT),
         OptionSpec("PROPERTIES", Kind.LIST),
         OptionSpec("ON ERROR", Kind.STRING, choices={"fail": "fail", "skip": "skip"}),
+        *MAINTENANCE_OPTIONS,
     ],
 )
-ALTER_OPTIONS = OptionTable("ALTER SINK", COMMIT_OPTIONS)
+ALTER_OPTIONS = OptionTable("ALTER SINK", [*COMMIT_OPTIONS, *MAINTENANCE_OPTIONS])
 TARGET_OPTIONS = OptionTable(
     "sink catalog",
     [OptionSpec("NAMESPACE", Kind.STRING), OptionSpec("TABLE", Kind.STRING)],
@@ -150,6 +153,7 @@ def analyze_sink(
         properties=properties,
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         columns=columns or (),
+        maintenance=maintenance_policy(ctx, opts, MaintenancePolicy()),
     )
     return plan, deps
 
@@ -361,7 +365,8 @@ def analyze_alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView) -> S
     if "MAXIMUM FILE SIZE" in reset:
         file_size = DEFAULT_MAXIMUM_FILE_SIZE
     commit, file_size = _commit_policy(ctx, opts, commit, file_size)
-    return dataclasses.replace(old, commit=commit, maximum_file_size=file_size)
+    maintenance = maintenance_policy(ctx, opts, reset_maintenance(old.maintenance, reset))
+    return dataclasses.replace(old, commit=commit, maximum_file_size=file_size, maintenance=maintenance)
 
 
 __all__ = ["analyze_alter_sink", "analyze_sink"]

@@ -21,6 +21,7 @@ after reloading, re-checking both.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -37,6 +38,8 @@ SINK_ID = "icesql.sink-id"
 SINK_VERSION = "icesql.sink-version"
 PROGRESS = "icesql.progress"
 COMMIT_REASON = "icesql.commit-reason"
+# + a sink id: that sink's last (version, progress), carried by a maintenance snapshot
+CARRIED_PROGRESS = "icesql.carried-progress."
 
 
 class FencedError(ExecutionError):
@@ -152,22 +155,92 @@ def _ancestors(metadata: Any, branch: str = "main") -> Any:
         snap = metadata.snapshot_by_id(snap.parent_snapshot_id)
 
 
-def last_committed_snapshot(table_or_metadata: Any, sink_id: str, branch: str = "main") -> Committed | None:
-    """The newest snapshot of ``branch`` that carries ``sink_id`` (walks parents, newest first)."""
-    metadata = getattr(table_or_metadata, "metadata", table_or_metadata)
-    for snap in _ancestors(metadata, branch):
-        summary = snap.summary
-        if summary is None:
-            continue
-        props = summary.additional_properties if hasattr(summary, "additional_properties") else dict(summary)
-        if props.get(SINK_ID) != sink_id:
-            continue
+def _order(snap: Any) -> tuple[int, int]:
+    return (int(snap.sequence_number or 0), int(snap.timestamp_ms))
+
+
+def _properties(snap: Any) -> Mapping[str, str]:
+    summary = snap.summary
+    if summary is None:
+        return {}
+    return summary.additional_properties if hasattr(summary, "additional_properties") else dict(summary)
+
+
+def _committed(snap: Any, sink_id: str) -> Committed | None:
+    props = _properties(snap)
+    if props.get(SINK_ID) == sink_id:
         try:
             version = int(props.get(SINK_VERSION, "0"))
             progress = int(props.get(PROGRESS, "-1"))
         except ValueError:
-            continue
+            return None
         return Committed(snap.snapshot_id, version, progress, props.get(COMMIT_REASON), snap.timestamp_ms)
+    carried = props.get(CARRIED_PROGRESS + sink_id)
+    if carried is None:
+        return None
+    try:
+        c = json.loads(carried)
+        return Committed(snap.snapshot_id, int(c["version"]), int(c["progress"]), c.get("reason"), snap.timestamp_ms)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def sink_ids(metadata: Any) -> set[str]:
+    """Every sink id a snapshot of the table names (in its own summary or carried)."""
+    out: set[str] = set()
+    for snap in metadata.snapshots:
+        props = _properties(snap)
+        if props.get(SINK_ID):
+            out.add(props[SINK_ID])
+        out.update(k[len(CARRIED_PROGRESS) :] for k in props if k.startswith(CARRIED_PROGRESS))
+    return out
+
+
+def carried_progress(metadata: Any, branch: str = "main") -> dict[str, str]:
+    """Summary properties for a maintenance snapshot about to be committed on ``branch`` of
+    ``metadata``: every sink's last version and progress (``CARRIED_PROGRESS`` + sink id).
+
+    ``last_committed_snapshot`` takes such a snapshot for the sink's own, so a sink's progress
+    survives when snapshot expiration removes the snapshots the sink committed itself (which it
+    may once a newer snapshot carries the progress: the files of a compacted table are freed
+    even when its sink no longer commits). Compute it from exactly the metadata the snapshot is
+    committed on: a sink commit in between must not be carried over with an older progress."""
+    out = {}
+    for sink in sorted(sink_ids(metadata)):
+        found = last_committed_snapshot(metadata, sink, branch)
+        if found is not None:
+            value = {"version": found.version, "progress": found.progress, "reason": found.reason}
+            out[CARRIED_PROGRESS + sink] = json.dumps(value, sort_keys=True)
+    return out
+
+
+def last_committed_snapshot(table_or_metadata: Any, sink_id: str, branch: str = "main") -> Committed | None:
+    """The newest snapshot of ``branch`` that carries ``sink_id``: committed by the sink, or a
+    maintenance snapshot carrying its progress (``carried_progress``).
+
+    Walks parents, newest first. Snapshot expiration cuts that walk short: it keeps each sink's
+    newest snapshot (``maintenance.expire``) but may expire the snapshots between it and the
+    current one, and the walk stops at the first missing parent (pyiceberg even clears the
+    ``parent-snapshot-id`` of the child). So when the walk does not find the sink, the retained
+    snapshots older than where it stopped are searched too, newest (by sequence number) first:
+    they are the ancestors beyond the gap. A snapshot newer than the walk's end that the walk did
+    not reach (rolled back, or on another branch) never counts: its rows are not in ``branch``.
+    """
+    metadata = getattr(table_or_metadata, "metadata", table_or_metadata)
+    oldest = None
+    for snap in _ancestors(metadata, branch):
+        oldest = snap
+        found = _committed(snap, sink_id)
+        if found is not None:
+            return found
+    if oldest is None:
+        return None
+    end = _order(oldest)
+    beyond = [s for s in metadata.snapshots if _order(s) < end]
+    for snap in sorted(beyond, key=_order, reverse=True):
+        found = _committed(snap, sink_id)
+        if found is not None:
+            return found
     return None
 
 
@@ -326,6 +399,7 @@ def snapshot_summary(table: Any, snapshot_id: int | None = None) -> dict[str, st
 
 
 __all__ = [
+    "CARRIED_PROGRESS",
     "COMMIT_REASON",
     "PROGRESS",
     "SINK_ID",
@@ -335,9 +409,11 @@ __all__ = [
     "CommitResult",
     "Committed",
     "FencedError",
+    "carried_progress",
     "commit",
     "last_committed",
     "request_for_staged",
     "last_committed_snapshot",
+    "sink_ids",
     "snapshot_summary",
 ]

@@ -171,6 +171,26 @@ class Engine:
             table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size
         )
 
+    def maintain(self, plan: SinkPlan, *, dry_run: bool = False) -> Any:
+        """Run every maintenance step due on the sink's table (``maintenance.maintain_table``)
+        under its options; no Spark. Returns a ``maintenance.MaintenanceRun``. The files the
+        staged batches of this home's sinks name are never taken for orphans."""
+        from icesql.engine.maintenance import MaintenanceRun, maintain_table, sink_policy, staged_files
+
+        policy = sink_policy(plan)
+        if not policy.automatic:
+            return MaintenanceRun(sink=plan.name, table=plan.table_identifier, dry_run=dry_run, off=True)
+        target = self.target(plan)
+        table = target.load_table()
+        return maintain_table(
+            table,
+            policy,
+            sink=plan.name,
+            protected_paths=lambda: staged_files(self.home),
+            io_properties=target.io_properties(table),
+            dry_run=dry_run,
+        )
+
     def _notify_when_done(self, runner: Any) -> None:
         runner.await_termination()
         with self._any_done:

@@ -17,6 +17,13 @@ What is used, and why:
   delete files at all (no row delta, no ``RowDelta`` producer; its ``delete``/``overwrite``
   rewrite data files), and its ``commit()`` retries on its own, outside icesql's fencing and
   progress checks (see ``icesql.engine.commit``).
+* The same producer state for maintenance: ``rewrite_producer`` (compaction: removed files marked
+  DELETED in rewritten manifests, the others carried over, new files with an explicit data
+  sequence number), ``manifest_rewrite_producer`` (manifests merged, entries EXISTING with their
+  sequence numbers); pyiceberg has neither a ``RewriteFiles`` with a starting sequence number nor
+  a ``RewriteManifests``. ``stage_snapshot_removal``: snapshot expiration staged with
+  ``Transaction._apply`` and a ``main`` assertion, since pyiceberg's ``ExpireSnapshots`` asserts
+  nothing and cannot be retried through icesql's checks.
 * ``ManifestWriterV2._with_partition`` / ``_meta``: manifests declare ``equality_ids`` as
   ``list<int>`` (element id 136) as the Iceberg spec says; pyiceberg 0.12 writes ``list<long>``,
   which the Iceberg Java reader rejects (apache/iceberg-python#3840). Delete manifests need
@@ -78,7 +85,15 @@ def _int_equality_ids(struct: Any) -> Any:
     return Schema(*[fix_field(f) for f in struct.fields], schema_id=getattr(struct, "schema_id", 0))
 
 
+_WRITERS: tuple[type, type] | None = None
+_PRODUCERS: tuple[type, type] | None = None
+
+
 def manifest_writer_classes() -> tuple[type, type]:
+    """(data manifest writer, delete manifest writer) for format v2; the same classes every call."""
+    global _WRITERS
+    if _WRITERS is not None:
+        return _WRITERS
     from pyiceberg.manifest import ManifestContent, ManifestWriterV2
 
     class _DataManifestWriter(ManifestWriterV2):
@@ -93,7 +108,8 @@ def manifest_writer_classes() -> tuple[type, type]:
         def _meta(self) -> dict[str, str]:
             return {**super()._meta, "content": "deletes"}
 
-    return _DataManifestWriter, _DeleteManifestWriter
+    _WRITERS = (_DataManifestWriter, _DeleteManifestWriter)
+    return _WRITERS
 
 
 _TX_CLASS: type | None = None
@@ -131,6 +147,10 @@ def transaction(table: Any) -> Any:
 
 
 def producer_classes() -> tuple[type, type]:
+    """(fast append, row delta) snapshot producers; the same classes every call."""
+    global _PRODUCERS
+    if _PRODUCERS is not None:
+        return _PRODUCERS
     from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
     from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
     from pyiceberg.table.update.snapshot import _FastAppendFiles
@@ -199,7 +219,8 @@ def producer_classes() -> tuple[type, type]:
                 previous_summary=previous.summary if previous is not None else None,
             )
 
-    return _Append, _RowDelta
+    _PRODUCERS = (_Append, _RowDelta)
+    return _PRODUCERS
 
 
 def discard_written(producers: list[Any], io: Any) -> None:
@@ -211,96 +232,288 @@ def discard_written(producers: list[Any], io: Any) -> None:
                 log.debug("could not delete %s", path)
 
 
-_REPLACE: type | None = None
+def _manifest_writer(producer: Any, writer_cls: type, spec: Any) -> Any:
+    """A manifest writer of ``producer``'s table: icesql's v2 classes, pyiceberg's own for v1."""
+    if producer._transaction.table_metadata.format_version != 2:
+        from pyiceberg.manifest import write_manifest
+
+        return write_manifest(
+            format_version=producer._transaction.table_metadata.format_version,
+            spec=spec,
+            schema=producer.schema(),
+            output_file=producer.new_manifest_output(),
+            snapshot_id=producer._snapshot_id,
+            avro_compression=producer._compression,
+        )
+    return writer_cls(spec, producer.schema(), producer.new_manifest_output(), producer._snapshot_id, producer._compression)
 
 
-def replace_producer() -> type:
-    """A snapshot producer for ``replace`` (compaction): adds the new data files, marks every removed file
-    DELETED and every kept file EXISTING (both keeping their sequence numbers), and carries no
-    manifest of the previous snapshot."""
-    global _REPLACE
-    if _REPLACE is not None:
-        return _REPLACE
+def _carried_entry(entry: Any, status: Any, snapshot_id: int) -> Any:
+    """``entry`` (a file already in the table) as EXISTING or DELETED, with the sequence numbers it had."""
     from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
-    from pyiceberg.table.snapshots import (
-        Operation,
-        SnapshotSummaryCollector,
-        Summary,
-        update_snapshot_summaries,
+
+    return ManifestEntry.from_args(
+        status=status,
+        snapshot_id=snapshot_id if status == ManifestEntryStatus.DELETED else entry.snapshot_id,
+        sequence_number=entry.sequence_number,
+        file_sequence_number=entry.file_sequence_number,
+        data_file=entry.data_file,
     )
+
+
+def _relabel_summary(producer: Any, ssc: Any, operation: Any, properties: Mapping[str, str]) -> Any:
+    """The summary of ``producer``'s snapshot with totals carried from its parent.
+
+    pyiceberg totals only 'overwrite'-like operations; the figures are the same for replace."""
+    from pyiceberg.table.snapshots import Operation, Summary, update_snapshot_summaries
+
+    meta = producer._transaction.table_metadata
+    previous = (
+        meta.snapshot_by_id(producer._parent_snapshot_id) if producer._parent_snapshot_id is not None else None
+    )
+    summary = update_snapshot_summaries(
+        summary=Summary(operation=Operation.OVERWRITE, **ssc.build(), **properties),
+        previous_summary=previous.summary if previous is not None else None,
+    )
+    return Summary(operation=operation, **summary.additional_properties)
+
+
+class RewriteConflictError(Exception):
+    """A file a rewrite removes is no longer live in the snapshot it would commit on top of."""
+
+
+_REWRITE: type | None = None
+
+
+def rewrite_producer() -> type:
+    """A snapshot producer for a rewrite (compaction): removes files, adds their replacements.
+
+    ``rewrite_producer()(transaction=..., io=..., removed=[entries], entries_of=read,
+    data_sequence_number=N, snapshot_properties=...)``, then ``append_data_file`` for each new data
+    file and ``add_delete_file`` for new delete files:
+
+    * each manifest of the parent snapshot that lists a removed file is rewritten: its other live
+      entries EXISTING, the removed ones DELETED, all with the sequence numbers they had (removed
+      entries of manifests left with nothing else share one manifest per kind); every other
+      manifest is carried over as it is (so a rewrite touches only what it changes, and can
+      be redone on top of a snapshot a sink committed meanwhile);
+    * new data files get ``data_sequence_number`` (the sequence number of the snapshot the rewrite
+      read) instead of the new snapshot's: an equality delete committed after that snapshot still
+      applies to the rewritten rows, as it applied to the files they came from (the Iceberg Java
+      ``RewriteFiles`` with a starting sequence number does the same);
+    * a removed file that is not live in the parent raises ``RewriteConflictError``.
+
+    ``entries_of(manifest)`` returns a manifest's entries (all statuses), e.g. through a cache.
+    The operation is ``replace`` unless delete files are added (``overwrite``)."""
+    global _REWRITE
+    if _REWRITE is not None:
+        return _REWRITE
+    from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
+    from pyiceberg.table.snapshots import Operation, SnapshotSummaryCollector
 
     _, delta_cls = producer_classes()
     data_writer_cls, delete_writer_cls = manifest_writer_classes()
 
-    class _Replace(delta_cls):  # type: ignore[misc,valid-type]
-        def __init__(self, *, removed: list[Any], kept: list[Any], **kwargs: Any) -> None:
+    class _Rewrite(delta_cls):  # type: ignore[misc,valid-type]
+        def __init__(
+            self,
+            *,
+            removed: list[Any],
+            entries_of: Callable[[Any], list[Any]],
+            data_sequence_number: int | None = None,
+            **kwargs: Any,
+        ) -> None:
             super().__init__(operation=Operation.REPLACE, **kwargs)
             self._removed = removed
-            self._carried_over = kept
+            self._removed_paths = {e.data_file.file_path for e in removed}
+            self._entries_of = entries_of
+            self._data_sequence_number = data_sequence_number
 
-        def _existing_manifests(self) -> list[Any]:
-            return []
-
-        def _write_carried(self, writer_cls: type, entries: list[Any], status: Any) -> Any:
-            """Entries of files this snapshot removes (DELETED) or keeps (EXISTING), with the
-            sequence numbers they had."""
+        def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
             spec = self._transaction.table_metadata.spec()
-            writer = writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
+            explicit = self._data_sequence_number if writer_cls is data_writer_cls else None
+            writer = _manifest_writer(self, writer_cls, spec)
             with writer:
-                for e in entries:
+                for f in files:
                     writer.add_entry(
                         ManifestEntry.from_args(
-                            status=status,
-                            snapshot_id=self._snapshot_id
-                            if status == ManifestEntryStatus.DELETED
-                            else e.snapshot_id,
-                            sequence_number=e.sequence_number,
-                            file_sequence_number=e.file_sequence_number,
-                            data_file=e.data_file,
+                            status=ManifestEntryStatus.ADDED,
+                            snapshot_id=self._snapshot_id,
+                            sequence_number=explicit,  # None: the new snapshot's
+                            file_sequence_number=None,
+                            data_file=f,
                         )
                     )
             return writer.to_manifest_file()
 
-        def _manifests(self) -> list[Any]:
-            out = list(super()._manifests())
-            removed_data = [e for e in self._removed if int(e.data_file.content) == 0]
-            removed_deletes = [e for e in self._removed if int(e.data_file.content) != 0]
-            if self._carried_over:
-                out.append(
-                    self._write_carried(data_writer_cls, self._carried_over, ManifestEntryStatus.EXISTING)
-                )
-            if removed_data:
-                out.append(self._write_carried(data_writer_cls, removed_data, ManifestEntryStatus.DELETED))
-            if removed_deletes:
-                out.append(
-                    self._write_carried(delete_writer_cls, removed_deletes, ManifestEntryStatus.DELETED)
+        def _carry(self, content: Any, spec_id: int, entries: list[Any]) -> Any:
+            """A manifest of ``entries``: the removed ones DELETED, the others EXISTING."""
+            writer_cls = delete_writer_cls if content == ManifestContent.DELETES else data_writer_cls
+            spec = self._transaction.table_metadata.specs()[spec_id]
+            writer = _manifest_writer(self, writer_cls, spec)
+            with writer:
+                for e in entries:
+                    removed = e.data_file.file_path in self._removed_paths
+                    status = ManifestEntryStatus.DELETED if removed else ManifestEntryStatus.EXISTING
+                    writer.add_entry(_carried_entry(e, status, self._snapshot_id))
+            return writer.to_manifest_file()
+
+        def _existing_manifests(self) -> list[Any]:
+            if self._parent_snapshot_id is None:
+                if self._removed_paths:
+                    raise RewriteConflictError("the table has no snapshot to rewrite")
+                return []
+            meta = self._transaction.table_metadata
+            parent = meta.snapshot_by_id(self._parent_snapshot_id)
+            out = []
+            found: set[str] = set()
+            # the removed entries of manifests that keep nothing else: one manifest per kind
+            tombstones: dict[tuple[int, int], list[Any]] = {}
+            for manifest in parent.manifests(io=self._io):
+                entries = [e for e in self._entries_of(manifest) if e.status != ManifestEntryStatus.DELETED]
+                hit = [e for e in entries if e.data_file.file_path in self._removed_paths]
+                if not hit:
+                    if entries:
+                        out.append(manifest)
+                    continue
+                found.update(e.data_file.file_path for e in hit)
+                if len(hit) == len(entries):
+                    key = (int(manifest.content), int(manifest.partition_spec_id))
+                    tombstones.setdefault(key, []).extend(hit)
+                    continue
+                out.append(self._carry(manifest.content, manifest.partition_spec_id, entries))
+            for (content, spec_id), entries in sorted(tombstones.items()):
+                out.append(self._carry(ManifestContent(content), spec_id, entries))
+            missing = self._removed_paths - found
+            if missing:
+                raise RewriteConflictError(
+                    f"{len(missing)} file(s) to rewrite are no longer in the table, e.g. {sorted(missing)[0]}"
                 )
             return out
 
         def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
             meta = self._transaction.table_metadata
             ssc = SnapshotSummaryCollector()
-            for f in self._added_data_files:
+            for f in [*self._added_data_files, *self._added_delete_files]:
                 ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
             for e in self._removed:
                 f = e.data_file
                 ssc.remove_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
-            previous = (
-                meta.snapshot_by_id(self._parent_snapshot_id)
-                if self._parent_snapshot_id is not None
-                else None
-            )
-            # pyiceberg totals only 'overwrite'-like operations; the figures are the same for replace
-            summary = update_snapshot_summaries(
-                summary=Summary(operation=Operation.OVERWRITE, **ssc.build(), **snapshot_properties),
-                previous_summary=previous.summary if previous is not None else None,
-            )
-            return Summary(operation=Operation.REPLACE, **summary.additional_properties)
+            operation = Operation.OVERWRITE if self._added_delete_files else Operation.REPLACE
+            return _relabel_summary(self, ssc, operation, snapshot_properties)
 
-    _REPLACE = _Replace
-    return _Replace
+    _REWRITE = _Rewrite
+    return _Rewrite
+
+
+_MANIFEST_REWRITE: type | None = None
+
+
+def manifest_rewrite_producer() -> type:
+    """A snapshot producer that rewrites manifests: the live entries of the parent's manifests in
+    ``rewrite`` (ManifestFile objects) become EXISTING entries of a few new manifests, one run per
+    (content, partition spec), each closed at ``target_size`` bytes; the parent's other manifests
+    are kept. Sequence numbers, snapshot ids and files are unchanged: a ``replace`` snapshot whose
+    table has the same rows and files as its parent.
+
+    ``manifest_rewrite_producer()(transaction=..., io=..., rewrite=[...], entries_of=read,
+    target_size=8 << 20, snapshot_properties=...)``; ``created``/``replaced``/``kept``/``entries``
+    and ``created_paths`` afterwards."""
+    global _MANIFEST_REWRITE
+    if _MANIFEST_REWRITE is not None:
+        return _MANIFEST_REWRITE
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+    from pyiceberg.table.snapshots import Operation, SnapshotSummaryCollector
+
+    append_cls, _ = producer_classes()
+    data_writer_cls, delete_writer_cls = manifest_writer_classes()
+
+    class _RewriteManifests(append_cls):  # type: ignore[misc,valid-type]
+        def __init__(
+            self,
+            *,
+            rewrite: list[Any],
+            entries_of: Callable[[Any], list[Any]],
+            target_size: int = 8 * 1024 * 1024,
+            **kwargs: Any,
+        ) -> None:
+            super().__init__(operation=Operation.REPLACE, **kwargs)
+            self._rewrite_paths = {m.manifest_path for m in rewrite}
+            self._entries_of = entries_of
+            self._target_size = max(1024, int(target_size))
+            self.created = 0
+            self.replaced = 0
+            self.kept = 0
+            self.entries = 0
+            self.created_paths: list[str] = []
+
+        def _existing_manifests(self) -> list[Any]:
+            if self._parent_snapshot_id is None:
+                return []
+            meta = self._transaction.table_metadata
+            parent = meta.snapshot_by_id(self._parent_snapshot_id)
+            kept: list[Any] = []
+            groups: dict[tuple[int, int], list[Any]] = {}
+            found: set[str] = set()
+            for manifest in parent.manifests(io=self._io):
+                if manifest.manifest_path not in self._rewrite_paths:
+                    kept.append(manifest)
+                    continue
+                found.add(manifest.manifest_path)
+                live = [e for e in self._entries_of(manifest) if e.status != ManifestEntryStatus.DELETED]
+                key = (int(manifest.content), int(manifest.partition_spec_id))
+                groups.setdefault(key, []).extend(live)
+            if found != self._rewrite_paths:
+                raise RewriteConflictError("a manifest to rewrite is no longer in the table")
+            out: list[Any] = []
+            for (content, spec_id), entries in sorted(groups.items()):
+                writer_cls = delete_writer_cls if content == int(ManifestContent.DELETES) else data_writer_cls
+                spec = meta.specs()[spec_id]
+                writer = None
+                for e in entries:
+                    if writer is None:
+                        writer = _manifest_writer(self, writer_cls, spec)
+                        writer.__enter__()
+                    writer.add_entry(_carried_entry(e, ManifestEntryStatus.EXISTING, self._snapshot_id))
+                    if writer.tell() >= self._target_size:
+                        writer.__exit__(None, None, None)
+                        out.append(writer.to_manifest_file())
+                        writer = None
+                if writer is not None:
+                    writer.__exit__(None, None, None)
+                    out.append(writer.to_manifest_file())
+                self.entries += len(entries)
+            self.created, self.replaced, self.kept = len(out), len(found), len(kept)
+            self.created_paths = [m.manifest_path for m in out]
+            return out + kept
+
+        def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
+            return _relabel_summary(
+                self,
+                SnapshotSummaryCollector(),
+                Operation.REPLACE,
+                {
+                    **snapshot_properties,
+                    "manifests-created": str(self.created),
+                    "manifests-kept": str(self.kept),
+                    "manifests-replaced": str(self.replaced),
+                    "entries-processed": str(self.entries),
+                },
+            )
+
+    _MANIFEST_REWRITE = _RewriteManifests
+    return _RewriteManifests
+
+
+def stage_snapshot_removal(tx: Any, snapshot_ids: list[int], branch: str, branch_snapshot_id: int | None) -> None:
+    """Stage the removal of ``snapshot_ids`` in ``tx``, asserting that ``branch`` still points at
+    ``branch_snapshot_id`` (the state the caller chose them in), outside pyiceberg's own retries."""
+    from pyiceberg.table.update import AssertRefSnapshotId, RemoveSnapshotsUpdate
+
+    tx._apply(
+        (RemoveSnapshotsUpdate.model_validate({"snapshot-ids": list(snapshot_ids)}),),
+        (AssertRefSnapshotId.model_validate({"ref": branch, "snapshot-id": branch_snapshot_id}),),
+    )
 
 
 def apply_producer(tx: Any, producer: Any) -> None:

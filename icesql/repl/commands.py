@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from icesql.repl.format import format_compaction, format_table
+from icesql.repl.format import format_compaction, format_maintenance, format_table
 from icesql.repl.redact import redact_secrets
 
 
@@ -177,6 +177,28 @@ def _compact(ctx: ShellContext, arg: str) -> None:
             ctx.echo_error(exc.render())
             return
         ctx.echo(f"{name}: {format_compaction(result)}")
+
+
+@COMMANDS.register(
+    "\\maintain",
+    "[sink ...]",
+    description="run the maintenance due on sink tables: compact, expire, orphans (icesql maintain)",
+)
+def _maintain(ctx: ShellContext, arg: str) -> None:
+    from icesql.errors import IcesqlError
+
+    names = arg.split() or ctx.session.object_names("sink")
+    if not names:
+        ctx.echo("no sink to maintain")
+        return
+    for name in names:
+        try:
+            (run,) = ctx.session.maintain([name])
+        except IcesqlError as exc:
+            ctx.echo_error(exc.render())
+            return
+        for line in format_maintenance(run):
+            ctx.echo(line)
 
 
 @COMMANDS.register("\\timing", "[on|off]", description="toggle printing how long each statement took")

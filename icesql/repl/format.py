@@ -89,18 +89,85 @@ def format_bytes(n: int | None) -> str:
 def format_compaction(result: Any) -> str:
     """One line for an ``icesql.engine.compact.CompactResult`` (CLI and shell)."""
     r = result
+    full = getattr(r.mode, "value", "full") == "full"
     if r.skipped:
+        if full:
+            return (
+                f"{r.table}: nothing to compact ({r.data_files_before} data file(s), at most one "
+                "per partition, no delete files)"
+            )
         return (
-            f"{r.table}: nothing to compact ({r.data_files_before} data file(s), at most one "
-            "per partition, no delete files)"
+            f"{r.table}: nothing to compact ({r.data_files_before} data file(s), "
+            f"{r.delete_files_before} delete file(s): below the thresholds)"
         )
     kept = f", {r.data_files_kept} kept as they were" if r.data_files_kept else ""
+    left = f" + {r.delete_files_after} delete file(s)" if r.delete_files_after else ""
+    rebased = f", rebased {r.rebased}x" if r.rebased else ""
     return (
         f"{r.table}: {r.data_files_before} data + {r.delete_files_before} delete file(s) "
-        f"({format_bytes(r.bytes_before)}) -> {r.data_files_after} data file(s) "
+        f"({format_bytes(r.bytes_before)}) -> {r.data_files_after} data file(s){left} "
         f"({format_bytes(r.bytes_after)}{kept}), {r.rows:,} rows ({r.deleted_rows:,} deleted rows dropped), "
-        f"snapshot {r.snapshot_id}, {r.duration:.1f}s"
+        f"snapshot {r.snapshot_id}, {r.duration:.1f}s{rebased}"
     )
+
+
+def format_maintenance_step(result: Any) -> str:
+    """One line for what one maintenance step did (``icesql.engine.maintenance`` results), or,
+    for a compaction in a dry run, would do (its ``Task``)."""
+    kind = getattr(result, "kind", None)
+    kind = getattr(kind, "value", kind)
+    dry = getattr(result, "dry_run", False)
+    would = "would " if dry else ""
+    if kind == "compact" and hasattr(result, "weight"):  # a Task: a dry run's compaction
+        return (
+            f"compact: would rewrite: {result.reason} ({format_bytes(result.read_bytes)} to read, "
+            f"{result.weight.value})"
+        )
+    if kind == "expire":
+        if not result.expired:
+            return f"expire: no snapshot to expire ({result.snapshots_before} kept)"
+        protected = f", {len(result.protected)} old one(s) kept for a sink's progress" if result.protected else ""
+        return (
+            f"expire: {would}expire {len(result.expired):,} snapshot(s) "
+            f"({result.snapshots_before:,} -> {result.snapshots_after:,}){protected}, "
+            f"{would}delete {result.files_deleted:,} file(s) ({format_bytes(result.bytes_deleted)}), "
+            f"{result.duration:.1f}s"
+        )
+    if kind == "remove-orphans":
+        where = result.location.rstrip("/").rsplit("/", 1)[-1]
+        kept = []
+        if result.kept_recent:
+            kept.append(f"{result.kept_recent} newer than the safety age")
+        if result.kept_protected:
+            kept.append(f"{result.kept_protected} staged")
+        also = f" (kept: {', '.join(kept)})" if kept else ""
+        return (
+            f"remove-orphans {where}/: {would}delete {len(result.deleted):,} of {result.files_listed:,} "
+            f"file(s) ({format_bytes(result.bytes_deleted)}){also}, {result.duration:.1f}s"
+        )
+    if kind == "rewrite-manifests":
+        if dry:
+            return f"rewrite-manifests: would merge {result.manifests_rewritten} of {result.manifests_before} manifests"
+        if result.skipped:
+            return f"rewrite-manifests: nothing to merge ({result.manifests_before} manifests)"
+        return (
+            f"rewrite-manifests: {result.manifests_before} -> {result.manifests_after} manifests "
+            f"({result.manifests_rewritten} merged, {result.entries:,} entries), "
+            f"snapshot {result.snapshot_id}, {result.duration:.1f}s"
+        )
+    if hasattr(result, "data_files_before"):  # a CompactResult
+        return "compact: " + format_compaction(result).split(": ", 1)[1]
+    return str(result)  # pragma: no cover
+
+
+def format_maintenance(run: Any) -> list[str]:
+    """The lines of one sink's ``MaintenanceRun``: one per step, or one saying why none ran."""
+    head = f"{run.sink}: {run.table}: " if run.sink else f"{run.table}: "
+    if run.off:
+        return [head + "maintenance is off (MAINTENANCE = 'off')"]
+    if not run.results:
+        return [head + "nothing due"]
+    return [head + format_maintenance_step(r) for r in run.results]
 
 
 def format_age(seconds: float | None) -> str:

@@ -1,0 +1,266 @@
+"""What a table's metadata references, and the storage under it: the ground maintenance stands on.
+
+* ``manifest_entries(io, manifest)``: a manifest's entries (every status), through a cache.
+  Manifests are immutable once written, and a sink's table keeps most of them from one snapshot
+  to the next, so planning between two commits reads only the manifests that are new.
+* ``snapshot_manifests(io, snapshot)``: the manifests a snapshot lists, through a cache too.
+* ``live_files(table, snapshot)``: the data and delete files a snapshot reads (``LiveFile``).
+* ``path_key(location)``: one spelling per stored object, to compare a manifest's paths with a
+  listing's (``s3a://`` and ``s3://``, ``/x`` and ``file:///x`` are the same object).
+* ``list_files(io, location)``: every file under a location (pyarrow's filesystem behind
+  pyiceberg's FileIO, as ``dropbox.DropBox`` lists: FileIO itself cannot list).
+* ``delete_paths(io, paths)``: deletes, a few at a time (object stores answer one per request).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from icesql.errors import ExecutionError
+
+log = logging.getLogger("icesql.maintenance")
+
+# Bounded by entries (about 1 KiB each), not manifests: a sink that commits every second leaves
+# thousands of one-entry manifests between two expirations, which then reads them again.
+_CACHE_ENTRIES = 50_000
+_cache: OrderedDict[str, list[Any]] = OrderedDict()
+_cached_entries = 0
+_cache_lock = threading.Lock()
+
+
+def manifest_entries(io: Any, manifest: Any) -> list[Any]:
+    """Every entry of ``manifest`` (ADDED, EXISTING and DELETED), sequence numbers inherited.
+    The entries are shared: never modify them."""
+    path = manifest.manifest_path
+    with _cache_lock:
+        hit = _cache.get(path)
+        if hit is not None:
+            _cache.move_to_end(path)
+            return hit
+    global _cached_entries
+    entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
+    with _cache_lock:
+        if path not in _cache:
+            _cache[path] = entries
+            _cached_entries += len(entries)
+        while _cached_entries > _CACHE_ENTRIES and len(_cache) > 1:
+            _, dropped = _cache.popitem(last=False)
+            _cached_entries -= len(dropped)
+    return entries
+
+
+_LIST_CACHE_SIZE = 8192  # manifest lists: one per snapshot kept
+_lists: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+
+
+def snapshot_manifests(io: Any, snapshot: Any) -> tuple[Any, ...]:
+    """The manifests ``snapshot`` lists (its manifest list is read once per process)."""
+    path = snapshot.manifest_list
+    with _cache_lock:
+        hit = _lists.get(path)
+        if hit is not None:
+            _lists.move_to_end(path)
+            return hit
+    manifests = tuple(snapshot.manifests(io))
+    with _cache_lock:
+        _lists[path] = manifests
+        while len(_lists) > _LIST_CACHE_SIZE:
+            _lists.popitem(last=False)
+    return manifests
+
+
+def prefetch(io: Any, snapshots: Iterable[Any] = (), manifests: Iterable[Any] = (), *, workers: int = 8) -> None:
+    """Read the manifest lists of ``snapshots`` and the ``manifests`` into the caches, a few at a
+    time: on an object store each is a request, and maintenance reads thousands of them."""
+    lists = [s for s in snapshots if s.manifest_list not in _lists]
+    entries = [m for m in manifests if m.manifest_path not in _cache]
+    jobs = [*((snapshot_manifests, io, s) for s in lists), *((manifest_entries, io, m) for m in entries)]
+    if len(jobs) < 2 or workers <= 1:
+        for fn, a, b in jobs:
+            fn(a, b)
+        return
+    with ThreadPoolExecutor(max_workers=min(workers, len(jobs)), thread_name_prefix="icesql-read") as pool:
+        for _ in pool.map(lambda job: job[0](job[1], job[2]), jobs):
+            pass
+
+
+def entries_reader(io: Any) -> Any:
+    """``manifest -> entries`` for the snapshot producers of ``pyiceberg_internals``."""
+    return lambda manifest: manifest_entries(io, manifest)
+
+
+@dataclass(frozen=True)
+class LiveFile:
+    """A file a snapshot reads, as its manifest entry describes it. The figures planning reads
+    for every file are copied out of the pyiceberg record once (its properties are slow)."""
+
+    data_file: Any  # pyiceberg DataFile
+    sequence_number: int  # data sequence number
+    file_sequence_number: int | None
+    snapshot_id: int | None  # the snapshot that added the file
+    path: str
+    size: int
+    rows: int
+    content: int  # 0 data, 1 position deletes, 2 equality deletes
+    spec_id: int
+    partition_key: tuple[int, str]  # (spec id, partition values): files of one partition
+
+    @classmethod
+    def of(cls, entry: Any) -> LiveFile:
+        f = entry.data_file
+        spec_id = int(f.spec_id)
+        return cls(
+            data_file=f,
+            sequence_number=int(entry.sequence_number or 0),
+            file_sequence_number=entry.file_sequence_number,
+            snapshot_id=entry.snapshot_id,
+            path=str(f.file_path),
+            size=int(f.file_size_in_bytes),
+            rows=int(f.record_count),
+            content=int(f.content),
+            spec_id=spec_id,
+            partition_key=(spec_id, repr(f.partition)),
+        )
+
+
+def live_files(table: Any, snapshot: Any) -> tuple[list[LiveFile], list[LiveFile]]:
+    """(data files, delete files) that ``snapshot`` reads."""
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    data: list[LiveFile] = []
+    deletes: list[LiveFile] = []
+    if snapshot is None:
+        return data, deletes
+    for manifest in snapshot_manifests(table.io, snapshot):
+        for e in manifest_entries(table.io, manifest):
+            if e.status == ManifestEntryStatus.DELETED:
+                continue
+            f = LiveFile.of(e)
+            (data if f.content == 0 else deletes).append(f)
+    return data, deletes
+
+
+def ident(table: Any) -> str:
+    name = table.name()
+    return ".".join(name) if isinstance(name, (tuple, list)) else str(name)
+
+
+# --------------------------------------------------------------------------- paths
+
+_SCHEME_ALIASES = {"": "file", "file": "file", "s3a": "s3", "s3n": "s3"}
+
+
+def path_key(location: str) -> str:
+    """``location`` spelled one way: scheme aliases folded, no repeated slashes."""
+    parts = urlsplit(location)
+    scheme = _SCHEME_ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
+    if len(parts.scheme) == 1:  # a Windows drive letter, not a scheme
+        scheme, netloc, path = "file", "", location
+    elif not parts.scheme:
+        netloc, path = "", location
+    else:
+        netloc, path = parts.netloc, parts.path
+    if scheme == "file":
+        netloc = ""
+    return f"{scheme}://{netloc}/{re.sub('/+', '/', path).lstrip('/')}"
+
+
+def relative_to(location: str, root: str) -> str | None:
+    """``location``'s path below ``root`` ('' for root itself); None when it is not under it."""
+    key, base = path_key(location), path_key(root).rstrip("/")
+    if key == base:
+        return ""
+    if key.startswith(base + "/"):
+        return key[len(base) + 1 :]
+    return None
+
+
+# --------------------------------------------------------------------------- storage
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    location: str  # a URI the table's FileIO opens
+    size: int
+    mtime: float | None  # seconds since the epoch; None when the store does not say
+
+
+def _filesystem(io: Any, location: str) -> tuple[Any, str, Any]:
+    """(pyarrow filesystem, path in it, a function from a listed path back to a URI)."""
+    fs_by_scheme = getattr(io, "fs_by_scheme", None)
+    parse = getattr(io, "parse_location", None)
+    if fs_by_scheme is None or parse is None:
+        raise ExecutionError(
+            f"cannot list {location}: the table's FileIO ({type(io).__name__}) cannot list files",
+            hint="orphan-file cleanup needs pyiceberg's PyArrowFileIO (the default FileIO)",
+        )
+    scheme, netloc, path = parse(location)
+    if scheme in ("hdfs", "viewfs"):
+        return fs_by_scheme(scheme, netloc), path, lambda p: f"{scheme}://{netloc}{p}"
+    if scheme == "file":
+        return fs_by_scheme(scheme, netloc), path, lambda p: f"file://{p}"
+    return fs_by_scheme(scheme, netloc), path, lambda p: f"{scheme}://{p}"
+
+
+def list_files(io: Any, location: str) -> Iterator[StoredFile]:
+    """Every file under ``location`` (recursively); nothing when it does not exist."""
+    from pyarrow import fs as pafs
+
+    filesystem, path, to_uri = _filesystem(io, location)
+    selector = pafs.FileSelector(path.rstrip("/"), recursive=True, allow_not_found=True)
+    for info in filesystem.get_file_info(selector):
+        if info.type != pafs.FileType.File:
+            continue
+        mtime = info.mtime.timestamp() if info.mtime is not None else None
+        yield StoredFile(to_uri(info.path), int(info.size or 0), mtime)
+
+
+def delete_paths(io: Any, paths: Iterable[str], *, workers: int = 8) -> tuple[list[str], list[str]]:
+    """Delete ``paths`` through ``io``; (deleted, failed). A missing file counts as deleted."""
+
+    def delete(path: str) -> bool:
+        try:
+            io.delete(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except Exception as exc:  # noqa: BLE001 - one file that cannot be deleted fails nothing
+            log.warning("could not delete %s: %s", path, exc)
+            return False
+
+    todo = list(dict.fromkeys(paths))
+    if not todo:
+        return [], []
+    if len(todo) == 1 or workers <= 1:
+        done = [delete(p) for p in todo]
+    else:
+        with ThreadPoolExecutor(
+            max_workers=min(workers, len(todo)), thread_name_prefix="icesql-delete"
+        ) as pool:
+            done = list(pool.map(delete, todo))
+    pairs = list(zip(todo, done, strict=True))
+    return [p for p, ok in pairs if ok], [p for p, ok in pairs if not ok]
+
+
+__all__ = [
+    "LiveFile",
+    "StoredFile",
+    "delete_paths",
+    "entries_reader",
+    "ident",
+    "list_files",
+    "live_files",
+    "manifest_entries",
+    "path_key",
+    "prefetch",
+    "relative_to",
+    "snapshot_manifests",
+]

@@ -1,0 +1,434 @@
+"""Table maintenance without Spark: snapshot expiration, orphan-file cleanup, manifest rewrite,
+the planner, and a sink's progress surviving all of them.
+
+Tables are built like a sink builds them (``tests.support.iceberg_tables``: icesql's writer and
+``commit.commit`` with a sink id and progress) on a local SQLite catalog; DuckDB and DataFusion
+read them before and after and must agree. ``test_maintenance_on_weed`` runs each operation once
+against ``weed mini``'s REST catalog and S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icesql.engine.commit import CARRIED_PROGRESS, last_committed, last_committed_snapshot
+from icesql.engine.compact import CompactMode, compact_table
+from icesql.engine.dropbox import DropBox
+from icesql.engine.maintenance import (
+    StepKind,
+    Weight,
+    expire_snapshots,
+    maintain_table,
+    plan_maintenance,
+    remove_orphan_files,
+    rewrite_manifests,
+    sink_snapshots,
+    staged_files,
+)
+from icesql.engine.maintenance.files import path_key
+from icesql.engine.staging import StagedBatch, Staging
+from icesql.engine.writer import WrittenFile
+from icesql.plan import MaintenancePolicy
+from tests.support.iceberg_tables import (
+    data,
+    equality_deletes,
+    live_paths,
+    local,
+    read_rows,
+    sink_commit,
+    sink_history,
+    sink_table,
+    sql_catalog,
+)
+
+SOON = 10.0  # seconds: "older than now + SOON" takes every snapshot and file, however new
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Any:
+    return sql_catalog(tmp_path)
+
+
+def foreign_append(table: Any, ids: list[int]) -> None:
+    """Another writer's commit (pyiceberg's own append, no icesql summary)."""
+    table.append(
+        pa.table(
+            {"id": pa.array(ids, pa.int64()), "region": ["eu"] * len(ids), "v": ["foreign"] * len(ids)},
+            schema=table.schema().as_arrow(),
+        )
+    )
+
+
+def files_on_disk(table: Any) -> set[str]:
+    root = local(table.location())
+    return {path_key(str(p)) for p in root.rglob("*") if p.is_file()}
+
+
+def referenced_exist(table: Any) -> None:
+    """Every file the table's snapshots read is still on disk."""
+    table.refresh()
+    for snap in table.metadata.snapshots:
+        assert local(snap.manifest_list).exists()
+        for m in snap.manifests(table.io):
+            assert local(m.manifest_path).exists()
+            for e in m.fetch_manifest_entry(table.io):
+                assert local(e.data_file.file_path).exists(), e.data_file.file_path
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def test_last_committed_finds_a_sink_past_expired_parents(catalog: Any) -> None:
+    """Expiration leaves gaps in the parent chain; a sink's snapshot beyond one still counts."""
+    table = sink_table(catalog)
+    sink_commit(table, 5, data(table, [1]), sink_id="sink-a", version=3)
+    for i in range(3):
+        foreign_append(table, [100 + i])
+    sink_commit(table, 9, data(table, [2]), sink_id="sink-b")
+    table.refresh()
+    between = [s.snapshot_id for s in table.metadata.snapshots][1:4]
+    table.maintenance.expire_snapshots().by_ids(between).commit()  # pyiceberg's own, to make the gap
+    table.refresh()
+    assert len(table.metadata.snapshots) == 2
+    assert last_committed(table, "sink-a") == (3, 5)
+    assert last_committed(table, "sink-b") == (1, 9)
+    assert last_committed(table, "sink-c") is None
+
+
+def test_a_rolled_back_snapshot_does_not_count(catalog: Any) -> None:
+    """A snapshot newer than where the walk ended but off the branch is not the sink's progress."""
+    table = sink_table(catalog)
+    sink_commit(table, 1, data(table, [1]))
+    first = table.current_snapshot().snapshot_id
+    sink_commit(table, 2, data(table, [2]))
+    with table.manage_snapshots() as ms:
+        ms.set_current_snapshot(first)  # roll back: the progress-2 snapshot is off main now
+    assert last_committed(table, "sink-a") == (1, 1)
+
+
+# --------------------------------------------------------------------------- expiration
+
+
+def test_expire_keeps_each_sinks_progress_and_deletes_what_only_expired_snapshots_used(catalog: Any) -> None:
+    table = sink_table(catalog)
+    sink_commit(table, 0, data(table, range(0, 10)), sink_id="sink-b", version=2)  # b commits once
+    for i in range(1, 8):
+        sink_commit(table, i, data(table, [i * 100], v="a"), equality_deletes(table, [i * 100 - 100]))
+    for i in range(3):
+        foreign_append(table, [1000 + i])
+    rows = read_rows(table)
+    before = len(table.metadata.snapshots)
+
+    dry = expire_snapshots(table, time.time() + SOON, 2, dry_run=True)
+    assert dry.dry_run and len(table.metadata.snapshots) == before and dry.files_deleted > 0
+    result = expire_snapshots(table, time.time() + SOON, 2)
+    assert result.expired == dry.expired and result.snapshots_after == before - len(result.expired)
+    kept = {s.snapshot_id for s in table.metadata.snapshots}
+    b = last_committed_snapshot(table, "sink-b")
+    a = last_committed_snapshot(table, "sink-a")
+    assert b is not None and a is not None
+    assert b.snapshot_id in kept and b.snapshot_id in result.protected  # old, kept for sink b
+    assert a.snapshot_id in kept  # sink a's newest
+    assert (b.version, b.progress) == (2, 0) and (a.version, a.progress) == (1, 7)
+    assert len(kept) == 2 + 2  # the two newest, and one per sink
+    # the manifest lists of expired snapshots are gone; every file a kept snapshot reads is not
+    assert result.files_deleted >= len(result.expired)
+    referenced_exist(table)
+    assert read_rows(table) == rows
+
+    # a compaction carries both sinks' progress: now their own snapshots may go, and with them
+    # the files the compaction replaced, although neither sink commits again
+    compacted = compact_table(table)
+    assert json.loads(table.current_snapshot().summary[CARRIED_PROGRESS + "sink-b"])["progress"] == 0
+    freed = expire_snapshots(table, time.time() + SOON, 1)
+    assert [s.snapshot_id for s in table.metadata.snapshots] == [compacted.snapshot_id]
+    assert last_committed(table, "sink-a") == (1, 7) and last_committed(table, "sink-b") == (2, 0)
+    assert set(compacted.rewritten_files) & files_on_disk(table) == set()
+    for path in compacted.rewritten_files:
+        assert not local(path).exists()
+    assert freed.bytes_deleted > 0
+    referenced_exist(table)
+    assert read_rows(table) == rows
+    assert set(live_paths(table)) == {0}
+
+
+def test_expire_bounded_by_limit_and_retention(catalog: Any) -> None:
+    table = sink_table(catalog, upsert=False)
+    for i in range(12):
+        sink_commit(table, i, data(table, [i]))
+    oldest = sorted(table.metadata.snapshots, key=lambda s: s.sequence_number)
+    step = expire_snapshots(table, time.time() + SOON, 1, limit=4)
+    assert step.expired == tuple(s.snapshot_id for s in oldest[:4])  # the oldest first
+    nothing = expire_snapshots(table, time.time() - 3600, 1)  # all younger than an hour
+    assert nothing.skipped and nothing.snapshots_after == 8
+    rest = expire_snapshots(table, time.time() + SOON, 3)
+    assert rest.snapshots_after == 3 and ids_of(table) == list(range(12))
+
+
+def ids_of(table: Any) -> list[int]:
+    table.refresh()
+    return sorted(table.scan().to_arrow().column("id").to_pylist())
+
+
+# --------------------------------------------------------------------------- orphans
+
+
+def test_orphan_cleanup_with_an_aggressive_age_spares_staged_and_dropbox_files(
+    catalog: Any, tmp_path: Path
+) -> None:
+    """What a sink killed mid-batch leaves: files written for a batch that never staged (true
+    orphans), a staged batch not committed yet, and (Spark Connect) a drop-box record naming
+    files the client has not taken yet. With a safety age of zero only the true orphans go."""
+    table = sink_table(catalog)
+    table.transaction().set_properties({"write.metadata.previous-versions-max": "3"}).commit_transaction()
+    for i in range(6):
+        sink_commit(table, i, data(table, [i]))
+    rows = read_rows(table)
+    home = tmp_path / "home"
+    staged = data(table, [100, 101])  # a batch staged, not yet committed
+    Staging.for_sink(home, "sink-a").add(
+        StagedBatch(batch_id=7, data_files=tuple(WrittenFile.dumps(f) for f in staged))
+    )
+    dropped = data(table, [200])  # a Spark Connect batch the client has not taken yet
+    box = DropBox(table.location(), "sink-a", {})
+    box.put(8, 1, [{"content": 0, "file": dropped[0].dumps(), "rows": 1, "bytes": 1}, {"content": 0, "file": "", "rows": 0, "bytes": 0}])
+    orphan = data(table, [300])  # a batch killed before it staged: nothing names it
+    notes = local(table.location()) / "data" / "README.txt"  # not an Iceberg file: not ours to judge
+    notes.write_text("left by someone")
+    logged = {e.metadata_file for e in table.metadata.metadata_log} | {table.metadata_location}
+    old_metadata = {
+        path_key(str(p)) for p in (local(table.location()) / "metadata").glob("*.metadata.json")
+    } - {path_key(p) for p in logged}
+    assert old_metadata  # previous-versions-max = 3: older metadata files left the log
+
+    dry = remove_orphan_files(table, time.time() + SOON, protected_paths=lambda: staged_files(home), dry_run=True)
+    assert dry.dry_run and all(local(p).exists() for p in dry.deleted)
+    result = remove_orphan_files(table, time.time() + SOON, protected_paths=lambda: staged_files(home))
+    deleted = {path_key(p) for p in result.deleted}
+    assert deleted == {path_key(orphan[0].file_path)} | old_metadata
+    assert set(dry.deleted) == set(result.deleted)
+    assert result.kept_protected == 2  # the staged file and the drop box's
+    assert local(staged[0].file_path).exists() and local(dropped[0].file_path).exists()
+    assert box.batch_ids() == [8] and notes.exists()
+    referenced_exist(table)
+    assert read_rows(table) == rows
+
+    # the sink recovers: it commits the staged batch; the drop-box batch after it
+    sink_commit(table, 7, staged)
+    sink_commit(table, 8, dropped)
+    assert [r[0] for r in read_rows(table)] == [*range(6), 100, 101, 200]
+
+
+def test_orphan_cleanup_keeps_young_files(catalog: Any) -> None:
+    table = sink_table(catalog, upsert=False)
+    sink_commit(table, 0, data(table, [1]))
+    young = data(table, [2])  # written a moment ago, not committed (a batch in flight)
+    result = remove_orphan_files(table, time.time() - 3600)
+    assert result.deleted == () and result.kept_recent == 1 and result.orphans == 0
+    assert local(young[0].file_path).exists()
+    old = time.time() - 7200
+    os.utime(local(young[0].file_path), (old, old))
+    sliced = remove_orphan_files(table, time.time() - 3600, under="metadata")
+    assert sliced.deleted == ()  # listed metadata/ only
+    result = remove_orphan_files(table, time.time() - 3600, under="data")
+    assert [path_key(p) for p in result.deleted] == [path_key(young[0].file_path)]
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def test_rewrite_manifests_keeps_every_entry_as_it_was(catalog: Any) -> None:
+    table = sink_table(catalog, partition_by="region")
+    for i in range(12):
+        region = "eu" if i % 3 else "us"
+        sink_commit(table, i, data(table, [i], region=region), equality_deletes(table, [i - 1], region=region))
+    rows = read_rows(table)
+
+    def entries() -> set[tuple[Any, ...]]:
+        table.refresh()
+        return {
+            (e["data_file"]["file_path"], e["sequence_number"], e["file_sequence_number"], e["snapshot_id"])
+            for e in table.inspect.entries().to_pylist()
+            if e["status"] != 2
+        }
+
+    before = entries()
+    under = rewrite_manifests(table, max_manifests=100)
+    assert under.skipped and under.manifests_before == 24
+    result = rewrite_manifests(table, max_manifests=10)
+    assert (result.manifests_before, result.manifests_after, result.manifests_rewritten) == (24, 2, 24)
+    assert result.entries == len(before)
+    assert entries() == before
+    summary = table.current_snapshot().summary
+    assert summary.operation.value == "replace" and summary["icesql.commit-reason"] == "rewrite-manifests"
+    assert summary["total-data-files"] == "12" and summary["total-delete-files"] == "12"
+    assert last_committed(table, "sink-a") == (1, 11)
+    assert read_rows(table) == rows
+    assert rewrite_manifests(table, max_manifests=1).skipped  # one per content: nothing to merge
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def test_plan_says_what_is_due_and_how_heavy(catalog: Any) -> None:
+    table = sink_table(catalog)
+    for i in range(8):
+        sink_commit(table, i, data(table, [i]), equality_deletes(table, [i - 1]))
+    policy = MaintenancePolicy(
+        maximum_manifests=10, snapshot_retention=0.0, keep_snapshots=2, maximum_delete_files=5
+    )
+    now = time.time() + SOON
+    tasks = plan_maintenance(table, policy, now)
+    kinds = [t.kind for t in tasks]
+    assert kinds == [
+        StepKind.COMPACT,
+        StepKind.REWRITE_MANIFESTS,
+        StepKind.EXPIRE,
+        StepKind.REMOVE_ORPHANS,
+        StepKind.REMOVE_ORPHANS,
+    ]
+    assert all(t.weight is Weight.SMALL for t in tasks)
+    assert [t.under for t in tasks[-2:]] == ["metadata", "data"]
+    heavy = plan_maintenance(table, MaintenancePolicy(large_rewrite_bytes=1, maximum_delete_files=5), now)
+    assert heavy[0].kind is StepKind.COMPACT and heavy[0].weight is Weight.LARGE
+    # a running sink passes when each step last ran: intervals not elapsed, nothing but compaction
+    recent = {StepKind.EXPIRE: now - 1, StepKind.REMOVE_ORPHANS: now - 1}
+    assert [t.kind for t in plan_maintenance(table, policy, now, last_run=recent)][-1] is not StepKind.EXPIRE
+    off = MaintenancePolicy(compaction=False, maximum_manifests=1000)
+    assert [t.kind for t in plan_maintenance(table, off, now, last_run=recent)] == []
+
+    rows = read_rows(table)
+    run = maintain_table(table, policy, sink="s", now=now)
+    assert [type(r).__name__ for r in run.results] == [
+        "CompactResult",
+        "ManifestRewriteResult",
+        "ExpireResult",
+        "OrphanResult",
+        "OrphanResult",
+    ]
+    assert read_rows(table) == rows
+    assert last_committed(table, "sink-a") == (1, 7)
+    table.refresh()
+    assert len(table.metadata.snapshots) == 2
+    assert sink_snapshots(table.metadata)["sink-a"] <= {s.snapshot_id for s in table.metadata.snapshots}
+    again = maintain_table(table, policy, sink="s", now=now)
+    assert [t.kind for t in again.tasks] == [StepKind.REMOVE_ORPHANS, StepKind.REMOVE_ORPHANS]
+
+
+def test_expiring_a_history_deletes_only_manifest_lists_while_every_file_is_read(catalog: Any) -> None:
+    table = sink_history(sink_table(catalog, upsert=False), 60, merge_every=20)
+    rows = ids_of(table)
+    result = expire_snapshots(table, time.time() + SOON, 10)
+    assert result.snapshots_after == 10 and len(result.expired) == 63 - 10
+    # an append-only table reads every file it ever added: the expired snapshots' manifest lists
+    # go, and the manifests that the manifest rewrites replaced, no data file
+    assert result.files_deleted > len(result.expired)
+    assert len(list((local(table.location()) / "data").glob("*.parquet"))) == 60
+    referenced_exist(table)
+    assert ids_of(table) == rows == list(range(60))
+
+
+@pytest.mark.slow
+def test_one_thousand_snapshots_expire_in_seconds(catalog: Any) -> None:
+    table = sink_history(sink_table(catalog, upsert=False), 1000, merge_every=32)
+    before = len(table.metadata.snapshots)  # 1000 commits and 32 manifest rewrites
+    start = time.monotonic()
+    result = expire_snapshots(table, time.time() + SOON, 10)
+    took = time.monotonic() - start
+    assert result.snapshots_after == 10 and len(result.expired) == before - 10 == 1022
+    assert took < 60, took
+    print(f"expired {len(result.expired)} snapshots in {took:.2f}s")
+
+
+@pytest.mark.java
+def test_java_reads_a_maintained_table(catalog: Any) -> None:
+    """Iceberg's reference reader on a table after every step: compaction (position and equality
+    deletes applied), manifest rewrite, expiration (parents cut), orphan cleanup."""
+    from tests.support.iceberg_tables import position_deletes
+    from tests.support.readers import canonical_digest, java_available, read_java
+
+    if not java_available():
+        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
+    table = sink_table(catalog, partition_by="region")
+    files = []
+    for i in range(8):
+        region = "eu" if i % 2 else "us"
+        f = data(table, range(i * 10, i * 10 + 10), region=region)
+        files += f
+        sink_commit(table, i, f, equality_deletes(table, [i * 10 - 9], region="eu") if region == "eu" else ())
+    sink_commit(table, 8, [], [position_deletes(table, {files[0].file_path: [0, 5]}, partition=("us",))])
+    rows = read_rows(table)
+    policy = MaintenancePolicy(maximum_manifests=2, snapshot_retention=0.0, keep_snapshots=1)
+    run = maintain_table(table, policy, now=time.time() + SOON)
+    assert [t.kind for t in run.tasks][:3] == [StepKind.COMPACT, StepKind.REWRITE_MANIFESTS, StepKind.EXPIRE]
+    assert read_rows(table) == rows
+    got = read_java(table.metadata_location)
+    want = canonical_digest([{"id": i, "region": r, "v": v} for i, r, v in rows])
+    assert got["rows"] == want["rows"] and got["digest"] == want["digest"]
+
+
+@pytest.mark.weed
+def test_maintenance_on_weed(weed: Any, tmp_path: Path) -> None:
+    """Each operation once on weed mini: REST catalog, S3 table bucket, files deleted in S3."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    from tests.support.iceberg_tables import position_deletes
+    from tests.support.readers import read_datafusion, read_duckdb
+
+    s3 = {
+        "s3.endpoint": weed.s3_endpoint,
+        "s3.access-key-id": weed.access_key,
+        "s3.secret-access-key": weed.secret_key,
+        "s3.region": weed.region,
+    }
+    catalog = RestCatalog(
+        "weed",
+        uri=weed.iceberg_uri,
+        warehouse=weed.table_bucket,
+        credential=f"{weed.access_key}:{weed.secret_key}",
+        **{"oauth2-server-uri": weed.token_uri, **s3, "s3.force-virtual-addressing": "false"},
+    )
+    name = f"m{int(time.time() * 1000) % 10**9}"
+    table = sink_table(catalog, name)
+    files = []
+    for i in range(6):
+        f = data(table, range(i * 10, i * 10 + 10))
+        files += f
+        sink_commit(table, i, f, equality_deletes(table, [i * 10 - 1]) if i else ())
+    sink_commit(table, 6, [], [position_deletes(table, {files[0].file_path: [0, 1]})])
+    orphan = data(table, [999])
+
+    def rows() -> list[tuple[Any, ...]]:
+        table.refresh()
+        duck = sorted(read_duckdb(table.metadata_location, s3=s3))
+        assert sorted(read_datafusion(table.metadata_location, s3=s3)) == duck
+        return duck
+
+    def keys() -> set[str]:
+        prefix = table.location().removeprefix(f"s3://{weed.table_bucket}/")
+        return {f"s3://{weed.table_bucket}/{k}" for k in weed.list_keys(prefix=prefix)}
+
+    expected = rows()
+    assert [r[0] for r in expected] == [i for i in range(60) if i not in (0, 1, 9, 19, 29, 39, 49)]
+    compacted = compact_table(table, mode=CompactMode.AUTO)
+    assert not compacted.skipped and compacted.delete_files_after == 0
+    merged = rewrite_manifests(table, max_manifests=1)
+    assert merged.manifests_before > merged.manifests_after
+    expired = expire_snapshots(table, time.time() + SOON, 1)
+    assert expired.snapshots_after == 1 and expired.bytes_deleted > 0
+    assert last_committed(table, "sink-a") == (1, 6)
+    gone = set(compacted.rewritten_files) | set(compacted.removed_delete_files)
+    assert gone and not gone & keys()
+    cleaned = remove_orphan_files(table, time.time() + SOON)
+    assert orphan[0].file_path in cleaned.deleted
+    assert orphan[0].file_path not in keys()
+    assert rows() == expected
+    table.refresh()
+    assert table.metadata_location in keys()
