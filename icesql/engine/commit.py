@@ -101,6 +101,9 @@ class Committed:
     progress: int
     reason: str | None
     timestamp_ms: int
+    # the sink's own keys of that commit (``icesql.*``: the source watermark, ...), also when a
+    # maintenance snapshot carries them
+    properties: Mapping[str, str] = field(default_factory=dict)
 
 
 def request_for_staged(
@@ -174,13 +177,25 @@ def _committed(snap: Any, sink_id: str) -> Committed | None:
             progress = int(props.get(PROGRESS, "-1"))
         except ValueError:
             return None
-        return Committed(snap.snapshot_id, version, progress, props.get(COMMIT_REASON), snap.timestamp_ms)
+        own = {
+            k: v for k, v in props.items() if k.startswith("icesql.") and not k.startswith(CARRIED_PROGRESS)
+        }
+        return Committed(
+            snap.snapshot_id, version, progress, props.get(COMMIT_REASON), snap.timestamp_ms, own
+        )
     carried = props.get(CARRIED_PROGRESS + sink_id)
     if carried is None:
         return None
     try:
         c = json.loads(carried)
-        return Committed(snap.snapshot_id, int(c["version"]), int(c["progress"]), c.get("reason"), snap.timestamp_ms)
+        return Committed(
+            snap.snapshot_id,
+            int(c["version"]),
+            int(c["progress"]),
+            c.get("reason"),
+            snap.timestamp_ms,
+            dict(c.get("properties") or {}),
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
@@ -196,6 +211,9 @@ def sink_ids(metadata: Any) -> set[str]:
     return out
 
 
+_CARRIED_ELSEWHERE = frozenset({SINK_ID, SINK_VERSION, PROGRESS, COMMIT_REASON})
+
+
 def carried_progress(metadata: Any, branch: str = "main") -> dict[str, str]:
     """Summary properties for a maintenance snapshot about to be committed on ``branch`` of
     ``metadata``: every sink's last version and progress (``CARRIED_PROGRESS`` + sink id).
@@ -209,7 +227,13 @@ def carried_progress(metadata: Any, branch: str = "main") -> dict[str, str]:
     for sink in sorted(sink_ids(metadata)):
         found = last_committed_snapshot(metadata, sink, branch)
         if found is not None:
-            value = {"version": found.version, "progress": found.progress, "reason": found.reason}
+            value = {
+                "version": found.version,
+                "progress": found.progress,
+                "reason": found.reason,
+                # what else the sink recorded with its progress (the source watermark, ...)
+                "properties": {k: v for k, v in found.properties.items() if k not in _CARRIED_ELSEWHERE},
+            }
             out[CARRIED_PROGRESS + sink] = json.dumps(value, sort_keys=True)
     return out
 

@@ -429,8 +429,7 @@ class SinkRunner:
         assert self.relation is not None and self.relation.arrow is not None
         arrow = self.relation.arrow
         last = last_committed_snapshot(self.table, self.sink_id)
-        snap = self.table.metadata.snapshot_by_id(last.snapshot_id) if last else None
-        summary = dict(snap.summary.additional_properties) if snap is not None and snap.summary else None
+        summary = dict(last.properties) if last is not None else None
         self.source_watermark = watermark_of(summary)
         file_log = FileLog(arrow.log_dir, arrow.location.io_properties)
         try:

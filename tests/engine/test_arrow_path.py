@@ -431,3 +431,28 @@ def test_upsert_of_plain_rows_identical_on_both_paths(
     s = read_duckdb(load_table(homes[False][0], "ns.t").metadata_location)
     assert a == s
     assert sorted(r[1] for r in a) == sorted([f"a{i}" for i in range(5)] + [f"b{i}" for i in range(5, 15)])
+
+
+def test_the_watermark_survives_a_compaction_of_the_table(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compaction's snapshot carries the sink's progress and its source watermark, so a lost
+    checkpoint after it still reads each file once."""
+    from icesql.engine.compact import compact_table
+
+    home, data = tmp_path / "home", tmp_path / "in"
+    state = State()
+    source = SourcePlan(
+        "src", SourceKind.FILES, path=str(data), format=SourceFormat.JSON, schema="id BIGINT, v STRING"
+    )
+    for k in range(3):
+        write_json_lines(data, f"f{k}.json", [{"id": 10 * k + i, "v": "a"} for i in range(3)])
+        run(spark, home, source, sink("s", "t"), arrow=True, monkeypatch=monkeypatch, state=state)
+    compact_table(load_table(home, "ns.t"))
+    shutil.rmtree(home / "sinks")
+    import time
+
+    time.sleep(0.05)
+    write_json_lines(data, "f9.json", [{"id": 90, "v": "b"}])
+    run(spark, home, source, sink("s", "t"), arrow=True, monkeypatch=monkeypatch, state=state)
+    assert sorted(r["id"] for r in table_rows(home, "ns.t")) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 90]
