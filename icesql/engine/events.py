@@ -43,6 +43,14 @@ class FailureEvent:
 
 
 @dataclass(frozen=True)
+class MaintenanceEvent:
+    sink: str
+    step: str  # compact, expire, remove-orphans, rewrite-manifests
+    summary: str  # what it did, one line (files before/after, snapshots, bytes, time)
+    duration: float
+
+
+@dataclass(frozen=True)
 class StateEvent:
     sink: str
     state: str  # starting, running, retrying (supervisor), stopped, failed, fenced
@@ -54,6 +62,8 @@ class SinkListener(Protocol):
     def on_failure(self, event: FailureEvent) -> None: ...
 
     def on_state(self, event: StateEvent) -> None: ...
+
+    def on_maintenance(self, event: MaintenanceEvent) -> None: ...
 
 
 class Listeners:
@@ -88,5 +98,8 @@ class Listeners:
     def state(self, event: StateEvent) -> None:
         self._each("on_state", event)
 
+    def maintenance(self, event: MaintenanceEvent) -> None:
+        self._each("on_maintenance", event)
 
-__all__ = ["CommitEvent", "FailureEvent", "Listeners", "SinkListener", "StateEvent"]
+
+__all__ = ["CommitEvent", "FailureEvent", "Listeners", "MaintenanceEvent", "SinkListener", "StateEvent"]

@@ -122,6 +122,10 @@ class SinkRunner:
         self._writer: Any = None  # the batch writer, kept across batches (the index writer has state)
         self._index_snapshot: int | None = None  # the table's snapshot the key index describes
         self._index_stale = False  # another writer changed the table under the index
+        self.batch_started: float | None = None  # when the batch being written began (epoch s)
+        from icesql.engine.maintainer import Maintainer
+
+        self.maintainer = Maintainer(self)  # the table's maintenance, between this sink's commits
         from icesql.engine.spark import is_connect
 
         # Spark Connect: foreachBatch runs in the server's Python, which hands the files it wrote
@@ -566,13 +570,21 @@ class SinkRunner:
         batch_delay()
         if self.error is not None:
             raise self.error
-        entry = self.stage_rows(self.batch_writer()(batch_df, spark_batch_id), batch_id)
         with self.lock:
-            if entry is not None:
-                self.staging.add(entry)
-                self.progress.staged_high = batch_id
-                kill_point("staged", batch_id)
-            committed = self.apply_policy()
+            # its files are in flight until staged (orphan cleanup), and it is written against
+            # the key index as it is now: a rewrite beside the sink waits for it (maintainer)
+            self.batch_started = time.time()
+        try:
+            entry = self.stage_rows(self.batch_writer()(batch_df, spark_batch_id), batch_id)
+            with self.lock:
+                if entry is not None:
+                    self.staging.add(entry)
+                    self.progress.staged_high = batch_id
+                    kill_point("staged", batch_id)
+                self.batch_started = None
+                committed = self.apply_policy()
+        finally:
+            self.batch_started = None
         if committed:
             kill_point("committed", batch_id)
 
@@ -779,6 +791,8 @@ class SinkRunner:
                 self._hint_compaction()
             if self.index is not None:
                 self._after_index_commit(result)
+            if self.status == "running" and not self.stopping and reason != "shutdown":
+                self.maintainer.after_commit()
             return result
 
     def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
@@ -846,6 +860,7 @@ class SinkRunner:
             self._batch_thread.join()
         if self._timer is not None:
             self._timer.join(timeout=30)
+        self.maintainer.join(timeout=60)
         if self.drain is not None:
             self.drain.join(timeout=30)
         if self.error is None:
@@ -892,6 +907,8 @@ class SinkRunner:
             "skipped_records": self.skipped_records,
             "path": "arrow" if self.arrow else "spark",
             "fallback_files": self.fallback_files,
+            "maintenance_runs": self.maintainer.runs,
+            "last_maintenance": self.maintainer.last,
         }
 
 

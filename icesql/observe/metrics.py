@@ -28,13 +28,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 
-from icesql.engine.events import CommitEvent, FailureEvent, StateEvent
+from icesql.engine.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
 from icesql.observe.health import STATES, SinkReport, judge
 
 REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "recovery")
 # commit durations: a local catalog commits in ~50 ms, a remote REST catalog in 0.1-2 s
 DURATION_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 HISTORY = 60  # commits kept per sink for the status page
+MAINTENANCE_STEPS = ("compact", "expire", "remove-orphans", "rewrite-manifests")
 THROUGHPUT_WINDOW = 60.0  # seconds over which the status page's rows/s is averaged
 
 
@@ -121,8 +122,8 @@ class SinkMetrics:
         )
         self.maintenance = Counter(
             "icesql_sink_maintenance_runs",
-            "Table maintenance runs made for the sink (0 until automatic maintenance lands).",
-            ["sink"],
+            "Table maintenance steps the running sink made, by step (compact, expire, remove-orphans, rewrite-manifests).",
+            ["sink", "step"],
             registry=r,
         )
         ProcessCollector(registry=r)
@@ -165,6 +166,9 @@ class SinkMetrics:
         if event.state == "retrying":
             self.restarts.labels(event.sink).inc()
 
+    def on_maintenance(self, event: MaintenanceEvent) -> None:
+        self.maintenance.labels(event.sink, event.step).inc()
+
     # ----------------------------------------------------------------- reading
 
     def track(self, names: Iterable[str]) -> None:
@@ -180,9 +184,10 @@ class SinkMetrics:
                 self.fenced,
                 self.restarts,
                 self.dead_lettered,
-                self.maintenance,
             ):
                 counter.labels(name)
+            for step in MAINTENANCE_STEPS:
+                self.maintenance.labels(name, step)
             for reason in REASONS:
                 self.commits.labels(name, reason)
             self.duration.labels(name)

@@ -65,7 +65,8 @@ CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
 CREATE SOURCE cdc FROM FILES '{data}'
   (FORMAT = 'debezium-json', SCHEMA = 'id BIGINT, name STRING, qty INT', MAX FILES PER TRIGGER = 1);
 CREATE SINK cdc_sink FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'items')
-  PARTITION BY (bucket(4, id)) KEY (id) MODE UPSERT;
+  PARTITION BY (bucket(4, id)) KEY (id) MODE UPSERT
+  WITH (MAINTENANCE = 'off');  -- these tests compact by hand
 """
 
 

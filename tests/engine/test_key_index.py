@@ -18,6 +18,7 @@ from icesql.engine.engine import Engine
 from icesql.engine.index.store import IndexStore
 from icesql.plan import (
     DeleteMode,
+    MaintenancePolicy,
     PartitionFieldPlan,
     SinkMode,
     SinkPlan,
@@ -62,6 +63,8 @@ def sink(**kw: Any) -> SinkPlan:
         table="t",
         key=kw.pop("key", ("id",)),
         mode=SinkMode.UPSERT,
+        # the delete files themselves are checked here: no compaction behind the tests' back
+        maintenance=kw.pop("maintenance", MaintenancePolicy(automatic=False)),
         **kw,
     )
 
@@ -259,3 +262,26 @@ def test_delete_mode_equality_keeps_equality_deletes(spark: Any, tmp_path: Path)
     engine(home, spark, data, state).run([sink(delete_mode=DeleteMode.EQUALITY)], once=True)
     readers_agree(home, replay(events + more))
     assert delete_kinds(home) == {2}
+
+
+def test_a_foreign_append_before_the_first_commit(spark: Any, tmp_path: Path) -> None:
+    """The table is new, the first batch is staged, and another writer appends first: the first
+    commit deletes its keys by equality too, and nothing fails."""
+    from icesql.plan import CommitPolicy
+
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    eng = engine(home, spark, data, state)
+    eng.start_sink(sink(commit=CommitPolicy(maximum_period=3600)))
+    runner = eng.runner("u")
+    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 2, what="the first batch staged")
+    table = load_table(home, "ns.t")
+    table.append(
+        pa.table(
+            {"id": pa.array([2], pa.int64()), "region": ["eu"], "v": ["foreign"]},
+            schema=table.schema().as_arrow(),
+        )
+    )
+    eng.flush("u")
+    eng.stop()
+    readers_agree(home, [(1, "eu", "a"), (2, "eu", "b")])

@@ -117,7 +117,7 @@ def test_counters_from_commit_failure_and_state_events(metrics: SinkMetrics) -> 
     assert value(found, "icesql_sink_restarts_total", sink="b") == 1
     # defined now, moving once dead-lettering and automatic maintenance land
     assert value(found, "icesql_sink_records_dead_lettered_total", **o) == 0
-    assert value(found, "icesql_sink_maintenance_runs_total", sink="b") == 0
+    assert value(found, "icesql_sink_maintenance_runs_total", sink="b", step="compact") == 0
     # a sink that never committed in this process still has its zero series
     assert value(found, "icesql_sink_rows_committed_total", sink="b") == 0
     assert value(found, "icesql_sink_commits_total", sink="b", reason="size") == 0
@@ -153,7 +153,7 @@ def test_no_label_carries_an_error_message_or_a_url(metrics: SinkMetrics) -> Non
     text = metrics.exposition()[0].decode()
     assert "pw-x9" not in text and "example.com" not in text and "://" not in text
     labels = {k for found in [samples(text)] for (_, ls) in found for k, _ in ls}
-    assert labels <= {"sink", "table", "state", "reason", "type", "le"}
+    assert labels <= {"sink", "table", "state", "reason", "type", "step", "le"}
 
 
 def test_openmetrics_when_the_scraper_asks(metrics: SinkMetrics) -> None:

@@ -105,8 +105,8 @@ class IndexStore:
         pq.write_table(table, sink, compression="zstd")
         data = sink.getvalue().to_pybytes()
         final = self.path(name)
-        self.fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
-        if self.fs.type_name == "local":
+        if self.fs.type_name == "local":  # an object store has no directories to make
+            self.fs.create_dir(final.rsplit("/", 1)[0], recursive=True)
             tmp = f"{final}.{uuid.uuid4().hex[:8]}.tmp"
             with self.fs.open_output_stream(tmp) as out:
                 out.write(data)

@@ -13,7 +13,9 @@ file that
   holds, entries of any status);
 * is not in ``protected_paths`` (the caller passes the files its sinks' staged batches name:
   ``staged_files(home)``), not under the Spark Connect drop box
-  (``<location>/data/icesql-staging/``, see ``dropbox``) nor named by one of its records;
+  (``<location>/data/icesql-staging/``, see ``dropbox``) nor named by one of its records, and
+  not under the upsert sinks' key index (``<location>/data/icesql-index/``, which each sink
+  cleans itself: ``index.store``);
 * and is older than ``older_than`` — the safety age, which must reach back past every write
   still in flight (a batch whose files are written but not yet staged names them nowhere).
 
@@ -165,6 +167,7 @@ def remove_orphan_files(
     this directory below the table location (``'metadata'``, ``'data/region=eu'``): one bounded
     slice of a large table. ``limit``: delete at most that many files, the oldest first."""
     from icesql.engine.dropbox import DIRECTORY
+    from icesql.engine.index.store import ROOT as INDEX_ROOT
 
     start = time.monotonic()
     cutoff = epoch_ms(older_than) / 1000
@@ -172,6 +175,7 @@ def remove_orphan_files(
     location = f"{root}/{under.strip('/')}" if under else root
     listed = list(list_files(table.io, location))
     dropbox_root = f"{root}/{DIRECTORY}"
+    index_root = f"{root}/{INDEX_ROOT}"
     records = [f for f in list_files(table.io, dropbox_root) if f.location.endswith(".parquet")]
     protected = {path_key(p) for p in (protected_paths() if callable(protected_paths) else protected_paths)}
     protected |= {path_key(p) for p in _dropbox_files(table.io, records)}
@@ -186,6 +190,8 @@ def remove_orphan_files(
     for f in listed:
         key = path_key(f.location)
         if key in referenced or relative_to(f.location, dropbox_root) is not None:
+            continue
+        if relative_to(f.location, index_root) is not None:
             continue
         name = key.rsplit("/", 1)[-1].lower()
         if not name.endswith(ICEBERG_SUFFIXES):

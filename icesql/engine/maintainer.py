@@ -1,0 +1,314 @@
+"""Table maintenance driven by a running sink: between its own commits, never racing them.
+
+The runner calls ``after_commit()`` after every commit it makes (holding its commit lock, with
+nothing staged). The maintainer then plans the table's maintenance (``maintenance.planner``,
+under the sink's ``MaintenancePolicy``) and:
+
+* runs **one small step** now (snapshot expiration, a manifest rewrite, one slice of orphan-file
+  cleanup, a small compaction), when the time left before the sink's next commit is due allows
+  it (MAXIMUM PERIOD minus what has passed, or ``SMALL_STEP_BUDGET`` without a period); steps
+  take turns, so a sink committing every second spreads them over its commits;
+* starts a **large compaction** beside the sink, on a thread of its own: it reads and writes
+  without the lock, then waits for a gap (the lock, nothing staged) to commit. Its commit goes on
+  top of the sink's commits made meanwhile (``compact``'s rebase); position deletes the sink
+  committed meanwhile on rows it rewrote are carried over through the sink's keys
+  (``carry_over``), so the compaction never loses the race and never undoes an upsert.
+
+After a step that moved rows (a compaction), the key index of an upsert sink is rebuilt before
+the next batch (the index must say where every key's row is); a step that did not (a manifest
+rewrite) only moves the index's snapshot on. Orphan-file cleanup never deletes a file a staged
+batch names, and its safety age reaches back past the oldest batch or rewrite in flight.
+
+Every step logs one line (``maintenance sink=... step=... ``) and is counted in the sink's status
+and its listeners' ``on_maintenance`` (metrics).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from icesql.engine.events import MaintenanceEvent
+
+log = logging.getLogger("icesql.sink")
+
+SMALL_STEP_BUDGET = 5.0  # seconds a step may take between two commits of a sink without a period
+GAP_WAIT = 0.2  # how often a finished compaction looks for a gap to commit in
+
+
+def describe(result: Any) -> str:
+    """What a step did, in one line (files, snapshots, bytes, time)."""
+    kind = getattr(getattr(result, "kind", None), "value", getattr(result, "kind", "compact"))
+    d = f"{getattr(result, 'duration', 0.0):.2f}s"
+    if hasattr(result, "data_files_after"):  # CompactResult
+        if result.skipped:
+            return f"step=compact nothing to rewrite, {d}"
+        return (
+            f"step=compact data_files={result.data_files_before}->{result.data_files_after} "
+            f"delete_files={result.delete_files_before}->{getattr(result, 'delete_files_after', 0)} "
+            f"bytes={result.bytes_before}->{result.bytes_after} rebased={getattr(result, 'rebased', 0)} {d}"
+        )
+    if kind == "expire":
+        return (
+            f"step=expire snapshots={result.snapshots_before}->{result.snapshots_after} "
+            f"files_deleted={result.files_deleted} bytes_removed={result.bytes_deleted} {d}"
+        )
+    if kind == "remove-orphans":
+        deleted = getattr(result, "deleted", ())
+        return f"step=remove-orphans files_deleted={len(deleted)} bytes_removed={getattr(result, 'bytes_deleted', 0)} {d}"
+    if kind == "rewrite-manifests":
+        return (
+            f"step=rewrite-manifests manifests={getattr(result, 'manifests_before', '?')}->"
+            f"{getattr(result, 'manifests_after', '?')} {d}"
+        )
+    return f"step={kind} {d}"
+
+
+class Maintainer:
+    """The maintenance of one running sink's table (see the module docstring)."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.last_run: dict[Any, float] = {}
+        self.runs = 0
+        self.last: str | None = None  # the last step's line, for the status
+        self._large: threading.Thread | None = None
+        self._large_started: float | None = None
+        self._gap = threading.Event()
+        self._turn = 0
+
+    @property
+    def policy(self) -> Any:
+        from icesql.engine.maintenance import sink_policy
+
+        return sink_policy(self.runner.plan)
+
+    def busy(self) -> bool:
+        return self._large is not None and self._large.is_alive()
+
+    # ----------------------------------------------------------------- between commits
+
+    def after_commit(self) -> None:
+        """Called by the runner after each of its commits, holding its lock, nothing staged."""
+        self._gap.set()
+        policy = self.policy
+        if not policy.automatic or self.runner.table is None:
+            return
+        from icesql.engine.maintenance import StepKind, Weight, plan_maintenance
+
+        started = time.monotonic()
+        try:
+            tasks = plan_maintenance(self.runner.table, policy, time.time(), last_run=self.last_run)
+        except Exception:  # planning never fails a sink; it is tried again after the next commit
+            log.debug("sink %s: maintenance planning failed", self.runner.name, exc_info=True)
+            return
+        small = [t for t in tasks if t.weight is Weight.SMALL]
+        large = [t for t in tasks if t.weight is Weight.LARGE and t.kind is StepKind.COMPACT]
+        if large and not self.busy() and self._may_compact():
+            self._start_large(large[0])
+        small = [
+            t for t in small if not (t.kind is StepKind.COMPACT and (self.busy() or not self._may_compact()))
+        ]
+        if small and self._budget(started) > 0:
+            task = small[self._turn % len(small)]
+            self._turn += 1
+            self._run(task)
+
+    def _may_compact(self) -> bool:
+        # on Spark Connect the key index's writer lives in the server: a rewrite of an upsert
+        # sink's table would need the sink to restart, so it is left to `icesql maintain`
+        return not (self.runner.remote and self.runner.index is not None)
+
+    def _budget(self, started: float) -> float:
+        period = self.runner.plan.commit.maximum_period
+        spent = time.monotonic() - started
+        if period is None:
+            return SMALL_STEP_BUDGET - spent
+        return period - self.runner.clock.since_commit() - spent
+
+    def _run(self, task: Any) -> None:
+        from icesql.engine.maintenance import StepKind, remove_orphan_files, run_task
+
+        r = self.runner
+        try:
+            if task.kind is StepKind.REMOVE_ORPHANS:
+                result = remove_orphan_files(
+                    r.table, self._orphan_cutoff(), protected_paths=self._protected, under=task.under
+                )
+            else:
+                result = run_task(
+                    r.table, task, self.policy, io_properties=dict(r.target.io_properties(r.table))
+                )
+        except Exception as e:  # a step that fails is logged and tried again later
+            log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, e)
+            return
+        self.last_run[task.kind] = time.time()
+        r.table.refresh()
+        if task.kind is StepKind.COMPACT and not getattr(result, "skipped", False):
+            self._follow_rewrite()
+        elif task.kind is StepKind.REWRITE_MANIFESTS:
+            self._rows_unchanged()
+        self._report(task.kind.value, result)
+
+    def _orphan_cutoff(self) -> float:
+        """Files older than this may be orphans: the policy's safety age, reaching back past every
+        write in flight (a batch being written, a rewrite not yet committed). On Spark Connect the
+        server's batches in flight are unknown here: at least an hour back."""
+        now = time.time()
+        cutoff = now - self.policy.orphan_file_age
+        starts = [s for s in (self.runner.batch_started, self._large_started) if s is not None]
+        if self.runner.remote:
+            starts.append(now - 3600)
+        return min([cutoff, *(s - 60 for s in starts)])
+
+    def _protected(self) -> set[str]:
+        """The files a staged batch of any sink of this home names (the drop box is protected
+        by the cleanup itself)."""
+        from icesql.engine.maintenance import staged_files
+
+        return set(staged_files(self.runner.home))
+
+    # ----------------------------------------------------------------- beside the sink
+
+    def _start_large(self, task: Any) -> None:
+        self._large_started = time.time()
+        self._large = threading.Thread(
+            target=self._run_large, args=(task,), name=f"icesql-compact-{self.runner.name}", daemon=True
+        )
+        self._large.start()
+
+    def _run_large(self, task: Any) -> None:
+        """A rewrite beside the sink: read and write freely, commit in a gap between its commits."""
+        from icesql.engine.compact import CompactMode, compact_table
+        from icesql.engine.maintenance import StepKind
+
+        r = self.runner
+        held = False
+
+        def wait_for_gap() -> None:
+            nonlocal held
+            if held:
+                return
+            while not r.stop_event.is_set():
+                acquired = r.lock.acquire(timeout=GAP_WAIT)
+                if acquired:
+                    # a gap: nothing staged and no batch being written (a batch is written against
+                    # the key index, which the rewrite's commit moves)
+                    if not r.staging.pending() and r.batch_started is None:
+                        held = True
+                        return
+                    r.lock.release()
+                self._gap.clear()
+                self._gap.wait(GAP_WAIT)
+            raise RuntimeError("the sink stopped")
+
+        try:
+            table = r.target.load_catalog().load_table((*r.plan.namespace, r.plan.table))
+            result = compact_table(
+                table,
+                mode=CompactMode.AUTO,
+                policy=self.policy,
+                io_properties=dict(r.target.io_properties(table)),
+                max_file_size=self.policy.target_file_size,
+                before_commit=wait_for_gap,
+                carry_over=self._carry_over if r.index is not None else None,
+            )
+            self.last_run[StepKind.COMPACT] = time.time()
+            if held:
+                r.table.refresh()
+                if not result.skipped:
+                    self._follow_rewrite()
+            self._report("compact", result)
+        except Exception as e:
+            if not r.stop_event.is_set():
+                log.warning("sink %s: compaction beside the sink failed: %s", r.name, e)
+        finally:
+            if held:
+                r.lock.release()
+            self._large_started = None
+
+    def in_flight_since(self) -> float | None:
+        """When the oldest write not yet named by a staged batch began (a rewrite's output)."""
+        return self._large_started
+
+    def _carry_over(self, conflicts: Any, new_files: Any) -> list[Any]:
+        """Position deletes the sink committed meanwhile on rows the compaction rewrote: the same
+        rows, found by KEY in the files it wrote, deleted there (in the compaction's commit)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from icesql.engine.compact import position_deletes
+        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter, WriteSpec
+
+        r = self.runner
+        table = r.table
+        io = table.io
+        key = r._key_columns()
+
+        def read(path: str, columns: list[str]) -> pa.Table:
+            with io.new_input(path).open() as f:
+                return pq.read_table(f, columns=columns)
+
+        keys: list[pa.Table] = []
+        for d in conflicts:
+            for path, positions in position_deletes(io, d).items():
+                rows = read(path, key)
+                keys.append(rows.take(pa.array(sorted(positions), pa.int64())))
+        if not keys:
+            return []
+        gone = pa.concat_tables(keys).group_by(key).aggregate([])
+        deletes = []
+        for f in new_files:
+            path = getattr(f, "file_path", None) or f.path
+            rows = read(path, key)
+            rows = rows.append_column(POS, pa.array(range(rows.num_rows), pa.int64()))
+            hit = rows.join(gone, keys=key, join_type="inner", use_threads=False)
+            if hit.num_rows:
+                hit = hit.append_column(FILE_PATH, pa.array([path] * hit.num_rows, pa.string()))
+                deletes.append(hit.sort_by([(POS, "ascending")]))
+        if not deletes:
+            return []
+        spec = WriteSpec.from_table(table, io_properties=dict(r.target.io_properties(table)))
+        writer = DataFileWriter(spec, "position_deletes")
+        try:
+            all_deletes = pa.concat_tables(deletes).sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
+            writer.write(all_deletes.select([*key, FILE_PATH, POS]))
+            return writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+
+    # ----------------------------------------------------------------- the key index
+
+    def _follow_rewrite(self) -> None:
+        """Rows moved: the key index is rebuilt from the table before the next batch."""
+        r = self.runner
+        if r.index is None:
+            return
+        r._open_index()
+        r._writer = None
+
+    def _rows_unchanged(self) -> None:
+        """A snapshot that moved no row (a manifest rewrite): the index still describes the table."""
+        r = self.runner
+        if r.index is not None and r.table.current_snapshot() is not None:
+            r._index_snapshot = r.table.current_snapshot().snapshot_id
+
+    # ----------------------------------------------------------------- reporting
+
+    def _report(self, step: str, result: Any) -> None:
+        r = self.runner
+        line = describe(result)
+        self.runs += 1
+        self.last = f"{step}: {line}"
+        log.info("maintenance sink=%s table=%s %s", r.name, r.plan.table_identifier, line)
+        r.listeners.maintenance(MaintenanceEvent(r.name, step, line, float(getattr(result, "duration", 0.0))))
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._large is not None:
+            self._large.join(timeout)
+
+
+__all__ = ["Maintainer", "describe"]
