@@ -15,7 +15,6 @@ from icesql.analyzer.options import (
     Collected,
     InlineSecrets,
     Kind,
-    OptionSpec,
     OptionTable,
     check_applies,
     collect,
@@ -23,60 +22,9 @@ from icesql.analyzer.options import (
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth
 from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Option
 
-S = Kind.STRING
-
-AWS_OPTIONS = OptionTable(
-    "AWS CONNECTION",
-    [
-        OptionSpec("ACCESS KEY ID", Kind.STRING_OR_SECRET),
-        OptionSpec("SECRET ACCESS KEY", Kind.SECRET, secret=True),
-        OptionSpec("SESSION TOKEN", Kind.SECRET, secret=True),
-        OptionSpec("REGION", S),
-        OptionSpec("ENDPOINT", S, aliases=("ENDPOINT URL",)),
-        OptionSpec("ASSUME ROLE ARN", S),
-        OptionSpec("ASSUME ROLE SESSION NAME", S),
-    ],
-)
-
-CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", [OptionSpec("VALIDATE", Kind.BOOL)])
-
-CATALOG_TYPES: dict[str, str] = {
-    "local": "local",
-    "sql": "sql",
-    "rest": "rest",
-    "s3tables": "s3tables",
-    "s3table": "s3tables",  # the design document's spelling
-    "s3tablesrest": "s3tables",  # Materialize's
-    "glue": "glue",
-    "hive": "hive",
-}
-
-_REST = frozenset({"rest"})
-_ALL = frozenset({"local", "sql", "rest", "s3tables", "glue", "hive"})
-
-CATALOG_OPTIONS = OptionTable(
-    "ICEBERG CATALOG",
-    [
-        OptionSpec("TYPE", S, aliases=("CATALOG TYPE",), choices=CATALOG_TYPES),
-        OptionSpec("URI", S, aliases=("URL",), applies=frozenset({"rest", "s3tables", "sql", "hive"})),
-        OptionSpec("WAREHOUSE", S),
-        OptionSpec("USER", S, aliases=("USERNAME",), applies=_REST),
-        OptionSpec("PASSWORD", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("AUTH", S, applies=_REST, choices={"oauth2": "oauth2", "basic": "basic"}),
-        OptionSpec("CREDENTIAL", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("TOKEN", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("OAUTH2 SERVER URL", S, aliases=("OAUTH2 SERVER URI",), applies=_REST),
-        OptionSpec("SCOPE", S, applies=_REST),
-        OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=frozenset({"rest", "s3tables", "glue"})),
-        OptionSpec(
-            "ACCESS DELEGATION",
-            S,
-            applies=frozenset({"rest", "s3tables"}),
-            choices={"vended-credentials": "vended-credentials", "remote-signing": "remote-signing"},
-        ),
-        OptionSpec("PROPERTIES", Kind.LIST, secret=True),
-    ],
-)
+AWS_OPTIONS = OptionTable("AWS CONNECTION", "aws")
+CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", "connection_with")
+CATALOG_OPTIONS = OptionTable("ICEBERG CATALOG", "iceberg_catalog")
 
 # pyiceberg property keys that carry credentials: refused in PROPERTIES, where they would be
 # stored and shown in clear text

@@ -5,12 +5,15 @@ pair; here each object kind has an ``OptionTable`` naming what it allows, under 
 with which kind of value and, where it depends on a discriminator (a catalog type, a source
 format), for which values of it. ``collect`` turns a list into typed values, reporting the first
 unknown option (with a did-you-mean), duplicate (aliases included) or value of the wrong kind.
+
+The declarations themselves (``OptionSpec``, ``Kind``, one tuple per list) live in
+``icesql.syntax.options``: the syntax layer needs them to mask secret values in parse errors
+and may not import the analyzer. Whether a value is secret is that module's ``secrecy`` rule.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,34 +28,7 @@ from icesql.analyzer.units import (
 from icesql.errors import AnalysisError
 from icesql.plan import Redacted, SecretName
 from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
-
-
-class Kind(enum.Enum):
-    STRING = "a string"
-    INT = "an integer"
-    BOOL = "true or false"
-    SECRET = "SECRET name"  # a plain string is accepted with a warning and stored as a hidden secret
-    STRING_OR_SECRET = "a string or SECRET name"  # e.g. ACCESS KEY ID, not itself a secret
-    CONNECTION = "a connection name"
-    LIST = "a parenthesised option list"
-    SIZE = "a size"
-    DURATION = "a duration"
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    name: str
-    kind: Kind
-    aliases: tuple[str, ...] = ()
-    # discriminator values (catalog type, source format) the option applies to; None: all
-    applies: frozenset[str] | None = None
-    # for enumerated strings: accepted spelling (lower case) -> canonical value
-    choices: Mapping[str, str] | None = None
-    secret: bool = False  # value must be masked wherever it could show
-
-    @property
-    def all_names(self) -> tuple[str, ...]:
-        return (self.name, *self.aliases)
+from icesql.syntax.options import LISTS, Kind, OptionSpec, Secrecy, lookup, secrecy
 
 
 @dataclass
@@ -115,36 +91,26 @@ class Collected:
 
 
 class OptionTable:
-    def __init__(self, what: str, specs: Iterable[OptionSpec]) -> None:
+    """The options of one list (``list_kind``, a key of ``icesql.syntax.options.LISTS``)."""
+
+    def __init__(self, what: str, list_kind: str) -> None:
         self.what = what  # "AWS CONNECTION", "ICEBERG CATALOG", "sink WITH", ...
-        self.specs = tuple(specs)
-        self._by_name: dict[str, OptionSpec] = {}
-        for spec in self.specs:
-            for n in spec.all_names:
-                self._by_name[n] = spec
+        self.list_kind = list_kind
+        self.specs: tuple[OptionSpec, ...] = LISTS[list_kind]
+        self._by_name: dict[str, OptionSpec] = {n: spec for spec in self.specs for n in spec.all_names}
 
     def lookup(self, name: str) -> tuple[OptionSpec | None, bool]:
         """(spec, secret_form): ``PASSWORD SECRET = x`` is ``PASSWORD = SECRET x``."""
-        spec = self._by_name.get(name)
-        if spec is not None:
-            return spec, False
-        if name.endswith(" SECRET"):
-            base = self._by_name.get(name[: -len(" SECRET")])
-            if base is not None and base.kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
-                return base, True
-        return None, False
+        return lookup(self.list_kind, name)
 
     def is_secret_option(self, name: str) -> bool:
-        """True when a value under this name must be masked (unknown names are, to be safe).
-
-        ``PASSWORD SECRET = name`` holds a secret's name, not its value: only a string given
-        there by mistake is masked (see ``names_a_secret``).
-        """
-        spec, secret_form = self.lookup(name)
-        return spec is None or secret_form or spec.secret
+        """True when a value under this name must be masked (``secrecy``: unknown names of a
+        connection are, to be safe; ``PASSWORD SECRET = name`` only for a literal given there
+        by mistake, see ``names_a_secret``)."""
+        return secrecy(self.list_kind, name) is not Secrecy.NONE
 
     def names_a_secret(self, name: str) -> bool:
-        return self.lookup(name)[1]
+        return secrecy(self.list_kind, name) is Secrecy.NAME
 
     @property
     def names(self) -> list[str]:
@@ -376,3 +342,16 @@ def check_applies(ctx: Context, opts: Collected, what: str, discriminator: str, 
                 g.option,
                 f"{g.spec.name} applies {where}",
             )
+
+
+__all__ = [
+    "Collected",
+    "Given",
+    "InlineSecrets",
+    "Kind",
+    "OptionSpec",
+    "OptionTable",
+    "check_applies",
+    "collect",
+    "describe",
+]

@@ -23,9 +23,16 @@ from icesql.repl.redact import REDACTED, redact_secrets
             "CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD='p', CREDENTIAL='id:sec', TOKEN='t')",
             f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD={REDACTED}, CREDENTIAL={REDACTED}, TOKEN={REDACTED})",
         ),
+        # a connection's PROPERTIES go to pyiceberg, where credentials hide: every value, as
+        # in error messages (one rule)
         (
             "CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = 'k', 'a' = 'b'))",
-            f"CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = {REDACTED}, 'a' = 'b'))",
+            f"CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = {REDACTED}, 'a' = {REDACTED}))",
+        ),
+        # elsewhere a property key that says secret
+        (
+            "CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (PROPERTIES = ('x.token' = 'k', 'a' = 'b'))",
+            f"CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (PROPERTIES = ('x.token' = {REDACTED}, 'a' = 'b'))",
         ),
     ],
 )
