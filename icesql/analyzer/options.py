@@ -13,6 +13,7 @@ and may not import the analyzer. Whether a value is secret is that module's ``se
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,13 +23,20 @@ from icesql.analyzer.units import (
     DURATION_UNITS_HINT,
     SIZE_UNITS_HINT,
     UnitError,
+    check_duration,
+    check_size,
     parse_duration,
     parse_size,
 )
 from icesql.errors import AnalysisError
 from icesql.plan import Redacted, SecretName
 from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
-from icesql.syntax.options import LISTS, Kind, OptionSpec, Secrecy, lookup, secrecy
+from icesql.syntax.options import LISTS, Kind, OptionSpec, Secrecy, known_prefix, lookup, secrecy
+
+# An integer as written: ASCII digits only ('²' and '٣' are digits to str.isdigit, not to int()),
+# no more than a Java long holds.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+MAX_INT = 2**63 - 1
 
 
 @dataclass
@@ -137,7 +145,8 @@ def describe(value: Value | None, secret: bool) -> str:
     if isinstance(value, StringLit):
         return "a string" if secret else f"string '{value.value}'"
     if isinstance(value, NumberLit):
-        return "a number" if secret else f"number {value.text}"
+        text = value.text if len(value.text) <= 24 else value.text[:21] + "..."
+        return "a number" if secret else f"number {text}"
     if isinstance(value, BoolLit):
         return "true" if value.value else "false"
     if isinstance(value, Ident):
@@ -161,6 +170,8 @@ def collect(
     out = Collected()
     for opt in options:
         spec, secret_form = table.lookup(opt.name)
+        if spec is None and not opt.key_is_string:
+            _check_missing_equals(ctx, opt, table)
         if spec is None:
             hint = did_you_mean(opt.name, table.names)
             raise ctx.error(
@@ -181,6 +192,17 @@ def collect(
         value = _convert(ctx, opt, spec, secret_form, inline, secret_exists)
         out.given[spec.name] = Given(spec, opt, value)
     return out
+
+
+def _check_missing_equals(ctx: Context, opt: Option, table: OptionTable) -> None:
+    """``SECRET ACCESS KEY hunter2``: a known option, then words that are its value with the
+    ``=`` forgotten. Said so, without repeating the words when the option holds a secret."""
+    words = opt.name.split()
+    n = known_prefix(table.list_kind, words)
+    if 0 < n < len(words):
+        name = " ".join(words[:n])
+        found = "a value" if table.is_secret_option(name) else " ".join(words[n:])
+        raise ctx.error(f"expected '=' after option {name}, found {found}", opt, f"write {name} = value")
 
 
 def _convert(
@@ -233,12 +255,12 @@ def _convert(
             return text
         raise wrong()
     if kind is Kind.INT:
-        if isinstance(v, NumberLit):
-            n = v.value
-            if isinstance(n, int):
-                return n
-        if isinstance(v, StringLit) and v.value.strip().lstrip("-").isdigit():
-            return int(v.value)
+        digits = v.text if isinstance(v, NumberLit) else v.value.strip() if isinstance(v, StringLit) else ""
+        if _INTEGER.fullmatch(digits):
+            n = int(digits)
+            if abs(n) > MAX_INT:
+                raise ctx.error(f"option {opt.name} is too large (at most {MAX_INT})", v)
+            return n
         raise wrong()
     if kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
         if isinstance(v, SecretRef):
@@ -263,10 +285,13 @@ def _convert(
             return _pairs(ctx, opt, v, spec.secret)
         raise wrong(hint=f"write {opt.name} = ('key' = 'value', ...)")
     if kind is Kind.SIZE:
-        if isinstance(v, NumberLit) and isinstance(v.value, int):
-            if v.value <= 0:
+        if isinstance(v, NumberLit) and _INTEGER.fullmatch(v.text):
+            if v.text.startswith("-") or int(v.text) == 0:
                 raise ctx.error(f"option {opt.name} must be positive", v, SIZE_UNITS_HINT)
-            return v.value
+            try:
+                return check_size(float(v.text), v.text)
+            except UnitError as e:
+                raise ctx.error(f"option {opt.name}: {e.message}", v, SIZE_UNITS_HINT) from None
         if isinstance(v, StringLit | Ident):
             try:
                 return parse_size(_text(v))
@@ -275,9 +300,13 @@ def _convert(
         raise wrong(hint=SIZE_UNITS_HINT)
     if kind is Kind.DURATION:
         if isinstance(v, NumberLit):
-            if v.value <= 0:
+            seconds = float(v.text)
+            if seconds <= 0:
                 raise ctx.error(f"option {opt.name} must be positive", v, DURATION_UNITS_HINT)
-            return float(v.value)
+            try:
+                return check_duration(seconds, v.text)
+            except UnitError as e:
+                raise ctx.error(f"option {opt.name}: {e.message}", v, DURATION_UNITS_HINT) from None
         if isinstance(v, StringLit | Ident):
             try:
                 return parse_duration(_text(v))

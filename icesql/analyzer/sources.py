@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import resolve_path
+from icesql.analyzer.connections import PathError, resolve_path
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
@@ -78,10 +78,14 @@ def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
             value = opts.get(name)
             reader.append((_SPARK_NAME[name], str(value).lower() if isinstance(value, bool) else str(value)))
     reader.extend(opts.pairs("OPTIONS"))
+    try:
+        resolved = resolve_path(ctx.base_dir, path)
+    except PathError as exc:
+        raise ctx.error(f"invalid FILES path: {exc}", stmt.path, "write FROM FILES 'data/events/'") from None
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.FILES,
-        path=resolve_path(ctx.base_dir, path),
+        path=resolved,
         format=SourceFormat(fmt),
         schema=schema,
         columns=columns,
