@@ -38,6 +38,7 @@ from .errors import (
     ObjectNotFoundError,
     StaleVersionError,
     StoreError,
+    StoreOpenError,
 )
 from .migrations import MIGRATIONS, Migration
 from .models import KINDS, SINK_STATUSES, SinkState, StoredObject
@@ -55,5 +56,6 @@ __all__ = [
     "SinkState",
     "StaleVersionError",
     "StoreError",
+    "StoreOpenError",
     "StoredObject",
 ]
