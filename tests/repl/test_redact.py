@@ -60,3 +60,40 @@ def test_several_statements() -> None:
     text = "CREATE SECRET a AS 'one'; SHOW SECRETS; ALTER SECRET a AS 'two';"
     out = redact_secrets(text)
     assert "one" not in out and "two" not in out and "SHOW SECRETS" in out
+
+
+VALUE = "Zq7vK2mWx9Lp"
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        f"CREATE SECRET pw '{VALUE}';",
+        f"CREATE SECERT pw AS '{VALUE}';",
+        f"create secret pw as {VALUE};",
+        f"CREATE SECRET p'w AS '{VALUE}';",
+        f'CREATE SECRET pw AS "{VALUE}";',
+        f"CREATE CONNECTION a TO AWS (SECRET ACCESS KEY '{VALUE}');",
+        f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE = 'rest', PASSWORD {VALUE});",
+        f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE = 'rest', PASWORD = '{VALUE}');",
+    ],
+)
+def test_mistyped_secret_statements_are_redacted_too(typed: str) -> None:
+    out = redact_secrets(typed)
+    assert not any(VALUE[i : i + 5] in out for i in range(len(VALUE) - 4)), out
+
+
+def test_the_history_file_is_owner_only_and_redacted(tmp_path) -> None:
+    import os
+    import stat
+
+    from icesql.repl.shell import RedactingFileHistory
+
+    path = tmp_path / "history"
+    history = RedactingFileHistory(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    history.store_string(f"CREATE SECERT pw AS '{VALUE}';")
+    assert VALUE not in path.read_text()
+    os.chmod(path, 0o644)  # an older icesql made it world-readable
+    RedactingFileHistory(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
