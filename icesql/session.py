@@ -134,7 +134,7 @@ class Session:
             raise CatalogError(err.message, hint=err.hint) from None
         self.validate = validate
         self.verbose = verbose
-        self.created_sinks: list[str] = []
+        self._created: dict[str, None] = {}  # sinks created (or named IF NOT EXISTS), in order
         self._spark = spark
         self._spark_master = spark_master
         self._spark_conf = dict(spark_conf or {})
@@ -186,6 +186,12 @@ class Session:
             raise ExecutionError(
                 f"secret {name!r} does not exist", hint="create it with CREATE SECRET name AS '...'"
             ) from None
+
+    @property
+    def created_sinks(self) -> list[str]:
+        """The sinks ``execute`` created (or named with IF NOT EXISTS), in order: what ``run``
+        runs when no sink is named."""
+        return list(self._created)
 
     # ----------------------------------------------------------------- statements
 
@@ -272,7 +278,7 @@ class Session:
             except IcesqlError as err:
                 raise _located(err, stmt, sql, filename) from None
             pending.record(plan)
-        created = list(self.created_sinks)
+        created = dict(self._created)
         results: list[Result] = []
         try:
             with self.store.transaction():
@@ -285,10 +291,10 @@ class Session:
                         raise CatalogError(err.message, stmt.span, err.hint, _masked(sql), filename) from None
                     results.append(dataclasses.replace(result, warnings=warnings + result.warnings))
         except StoreError as err:  # the commit itself
-            self.created_sinks[:] = created
+            self._created = created
             raise CatalogError(err.message, None, err.hint, _masked(sql), filename) from None
         except BaseException:
-            self.created_sinks[:] = created  # nothing was stored
+            self._created = created  # nothing was stored
             raise
         return results
 
@@ -390,8 +396,8 @@ class Session:
         return Result(label, label)
 
     def _remember_sink(self, kind: str, name: str) -> None:
-        if kind == "sink" and name not in self.created_sinks:
-            self.created_sinks.append(name)
+        if kind == "sink":
+            self._created[name] = None
 
     def _apply_alter_sink(self, plan: P.AlterSinkPlan, stmt: A.Statement, checked: bool) -> Result:
         self.store.replace_object("sink", plan.name, plan.sql, P.to_dict(plan.definition), self._deps_of(plan.definition))
@@ -423,8 +429,8 @@ class Session:
             ) from None
         # (the store deletes hidden inline secrets that nothing uses any more)
         for kind, name in dropped:
-            if kind == "sink" and name in self.created_sinks:
-                self.created_sinks.remove(name)
+            if kind == "sink":
+                self._created.pop(name, None)
         extra = [f"{k} {n}" for k, n in dropped if (k, n) != (plan.kind, plan.name)]
         msg = label + (f" (also dropped {', '.join(extra)})" if extra else "")
         return Result(label, msg)

@@ -31,7 +31,16 @@ from icesql.analyzer.units import (
 from icesql.errors import AnalysisError
 from icesql.plan import Redacted, SecretName
 from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
-from icesql.syntax.options import LISTS, Kind, OptionSpec, Secrecy, known_prefix, lookup, secrecy
+from icesql.syntax.options import (
+    LISTS,
+    SECRET_WORDS,
+    Kind,
+    OptionSpec,
+    Secrecy,
+    known_prefix,
+    lookup,
+    secrecy,
+)
 
 # An integer as written: ASCII digits only ('²' and '٣' are digits to str.isdigit, not to int()),
 # no more than a Java long holds.
@@ -154,7 +163,8 @@ def describe(value: Value | None, secret: bool) -> str:
             return "an identifier"
         return f'identifier "{value.name}"' if value.quoted else f"identifier {value.name}"
     if isinstance(value, SecretRef):
-        return f"SECRET {value.name.name}"
+        # a name in double quotes may be a value in the wrong quotes
+        return "SECRET and a quoted name" if value.name.quoted else f"SECRET {value.name.name}"
     return "an option list"
 
 
@@ -174,8 +184,10 @@ def collect(
             _check_missing_equals(ctx, opt, table)
         if spec is None:
             hint = did_you_mean(opt.name, table.names)
+            # a name that mentions a secret may be a secret option with its value run into it
+            shown = "(a name mentioning a secret, not repeated)" if _SECRET_MENTION.search(opt.name) else opt.name
             raise ctx.error(
-                f"unknown {table.what} option {opt.name}",
+                f"unknown {table.what} option {shown}",
                 opt,
                 hint or f"valid options: {', '.join(s.name for s in table.specs)}",
             )
@@ -192,6 +204,9 @@ def collect(
         value = _convert(ctx, opt, spec, secret_form, inline, secret_exists)
         out.given[spec.name] = Given(spec, opt, value)
     return out
+
+
+_SECRET_MENTION = re.compile('|'.join(SECRET_WORDS), re.IGNORECASE)
 
 
 def _check_missing_equals(ctx: Context, opt: Option, table: OptionTable) -> None:
@@ -327,6 +342,13 @@ def _text(v: StringLit | Ident) -> str:
 
 def _secret_ref(ctx: Context, name: Ident, secret_exists: Any) -> SecretName:
     if secret_exists is not None and not secret_exists(name.name):
+        if name.quoted:
+            # "..." where a secret's name goes may well be its value written in quotes
+            raise ctx.error(
+                "unknown secret: no secret has the name given in double quotes",
+                name,
+                "a secret is created with CREATE SECRET name AS '...' and named bare: SECRET name",
+            )
         raise ctx.error(
             f"unknown secret {name.name}", name, f"create it first: CREATE SECRET {name.name} AS '...'"
         )

@@ -228,7 +228,8 @@ def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) ->
     mentions a secret, a password, a token or a credential. When in doubt, secret.
     """
     if key_is_string:
-        return Secrecy.VALUE if _has_secret_word(name) else Secrecy.NONE
+        # a connection takes no option keyed by a string: one there is unknown, so hidden
+        return Secrecy.VALUE if _has_secret_word(name) or list_kind in CREDENTIAL_LISTS else Secrecy.NONE
     if list_kind is None:
         found = [lookup(kind, name) for kind in LISTS]
         known = [(spec, form) for spec, form in found if spec is not None]
@@ -252,7 +253,7 @@ def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) ->
 def known_prefix(list_kind: str | None, words: list[str]) -> int:
     """How many leading ``words`` spell a known option (0: none), for ``NAME value`` written
     without ``=``: ``SECRET ACCESS KEY hunter2`` is the option SECRET ACCESS KEY and a value."""
-    kinds = [list_kind] if list_kind is not None else list(LISTS)
+    kinds = [list_kind] if list_kind in LISTS else list(LISTS)  # unknown (prose): any list
     for n in range(len(words), 0, -1):
         name = " ".join(words[:n])
         if any(lookup(kind, name)[0] is not None for kind in kinds):

@@ -181,11 +181,7 @@ def parse_range(
     """
     try:
         _check_unicode(text, start, end)
-        try:
-            return _fast_parse(text, start, end, line, line_start)
-        except _NotFast:
-            pass
-        return _lark_parse(text, start, end, line, line_start)
+        return _parse_statements(text, start, end, line, line_start)
     except ParseError as exc:
         raise finish_error(exc, text, filename) from None
 
@@ -212,8 +208,17 @@ def _lark_parse(text: str, start: int, end: int, line: int, line_start: int) -> 
     else:
         prefix = "\n" * (line - 1) + " " * (start - line_start)
         piece, delta = prefix + text[start:end], start - len(prefix)
+    whole: list[Callable[[int, int], bool]] = []
+
+    def secret(a: int, b: int) -> bool:
+        # whether a piece of the statement touches a secret of the whole text (a statement
+        # alone cannot know it follows a CREATE SECRET whose value it holds)
+        if not whole:
+            whole.append(_secret_test(text))
+        return whole[0](a + delta, b + delta)
+
     try:
-        stmts = _lark_parse_text(piece)
+        stmts = _lark_parse_text(piece, secret)
     except ParseError as exc:
         if delta and exc.span is not None:
             exc.span = _shift_span(exc.span, delta)
@@ -222,14 +227,14 @@ def _lark_parse(text: str, start: int, end: int, line: int, line_start: int) -> 
     return [cast("ast.Statement", _shift(s, delta)) for s in stmts] if delta else stmts
 
 
-def _lark_parse_text(text: str) -> list[ast.Statement]:
+def _lark_parse_text(text: str, secret: Callable[[int, int], bool]) -> list[ast.Statement]:
     from lark.exceptions import LarkError, VisitError
 
     try:
         return cast("list[ast.Statement]", get_parser().parse(text))
     except ParseError as exc:
         # Raised by an ast callback; a syntax error elsewhere in the script comes first.
-        _raise_syntax_error(text)
+        _raise_syntax_error(text, secret)
         raise exc from None
     except VisitError as exc:
         orig = exc.orig_exc
@@ -237,7 +242,7 @@ def _lark_parse_text(text: str) -> list[ast.Statement]:
             raise orig from None
         raise _internal_error(orig) from None
     except (LarkError, RecursionError):
-        _raise_syntax_error(text)
+        _raise_syntax_error(text, secret)
         raise _internal_error(None) from None
 
 
@@ -337,9 +342,27 @@ _fast: _FastTables | None = None
 def _fast_parse(
     text: str, start: int = 0, n: int | None = None, line: int = 1, line_start: int = 0
 ) -> list[ast.Statement]:
-    """Parse ``text[start:n]`` with the lexer's patterns over Lark's own parse table."""
-    if n is None:
-        n = len(text)
+    """Parse ``text[start:n]`` with the lexer's patterns over Lark's own parse table; raises
+    ``_NotFast`` for anything it does not handle."""
+    out: list[ast.Statement] = []
+    pos: int | None = start
+    end = len(text) if n is None else n
+    while pos is not None:
+        stmts, pos, line, line_start = _fast_statement(text, pos, end, line, line_start)
+        out.extend(stmts)
+    return out
+
+
+def _fast_statement(
+    text: str, pos: int, n: int, line: int, line_start: int
+) -> tuple[list[ast.Statement], int | None, int, int]:
+    """Parse one statement from ``pos``, up to its ``;`` (consumed) or the end of the text.
+
+    Returns the statements read (none for an empty one), where the next begins (None at the
+    end) and the line there. Each statement is parsed on its own, from the start state, as if
+    the text ended at its ``;``: Lark's rule for the statement list rebuilds the whole list at
+    every statement, which made long scripts quadratic.
+    """
     global _fast
     tables = _fast
     if tables is None:
@@ -353,7 +376,7 @@ def _fast_parse(
     query = QUERY_RE.match
     state_stack = [tables.start]
     value_stack: list[Any] = []
-    pos = start
+    after: int | None = None  # where the next statement starts, once this one's ';' is read
 
     while True:
         m = skip(text, pos, n)
@@ -381,23 +404,31 @@ def _fast_parse(
                     raise _NotFast
                 kind = m.lastgroup  # type: ignore[assignment]
             end = m.end()
-            value = m.group()
-            if kind == "IDENT":
-                keyword = keywords.get(value.upper())
-                if keyword is not None and keyword in actions:
-                    kind = keyword
-            newlines = text.count("\n", pos, end) if kind in ("STRING", "QIDENT", "QUERY") else 0
-            if newlines:
-                end_line = line + newlines
-                end_line_start = text.rfind("\n", pos, end) + 1
+            if kind == "_SEMI":
+                # the statement ends here: finish it as if the text ended
+                kind = "$END"
+                tok = make_token("$END", "", pos, line, pos - line_start + 1, line, pos - line_start + 1, pos)
+                after = end
             else:
-                end_line = line
-                end_line_start = line_start
-            tok = make_token(kind, value, pos, line, pos - line_start + 1, end_line, end - end_line_start + 1, end)
-            del value, m  # a 50 MB literal is not kept twice longer than needed
-            line = end_line
-            line_start = end_line_start
-            pos = end
+                if kind == "IDENT":
+                    keyword = keywords.get(m.group().upper())
+                    if keyword is not None and keyword in actions:
+                        kind = keyword
+                newlines = text.count("\n", pos, end) if kind in ("STRING", "QIDENT", "QUERY") else 0
+                if newlines:
+                    end_line = line + newlines
+                    end_line_start = text.rfind("\n", pos, end) + 1
+                else:
+                    end_line = line
+                    end_line_start = line_start
+                # the matched text goes straight into the token (a 50 MB literal is copied once)
+                tok = make_token(
+                    kind, m.group(), pos, line, pos - line_start + 1, end_line, end - end_line_start + 1, end
+                )
+                line = end_line
+                line_start = end_line_start
+                pos = end
+            del m
 
         # One LALR step: reduce as long as the table says so, then shift the token.
         while True:
@@ -419,10 +450,42 @@ def _fast_parse(
             value_stack.append(callback(children))
             state_stack.append(states[state_stack[-1]][origin][1])
             if kind == "$END" and state_stack[-1] == end_state:
-                return cast("list[ast.Statement]", value_stack[-1])
+                stmts = cast("list[ast.Statement]", value_stack[-1])
+                return stmts, after, line, line_start
 
 
-def _raise_syntax_error(text: str) -> None:
+def _statement_end(text: str, pos: int, n: int) -> tuple[int, int | None]:
+    """Where the statement starting at ``pos`` ends (its ``;`` left out), and where the next
+    one starts (None at the end of the text)."""
+    for tok in tokens(text, pos, n):
+        if tok.kind is TokenKind.PUNCT and tok.text == ";":
+            return tok.start, tok.end
+    return n, None
+
+
+def _parse_statements(text: str, start: int, n: int, line: int, line_start: int) -> list[ast.Statement]:
+    """Statement by statement: the fast path, and Lark for a statement it does not handle."""
+    out: list[ast.Statement] = []
+    pos: int | None = start
+    while pos is not None:
+        try:
+            stmts, after, next_line, next_line_start = _fast_statement(text, pos, n, line, line_start)
+        except _NotFast:
+            _, after = _statement_end(text, pos, n)
+            # with its ';', so that an error there reads "found ';'"
+            stmts = _lark_parse(text, pos, after if after is not None else n, line, line_start)
+            next_line, next_line_start = line, line_start
+            if after is not None:
+                newlines = text.count("\n", pos, after)
+                if newlines:
+                    next_line += newlines
+                    next_line_start = text.rfind("\n", pos, after) + 1
+        out.extend(stmts)
+        pos, line, line_start = after, next_line, next_line_start
+    return out
+
+
+def _raise_syntax_error(text: str, secret: Callable[[int, int], bool]) -> None:
     """Re-parse with the plain parser and raise the diagnosed syntax error, if there is one."""
     from lark.exceptions import LarkError
 
@@ -431,7 +494,7 @@ def _raise_syntax_error(text: str) -> None:
     try:
         get_parser(with_transformer=False).parse(text)
     except LarkError as exc:
-        raise diagnose(exc, text, secret=_secret_test(text)) from None
+        raise diagnose(exc, text, secret=secret) from None
     except RecursionError:
         raise ParseError("statement too complex to parse") from None
 

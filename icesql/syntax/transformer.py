@@ -102,7 +102,10 @@ def ident_from_token(tok: Token) -> ast.Ident:
 
 
 def string_from_token(tok: Token) -> ast.StringLit:
-    return ast.StringLit(str(tok)[1:-1].replace("''", "'"), span=token_span(tok))
+    value = tok[1:-1]  # a slice is a plain str: no copy of the token first (a literal may be 50 MB)
+    if "''" in value:
+        value = value.replace("''", "'")
+    return ast.StringLit(value, span=token_span(tok))
 
 
 def _depth(options: tuple[ast.Option, ...]) -> int:

@@ -48,12 +48,18 @@ def test_redacts(text: str, expected: str) -> None:
         "SHOW SECRETS;",
         "DROP SECRET pw;",
         "CREATE SINK s FROM r TO ICEBERG CATALOG c (NAMESPACE = 'n', TABLE = 't');",
-        "-- CREATE SECRET pw AS 'in a comment'\nSHOW SINKS;",
+        "-- rotate the secret every month, ops says so\nSHOW SINKS;",
     ],
 )
 def test_leaves_references_and_other_text_alone(text: str) -> None:
-    # A comment mentioning a secret is not a statement of its own; nothing else is secret here.
     assert redact_secrets(text) == text
+
+
+def test_a_statement_commented_out_keeps_its_value_hidden() -> None:
+    assert redact_secrets("-- CREATE SECRET pw AS 'in a comment'\nSHOW SINKS;") == (
+        f"-- CREATE SECRET pw AS {REDACTED}\nSHOW SINKS;"
+    )
+    assert redact_secrets("/* ALTER SECRET pw AS 'x1' */ SHOW SINKS") == f"/* ALTER SECRET pw AS {REDACTED} */ SHOW SINKS"
 
 
 def test_several_statements() -> None:
