@@ -39,6 +39,7 @@ from .errors import (
     ObjectNotFoundError,
     StaleVersionError,
     StoreError,
+    StoreOpenError,
 )
 from .migrations import MIGRATIONS, Migration
 from .models import KINDS, SINK_STATUSES, SinkState, StoredObject
@@ -56,5 +57,6 @@ __all__ = [
     "SinkState",
     "StaleVersionError",
     "StoreError",
+    "StoreOpenError",
     "StoredObject",
 ]

@@ -26,6 +26,12 @@ class StoreError(Exception):
         return self.message
 
 
+class StoreOpenError(StoreError):
+    """The store's file cannot be created or opened where it was asked for (a path under a
+    file, a directory nobody may write, a file nobody may read): a problem with the place, not
+    with the store."""
+
+
 class ObjectExistsError(StoreError):
     """An object of that name already exists (``kind`` is the kind that holds the name)."""
 

@@ -16,6 +16,12 @@ Storage rules, and why:
   other threads may be creating files at the same time.
 * One connection per store object, shared by threads under a re-entrant lock (Spark runs
   ``foreachBatch`` on driver threads). A forked child must open its own store.
+* A store that may be read but not written (a file or directory of another user, a
+  read-only mount) is opened read-only: everything that reads works, a write raises a
+  ``StoreError`` saying the store is read-only. SQLite cannot read a WAL database read-only
+  without its ``-shm`` file unless told the file is immutable, which is the fallback.
+* Once a secret key has been used (``ICESQL_SECRET_KEY``), a secret written without one is
+  refused rather than stored in clear next to encrypted ones.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from .errors import (
     ObjectNotFoundError,
     StaleVersionError,
     StoreError,
+    StoreOpenError,
     describe,
 )
 from .migrations import MIGRATIONS, applied_versions, migrate
@@ -105,7 +112,8 @@ class CatalogStore:
     ``path`` is the SQLite file (created owner-only, with its directory, when missing; the
     string ``":memory:"`` gives a throwaway store). ``secret_key`` (default: the
     ``ICESQL_SECRET_KEY`` environment variable) turns on encryption of secret values at rest.
-    Opening a store written by an older release upgrades its schema.
+    Opening a store written by an older release upgrades its schema. ``read_only`` (default:
+    only when the file cannot be written) opens it for reading only.
 
     Every method is atomic; group several in ``with store.transaction():`` to make them atomic
     together. Instances are safe to share between threads; each process opens its own.
@@ -117,6 +125,7 @@ class CatalogStore:
         *,
         secret_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
+        read_only: bool | None = None,
     ) -> None:
         if secret_key is None:
             secret_key = os.environ.get("ICESQL_SECRET_KEY") or None
@@ -127,30 +136,69 @@ class CatalogStore:
         self._depth = 0
         self._pid = os.getpid()
         self._memory = os.fspath(path) == MEMORY
-        self._path = Path(MEMORY) if self._memory else Path(os.fspath(path)).expanduser().absolute()
-        if not self._memory:
-            _prepare_file(self._path)
         try:
-            conn = sqlite3.connect(
-                MEMORY if self._memory else str(self._path),
-                timeout=timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the catalog store {self._path}: {exc}") from exc
+            self._path = Path(MEMORY) if self._memory else Path(os.fspath(path)).expanduser().absolute()
+        except (RuntimeError, ValueError) as exc:
+            raise StoreOpenError(f"cannot open the catalog store {os.fspath(path)!r}: {exc}") from None
+        self._read_only = bool(read_only)
+        if not self._memory and not read_only:
+            self._read_only = not _prepare_file(self._path)
+        if self._read_only:
+            conn = self._open_read_only(timeout)
+        else:
+            try:
+                conn = sqlite3.connect(
+                    MEMORY if self._memory else str(self._path),
+                    timeout=timeout,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            except sqlite3.Error as exc:
+                raise StoreOpenError(f"cannot open the catalog store {self._path}: {exc}") from exc
+            try:
+                _configure(conn, timeout)
+                migrate(conn)
+            except sqlite3.Error as exc:
+                conn.close()
+                raise StoreError(f"cannot open the catalog store {self._path}: {exc}") from exc
+            except BaseException:
+                conn.close()
+                raise
         self._conn: sqlite3.Connection | _Closed = conn
-        try:
-            _configure(conn, timeout)
-            migrate(conn)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreError(f"cannot open the catalog store {self._path}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        if not self._memory:
+        if not self._memory and not self._read_only:
             _tighten(self._path)
+
+    def _open_read_only(self, timeout: float) -> sqlite3.Connection:
+        from urllib.parse import quote
+
+        if not self._path.is_file():
+            raise StoreOpenError(f"cannot open the catalog store {self._path} read-only: no such file")
+        uri = f"file:{quote(str(self._path))}?mode=ro"
+        last: sqlite3.Error | None = None
+        # without a -shm file beside it (and no right to create one) SQLite can read a WAL
+        # database only as an immutable file
+        for suffix in ("", "&immutable=1"):
+            try:
+                conn = sqlite3.connect(uri + suffix, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
+            except sqlite3.Error as exc:
+                last = exc
+                continue
+            try:
+                conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+                done = {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
+            except sqlite3.Error as exc:
+                conn.close()
+                last = exc
+                continue
+            known = {m.version for m in MIGRATIONS}
+            if not known <= done:
+                conn.close()
+                raise StoreOpenError(
+                    f"the catalog store {self._path} is read-only and needs a schema upgrade",
+                    hint="open it once with write access (a newer icesql upgrades it)",
+                )
+            return conn
+        raise StoreOpenError(f"cannot open the catalog store {self._path} read-only: {last}")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -158,6 +206,11 @@ class CatalogStore:
     def path(self) -> Path:
         """The database file."""
         return self._path
+
+    @property
+    def read_only(self) -> bool:
+        """True when the store was opened for reading only (every write raises StoreError)."""
+        return self._read_only
 
     @property
     def encrypted(self) -> bool:
@@ -276,6 +329,11 @@ class CatalogStore:
 
     def _wrap(self, exc: sqlite3.Error) -> StoreError:
         text = str(exc)
+        if "readonly" in text or "read-only" in text:
+            return StoreError(
+                f"the catalog store {self._path} is read-only",
+                hint="this home can be read but not written; use a home you may write to change it",
+            )
         if "locked" in text or "busy" in text:
             return StoreError(
                 f"the catalog store {self._path} is locked by another process ({text})",
@@ -350,8 +408,10 @@ class CatalogStore:
         """The object of that kind and name (hidden ones included), or None."""
         kind, name = _kind(kind), _name(name)
         with self._reading() as conn:
+            # through the (namespace, name) unique index: a lookup, not a scan of every object
             row = conn.execute(
-                f"SELECT {_OBJECT_COLUMNS} FROM objects WHERE kind = ? AND name = ?", (kind, name)
+                f"SELECT {_OBJECT_COLUMNS} FROM objects WHERE namespace = ? AND name = ? AND kind = ?",
+                (NAMESPACES[kind], name, kind),
             ).fetchone()
             return None if row is None else self._object(conn, row)
 
@@ -366,9 +426,12 @@ class CatalogStore:
         name = _name(name)
         order = [_kind(k) for k in kinds] if kinds is not None else list(KINDS)
         with self._reading() as conn:
+            namespaces = sorted(set(NAMESPACES.values()))
+            marks = ", ".join("?" for _ in namespaces)
             rows = conn.execute(
-                f"SELECT {_OBJECT_COLUMNS} FROM objects WHERE name = ? AND (hidden = 0 OR ?)",
-                (name, include_hidden),
+                f"SELECT {_OBJECT_COLUMNS} FROM objects WHERE namespace IN ({marks}) AND name = ? "
+                "AND (hidden = 0 OR ?)",
+                (*namespaces, name, include_hidden),
             ).fetchall()
             by_kind = {row[1]: row for row in rows}
             for kind in order:
@@ -547,6 +610,15 @@ class CatalogStore:
 
     def _encode_secret(self, conn: sqlite3.Connection, value: str) -> tuple[str, str]:
         if self._passphrase is None:
+            # the key check is written with the first encrypted value (same transaction)
+            encrypted = conn.execute("SELECT 1 FROM meta WHERE key = 'secret_key_check'").fetchone()
+            if encrypted is not None:
+                # once a key was used, a value stored in clear beside encrypted ones would be
+                # the one an attacker reads
+                raise StoreError(
+                    "this catalog store encrypts secret values; set ICESQL_SECRET_KEY to store one",
+                    hint="export ICESQL_SECRET_KEY with the passphrase the store was written with",
+                )
             return value, crypto.PLAIN
         cipher = self._secret_cipher(conn)
         if not self._key_checked:
@@ -802,7 +874,8 @@ class CatalogStore:
     @staticmethod
     def _find_id(conn: sqlite3.Connection, kind: str, name: str) -> str | None:
         row = conn.execute(
-            "SELECT object_id FROM objects WHERE kind = ? AND name = ?", (kind, name)
+            "SELECT object_id FROM objects WHERE namespace = ? AND name = ? AND kind = ?",
+            (NAMESPACES[kind], name, kind),
         ).fetchone()
         return None if row is None else str(row[0])
 
@@ -818,7 +891,9 @@ class CatalogStore:
         others = [
             str(r[0])
             for r in conn.execute(
-                "SELECT kind FROM objects WHERE name = ? AND hidden = 0 ORDER BY kind", (name,)
+                "SELECT kind FROM objects WHERE namespace IN ('secret', 'connection', 'relation', 'sink') "
+                "AND name = ? AND hidden = 0 ORDER BY kind",
+                (name,),
             )
         ]
         if others:
@@ -967,17 +1042,30 @@ def _configure(conn: sqlite3.Connection, timeout: float) -> None:
                 raise
             time.sleep(0.02)
     conn.execute("PRAGMA synchronous = FULL")
+    # 16 MiB of page cache (SQLite's default is 2 MiB): lookups stay in memory for stores of
+    # tens of thousands of objects, so long scripts do not slow down as the store grows
+    conn.execute("PRAGMA cache_size = -16384")
 
 
-def _prepare_file(path: Path) -> None:
-    """Create the directory (0700) and the file (0600) if missing; tighten an existing file."""
+def _prepare_file(path: Path) -> bool:
+    """Create the directory (0700) and the file (0600) if missing; tighten an existing file.
+
+    Returns False when the file exists and may be read but not written (or its directory may
+    not be written, where SQLite keeps its journal): the store is then opened read-only."""
     _make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError as exc:
-        raise StoreError(f"cannot create the catalog store {path}: {exc.strerror}") from exc
+    except (PermissionError, OSError) as exc:
+        if isinstance(exc, IsADirectoryError):
+            raise StoreOpenError(f"cannot create the catalog store {path}: it is a directory") from None
+        if path.is_file() and os.access(path, os.R_OK):
+            return False
+        raise StoreOpenError(f"cannot create the catalog store {path}: {exc.strerror or exc}") from None
     os.close(fd)
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return False
     _tighten(path)
+    return True
 
 
 def _make_private_dirs(directory: Path) -> None:
@@ -992,9 +1080,11 @@ def _make_private_dirs(directory: Path) -> None:
         try:
             os.mkdir(new, 0o700)
         except FileExistsError:
-            continue  # another process made it first; its mode is not ours to change
+            if new.is_dir():
+                continue  # another process made it first; its mode is not ours to change
+            raise StoreOpenError(f"cannot create the directory {new}: a file is in the way") from None
         except OSError as exc:
-            raise StoreError(f"cannot create the directory {new}: {exc.strerror}") from exc
+            raise StoreOpenError(f"cannot create the directory {new}: {exc.strerror or exc}") from None
         os.chmod(new, 0o700)  # the umask may have removed bits from 0700
 
 

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -249,18 +249,32 @@ class _Usage(Exception):
 
 
 def _read(path: str) -> str:
+    """A script's text: UTF-8, a byte order mark dropped; anything else is a usage error."""
     if path == "-":
-        return sys.stdin.read()
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise _Usage(f"cannot read standard input: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise _Usage(f"cannot read {path}: no such file") from None
     except IsADirectoryError:
         raise _Usage(f"cannot read {path}: is a directory") from None
     except UnicodeDecodeError as exc:
-        raise _Usage(f"cannot read {path}: not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise _Usage(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise _Usage(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (OSError, ValueError) as exc:
+        raise _Usage(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _argument_text(text: str) -> str:
+    """SQL given on the command line: bytes that were not UTF-8 arrive as lone surrogates."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Usage(f"the SQL argument is not UTF-8 text (a byte that is not UTF-8 at character {exc.start})") from None
+    return text.removeprefix("\ufeff")
 
 
 def _display_name(path: str) -> str:
@@ -297,7 +311,9 @@ def _exit_code(error: IcesqlError) -> int:
     return EXIT_SQL_ERROR
 
 
-def _print_results(results: Sequence[Any]) -> None:
+def _print_results(results: Iterable[Any]) -> None:
+    """Print each result as it comes: with ``Session.execute_iter`` the statements applied
+    before an error are shown before it, as psql does."""
     from icesql.repl.format import format_result
 
     for result in results:
@@ -306,11 +322,20 @@ def _print_results(results: Sequence[Any]) -> None:
             _err(warning if ": warning: " in warning else f"warning: {warning}")
 
 
-def _execute_files(session: Session, files: Sequence[str]) -> None:
+def _execute_files(session: Session, files: Sequence[str]) -> int:
+    """Execute each script whole or not at all: every error of a script is reported and
+    nothing of it is applied (earlier scripts stay applied). Returns the exit code."""
     texts = [(f, _read(f)) for f in files]  # every file is readable before anything runs
     for path, text in texts:
-        results = session.execute(text, filename=_display_name(path), base_dir=_base_dir(path))
-        _print_results(results)
+        name, base = _display_name(path), _base_dir(path)
+        errors = session.check(text, filename=name, base_dir=base)
+        if errors:
+            for error in errors:
+                _err(error.render())
+            _err(f"{len(errors)} error{'s' if len(errors) != 1 else ''} in {name}; nothing of it was applied")
+            return EXIT_SQL_ERROR
+        _print_results(session.execute(text, filename=name, base_dir=base, atomic=True))
+    return EXIT_OK
 
 
 def _serve_metrics(session: Session, args: argparse.Namespace) -> None:
@@ -379,9 +404,10 @@ def _run_until_stopped(session: Session, target: Callable[[], None], *, sinks: S
 
 def cmd_shell(args: argparse.Namespace) -> int:
     if not sys.stdin.isatty():
-        # `icesql < script.sql`: execute standard input like a script, no prompt.
+        # `icesql < script.sql`: execute standard input statement by statement, as psql does.
+        text = _read("-")
         with _open_session(args) as session:
-            _print_results(session.execute(sys.stdin.read(), filename="<stdin>", base_dir=Path.cwd()))
+            _print_results(session.execute_iter(text, filename="<stdin>", base_dir=Path.cwd()))
         return EXIT_OK
     session = _open_session(args)
     try:
@@ -394,7 +420,9 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     with _open_session(args) as session:
-        _execute_files(session, args.files)
+        code = _execute_files(session, args.files)
+        if code != EXIT_OK:
+            return code
         sinks = list(session.created_sinks)
         if not sinks:
             _err("icesql: the scripts create no sink; nothing to run")
@@ -407,9 +435,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_exec(args: argparse.Namespace) -> int:
-    text = _read("-") if args.sql == "-" else args.sql
+    text = _read("-") if args.sql == "-" else _argument_text(args.sql)
     with _open_session(args) as session:
-        _print_results(session.execute(text, filename="<stdin>" if args.sql == "-" else "<exec>"))
+        # each result is printed once applied; an error then stops the rest (psql's way)
+        _print_results(session.execute_iter(text, filename="<stdin>" if args.sql == "-" else "<exec>"))
     return EXIT_OK
 
 
@@ -544,6 +573,11 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Text that cannot be encoded (a file name of stray bytes) is escaped, never a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     command = args.command or "shell"
@@ -554,9 +588,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("icesql: interrupted")
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
     except Exception as exc:
-        from icesql.errors import IcesqlError
+        from icesql.errors import IcesqlError, UsageError
 
+        if isinstance(exc, UsageError):
+            # one line and a hint, like argparse's own usage errors
+            _err(f"{PROG}: error: {exc.message}" + (f"\nhint: {exc.hint}" if exc.hint else ""))
+            return EXIT_USAGE
         if isinstance(exc, IcesqlError):
             _err(exc.render())
             if args.verbose:
@@ -572,6 +612,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _err("hint: run with --verbose to see the traceback")
         return EXIT_RUNTIME
+
+
+def _closed_pipe() -> int:
+    """The reader of standard output went away (``icesql parse x.sql | head -1``): stop
+    quietly, as Unix tools do when SIGPIPE ends them (the shell's status is 128 + SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+    except (OSError, ValueError):
+        pass
+    return 128 + 13
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:

@@ -36,11 +36,39 @@ class Span:
 
 
 def line_col(text: str, offset: int) -> tuple[int, int]:
-    """1-based (line, column) of ``offset`` in ``text``."""
+    """1-based (line, column) of ``offset`` in ``text``.
+
+    Lines end at ``\n`` only, as the parser counts them; ``\r``, form feeds, U+0085 and
+    U+2028 are characters of a line (``source_line`` shows them as blanks).
+    """
     offset = max(0, min(offset, len(text)))
     line = text.count("\n", 0, offset) + 1
     last_nl = text.rfind("\n", 0, offset)
     return line, offset - last_nl
+
+
+def source_line(source: str, span: Span) -> str | None:
+    """The line ``span`` starts on, as it should be printed above a caret: one character per
+    column (a tab, a carriage return or any other control or invisible character becomes one
+    blank), so the caret lands under the right column. Found from the span's offset when it
+    fits the source (no scan from the top of a long script), else by its line number."""
+    start = span.start
+    if 0 <= start <= len(source):
+        line_start = source.rfind("\n", 0, start) + 1
+        if start - line_start + 1 == span.column:
+            line_end = source.find("\n", start)
+            return _printable(source[line_start : line_end if line_end >= 0 else len(source)])
+    lines = source.split("\n")
+    idx = span.line - 1
+    return _printable(lines[idx]) if 0 <= idx < len(lines) else None
+
+
+def _printable(line: str) -> str:
+    if line.endswith("\r"):
+        line = line[:-1]
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else " " for c in line)
 
 
 @dataclass(eq=False)
@@ -88,10 +116,8 @@ class IcesqlError(Exception):
         """Headline, then the source line with carets under the span, then the hint."""
         out = [self.headline()]
         if self.span is not None and self.source is not None:
-            lines = self.source.splitlines() or [""]
-            idx = self.span.line - 1
-            if 0 <= idx < len(lines):
-                text = lines[idx].expandtabs(1)
+            text = source_line(self.source, self.span)
+            if text is not None:
                 start_col = self.span.column
                 if self.span.end_line == self.span.line:
                     width = max(1, self.span.end_column - start_col)
@@ -145,4 +171,5 @@ __all__ = [
     "Span",
     "UsageError",
     "line_col",
+    "source_line",
 ]

@@ -7,23 +7,26 @@
 
 Parsing and analysis never start Spark; the engine (``icesql.engine``) is imported the first
 time something needs it: a connection check, a sink run, a flush.
+
+Each statement plan is applied by the method ``APPLY`` names for its type (a test checks that
+every plan type has one); what SHOW, DESCRIBE and EXPLAIN return is built in ``icesql.results``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
 import re
-import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from catalog_store import StoreError
 from icesql import plan as P
-from icesql.errors import CatalogError, ExecutionError, IcesqlError, Span
+from icesql import results as R
+from icesql.analyzer.catalog import EFFECTS, OverlayCatalog, object_kind
+from icesql.errors import CatalogError, ExecutionError, IcesqlError, UsageError
+from icesql.results import INLINE_SECRET_PREFIX, Result, SinkStatus
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -32,55 +35,50 @@ if TYPE_CHECKING:
     from icesql.observe.health import SinkReport
     from icesql.observe.server import ObserveServer
 
-INLINE_SECRET_PREFIX = "__inline__."
-
-_KIND_OF_DEFINITION: dict[type[Any], str] = {
-    P.AwsConnectionPlan: "connection",
-    P.CatalogConnectionPlan: "connection",
-    P.SourcePlan: "source",
-    P.ViewPlan: "view",
-    P.SinkPlan: "sink",
-}
-
-
-@dataclass(frozen=True)
-class Result:
-    """What one statement produced: a status message, and rows for SHOW/DESCRIBE/EXPLAIN."""
-
-    statement: str
-    message: str
-    columns: tuple[str, ...] = ()
-    rows: tuple[tuple[object, ...], ...] = ()
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SinkStatus:
-    name: str
-    state: str
-    rows_committed: int = 0
-    bytes_committed: int = 0
-    files_committed: int = 0
-    commits: int = 0
-    last_commit_at: float | None = None
-    last_snapshot_id: int | None = None
-    last_error: str | None = None
-    lag: float | None = None
-    skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
-    retry_attempt: int = 0  # restarts after transient failures in the current streak
-    next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
+# The name the overlay had when it lived here.
+OverlayCatalogView = OverlayCatalog
 
 
 def default_home() -> Path:
     from icesql import settings
 
-    return Path(settings.HOME.get() or "~/.icesql").expanduser()
+    return _home_path(settings.HOME.get() or "~/.icesql")
 
 
 def blank_prefix(text: str, start: int) -> str:
     """``text`` with everything before ``start`` blanked out except newlines, so that a
-    statement parsed on its own keeps the line and column it has in the whole script."""
+    statement parsed on its own keeps the line and column it has in the whole script.
+    (``icesql.syntax.parser.parse_range`` does this without copying the script.)"""
     return re.sub(r"[^\n]", " ", text[:start]) + text[start:]
+
+
+_HOME_HINT = "point --home (or ICESQL_HOME) at a directory icesql may create and write"
+
+
+def _home_path(home: str | os.PathLike[str]) -> Path:
+    try:
+        return Path(home).expanduser()
+    except RuntimeError:  # ~user of a user that does not exist
+        raise UsageError(f"cannot use {str(home)!r} as the icesql home: no such user", hint=_HOME_HINT) from None
+
+
+def _make_home(home: Path) -> None:
+    """Create the home (owner-only) or say, as a usage error, why it cannot be one."""
+    problem = None
+    try:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError:
+        problem = "it is a file, not a directory"
+    except NotADirectoryError:
+        problem = "a part of the path is a file, not a directory"
+    except PermissionError:
+        problem = "permission denied"
+    except (OSError, ValueError) as exc:
+        problem = getattr(exc, "strerror", None) or str(exc)
+    if problem is None and not home.is_dir():
+        problem = "it is not a directory"
+    if problem is not None:
+        raise UsageError(f"cannot use {str(home)!r} as the icesql home: {problem}", hint=_HOME_HINT)
 
 
 # --------------------------------------------------------------------------- catalog views
@@ -109,52 +107,6 @@ class StoreCatalogView:
         return None
 
 
-class OverlayCatalogView:
-    """A catalog view that records a script's CREATEs and DROPs in memory on top of another
-    view, so ``check`` validates later statements against earlier ones without storing."""
-
-    _DROPPED = object()
-
-    def __init__(self, base: Any) -> None:
-        self._base = base
-        self._objects: dict[tuple[str, str], Any] = {}
-
-    def get(self, kind: str, name: str) -> P.ObjectPlan | None:
-        found = self._objects.get((kind, name))
-        if found is self._DROPPED:
-            return None
-        if found is not None:
-            return found  # type: ignore[no-any-return]
-        return self._base.get(kind, name)  # type: ignore[no-any-return]
-
-    def secret_exists(self, name: str) -> bool:
-        found = self._objects.get(("secret", name))
-        if found is not None:
-            return found is not self._DROPPED
-        return bool(self._base.secret_exists(name))
-
-    def relation_columns(self, name: str) -> tuple[P.Column, ...] | None:
-        rel = self.get("source", name) or self.get("view", name)
-        if isinstance(rel, P.SourcePlan) and rel.columns:
-            return rel.columns
-        if (("source", name) in self._objects) or (("view", name) in self._objects):
-            return None
-        return self._base.relation_columns(name)  # type: ignore[no-any-return]
-
-    def apply(self, plan: P.StatementPlan) -> None:
-        if isinstance(plan, P.CreateSecretPlan):
-            self._objects[("secret", plan.name)] = True
-        elif isinstance(plan, P.CreateObjectPlan):
-            d = plan.definition
-            self._objects[(_KIND_OF_DEFINITION[type(d)], d.name)] = d
-            for name, _ in plan.inline_secrets:
-                self._objects[("secret", name)] = True
-        elif isinstance(plan, P.AlterSinkPlan):
-            self._objects[("sink", plan.name)] = plan.definition
-        elif isinstance(plan, P.DropPlan):
-            self._objects[(plan.kind, plan.name)] = self._DROPPED
-
-
 # --------------------------------------------------------------------------- session
 
 
@@ -171,18 +123,20 @@ class Session:
         validate: bool = True,
         verbose: bool = False,
     ) -> None:
-        from catalog_store import CatalogStore
-
-        self.home = Path(home).expanduser() if home is not None else default_home()
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from catalog_store import CatalogStore, StoreOpenError
         from icesql import settings
 
-        self.store: CatalogStore = CatalogStore(
-            self.home / "catalog.db", secret_key=settings.SECRET_KEY.get()
-        )
+        self.home = _home_path(home) if home is not None else default_home()
+        _make_home(self.home)
+        try:
+            self.store: CatalogStore = CatalogStore(self.home / "catalog.db", secret_key=settings.SECRET_KEY.get())
+        except StoreOpenError as err:
+            raise UsageError(f"cannot use {str(self.home)!r} as the icesql home: {err.message}", hint=_HOME_HINT) from None
+        except StoreError as err:
+            raise CatalogError(err.message, hint=err.hint) from None
         self.validate = validate
         self.verbose = verbose
-        self.created_sinks: list[str] = []
+        self._created: dict[str, None] = {}  # sinks created (or named IF NOT EXISTS), in order
         self._spark = spark
         self._spark_master = spark_master
         self._spark_conf = dict(spark_conf or {})
@@ -241,6 +195,12 @@ class Session:
                 f"secret {name!r} does not exist", hint="create it with CREATE SECRET name AS '...'"
             ) from None
 
+    @property
+    def created_sinks(self) -> list[str]:
+        """The sinks ``execute`` created (or named with IF NOT EXISTS), in order: what ``run``
+        runs when no sink is named."""
+        return list(self._created)
+
     # ----------------------------------------------------------------- statements
 
     def parse(self, sql: str, *, filename: str | None = None) -> list[A.Statement]:
@@ -249,19 +209,33 @@ class Session:
         return parse(sql, filename=filename)
 
     def execute(
-        self, sql: str, *, filename: str | None = None, base_dir: str | os.PathLike[str] | None = None
+        self,
+        sql: str,
+        *,
+        filename: str | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+        atomic: bool = False,
     ) -> list[Result]:
         """Parse, validate and apply every statement of ``sql`` in order.
 
-        Statements before a failing one stay applied (as in psql). Errors are
-        ``IcesqlError`` subclasses carrying the source text, so ``err.render()`` shows the
+        By default statements before a failing one stay applied (as in psql; ``execute_iter``
+        yields each result as it is applied). With ``atomic=True`` the whole script is
+        validated first (each statement against what the earlier ones would create) and then
+        applied in one catalog-store transaction: an error anywhere applies nothing. Errors
+        are ``IcesqlError`` subclasses carrying the source text, so ``err.render()`` shows the
         line and a caret.
         """
-        stmts = self.parse(sql, filename=filename)
-        results: list[Result] = []
-        for stmt in stmts:
-            results.append(self.execute_statement(stmt, source=sql, filename=filename, base_dir=base_dir))
-        return results
+        if atomic:
+            return self._execute_atomic(sql, filename=filename, base_dir=base_dir)
+        return list(self.execute_iter(sql, filename=filename, base_dir=base_dir))
+
+    def execute_iter(
+        self, sql: str, *, filename: str | None = None, base_dir: str | os.PathLike[str] | None = None
+    ) -> Iterator[Result]:
+        """Like ``execute``, yielding each statement's result once it is applied, so that a
+        caller can show what was done before an error (the error is raised by the next step)."""
+        for stmt in self.parse(sql, filename=filename):
+            yield self.execute_statement(stmt, source=sql, filename=filename, base_dir=base_dir)
 
     def execute_statement(
         self,
@@ -274,145 +248,149 @@ class Session:
         from icesql.analyzer import analyze
 
         try:
-            analyzed = analyze(
-                stmt,
-                self._view,
-                source=source,
-                filename=filename,
-                base_dir=Path(base_dir) if base_dir is not None else Path.cwd(),
-            )
-            # A warning renders against the analyzer's masked copy of the source: the inline
-            # secret it warns about sits right under its caret.
+            analyzed = analyze(stmt, self._view, source=source, filename=filename, base_dir=_base(base_dir))
+            # A warning renders against the analyzer's masked copy of the whole source: the
+            # inline secret it warns about, or one elsewhere on its line, never shows.
             warnings = tuple(w.render() for w in analyzed.warnings)
             result = self._apply(analyzed.plan, stmt)
         except IcesqlError as err:
-            if err.span is None and stmt.span is not None:
-                err.span = stmt.span
-            err.source = _masked(source)  # the quoted line must never show a secret's value
-            raise err.with_source(None, filename) from None
+            raise _located(err, stmt, source, filename) from None
         except StoreError as err:
             # A clash with another process, a missing ICESQL_SECRET_KEY, ...: same error tree.
             raise CatalogError(err.message, stmt.span, err.hint, _masked(source), filename) from None
         return dataclasses.replace(result, warnings=warnings + result.warnings)
+
+    def _execute_atomic(
+        self, sql: str, *, filename: str | None, base_dir: str | os.PathLike[str] | None
+    ) -> list[Result]:
+        """Validate the whole script, check its connections, then apply it in one transaction."""
+        from icesql.analyzer import analyze
+
+        stmts = self.parse(sql, filename=filename)
+        overlay = OverlayCatalog(self._view)
+        steps: list[tuple[A.Statement, P.StatementPlan, tuple[str, ...]]] = []
+        bdir = _base(base_dir)
+        for stmt in stmts:
+            try:
+                analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
+                overlay.apply(analyzed.plan)
+            except IcesqlError as err:
+                raise _located(err, stmt, sql, filename) from None
+            steps.append((stmt, analyzed.plan, tuple(w.render() for w in analyzed.warnings)))
+        # Network checks (CREATE CONNECTION, VALIDATE CONNECTION) before the store's write lock
+        # is taken: another process must not wait on a slow catalog.
+        pending = _PendingSecrets(self)
+        for stmt, plan, _ in steps:
+            try:
+                self._precheck(plan, overlay, pending)
+            except IcesqlError as err:
+                raise _located(err, stmt, sql, filename) from None
+            pending.record(plan)
+        created = dict(self._created)
+        results: list[Result] = []
+        try:
+            with self.store.transaction():
+                for stmt, plan, warnings in steps:
+                    try:
+                        result = self._apply(plan, stmt, checked=True)
+                    except IcesqlError as err:
+                        raise _located(err, stmt, sql, filename) from None
+                    except StoreError as err:
+                        raise CatalogError(err.message, stmt.span, err.hint, _masked(sql), filename) from None
+                    results.append(dataclasses.replace(result, warnings=warnings + result.warnings))
+        except StoreError as err:  # the commit itself
+            self._created = created
+            raise CatalogError(err.message, None, err.hint, _masked(sql), filename) from None
+        except BaseException:
+            self._created = created  # nothing was stored
+            raise
+        return results
 
     def check(
         self, sql: str, *, filename: str | None = None, base_dir: str | os.PathLike[str] | None = None
     ) -> list[IcesqlError]:
         """Parse and validate every statement without side effects; return every error.
 
-        Each statement is parsed on its own (keeping its position in the file), so one syntax
-        error does not hide the errors after it. Later statements are validated against the
-        objects the earlier ones would create.
+        One syntax error does not hide the errors after it: when the script does not parse as
+        a whole, each statement is parsed on its own (keeping its position in the file). Later
+        statements are validated against the objects the earlier ones would create. Time and
+        memory grow linearly with the script.
         """
         from icesql.analyzer import analyze
-        from icesql.syntax.parser import parse, split_statements
+        from icesql.syntax.parser import parse, parse_range, split_statements
 
         errors: list[IcesqlError] = []
-        masked = _masked(sql)
-        overlay = OverlayCatalogView(self._view)
-        bdir = Path(base_dir) if base_dir is not None else Path.cwd()
-        for start, end in split_statements(sql):
-            if not sql[start:end].strip(" \t\r\n;"):
-                continue
-            try:
-                stmts = parse(blank_prefix(sql[:end], start), filename=filename)
-            except IcesqlError as err:
-                err.source = masked
-                errors.append(err.with_source(None, filename))
-                continue
+        overlay = OverlayCatalog(self._view)
+        bdir = _base(base_dir)
+
+        def failed(err: IcesqlError, stmt: A.Statement | None) -> None:
+            errors.append(_located(err, stmt, sql, filename))
+
+        def analyze_all(stmts: list[A.Statement]) -> None:
             for stmt in stmts:
                 try:
                     analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
                     overlay.apply(analyzed.plan)
                 except IcesqlError as err:
-                    err.source = masked
-                    errors.append(err.with_source(None, filename))
+                    failed(err, stmt)
+
+        try:
+            whole = parse(sql, filename=filename)
+        except IcesqlError:
+            pass
+        else:
+            analyze_all(whole)
+            return errors
+        line, line_start, counted = 1, 0, 0
+        for start, end in split_statements(sql):
+            newlines = sql.count("\n", counted, start)
+            if newlines:
+                line += newlines
+                line_start = sql.rfind("\n", counted, start) + 1
+            counted = start
+            try:
+                stmts = parse_range(sql, start, end, line=line, line_start=line_start, filename=filename)
+            except IcesqlError as err:
+                failed(err, None)
+                continue
+            analyze_all(stmts)
         return errors
 
     # ----------------------------------------------------------------- applying plans
 
-    def _apply(self, plan: P.StatementPlan, stmt: A.Statement) -> Result:
-        if isinstance(plan, P.CreateSecretPlan):
-            return self._apply_secret(plan)
-        if isinstance(plan, P.CreateObjectPlan):
-            return self._apply_create(plan)
-        if isinstance(plan, P.AlterSinkPlan):
-            self.store.replace_object(
-                "sink", plan.name, plan.sql, P.to_dict(plan.definition), self._deps_of(plan.definition)
-            )
-            if self._engine is not None:
-                # A running sink picks the new commit policy up at once.
-                self._engine.update_sink(plan.definition)
-            return Result("ALTER SINK", "ALTER SINK")
-        if isinstance(plan, P.DropPlan):
-            return self._apply_drop(plan)
-        if isinstance(plan, P.ShowPlan):
-            return self._show(plan.kind)
-        if isinstance(plan, P.ShowCreatePlan):
-            obj = self.store.get_object(plan.kind, plan.name)
-            if obj is None:
-                raise CatalogError(f"{plan.kind} {plan.name!r} does not exist", stmt.span)
-            return Result(
-                f"SHOW CREATE {plan.kind.upper()}",
-                f"SHOW CREATE {plan.kind.upper()}",
-                ("name", "create_sql"),
-                ((plan.name, obj.sql),),
-            )
-        if isinstance(plan, P.ShowSinkStatusPlan):
-            statuses = self.status()
-            if plan.name is not None:
-                if self.store.get_object("sink", plan.name) is None:
-                    raise CatalogError(f"sink {plan.name!r} does not exist", stmt.span)
-                statuses = [s for s in statuses if s.name == plan.name]
-            cols = tuple(f.name for f in dataclasses.fields(SinkStatus))
-            rows = tuple(
-                tuple(_fmt_status_value(f, getattr(s, f)) for f in cols) for s in statuses
-            )
-            return Result("SHOW SINK STATUS", "SHOW SINK STATUS", cols, rows)
-        if isinstance(plan, P.DescribePlan):
-            return self._describe(plan.name, stmt)
-        if isinstance(plan, P.ExplainPlan):
-            return self._explain(plan.sink)
-        if isinstance(plan, P.ValidateConnectionPlan):
-            self._validate_connection(plan.name, force=True)
-            return Result("VALIDATE CONNECTION", f"connection {plan.name!r} is valid")
-        if isinstance(plan, P.FlushSinkPlan):
-            if self._engine is None:
-                return Result("FLUSH SINK", "no sink is running")
-            self._engine.flush(plan.name)
-            return Result("FLUSH SINK", "FLUSH SINK")
-        raise ExecutionError(f"unsupported statement {type(plan).__name__}")  # pragma: no cover
+    def _apply(self, plan: P.StatementPlan, stmt: A.Statement, *, checked: bool = False) -> Result:
+        """Apply one plan (``checked``: its network checks were done before, see ``_precheck``)."""
+        method = APPLY[type(plan)]
+        return method(self, plan, stmt, checked)
 
-    def _apply_secret(self, plan: P.CreateSecretPlan) -> Result:
+    def _apply_secret(self, plan: P.CreateSecretPlan, stmt: A.Statement, checked: bool) -> Result:
         if plan.replace:
             self.store.alter_secret(plan.name, plan.value.reveal())
             return Result("ALTER SECRET", "ALTER SECRET")
-        created = self.store.create_secret(
-            plan.name, plan.value.reveal(), if_not_exists=plan.if_not_exists
-        )
+        created = self.store.create_secret(plan.name, plan.value.reveal(), if_not_exists=plan.if_not_exists)
         msg = "CREATE SECRET" if created else f"secret {plan.name!r} already exists, skipping"
         return Result("CREATE SECRET", msg)
 
     def _deps_of(self, definition: P.ObjectPlan) -> tuple[tuple[str, str], ...]:
-        obj = self.store.get_object(_KIND_OF_DEFINITION[type(definition)], definition.name)
+        obj = self.store.get_object(object_kind(definition), definition.name)
         return tuple(obj.dependencies) if obj is not None else ()
 
-    def _apply_create(self, plan: P.CreateObjectPlan) -> Result:
+    def _apply_create(self, plan: P.CreateObjectPlan, stmt: A.Statement, checked: bool) -> Result:
         d = plan.definition
-        kind = _KIND_OF_DEFINITION[type(d)]
+        kind = object_kind(d)
         label = f"CREATE {kind.upper()}"
         if plan.if_not_exists and self.store.get_object(kind, d.name) is not None:
-            if kind == "sink" and d.name not in self.created_sinks:
-                self.created_sinks.append(d.name)
+            self._remember_sink(kind, d.name)
             return Result(label, f"{kind} {d.name!r} already exists, skipping")
         if self.store.get_object(kind, d.name) is not None:
             raise CatalogError(
                 f"{kind} {d.name!r} already exists",
                 hint=f"use CREATE {kind.upper()} IF NOT EXISTS, or DROP {kind.upper()} {d.name} first",
             )
-        if isinstance(d, (P.AwsConnectionPlan, P.CatalogConnectionPlan)) and self.validate and d.validate:
+        if not checked and self._needs_validation(d):
             # Validate before storing (a connection that cannot connect is not kept), outside
             # the store's write lock, with inline secrets that are not stored yet.
+            assert isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan)
             inline = {n: v.reveal() for n, v in plan.inline_secrets}
             self._validate_definition(d, lambda n: inline[n] if n in inline else self._secret_value(n))
         with self.store.transaction():
@@ -422,11 +400,21 @@ class Session:
                 else:
                     self.store.create_secret(name, value.reveal(), hidden=True)
             self.store.create_object(kind, d.name, plan.sql, P.to_dict(d), plan.dependencies)
-        if kind == "sink" and d.name not in self.created_sinks:
-            self.created_sinks.append(d.name)
+        self._remember_sink(kind, d.name)
         return Result(label, label)
 
-    def _apply_drop(self, plan: P.DropPlan) -> Result:
+    def _remember_sink(self, kind: str, name: str) -> None:
+        if kind == "sink":
+            self._created[name] = None
+
+    def _apply_alter_sink(self, plan: P.AlterSinkPlan, stmt: A.Statement, checked: bool) -> Result:
+        self.store.replace_object("sink", plan.name, plan.sql, P.to_dict(plan.definition), self._deps_of(plan.definition))
+        if self._engine is not None:
+            # A running sink picks the new commit policy up at once.
+            self._engine.update_sink(plan.definition)
+        return Result("ALTER SINK", "ALTER SINK")
+
+    def _apply_drop(self, plan: P.DropPlan, stmt: A.Statement, checked: bool) -> Result:
         label = f"DROP {plan.kind.upper()}"
         if self.store.get_object(plan.kind, plan.name) is None:
             if plan.if_exists:
@@ -449,87 +437,93 @@ class Session:
             ) from None
         # (the store deletes hidden inline secrets that nothing uses any more)
         for kind, name in dropped:
-            if kind == "sink" and name in self.created_sinks:
-                self.created_sinks.remove(name)
+            if kind == "sink":
+                self._created.pop(name, None)
         extra = [f"{k} {n}" for k, n in dropped if (k, n) != (plan.kind, plan.name)]
         msg = label + (f" (also dropped {', '.join(extra)})" if extra else "")
         return Result(label, msg)
 
-    def _show(self, plural: str) -> Result:
-        kind = plural.rstrip("s").lower()
+    def _apply_show(self, plan: P.ShowPlan, stmt: A.Statement, checked: bool) -> Result:
+        kind = plan.kind.rstrip("s").lower()
         objects = self.store.list_objects(kind)
-        if kind == "secret":
-            rows = tuple((o.name, _fmt_time(o.created_at)) for o in objects)
-            return Result("SHOW SECRETS", "SHOW SECRETS", ("name", "created_at"), rows)
-        out = []
-        for o in objects:
-            definition = P.plan_from_dict(o.definition)
-            out.append((o.name, _object_type(definition), _object_summary(definition)))
-        return Result(
-            f"SHOW {plural.upper()}", f"SHOW {plural.upper()}", ("name", "type", "details"), tuple(out)
-        )
+        return R.show_secrets(objects) if kind == "secret" else R.show_objects(plan.kind, objects)
 
-    def _describe(self, name: str, stmt: A.Statement) -> Result:
-        obj = self.store.find_object(name)
+    def _apply_show_create(self, plan: P.ShowCreatePlan, stmt: A.Statement, checked: bool) -> Result:
+        obj = self.store.get_object(plan.kind, plan.name)
+        if obj is None:
+            raise CatalogError(f"{plan.kind} {plan.name!r} does not exist", stmt.span)
+        return R.show_create(plan.kind, plan.name, obj.sql)
+
+    def _apply_sink_status(self, plan: P.ShowSinkStatusPlan, stmt: A.Statement, checked: bool) -> Result:
+        statuses = self.status()
+        if plan.name is not None:
+            if self.store.get_object("sink", plan.name) is None:
+                raise CatalogError(f"sink {plan.name!r} does not exist", stmt.span)
+            statuses = [s for s in statuses if s.name == plan.name]
+        return R.sink_status(statuses)
+
+    def _apply_describe(self, plan: P.DescribePlan, stmt: A.Statement, checked: bool) -> Result:
+        obj = self.store.find_object(plan.name)
         if obj is None:
             raise CatalogError(
-                f"no object named {name!r}", stmt.span, hint="SHOW SINKS, SHOW SOURCES, ... list what exists"
+                f"no object named {plan.name!r}", stmt.span, hint="SHOW SINKS, SHOW SOURCES, ... list what exists"
             )
-        if obj.kind == "secret":
-            rows: list[tuple[object, ...]] = [("kind", "secret"), ("name", obj.name), ("value", "********")]
-        else:
-            definition = P.plan_from_dict(obj.definition)
-            rows = [("kind", obj.kind), *_flatten(definition)]
-            if isinstance(definition, P.SinkPlan):
-                state = self.store.get_sink_state(obj.name)
-                if state is not None:
-                    rows.append(("status", state.status))
-        rows.append(("depends_on", ", ".join(f"{k} {n}" for k, n in obj.dependencies) or "-"))
-        return Result("DESCRIBE", "DESCRIBE", ("property", "value"), tuple(rows))
+        state = self.store.get_sink_state(obj.name) if obj.kind == "sink" else None
+        return R.describe(obj, state)
 
-    def _explain(self, sink: P.SinkPlan) -> Result:
-        rows: list[tuple[object, ...]] = [
-            ("sink", sink.name),
-            ("reads", sink.relation),
-            ("catalog", sink.catalog_connection),
-            ("table", sink.table_identifier),
-            ("mode", sink.mode.value + (f" KEY ({', '.join(sink.key)})" if sink.key else "")),
-        ]
-        if sink.columns:
-            for c in sink.columns:
-                key = " (identifier field, required)" if c.name in sink.key else ""
-                rows.append(("column", f"{c.name} {c.type}{key}"))
-        else:
-            rows.append(("schema", "derived from the relation when the sink starts"))
-        rows.append(
-            ("partition spec", ", ".join(p.describe() for p in sink.partition_by) or "unpartitioned")
-        )
-        rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
-        rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
-        rows.append(("commit", sink.commit.describe()))
-        rows.append(("maintenance", sink.maintenance.describe()))
-        for k, v in sink.properties:
-            rows.append(("property", f"{k} = {v}"))
-        return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
+    def _apply_explain(self, plan: P.ExplainPlan, stmt: A.Statement, checked: bool) -> Result:
+        return R.explain(plan.sink)
+
+    def _apply_validate(self, plan: P.ValidateConnectionPlan, stmt: A.Statement, checked: bool) -> Result:
+        if not checked:
+            self._validate_connection(plan.name, force=True)
+        return Result("VALIDATE CONNECTION", f"connection {plan.name!r} is valid")
+
+    def _apply_flush(self, plan: P.FlushSinkPlan, stmt: A.Statement, checked: bool) -> Result:
+        if self._engine is None:
+            return Result("FLUSH SINK", "no sink is running")
+        self._engine.flush(plan.name)
+        return Result("FLUSH SINK", "FLUSH SINK")
+
+    def _needs_validation(self, d: P.ObjectPlan) -> bool:
+        return isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan) and self.validate and d.validate
+
+    def _precheck(self, plan: P.StatementPlan, view: OverlayCatalog, pending: _PendingSecrets) -> None:
+        """The network part of a statement (connection checks), done before anything is
+        applied; objects and secrets created earlier in the script are looked up in ``view``
+        and ``pending``."""
+        if isinstance(plan, P.CreateObjectPlan) and self._needs_validation(plan.definition):
+            d = plan.definition
+            assert isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan)
+            inline = {n: v.reveal() for n, v in plan.inline_secrets}
+            self._validate_definition(d, lambda n: inline[n] if n in inline else pending.value(n), view)
+        elif isinstance(plan, P.ValidateConnectionPlan):
+            d2 = view.get("connection", plan.name)
+            if not isinstance(d2, P.AwsConnectionPlan | P.CatalogConnectionPlan):
+                raise CatalogError(f"connection {plan.name!r} does not exist")
+            self._validate_definition(d2, pending.value, view)
 
     # ----------------------------------------------------------------- connections
 
     def _validate_definition(
-        self, d: P.AwsConnectionPlan | P.CatalogConnectionPlan, secrets: P.SecretResolver | None = None
+        self,
+        d: P.AwsConnectionPlan | P.CatalogConnectionPlan,
+        secrets: P.SecretResolver | None = None,
+        view: Any = None,
     ) -> None:
         from icesql.engine import catalogs
 
         resolver = secrets or self._secret_value
         if isinstance(d, P.CatalogConnectionPlan):
-            aws = self._aws(d.aws_connection)
+            aws = self._aws(d.aws_connection, view or self._view)
             catalogs.validate_connection(d, aws=aws, secrets=resolver, home=self.home)
         else:
             catalogs.validate_aws_connection(d, secrets=resolver)
 
-    def _aws(self, name: str | None) -> P.AwsConnectionPlan | None:
+    def _aws(self, name: str | None, view: Any) -> P.AwsConnectionPlan | None:
         if name is None:
             return None
-        plan = self._view.get("connection", name)
+        plan = view.get("connection", name)
         if not isinstance(plan, P.AwsConnectionPlan):
             raise ExecutionError(f"connection {name!r} is not an AWS connection")
         return plan
@@ -756,13 +750,77 @@ class _StateCallback:
             self._s.store.update_sink_state(name, **fields)
 
 
-# --------------------------------------------------------------------------- formatting
+# --------------------------------------------------------------------------- dispatch
+
+# Every statement plan and the method that applies it (a test checks that each plan type has
+# one, and that it is the same set the analyzer's catalog views record effects for).
+APPLY: dict[type[Any], Callable[[Session, Any, A.Statement, bool], Result]] = {
+    P.CreateSecretPlan: Session._apply_secret,
+    P.CreateObjectPlan: Session._apply_create,
+    P.AlterSinkPlan: Session._apply_alter_sink,
+    P.DropPlan: Session._apply_drop,
+    P.ShowPlan: Session._apply_show,
+    P.ShowCreatePlan: Session._apply_show_create,
+    P.ShowSinkStatusPlan: Session._apply_sink_status,
+    P.DescribePlan: Session._apply_describe,
+    P.ExplainPlan: Session._apply_explain,
+    P.ValidateConnectionPlan: Session._apply_validate,
+    P.FlushSinkPlan: Session._apply_flush,
+}
+assert APPLY.keys() == EFFECTS.keys()
+
+
+class _PendingSecrets:
+    """Secret values a script creates before they are stored (for its connection checks)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._values: dict[str, str] = {}
+        self._dropped: set[str] = set()
+
+    def record(self, plan: P.StatementPlan) -> None:
+        if isinstance(plan, P.CreateSecretPlan):
+            if plan.replace or not (plan.if_not_exists and self._exists(plan.name)):
+                self._values[plan.name] = plan.value.reveal()
+                self._dropped.discard(plan.name)
+        elif isinstance(plan, P.CreateObjectPlan):
+            for name, value in plan.inline_secrets:
+                self._values[name] = value.reveal()
+        elif isinstance(plan, P.DropPlan) and plan.kind == "secret":
+            self._values.pop(plan.name, None)
+            self._dropped.add(plan.name)
+
+    def _exists(self, name: str) -> bool:
+        return name in self._values or self._session.store.get_object("secret", name) is not None
+
+    def value(self, name: str) -> str:
+        if name in self._values:
+            return self._values[name]
+        if name in self._dropped:
+            raise ExecutionError(f"secret {name!r} does not exist")
+        return self._session._secret_value(name)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _base(base_dir: str | os.PathLike[str] | None) -> Path:
+    return Path(base_dir) if base_dir is not None else Path.cwd()
+
+
+def _located(err: IcesqlError, stmt: A.Statement | None, source: str | None, filename: str | None) -> IcesqlError:
+    """The error pointing at its statement when it has no span of its own, quoting the source
+    with every secret value masked, named after the file."""
+    if err.span is None and stmt is not None and stmt.span is not None:
+        err.span = stmt.span
+    err.source = _masked(source)  # the quoted line must never show a secret's value
+    return err.with_source(None, filename)
 
 
 def _masked(source: str | None) -> str | None:
-    from icesql.syntax.redaction import mask_secret_literals
+    from icesql.syntax.redaction import masked_text
 
-    return mask_secret_literals(source) if source is not None else None
+    return masked_text(source) if source is not None else None
 
 
 def _all_dependents(store: CatalogStore, kind: str, name: str) -> list[tuple[str, str]]:
@@ -776,67 +834,4 @@ def _all_dependents(store: CatalogStore, kind: str, name: str) -> list[tuple[str
     return seen
 
 
-def _fmt_time(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
-
-
-def _fmt_status_value(field: str, value: Any) -> Any:
-    if field in ("last_commit_at", "next_attempt_at"):
-        return _fmt_time(value)
-    if value is None:
-        return "-"
-    return value
-
-
-def _object_type(d: P.ObjectPlan) -> str:
-    if isinstance(d, P.AwsConnectionPlan):
-        return "aws"
-    if isinstance(d, P.CatalogConnectionPlan):
-        return f"iceberg catalog ({d.catalog_type.value})"
-    if isinstance(d, P.SourcePlan):
-        return d.source_kind.value + (f" ({d.format.value})" if d.format else "")
-    if isinstance(d, P.ViewPlan):
-        return "view"
-    return f"iceberg sink ({d.mode.value})"
-
-
-def _object_summary(d: P.ObjectPlan) -> str:
-    if isinstance(d, P.AwsConnectionPlan):
-        return ", ".join(x for x in (d.region and f"region {d.region}", d.endpoint) if x) or "-"
-    if isinstance(d, P.CatalogConnectionPlan):
-        return d.uri or d.warehouse or "-"
-    if isinstance(d, P.SourcePlan):
-        return d.path or (f"{d.rows_per_second} rows/s" if d.rows_per_second else "-")
-    if isinstance(d, P.ViewPlan):
-        return ", ".join(d.depends_on) or "-"
-    return f"{d.relation} -> {d.catalog_connection}.{d.table_identifier}"
-
-
-def _flatten(d: Any, prefix: str = "") -> Iterator[tuple[str, object]]:
-    """(property, value) rows of a plan for DESCRIBE; secret references shown by name only."""
-    for f in dataclasses.fields(d):
-        value = getattr(d, f.name)
-        key = prefix + f.name
-        if value is None or value == () or value == "":
-            continue
-        if isinstance(value, P.SecretName):
-            yield key, f"SECRET {value.name}" if not value.name.startswith(INLINE_SECRET_PREFIX) else "********"
-        elif isinstance(value, P.CommitPolicy):
-            yield key, value.describe()
-        elif isinstance(value, tuple) and value and isinstance(value[0], P.PartitionFieldPlan):
-            yield key, ", ".join(p.describe() for p in value)
-        elif isinstance(value, tuple) and value and isinstance(value[0], P.Column):
-            yield key, ", ".join(f"{c.name} {c.type}" for c in value)
-        elif isinstance(value, tuple) and value and isinstance(value[0], tuple):
-            yield key, ", ".join(f"{k}={v}" for k, v in value)
-        elif isinstance(value, tuple):
-            yield key, ", ".join(str(v) for v in value)
-        elif isinstance(value, enum.Enum):
-            yield key, value.value
-        else:
-            yield key, value
-
-
-__all__ = ["Result", "Session", "SinkStatus", "default_home", "Span"]
+__all__ = ["INLINE_SECRET_PREFIX", "Result", "Session", "SinkStatus", "default_home"]

@@ -56,3 +56,11 @@ def weed() -> Iterator[WeedServer]:
         yield server
     finally:
         server.stop()
+
+# Property tests (hypothesis) draw the same examples on every run unless HYPOTHESIS_PROFILE=explore:
+# CI stays reproducible; run with the explore profile to look for new counterexamples.
+from hypothesis import settings as _hypothesis_settings  # noqa: E402
+
+_hypothesis_settings.register_profile("default", derandomize=True)
+_hypothesis_settings.register_profile("explore", derandomize=False)
+_hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

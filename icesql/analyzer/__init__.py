@@ -10,7 +10,7 @@ Imports neither Lark, Spark, pyiceberg nor pyarrow.
 
 from __future__ import annotations
 
-from icesql.analyzer.catalog import CatalogView, MemoryCatalog
+from icesql.analyzer.catalog import CatalogView, MemoryCatalog, OverlayCatalog
 from icesql.analyzer.diagnostics import AnalysisWarning
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.analyzer.statements import Analyzed, analyze
@@ -21,6 +21,7 @@ __all__ = [
     "Analyzed",
     "CatalogView",
     "MemoryCatalog",
+    "OverlayCatalog",
     "SchemaError",
     "analyze",
     "parse_duration",

@@ -1,9 +1,19 @@
-"""What the analyzer may ask about existing objects, and an in-memory implementation of it."""
+"""What the analyzer may ask about existing objects, and two implementations that record what
+statements would create: ``MemoryCatalog`` (dictionaries: tests, embedders) and
+``OverlayCatalog`` (a script's effects on top of another view: ``Session.check`` and scripts
+validated whole before anything is applied).
+
+"Catalog" here is icesql's own set of objects (secrets, connections, sources, views, sinks),
+not an Iceberg catalog.
+
+What a statement plan does to those objects is one table, ``EFFECTS``: one entry per plan
+type (a test checks that every type has one), read by both recording views.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, runtime_checkable
 
 from icesql.plan import (
     AlterSinkPlan,
@@ -12,10 +22,17 @@ from icesql.plan import (
     Column,
     CreateObjectPlan,
     CreateSecretPlan,
+    DescribePlan,
     DropPlan,
+    ExplainPlan,
+    FlushSinkPlan,
     ObjectPlan,
+    ShowCreatePlan,
+    ShowPlan,
+    ShowSinkStatusPlan,
     SourcePlan,
     StatementPlan,
+    ValidateConnectionPlan,
     ViewPlan,
 )
 
@@ -49,6 +66,46 @@ def object_kind(plan: ObjectPlan) -> str:
     if isinstance(plan, ViewPlan):
         return "view"
     return "sink"
+
+
+# --------------------------------------------------------------------------- effects
+
+SECRET = True  # the value recorded for a secret that exists (its value is never kept here)
+# (kind, name, what it becomes): an object's plan, SECRET, or None when dropped
+Effect = tuple[str, str, "ObjectPlan | bool | None"]
+
+
+def _create_object(plan: CreateObjectPlan) -> tuple[Effect, ...]:
+    d = plan.definition
+    return (*(("secret", name, SECRET) for name, _ in plan.inline_secrets), (object_kind(d), d.name, d))
+
+
+EFFECTS: dict[type[Any], Callable[[Any], tuple[Effect, ...]]] = {
+    CreateSecretPlan: lambda p: (("secret", p.name, SECRET),),
+    CreateObjectPlan: _create_object,
+    AlterSinkPlan: lambda p: (("sink", p.name, p.definition),),
+    DropPlan: lambda p: ((p.kind, p.name, None),),
+    ShowPlan: lambda p: (),
+    ShowCreatePlan: lambda p: (),
+    ShowSinkStatusPlan: lambda p: (),
+    DescribePlan: lambda p: (),
+    ExplainPlan: lambda p: (),
+    ValidateConnectionPlan: lambda p: (),
+    FlushSinkPlan: lambda p: (),
+}
+
+
+def effects(plan: StatementPlan, view: CatalogView) -> tuple[Effect, ...]:
+    """What applying ``plan`` changes among the objects ``view`` knows (CREATE ... IF NOT
+    EXISTS of an existing object changes nothing)."""
+    if isinstance(plan, CreateObjectPlan) and plan.if_not_exists:
+        d = plan.definition
+        if view.get(object_kind(d), d.name) is not None:
+            return ()
+    return EFFECTS[type(plan)](plan)
+
+
+# --------------------------------------------------------------------------- views
 
 
 class MemoryCatalog:
@@ -93,22 +150,58 @@ class MemoryCatalog:
 
     def apply(self, plan: StatementPlan) -> None:
         """Record the effect of an analyzed statement (what the session would store)."""
-        if isinstance(plan, CreateSecretPlan):
-            self.secrets.add(plan.name)
-        elif isinstance(plan, CreateObjectPlan):
-            key = (object_kind(plan.definition), plan.definition.name)
-            if plan.if_not_exists and key in self.objects:
-                return
-            for name, _ in plan.inline_secrets:
-                self.secrets.add(name)
-            self.objects[key] = plan.definition
-        elif isinstance(plan, AlterSinkPlan):
-            self.objects[("sink", plan.name)] = plan.definition
-        elif isinstance(plan, DropPlan):
-            if plan.kind == "secret":
-                self.secrets.discard(plan.name)
+        for kind, name, value in effects(plan, self):
+            if kind == "secret":
+                (self.secrets.add if value is not None else self.secrets.discard)(name)
+            elif isinstance(value, bool) or value is None:
+                self.objects.pop((kind, name), None)
             else:
-                self.objects.pop((plan.kind, plan.name), None)
+                self.objects[(kind, name)] = value
 
 
-__all__ = ["KINDS", "CatalogView", "MemoryCatalog", "object_kind"]
+class OverlayCatalog:
+    """A catalog view that records a script's CREATEs and DROPs in memory on top of another
+    view, so later statements are validated against earlier ones without storing anything."""
+
+    def __init__(self, base: CatalogView) -> None:
+        self._base = base
+        self._objects: dict[tuple[str, str], ObjectPlan | bool | None] = {}
+
+    def get(self, kind: str, name: str) -> ObjectPlan | None:
+        key = (kind, name)
+        if key in self._objects:
+            found = self._objects[key]
+            return found if found is not None and not isinstance(found, bool) else None
+        return self._base.get(kind, name)
+
+    def secret_exists(self, name: str) -> bool:
+        key = ("secret", name)
+        if key in self._objects:
+            return self._objects[key] is not None
+        return bool(self._base.secret_exists(name))
+
+    def relation_columns(self, name: str) -> tuple[Column, ...] | None:
+        rel = self.get("source", name) or self.get("view", name)
+        if isinstance(rel, SourcePlan) and rel.columns:
+            return rel.columns
+        if ("source", name) in self._objects or ("view", name) in self._objects:
+            return None
+        return self._base.relation_columns(name)
+
+    # No ``names()``: did-you-mean hints would list every object per statement (quadratic
+    # over a long script); the analyzer does without.
+
+    def apply(self, plan: StatementPlan) -> None:
+        for kind, name, value in effects(plan, self):
+            self._objects[(kind, name)] = value
+
+
+__all__ = [
+    "EFFECTS",
+    "KINDS",
+    "CatalogView",
+    "MemoryCatalog",
+    "OverlayCatalog",
+    "effects",
+    "object_kind",
+]

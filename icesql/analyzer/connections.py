@@ -15,68 +15,16 @@ from icesql.analyzer.options import (
     Collected,
     InlineSecrets,
     Kind,
-    OptionSpec,
     OptionTable,
     check_applies,
     collect,
 )
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth
-from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Option
+from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Node, Option
 
-S = Kind.STRING
-
-AWS_OPTIONS = OptionTable(
-    "AWS CONNECTION",
-    [
-        OptionSpec("ACCESS KEY ID", Kind.STRING_OR_SECRET),
-        OptionSpec("SECRET ACCESS KEY", Kind.SECRET, secret=True),
-        OptionSpec("SESSION TOKEN", Kind.SECRET, secret=True),
-        OptionSpec("REGION", S),
-        OptionSpec("ENDPOINT", S, aliases=("ENDPOINT URL",)),
-        OptionSpec("ASSUME ROLE ARN", S),
-        OptionSpec("ASSUME ROLE SESSION NAME", S),
-    ],
-)
-
-CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", [OptionSpec("VALIDATE", Kind.BOOL)])
-
-CATALOG_TYPES: dict[str, str] = {
-    "local": "local",
-    "sql": "sql",
-    "rest": "rest",
-    "s3tables": "s3tables",
-    "s3table": "s3tables",  # the design document's spelling
-    "s3tablesrest": "s3tables",  # Materialize's
-    "glue": "glue",
-    "hive": "hive",
-}
-
-_REST = frozenset({"rest"})
-_ALL = frozenset({"local", "sql", "rest", "s3tables", "glue", "hive"})
-
-CATALOG_OPTIONS = OptionTable(
-    "ICEBERG CATALOG",
-    [
-        OptionSpec("TYPE", S, aliases=("CATALOG TYPE",), choices=CATALOG_TYPES),
-        OptionSpec("URI", S, aliases=("URL",), applies=frozenset({"rest", "s3tables", "sql", "hive"})),
-        OptionSpec("WAREHOUSE", S),
-        OptionSpec("USER", S, aliases=("USERNAME",), applies=_REST),
-        OptionSpec("PASSWORD", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("AUTH", S, applies=_REST, choices={"oauth2": "oauth2", "basic": "basic"}),
-        OptionSpec("CREDENTIAL", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("TOKEN", Kind.SECRET, applies=_REST, secret=True),
-        OptionSpec("OAUTH2 SERVER URL", S, aliases=("OAUTH2 SERVER URI",), applies=_REST),
-        OptionSpec("SCOPE", S, applies=_REST),
-        OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=frozenset({"rest", "s3tables", "glue"})),
-        OptionSpec(
-            "ACCESS DELEGATION",
-            S,
-            applies=frozenset({"rest", "s3tables"}),
-            choices={"vended-credentials": "vended-credentials", "remote-signing": "remote-signing"},
-        ),
-        OptionSpec("PROPERTIES", Kind.LIST, secret=True),
-    ],
-)
+AWS_OPTIONS = OptionTable("AWS CONNECTION", "aws")
+CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", "connection_with")
+CATALOG_OPTIONS = OptionTable("ICEBERG CATALOG", "iceberg_catalog")
 
 # pyiceberg property keys that carry credentials: refused in PROPERTIES, where they would be
 # stored and shown in clear text
@@ -236,9 +184,10 @@ def _iceberg(
             region = aws.signing_region if isinstance(aws, AwsConnectionPlan) else "us-east-1"
             uri = f"https://s3tables.{region}.amazonaws.com/iceberg"
     if ctype == "local":
-        warehouse = str(_resolve(ctx.base_dir, warehouse or "./warehouse"))
+        at = opts.node("WAREHOUSE").value if "WAREHOUSE" in opts else opts.node("TYPE")
+        warehouse = str(_resolved(ctx, at, warehouse or "./warehouse"))
     elif ctype == "sql" and warehouse is not None and "://" not in warehouse:
-        warehouse = str(_resolve(ctx.base_dir, warehouse))
+        warehouse = str(_resolved(ctx, opts.node("WAREHOUSE").value, warehouse))
 
     auth = _rest_auth(ctx, opts, ctype)
     properties = opts.pairs("PROPERTIES")
@@ -360,9 +309,28 @@ def _check_properties(ctx: Context, opt: Option, properties: tuple[tuple[str, st
             )
 
 
+class PathError(ValueError):
+    """A path that names nothing the file system could have (a NUL, ``~nosuchuser``)."""
+
+
 def _resolve(base: Path, path: str) -> Path:
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else (base / p).resolve()
+    if "\0" in path:
+        raise PathError("a path cannot hold a NUL character")
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError:  # ~user for a user that does not exist
+        raise PathError(f"cannot expand {path.split('/', 1)[0]!r}: no such user") from None
+    try:
+        return p if p.is_absolute() else (base / p).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise PathError(f"cannot resolve the path: {exc}") from None
+
+
+def _resolved(ctx: Context, at: Node | None, path: str) -> Path:
+    try:
+        return _resolve(ctx.base_dir, path)
+    except PathError as exc:
+        raise ctx.error(f"invalid path: {exc}", at, "write a path such as './data/' or '/srv/lake'") from None
 
 
 def _sql_uri(ctx: Context, opt: Option, uri: str) -> str:
@@ -379,12 +347,14 @@ def _sql_uri(ctx: Context, opt: Option, uri: str) -> str:
         and not uri.startswith(prefix + "/")
         and uri[len(prefix) :] not in ("", ":memory:")
     ):
-        return prefix + str(_resolve(ctx.base_dir, uri[len(prefix) :]))
+        return prefix + str(_resolved(ctx, opt.value, uri[len(prefix) :]))
     return uri
 
 
 def resolve_path(base: Path, path: str) -> str:
-    """A FILES path or warehouse made absolute against ``base``; URLs are left alone."""
+    """A FILES path or warehouse made absolute against ``base``; URLs are left alone.
+
+    Raises ``PathError`` for a path no file system could have."""
     if "://" in path:
         return path
     resolved = str(_resolve(base, path))

@@ -19,21 +19,11 @@ import dataclasses
 from collections.abc import Iterable
 
 from icesql.analyzer.diagnostics import Context
-from icesql.analyzer.options import Collected, Kind, OptionSpec
+from icesql.analyzer.options import Collected
 from icesql.plan import MaintenancePolicy
+from icesql.syntax.options import MAINTENANCE
 
-_SWITCH = {"auto": "auto", "on": "auto", "off": "off"}
-
-MAINTENANCE_OPTIONS = (
-    OptionSpec("MAINTENANCE", Kind.STRING, choices=_SWITCH),
-    OptionSpec("COMPACTION", Kind.STRING, choices=_SWITCH),
-    OptionSpec("COMPACTION MINIMUM FILES", Kind.INT),
-    OptionSpec("MAXIMUM DELETE FILES", Kind.INT),
-    OptionSpec("MAXIMUM MANIFESTS", Kind.INT),
-    OptionSpec("SNAPSHOT RETENTION", Kind.DURATION),
-    OptionSpec("KEEP SNAPSHOTS", Kind.INT),
-    OptionSpec("ORPHAN FILE AGE", Kind.DURATION),
-)
+MAINTENANCE_OPTIONS = MAINTENANCE  # the specs live with the dialect's other option lists
 
 # option -> (MaintenancePolicy field, smallest value allowed, hint)
 _INTS = {

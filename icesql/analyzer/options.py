@@ -5,12 +5,16 @@ pair; here each object kind has an ``OptionTable`` naming what it allows, under 
 with which kind of value and, where it depends on a discriminator (a catalog type, a source
 format), for which values of it. ``collect`` turns a list into typed values, reporting the first
 unknown option (with a did-you-mean), duplicate (aliases included) or value of the wrong kind.
+
+The declarations themselves (``OptionSpec``, ``Kind``, one tuple per list) live in
+``icesql.syntax.options``: the syntax layer needs them to mask secret values in parse errors
+and may not import the analyzer. Whether a value is secret is that module's ``secrecy`` rule.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,40 +23,29 @@ from icesql.analyzer.units import (
     DURATION_UNITS_HINT,
     SIZE_UNITS_HINT,
     UnitError,
+    check_duration,
+    check_size,
     parse_duration,
     parse_size,
 )
 from icesql.errors import AnalysisError
 from icesql.plan import Redacted, SecretName
 from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
+from icesql.syntax.options import (
+    LISTS,
+    SECRET_WORDS,
+    Kind,
+    OptionSpec,
+    Secrecy,
+    known_prefix,
+    lookup,
+    secrecy,
+)
 
-
-class Kind(enum.Enum):
-    STRING = "a string"
-    INT = "an integer"
-    BOOL = "true or false"
-    SECRET = "SECRET name"  # a plain string is accepted with a warning and stored as a hidden secret
-    STRING_OR_SECRET = "a string or SECRET name"  # e.g. ACCESS KEY ID, not itself a secret
-    CONNECTION = "a connection name"
-    LIST = "a parenthesised option list"
-    SIZE = "a size"
-    DURATION = "a duration"
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    name: str
-    kind: Kind
-    aliases: tuple[str, ...] = ()
-    # discriminator values (catalog type, source format) the option applies to; None: all
-    applies: frozenset[str] | None = None
-    # for enumerated strings: accepted spelling (lower case) -> canonical value
-    choices: Mapping[str, str] | None = None
-    secret: bool = False  # value must be masked wherever it could show
-
-    @property
-    def all_names(self) -> tuple[str, ...]:
-        return (self.name, *self.aliases)
+# An integer as written: ASCII digits only ('²' and '٣' are digits to str.isdigit, not to int()),
+# no more than a Java long holds.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,19}")
+MAX_INT = 2**63 - 1
 
 
 @dataclass
@@ -115,36 +108,26 @@ class Collected:
 
 
 class OptionTable:
-    def __init__(self, what: str, specs: Iterable[OptionSpec]) -> None:
+    """The options of one list (``list_kind``, a key of ``icesql.syntax.options.LISTS``)."""
+
+    def __init__(self, what: str, list_kind: str) -> None:
         self.what = what  # "AWS CONNECTION", "ICEBERG CATALOG", "sink WITH", ...
-        self.specs = tuple(specs)
-        self._by_name: dict[str, OptionSpec] = {}
-        for spec in self.specs:
-            for n in spec.all_names:
-                self._by_name[n] = spec
+        self.list_kind = list_kind
+        self.specs: tuple[OptionSpec, ...] = LISTS[list_kind]
+        self._by_name: dict[str, OptionSpec] = {n: spec for spec in self.specs for n in spec.all_names}
 
     def lookup(self, name: str) -> tuple[OptionSpec | None, bool]:
         """(spec, secret_form): ``PASSWORD SECRET = x`` is ``PASSWORD = SECRET x``."""
-        spec = self._by_name.get(name)
-        if spec is not None:
-            return spec, False
-        if name.endswith(" SECRET"):
-            base = self._by_name.get(name[: -len(" SECRET")])
-            if base is not None and base.kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
-                return base, True
-        return None, False
+        return lookup(self.list_kind, name)
 
     def is_secret_option(self, name: str) -> bool:
-        """True when a value under this name must be masked (unknown names are, to be safe).
-
-        ``PASSWORD SECRET = name`` holds a secret's name, not its value: only a string given
-        there by mistake is masked (see ``names_a_secret``).
-        """
-        spec, secret_form = self.lookup(name)
-        return spec is None or secret_form or spec.secret
+        """True when a value under this name must be masked (``secrecy``: unknown names of a
+        connection are, to be safe; ``PASSWORD SECRET = name`` only for a literal given there
+        by mistake, see ``names_a_secret``)."""
+        return secrecy(self.list_kind, name) is not Secrecy.NONE
 
     def names_a_secret(self, name: str) -> bool:
-        return self.lookup(name)[1]
+        return secrecy(self.list_kind, name) is Secrecy.NAME
 
     @property
     def names(self) -> list[str]:
@@ -171,7 +154,8 @@ def describe(value: Value | None, secret: bool) -> str:
     if isinstance(value, StringLit):
         return "a string" if secret else f"string '{value.value}'"
     if isinstance(value, NumberLit):
-        return "a number" if secret else f"number {value.text}"
+        text = value.text if len(value.text) <= 24 else value.text[:21] + "..."
+        return "a number" if secret else f"number {text}"
     if isinstance(value, BoolLit):
         return "true" if value.value else "false"
     if isinstance(value, Ident):
@@ -179,7 +163,8 @@ def describe(value: Value | None, secret: bool) -> str:
             return "an identifier"
         return f'identifier "{value.name}"' if value.quoted else f"identifier {value.name}"
     if isinstance(value, SecretRef):
-        return f"SECRET {value.name.name}"
+        # a name in double quotes may be a value in the wrong quotes
+        return "SECRET and a quoted name" if value.name.quoted else f"SECRET {value.name.name}"
     return "an option list"
 
 
@@ -195,10 +180,14 @@ def collect(
     out = Collected()
     for opt in options:
         spec, secret_form = table.lookup(opt.name)
+        if spec is None and not opt.key_is_string:
+            _check_missing_equals(ctx, opt, table)
         if spec is None:
             hint = did_you_mean(opt.name, table.names)
+            # a name that mentions a secret may be a secret option with its value run into it
+            shown = "(a name mentioning a secret, not repeated)" if _SECRET_MENTION.search(opt.name) else opt.name
             raise ctx.error(
-                f"unknown {table.what} option {opt.name}",
+                f"unknown {table.what} option {shown}",
                 opt,
                 hint or f"valid options: {', '.join(s.name for s in table.specs)}",
             )
@@ -215,6 +204,20 @@ def collect(
         value = _convert(ctx, opt, spec, secret_form, inline, secret_exists)
         out.given[spec.name] = Given(spec, opt, value)
     return out
+
+
+_SECRET_MENTION = re.compile('|'.join(SECRET_WORDS), re.IGNORECASE)
+
+
+def _check_missing_equals(ctx: Context, opt: Option, table: OptionTable) -> None:
+    """``SECRET ACCESS KEY hunter2``: a known option, then words that are its value with the
+    ``=`` forgotten. Said so, without repeating the words when the option holds a secret."""
+    words = opt.name.split()
+    n = known_prefix(table.list_kind, words)
+    if 0 < n < len(words):
+        name = " ".join(words[:n])
+        found = "a value" if table.is_secret_option(name) else " ".join(words[n:])
+        raise ctx.error(f"expected '=' after option {name}, found {found}", opt, f"write {name} = value")
 
 
 def _convert(
@@ -267,12 +270,12 @@ def _convert(
             return text
         raise wrong()
     if kind is Kind.INT:
-        if isinstance(v, NumberLit):
-            n = v.value
-            if isinstance(n, int):
-                return n
-        if isinstance(v, StringLit) and v.value.strip().lstrip("-").isdigit():
-            return int(v.value)
+        digits = v.text if isinstance(v, NumberLit) else v.value.strip() if isinstance(v, StringLit) else ""
+        if _INTEGER.fullmatch(digits):
+            n = int(digits)
+            if abs(n) > MAX_INT:
+                raise ctx.error(f"option {opt.name} is too large (at most {MAX_INT})", v)
+            return n
         raise wrong()
     if kind in (Kind.SECRET, Kind.STRING_OR_SECRET):
         if isinstance(v, SecretRef):
@@ -297,10 +300,13 @@ def _convert(
             return _pairs(ctx, opt, v, spec.secret)
         raise wrong(hint=f"write {opt.name} = ('key' = 'value', ...)")
     if kind is Kind.SIZE:
-        if isinstance(v, NumberLit) and isinstance(v.value, int):
-            if v.value <= 0:
+        if isinstance(v, NumberLit) and _INTEGER.fullmatch(v.text):
+            if v.text.startswith("-") or int(v.text) == 0:
                 raise ctx.error(f"option {opt.name} must be positive", v, SIZE_UNITS_HINT)
-            return v.value
+            try:
+                return check_size(float(v.text), v.text)
+            except UnitError as e:
+                raise ctx.error(f"option {opt.name}: {e.message}", v, SIZE_UNITS_HINT) from None
         if isinstance(v, StringLit | Ident):
             try:
                 return parse_size(_text(v))
@@ -309,9 +315,13 @@ def _convert(
         raise wrong(hint=SIZE_UNITS_HINT)
     if kind is Kind.DURATION:
         if isinstance(v, NumberLit):
-            if v.value <= 0:
+            seconds = float(v.text)
+            if seconds <= 0:
                 raise ctx.error(f"option {opt.name} must be positive", v, DURATION_UNITS_HINT)
-            return float(v.value)
+            try:
+                return check_duration(seconds, v.text)
+            except UnitError as e:
+                raise ctx.error(f"option {opt.name}: {e.message}", v, DURATION_UNITS_HINT) from None
         if isinstance(v, StringLit | Ident):
             try:
                 return parse_duration(_text(v))
@@ -332,6 +342,13 @@ def _text(v: StringLit | Ident) -> str:
 
 def _secret_ref(ctx: Context, name: Ident, secret_exists: Any) -> SecretName:
     if secret_exists is not None and not secret_exists(name.name):
+        if name.quoted:
+            # "..." where a secret's name goes may well be its value written in quotes
+            raise ctx.error(
+                "unknown secret: no secret has the name given in double quotes",
+                name,
+                "a secret is created with CREATE SECRET name AS '...' and named bare: SECRET name",
+            )
         raise ctx.error(
             f"unknown secret {name.name}", name, f"create it first: CREATE SECRET {name.name} AS '...'"
         )
@@ -376,3 +393,16 @@ def check_applies(ctx: Context, opts: Collected, what: str, discriminator: str, 
                 g.option,
                 f"{g.spec.name} applies {where}",
             )
+
+
+__all__ = [
+    "Collected",
+    "Given",
+    "InlineSecrets",
+    "Kind",
+    "OptionSpec",
+    "OptionTable",
+    "check_applies",
+    "collect",
+    "describe",
+]

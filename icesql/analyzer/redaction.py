@@ -1,10 +1,11 @@
 """Keeping secret values out of everything the analyzer emits.
 
-Two tools: ``mask_source`` blanks every secret literal in the statement's text with ``*``
-(same length, so spans and carets stay right) before an error or warning may quote a line;
-``canonical_sql`` prints the statement with inline secret literals replaced by '********'.
-When in doubt a value is treated as secret: unknown connection options and connection
-PROPERTIES are masked too.
+Two tools: ``mask_source`` blanks every secret value in the script's text with ``*`` (same
+length, so spans and carets stay right) before an error or warning may quote a line, with the
+dialect's one lexical rule (``icesql.syntax.redaction``) over the whole text, so a warning's
+line never shows a secret of another statement on it; ``canonical_sql`` prints the statement
+with inline secret literals replaced by '********'. When in doubt a value is treated as secret:
+unknown connection options and connection PROPERTIES are masked too (``secrecy``).
 """
 
 from __future__ import annotations
@@ -56,17 +57,14 @@ def _value_spans(opt: Option, spans: list[Span]) -> None:
         spans.append(v.span)
 
 
-def mask_source(source: str | None, stmt: Statement) -> str | None:
+def mask_source(source: str | None, stmt: Statement | None = None) -> str | None:
+    """``source`` with every secret value masked (scanned once per script, not per statement:
+    ``stmt`` is accepted for callers of the old signature)."""
     if source is None:
         return None
-    out = list(source)
-    for span in secret_spans(stmt):
-        start, end = max(0, span.start), min(len(source), span.end)
-        for i in range(start, end):
-            # keep the quotes and line breaks, so the masked text still reads as SQL
-            if not (i in (start, end - 1) and source[i] in "'\"") and source[i] != "\n":
-                out[i] = "*"
-    return "".join(out)
+    from icesql.syntax.redaction import masked_text
+
+    return masked_text(source)
 
 
 def redact_inline(stmt: Statement) -> Statement:

@@ -57,9 +57,13 @@ _ICEBERG: dict[str, str] = {
 }
 
 _TOKEN = re.compile(
-    r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<quoted>`(?:[^`]|``)*`)|(?P<number>\d+)"
-    r"|(?P<string>'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.)*\")|(?P<punct>[<>(),:]))"
+    r"\s*(?:(?P<ident>[A-Za-z_][A-Za-z0-9_]*)|(?P<quoted>`[^`]*(?:``[^`]*)*`)|(?P<number>[0-9]+)"
+    r"|(?P<string>'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'|\"[^\"\\]*(?:\\.[^\"\\]*)*\")|(?P<punct>[<>(),:]))"
 )
+_BLANK_TO_END = re.compile(r"\s*\Z")
+# Types nest (struct<a: array<map<...>>>) at most this deep: Spark and Iceberg have no use for
+# more, and the parser below is recursive.
+MAX_NESTING = 64
 
 
 class SchemaError(ValueError):
@@ -83,11 +87,13 @@ def _tokenize(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     pos = 0
     while pos < len(text):
-        if text[pos:].strip() == "":
+        if _BLANK_TO_END.match(text, pos):
             break
         m = _TOKEN.match(text, pos)
         if m is None or m.lastgroup is None:
-            start = pos + (len(text[pos:]) - len(text[pos:].lstrip()))
+            start = pos
+            while text[start].isspace():
+                start += 1
             if text[start] == "`":
                 raise SchemaError("unterminated `quoted` name", start, len(text))
             raise SchemaError(f"unexpected character '{text[start]}'", start, start + 1)
@@ -103,6 +109,7 @@ class _Parser:
         self.text = text
         self.toks = _tokenize(text)
         self.i = 0
+        self.depth = 0
 
     @property
     def tok(self) -> _Tok:
@@ -191,6 +198,17 @@ class _Parser:
         t = self.tok
         if t.kind != "ident":
             raise SchemaError(f"expected a type, found {self.found()}", t.start, max(t.end, t.start + 1))
+        if self.depth >= MAX_NESTING:
+            raise SchemaError(
+                f"types nest more than {MAX_NESTING} levels deep", t.start, t.end, "flatten the schema"
+            )
+        self.depth += 1
+        try:
+            return self._type(t)
+        finally:
+            self.depth -= 1
+
+    def _type(self, t: _Tok) -> str:
         self.advance()
         word = t.text.lower()
         if word in _PRIMITIVES:
@@ -204,12 +222,12 @@ class _Parser:
             if self.at(","):
                 self.advance()
                 s_tok = self.number()
-                scale = int(s_tok.text)
+                scale = _small_int(s_tok)
             end = self.expect(")")
-            precision = int(p_tok.text)
+            precision = _small_int(p_tok)
             if not 1 <= precision <= 38:
                 raise SchemaError(
-                    f"decimal precision {precision} is out of range 1..38", p_tok.start, p_tok.end
+                    f"decimal precision {_shown(p_tok)} is out of range 1..38", p_tok.start, p_tok.end
                 )
             if scale > precision:
                 raise SchemaError(
@@ -270,6 +288,16 @@ class _Parser:
         if t.kind != "number":
             raise SchemaError(f"expected a number, found {self.found()}", t.start, max(t.end, t.start + 1))
         return self.advance()
+
+
+def _shown(tok: _Tok) -> str:
+    return tok.text if len(tok.text) <= 12 else tok.text[:9] + "..."
+
+
+def _small_int(tok: _Tok) -> int:
+    """A precision or scale: Spark's are at most 38; a number of 40 digits is out of range
+    whatever it is (and ``int()`` of thousands of digits refuses to run)."""
+    return int(tok.text) if len(tok.text) <= 6 else 10**6
 
 
 def parse_schema(text: str) -> tuple[Column, ...]:

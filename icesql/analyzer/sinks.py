@@ -25,8 +25,8 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _check_aws_connection, _names_hint
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column
-from icesql.analyzer.maintenance import MAINTENANCE_OPTIONS, maintenance_policy, reset_maintenance
-from icesql.analyzer.options import Collected, Kind, OptionSpec, OptionTable, collect
+from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
+from icesql.analyzer.options import Collected, OptionTable, collect
 from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
 from icesql.analyzer.units import format_size
@@ -46,28 +46,9 @@ from icesql.syntax.ast import SinkMode as AstSinkMode
 MIN_PERIOD = 0.1
 MIN_FILE_SIZE = 1024
 
-COMMIT_OPTIONS = (
-    OptionSpec("MINIMUM SIZE", Kind.SIZE),
-    OptionSpec("MAXIMUM PERIOD", Kind.DURATION, aliases=("COMMIT INTERVAL",)),
-    OptionSpec("MAXIMUM FILE SIZE", Kind.SIZE),
-)
-
-SINK_OPTIONS = OptionTable(
-    "sink WITH",
-    [
-        OptionSpec("FORMAT", Kind.STRING),
-        *COMMIT_OPTIONS,
-        OptionSpec("FORMAT VERSION", Kind.INT),
-        OptionSpec("PROPERTIES", Kind.LIST),
-        OptionSpec("ON ERROR", Kind.STRING, choices={"fail": "fail", "skip": "skip"}),
-        *MAINTENANCE_OPTIONS,
-    ],
-)
-ALTER_OPTIONS = OptionTable("ALTER SINK", [*COMMIT_OPTIONS, *MAINTENANCE_OPTIONS])
-TARGET_OPTIONS = OptionTable(
-    "sink catalog",
-    [OptionSpec("NAMESPACE", Kind.STRING), OptionSpec("TABLE", Kind.STRING)],
-)
+SINK_OPTIONS = OptionTable("sink WITH", "sink")
+ALTER_OPTIONS = OptionTable("ALTER SINK", "alter_sink")
+TARGET_OPTIONS = OptionTable("sink catalog", "sink_target")
 
 _NOT_YET = {"avro", "orc"}
 

@@ -5,59 +5,36 @@ from __future__ import annotations
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import resolve_path
+from icesql.analyzer.connections import PathError, resolve_path
 from icesql.analyzer.diagnostics import Context
-from icesql.analyzer.options import Collected, Kind, OptionSpec, OptionTable, check_applies, collect
+from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
 from icesql.syntax.ast import CreateSource, CreateView
 from icesql.syntax.ast import SourceKind as AstSourceKind
+from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS
 
-FORMATS = {
-    "json": "json",
-    "csv": "csv",
-    "parquet": "parquet",
-    "debezium-json": "debezium-json",
+FORMATS = SOURCE_FORMATS
+
+_FILES = FILE_FORMATS
+_GEN = GENERATOR
+
+# The Spark reader's name for each option a FILES source hands to it.
+_SPARK_NAME = {
+    "DELIMITER": "sep",
+    "QUOTE": "quote",
+    "ESCAPE": "escape",
+    "NULL VALUE": "nullValue",
+    "MULTILINE": "multiLine",
+    "ENCODING": "encoding",
+    "TIMESTAMP FORMAT": "timestampFormat",
+    "DATE FORMAT": "dateFormat",
+    "RECURSIVE": "recursiveFileLookup",
+    "PATH GLOB FILTER": "pathGlobFilter",
 }
-ON_ERROR = {"fail": "fail", "skip": "skip"}
+assert set(_SPARK_NAME) == {spec.name for spec in READER}
 
-_TEXT = frozenset({"json", "csv", "debezium-json"})
-_CSV = frozenset({"csv"})
-_FILES = frozenset(FORMATS.values())
-_GEN = frozenset({"generator"})
-
-# (option, Spark reader option, kind, applies-to formats)
-_READER_OPTIONS: tuple[tuple[str, str, Kind, frozenset[str]], ...] = (
-    ("DELIMITER", "sep", Kind.STRING, _CSV),
-    ("QUOTE", "quote", Kind.STRING, _CSV),
-    ("ESCAPE", "escape", Kind.STRING, _CSV),
-    ("NULL VALUE", "nullValue", Kind.STRING, _CSV),
-    ("MULTILINE", "multiLine", Kind.BOOL, _TEXT),
-    ("ENCODING", "encoding", Kind.STRING, _TEXT),
-    ("TIMESTAMP FORMAT", "timestampFormat", Kind.STRING, _TEXT),
-    ("DATE FORMAT", "dateFormat", Kind.STRING, _TEXT),
-    ("RECURSIVE", "recursiveFileLookup", Kind.BOOL, _FILES),
-    ("PATH GLOB FILTER", "pathGlobFilter", Kind.STRING, _FILES),
-)
-_SPARK_NAME = {name: spark for name, spark, _, _ in _READER_OPTIONS}
-
-SOURCE_OPTIONS = OptionTable(
-    "SOURCE",
-    [
-        OptionSpec("FORMAT", Kind.STRING, choices=FORMATS, applies=_FILES),
-        OptionSpec("SCHEMA", Kind.STRING),
-        OptionSpec("HEADER", Kind.BOOL, applies=_CSV),
-        OptionSpec("ON ERROR", Kind.STRING, choices=ON_ERROR, applies=_FILES),
-        OptionSpec("MAX FILES PER TRIGGER", Kind.INT, applies=_FILES),
-        *(
-            OptionSpec(name, kind, applies=fmts, aliases=("SEP",) if name == "DELIMITER" else ())
-            for name, _, kind, fmts in _READER_OPTIONS
-        ),
-        OptionSpec("OPTIONS", Kind.LIST, applies=_FILES),  # Spark reader options passed as they are
-        OptionSpec("ROWS PER SECOND", Kind.INT, applies=_GEN),
-        OptionSpec("TOTAL ROWS", Kind.INT, applies=_GEN),
-    ],
-)
+SOURCE_OPTIONS = OptionTable("SOURCE", "source")
 
 
 def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
@@ -101,10 +78,14 @@ def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
             value = opts.get(name)
             reader.append((_SPARK_NAME[name], str(value).lower() if isinstance(value, bool) else str(value)))
     reader.extend(opts.pairs("OPTIONS"))
+    try:
+        resolved = resolve_path(ctx.base_dir, path)
+    except PathError as exc:
+        raise ctx.error(f"invalid FILES path: {exc}", stmt.path, "write FROM FILES 'data/events/'") from None
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.FILES,
-        path=resolve_path(ctx.base_dir, path),
+        path=resolved,
         format=SourceFormat(fmt),
         schema=schema,
         columns=columns,

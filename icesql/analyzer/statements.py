@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _names_hint, analyze_connection
@@ -82,96 +84,149 @@ def analyze(
 
 
 def _dispatch(ctx: Context, stmt: Statement, catalog: CatalogView, source: str | None) -> StatementPlan:
-    if isinstance(stmt, CreateSecret | AlterSecret):
-        _check_name(ctx, stmt.name)
-        if isinstance(stmt, AlterSecret) and not catalog.secret_exists(stmt.name.name):
-            raise ctx.error(
-                f"unknown secret {stmt.name.name}", stmt.name, _names_hint(catalog, "secret", stmt.name.name)
-            )
-        return CreateSecretPlan(
-            name=stmt.name.name,
-            value=Redacted(stmt.value.value),
-            if_not_exists=getattr(stmt, "if_not_exists", False),
-            replace=isinstance(stmt, AlterSecret),
+    handler = HANDLERS.get(type(stmt))
+    if handler is None:
+        raise ctx.error(f"cannot analyze a {type(stmt).__name__} statement", stmt)
+    return handler(ctx, stmt, catalog, source)
+
+
+def _secret(ctx: Context, stmt: CreateSecret | AlterSecret, catalog: CatalogView, source: str | None) -> StatementPlan:
+    _check_name(ctx, stmt.name)
+    if isinstance(stmt, AlterSecret) and not catalog.secret_exists(stmt.name.name):
+        raise ctx.error(
+            f"unknown secret {stmt.name.name}", stmt.name, _names_hint(catalog, "secret", stmt.name.name)
         )
-    if isinstance(stmt, CreateConnection):
-        _check_name(ctx, stmt.name)
-        conn, deps, inline = analyze_connection(ctx, stmt, catalog)
-        return CreateObjectPlan(
-            definition=conn,
-            sql=canonical_sql(stmt, source),
-            dependencies=tuple(deps),
-            if_not_exists=stmt.if_not_exists,
-            inline_secrets=tuple(inline.items),
-        )
-    if isinstance(stmt, CreateSource):
-        _check_name(ctx, stmt.name)
-        _check_relation_clash(ctx, stmt.name, "source", catalog)
-        return CreateObjectPlan(
-            definition=analyze_source(ctx, stmt),
-            sql=canonical_sql(stmt, source),
-            if_not_exists=stmt.if_not_exists,
-        )
-    if isinstance(stmt, CreateView):
-        _check_name(ctx, stmt.name)
-        _check_relation_clash(ctx, stmt.name, "view", catalog)
-        view, deps = analyze_view(ctx, stmt, catalog)
-        return CreateObjectPlan(
-            definition=view,
-            sql=canonical_sql(stmt, source),
-            dependencies=tuple(deps),
-            if_not_exists=stmt.if_not_exists,
-        )
-    if isinstance(stmt, CreateSink):
-        _check_name(ctx, stmt.name)
-        sink, deps = analyze_sink(ctx, stmt, catalog)
-        return CreateObjectPlan(
-            definition=sink,
-            sql=canonical_sql(stmt, source),
-            dependencies=tuple(deps),
-            if_not_exists=stmt.if_not_exists,
-        )
-    if isinstance(stmt, Explain):
-        sink, _ = analyze_sink(ctx, stmt.statement, catalog)
-        return ExplainPlan(sink)
-    if isinstance(stmt, AlterSink):
-        return AlterSinkPlan(
-            stmt.name.name, analyze_alter_sink(ctx, stmt, catalog), canonical_sql(stmt, source)
-        )
-    if isinstance(stmt, Drop):
-        kind = stmt.object_kind.value.lower()
-        if not stmt.if_exists:
-            _require(ctx, kind, stmt.name, catalog)
-        return DropPlan(kind, stmt.name.name, stmt.if_exists, stmt.behavior is DropBehavior.CASCADE)
-    if isinstance(stmt, Show):
-        return ShowPlan(stmt.object_kind.plural.lower())
-    if isinstance(stmt, ShowCreate):
-        kind = stmt.object_kind.value.lower()
+    return CreateSecretPlan(
+        name=stmt.name.name,
+        value=Redacted(stmt.value.value),
+        if_not_exists=getattr(stmt, "if_not_exists", False),
+        replace=isinstance(stmt, AlterSecret),
+    )
+
+
+def _connection(ctx: Context, stmt: CreateConnection, catalog: CatalogView, source: str | None) -> StatementPlan:
+    _check_name(ctx, stmt.name)
+    conn, deps, inline = analyze_connection(ctx, stmt, catalog)
+    return CreateObjectPlan(
+        definition=conn,
+        sql=canonical_sql(stmt, source),
+        dependencies=tuple(deps),
+        if_not_exists=stmt.if_not_exists,
+        inline_secrets=tuple(inline.items),
+    )
+
+
+def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str | None) -> StatementPlan:
+    _check_name(ctx, stmt.name)
+    _check_relation_clash(ctx, stmt.name, "source", catalog)
+    return CreateObjectPlan(
+        definition=analyze_source(ctx, stmt),
+        sql=canonical_sql(stmt, source),
+        if_not_exists=stmt.if_not_exists,
+    )
+
+
+def _view(ctx: Context, stmt: CreateView, catalog: CatalogView, source: str | None) -> StatementPlan:
+    _check_name(ctx, stmt.name)
+    _check_relation_clash(ctx, stmt.name, "view", catalog)
+    view, deps = analyze_view(ctx, stmt, catalog)
+    return CreateObjectPlan(
+        definition=view,
+        sql=canonical_sql(stmt, source),
+        dependencies=tuple(deps),
+        if_not_exists=stmt.if_not_exists,
+    )
+
+
+def _sink(ctx: Context, stmt: CreateSink, catalog: CatalogView, source: str | None) -> StatementPlan:
+    _check_name(ctx, stmt.name)
+    sink, deps = analyze_sink(ctx, stmt, catalog)
+    return CreateObjectPlan(
+        definition=sink,
+        sql=canonical_sql(stmt, source),
+        dependencies=tuple(deps),
+        if_not_exists=stmt.if_not_exists,
+    )
+
+
+def _explain(ctx: Context, stmt: Explain, catalog: CatalogView, source: str | None) -> StatementPlan:
+    sink, _ = analyze_sink(ctx, stmt.statement, catalog)
+    return ExplainPlan(sink)
+
+
+def _alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView, source: str | None) -> StatementPlan:
+    return AlterSinkPlan(stmt.name.name, analyze_alter_sink(ctx, stmt, catalog), canonical_sql(stmt, source))
+
+
+def _drop(ctx: Context, stmt: Drop, catalog: CatalogView, source: str | None) -> StatementPlan:
+    kind = stmt.object_kind.value.lower()
+    if not stmt.if_exists:
         _require(ctx, kind, stmt.name, catalog)
-        return ShowCreatePlan(kind, stmt.name.name)
-    if isinstance(stmt, ShowSinkStatus):
-        if stmt.name is not None:
-            _require(ctx, "sink", stmt.name, catalog)
-        return ShowSinkStatusPlan(stmt.name.name if stmt.name is not None else None)
-    if isinstance(stmt, Describe):
-        name = stmt.name.name
-        known = any(catalog.get(k, name) is not None for k in ("source", "view", "sink", "connection"))
-        if not known and catalog.relation_columns(name) is None:
-            raise ctx.error(
-                f"unknown object {name}",
-                stmt.name,
-                _names_hint(catalog, "source", name)
-                or "DESCRIBE names a source, view, sink, connection or Spark table",
-            )
-        return DescribePlan(name)
-    if isinstance(stmt, ValidateConnection):
-        _require(ctx, "connection", stmt.name, catalog)
-        return ValidateConnectionPlan(stmt.name.name)
-    if isinstance(stmt, FlushSink):
-        if stmt.name is not None:
-            _require(ctx, "sink", stmt.name, catalog)
-        return FlushSinkPlan(stmt.name.name if stmt.name is not None else None)
-    raise ctx.error(f"cannot analyze a {type(stmt).__name__} statement", stmt)
+    return DropPlan(kind, stmt.name.name, stmt.if_exists, stmt.behavior is DropBehavior.CASCADE)
+
+
+def _show(ctx: Context, stmt: Show, catalog: CatalogView, source: str | None) -> StatementPlan:
+    return ShowPlan(stmt.object_kind.plural.lower())
+
+
+def _show_create(ctx: Context, stmt: ShowCreate, catalog: CatalogView, source: str | None) -> StatementPlan:
+    kind = stmt.object_kind.value.lower()
+    _require(ctx, kind, stmt.name, catalog)
+    return ShowCreatePlan(kind, stmt.name.name)
+
+
+def _show_sink_status(
+    ctx: Context, stmt: ShowSinkStatus, catalog: CatalogView, source: str | None
+) -> StatementPlan:
+    if stmt.name is not None:
+        _require(ctx, "sink", stmt.name, catalog)
+    return ShowSinkStatusPlan(stmt.name.name if stmt.name is not None else None)
+
+
+def _describe(ctx: Context, stmt: Describe, catalog: CatalogView, source: str | None) -> StatementPlan:
+    name = stmt.name.name
+    known = any(catalog.get(k, name) is not None for k in ("source", "view", "sink", "connection"))
+    if not known and catalog.relation_columns(name) is None:
+        raise ctx.error(
+            f"unknown object {name}",
+            stmt.name,
+            _names_hint(catalog, "source", name) or "DESCRIBE names a source, view, sink, connection or Spark table",
+        )
+    return DescribePlan(name)
+
+
+def _validate_connection(
+    ctx: Context, stmt: ValidateConnection, catalog: CatalogView, source: str | None
+) -> StatementPlan:
+    _require(ctx, "connection", stmt.name, catalog)
+    return ValidateConnectionPlan(stmt.name.name)
+
+
+def _flush_sink(ctx: Context, stmt: FlushSink, catalog: CatalogView, source: str | None) -> StatementPlan:
+    if stmt.name is not None:
+        _require(ctx, "sink", stmt.name, catalog)
+    return FlushSinkPlan(stmt.name.name if stmt.name is not None else None)
+
+
+# Every statement of the syntax tree and the function that plans it (a test checks that each
+# Statement subclass has one).
+HANDLERS: dict[type[Statement], Callable[[Context, Any, CatalogView, str | None], StatementPlan]] = {
+    CreateSecret: _secret,
+    AlterSecret: _secret,
+    CreateConnection: _connection,
+    CreateSource: _source,
+    CreateView: _view,
+    CreateSink: _sink,
+    Explain: _explain,
+    AlterSink: _alter_sink,
+    Drop: _drop,
+    Show: _show,
+    ShowCreate: _show_create,
+    ShowSinkStatus: _show_sink_status,
+    Describe: _describe,
+    ValidateConnection: _validate_connection,
+    FlushSink: _flush_sink,
+}
 
 
 def _check_name(ctx: Context, name: Ident) -> None:
@@ -200,4 +255,4 @@ def _require(ctx: Context, kind: str, name: Ident, catalog: CatalogView) -> None
         raise ctx.error(f"unknown {kind} {name.name}", name, _names_hint(catalog, kind, name.name))
 
 
-__all__ = ["Analyzed", "analyze"]
+__all__ = ["HANDLERS", "Analyzed", "analyze"]

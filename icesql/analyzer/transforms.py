@@ -200,10 +200,11 @@ def _resolve(ctx: Context, pf: PartitionField) -> tuple[Transform, Ident, int | 
 
 def _positive(ctx: Context, num: NumberLit, what: str, usage: str) -> int:
     value = num.value
+    shown = num.text if len(num.text) <= 24 else num.text[:21] + "..."
     if not isinstance(value, int) or value <= 0:
-        raise ctx.error(f"{what} must be a positive integer, found {num.text}", num, usage)
+        raise ctx.error(f"{what} must be a positive integer, found {shown}", num, usage)
     if value > MAX_INT:
-        raise ctx.error(f"{what} must be at most {MAX_INT}, found {num.text}", num, usage)
+        raise ctx.error(f"{what} must be at most {MAX_INT}, found {shown}", num, usage)
     return value
 
 

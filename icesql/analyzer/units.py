@@ -10,6 +10,7 @@ number is seconds, like Spark's ``trigger(processingTime=...)`` and Materialize'
 
 from __future__ import annotations
 
+import math
 import re
 
 _SIZE_UNITS: dict[str, int] = {
@@ -36,8 +37,13 @@ for _names, _seconds in (
     for _n in _names:
         _DURATION_UNITS[_n] = _seconds
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
-_PART_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+_SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*\Z")
+_PART_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+# Bounds that keep every figure finite and within what Spark and Iceberg store (Java longs):
+# a size up to 8 EiB - 1 byte, a duration up to a year.
+MAX_SIZE = 2**63 - 1
+MAX_DURATION = 365 * 86400.0
 
 SIZE_UNITS_HINT = "sizes are written like '512MiB', '64 MB' or '1GiB' (units B, KB, KiB, MB, MiB, GB, GiB)"
 DURATION_UNITS_HINT = "durations are written like '500ms', '10s', '5m', '1h' or '5 minutes'"
@@ -57,15 +63,35 @@ def parse_size(text: str) -> int:
     """Bytes in ``text``; raises ``UnitError``."""
     m = _SIZE_RE.match(text)
     if m is None:
-        raise UnitError(f"invalid size '{text}'")
+        raise UnitError(f"invalid size '{_short(text)}'")
     number, unit = m.group(1), m.group(2)
     factor = _SIZE_UNITS.get(unit.lower())
     if factor is None:
         raise UnitError(f"unknown size unit '{unit}'", m.start(2), m.end(2))
-    value = round(float(number) * factor)
+    return check_size(float(number) * factor, text)
+
+
+def check_size(value: float, text: str) -> int:
+    """``value`` bytes as an int, or a ``UnitError`` when it is not a positive, finite size."""
+    if not math.isfinite(value) or value > MAX_SIZE:
+        raise UnitError(f"size '{_short(text)}' is too large (at most 8 EiB)")
+    size = round(value)
+    if size <= 0:
+        raise UnitError(f"size '{_short(text)}' must be positive")
+    return size
+
+
+def check_duration(value: float, text: str) -> float:
+    """``value`` seconds, or a ``UnitError`` when it is not a positive duration of a year at most."""
+    if not math.isfinite(value) or value > MAX_DURATION:
+        raise UnitError(f"duration '{_short(text)}' is too long (at most 365 days)")
     if value <= 0:
-        raise UnitError(f"size '{text}' must be positive")
+        raise UnitError(f"duration '{_short(text)}' must be positive")
     return value
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_duration(text: str) -> float:
@@ -77,18 +103,16 @@ def parse_duration(text: str) -> float:
     while pos < len(text):
         m = _PART_RE.match(text, pos)
         if m is None or m.end() == pos:
-            raise UnitError(f"invalid duration '{text}'", pos, len(text))
+            raise UnitError(f"invalid duration '{_short(text)}'", pos, len(text))
         number, unit = m.group(1), m.group(2)
         if unit == "" and (pos != 0 or m.end() != len(text)):
-            raise UnitError(f"missing unit in duration '{text}'", m.start(1), m.end(1))
+            raise UnitError(f"missing unit in duration '{_short(text)}'", m.start(1), m.end(1))
         factor = 1.0 if unit == "" else _DURATION_UNITS.get(unit.lower())
         if factor is None:
             raise UnitError(f"unknown duration unit '{unit}'", m.start(2), m.end(2))
         total += float(number) * factor
         pos = m.end()
-    if total <= 0:
-        raise UnitError(f"duration '{text}' must be positive")
-    return total
+    return check_duration(total, text)
 
 
 def format_size(n: int) -> str:

@@ -86,7 +86,10 @@ class CommandRegistry:
         if command is None:
             ctx.echo_error(f"error: unknown command {name!r}\nhint: \\? lists the commands")
             return
-        command.handler(ctx, arg.strip())
+        try:
+            command.handler(ctx, arg.strip())
+        except Exception as exc:  # a command's odd argument must not end the shell
+            ctx.echo_error(f"error: {name}: {type(exc).__name__}: {exc}")
 
 
 COMMANDS = CommandRegistry()
@@ -153,9 +156,9 @@ def _include(ctx: ShellContext, arg: str) -> None:
         return
     path = Path(os.path.expanduser(arg))
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        ctx.echo_error(f"error: cannot read {arg}: {exc.strerror or exc}")
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name, bytes that are not UTF-8
+        ctx.echo_error(f"error: cannot read {arg}: {getattr(exc, 'strerror', None) or exc}")
         return
     ctx.execute_text(text, filename=arg, base_dir=path.resolve().parent)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from icesql.repl import vocabulary as vocab
 from icesql.repl.scan import Token, TokenKind, current_statement, significant, tokenize
+from icesql.syntax.lexer import option_list_kind, statement_head
 
 ExpectedTokens = Callable[[str], "set[str]"]
 
@@ -83,47 +84,13 @@ def _open_groups(tokens: list[Token]) -> list[_Group]:
     return stack
 
 
-def _statement_head(words: list[str]) -> tuple[str, ...]:
-    """The statement's verb and object kind, e.g. ``('CREATE', 'SINK')``; EXPLAIN is looked through."""
-    if words[:1] == ["EXPLAIN"]:
-        words = words[1:]
-    head = [w for w in words[:6] if w not in ("IF", "NOT", "EXISTS")]
-    if head[:2] == ["SHOW", "CREATE"]:
-        return tuple(head[:3])
-    return tuple(head[:2])
-
-
 def _option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
-    """Which option list a ``(`` opens, from the statement and the words before it."""
-    head = _statement_head(stmt_words)
-    prev = _words(before[-3:])
-    last = prev[-1] if prev else ""
-    if head == ("CREATE", "CONNECTION"):
-        if last == "WITH":
-            return "connection_with"
-        if last == "AWS":
-            return "aws"
-        if prev[-2:] == ["ICEBERG", "CATALOG"]:
-            return "iceberg_catalog"
-        return None
-    if head == ("CREATE", "SOURCE"):
-        if last == "GENERATOR":
-            return "generator"
-        if before and before[-1].kind is TokenKind.STRING or last == "FILES":
-            return "files"
-        return None
-    if head == ("CREATE", "SINK"):
-        if last == "WITH":
-            return "sink"
-        before_words = _words(before)
-        if "CATALOG" in before_words and before[-1].kind in (TokenKind.WORD, TokenKind.QUOTED):
-            idx = len(before_words) - 1 - before_words[::-1].index("CATALOG")
-            if len(before) - idx <= 3 and last not in ("KEY", "BY"):
-                return "sink_target"
-        return None
-    if head == ("ALTER", "SINK") and last in ("SET", "RESET"):
-        return "alter_sink"
-    return None
+    """Which option list a ``(`` opens (the lexer's rule), telling a GENERATOR source's list
+    from a FILES source's so that each offers only its own options."""
+    kind = option_list_kind(stmt_words, before)
+    if kind == "source":
+        return "generator" if before and before[-1].upper == "GENERATOR" else "files"
+    return kind
 
 
 # Words after which an *existing* object's name is expected, per statement verb.
@@ -139,7 +106,7 @@ _KIND_WORDS = {
 def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
     if not prev:
         return ()
-    head = _statement_head(stmt_words)
+    head = statement_head(stmt_words)
     last = prev[-1]
     verb = head[0] if head else ""
     if verb == "DESCRIBE" and len(prev) == 1:

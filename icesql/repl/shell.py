@@ -8,6 +8,7 @@ with a final commit.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -36,10 +37,32 @@ HISTORY_FILE = "history"
 
 
 class RedactingFileHistory(FileHistory):
-    """A history file that never receives a secret value."""
+    """A history file that never receives a secret value, readable by its owner only.
+
+    Every entry goes through the dialect's secret redaction (mistyped statements included);
+    the file is created ``0600`` (and tightened if an older one was not), and a home that is
+    not writable costs the history, never the shell.
+    """
+
+    def __init__(self, filename: str) -> None:
+        _private_file(Path(filename))
+        super().__init__(filename)
 
     def store_string(self, string: str) -> None:
-        super().store_string(redact_secrets(string))
+        try:
+            super().store_string(redact_secrets(string))
+        except OSError:
+            pass  # a read-only home: the shell goes on without writing history
+
+
+def _private_file(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.close(fd)
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o600)
+    except OSError:
+        pass
 
 
 def _warm_up_parser() -> None:
@@ -74,7 +97,10 @@ class Shell:
         self._status_cache: tuple[float, list[Any]] = (0.0, [])
         self._warmed = False
         history_path = history_path or Path(session.home) / HISTORY_FILE
-        history_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            history_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass  # the history cannot be written; the shell works without it
         self.prompt_session: PromptSession[str] = PromptSession(
             message=[("class:prompt", PROMPT)],
             multiline=Condition(lambda: not is_complete(get_app().current_buffer.text)),
@@ -113,32 +139,38 @@ class Shell:
             return False
         started = time.perf_counter()
         ok = False
+        execute_iter = getattr(self.session, "execute_iter", None)
         try:
-            results = self.session.execute(sql, filename=filename, base_dir=base_dir)
+            # each result is shown once applied, then the error that stopped the rest (psql's way)
+            if execute_iter is not None:
+                results = execute_iter(sql, filename=filename, base_dir=base_dir)
+            else:
+                results = self.session.execute(sql, filename=filename, base_dir=base_dir)
+            for result in results:
+                self._show_result(result)
             ok = True
         except IcesqlError as exc:
             self.echo_error(exc.render())
-            results = []
         except KeyboardInterrupt:
             self.echo("cancelled")
-            results = []
         except Exception as exc:  # an engine bug must not end the shell
             self.echo_error(f"error: {type(exc).__name__}: {exc}")
             if self.verbose:
                 self.echo(traceback.format_exc())
             else:
                 self.echo("hint: run icesql --verbose to see the traceback")
-            results = []
-        for result in results:
-            self.echo(format_result(result))
-            for warning in result.warnings:
-                print_formatted_text(FormattedText([("class:warning", f"warning: {warning}")]), style=STYLE)
         if self.timing:
             self.echo(f"Time: {(time.perf_counter() - started) * 1000:.3f} ms")
         if filename is None:
             self.last_statement = sql.strip()
         self._start_new_sinks()
         return ok
+
+    def _show_result(self, result: Any) -> None:
+        self.echo(format_result(result))
+        for warning in result.warnings:
+            text = warning if ": warning: " in warning else f"warning: {warning}"
+            print_formatted_text(FormattedText([("class:warning", text)]), style=STYLE)
 
     # ------------------------------------------------------------------ the loop
 

@@ -2,28 +2,28 @@
 per option list, partition transforms, and the keyword set used for colouring.
 
 Nothing is listed twice: option names, aliases, enumerated values and which options name a
-connection or take a secret come from the analyzer's option tables (``OptionTable``); the
-transforms from the plan's ``Transform`` enum; keywords from the grammar's terminals. Each is
-imported on first use, so the shell's first prompt does not wait for them.
+connection or take a secret come from the dialect's option declarations
+(``icesql.syntax.options``, which the analyzer's tables are built from too); the transforms
+from the plan's ``Transform`` enum; keywords from the grammar. Each is imported on first use,
+so the shell's first prompt does not wait for them.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
-# Which option list the cursor is in -> (module, table, discriminator filter).
-_TABLES: dict[str, tuple[str, str]] = {
-    "aws": ("icesql.analyzer.connections", "AWS_OPTIONS"),
-    "iceberg_catalog": ("icesql.analyzer.connections", "CATALOG_OPTIONS"),
-    "connection_with": ("icesql.analyzer.connections", "CONNECTION_WITH_OPTIONS"),
-    "files": ("icesql.analyzer.sources", "SOURCE_OPTIONS"),
-    "generator": ("icesql.analyzer.sources", "SOURCE_OPTIONS"),
-    "sink_target": ("icesql.analyzer.sinks", "TARGET_OPTIONS"),
-    "sink": ("icesql.analyzer.sinks", "SINK_OPTIONS"),
-    "alter_sink": ("icesql.analyzer.sinks", "ALTER_OPTIONS"),
+# Which option list the cursor is in -> the list's key in icesql.syntax.options.LISTS.
+_TABLES: dict[str, str] = {
+    "aws": "aws",
+    "iceberg_catalog": "iceberg_catalog",
+    "connection_with": "connection_with",
+    "files": "source",
+    "generator": "source",
+    "sink_target": "sink_target",
+    "sink": "sink",
+    "alter_sink": "alter_sink",
 }
 
 # The option whose value decides which other options apply (``applies`` in the table).
@@ -41,9 +41,10 @@ class OptionInfo:
     takes_secret: bool  # ``= SECRET name`` fits
 
 
-def _table(list_kind: str) -> Any:
-    module, attr = _TABLES[list_kind]
-    return getattr(importlib.import_module(module), attr)
+def _specs(list_kind: str) -> tuple[Any, ...]:
+    from icesql.syntax.options import LISTS
+
+    return LISTS[_TABLES[list_kind]]
 
 
 def _spec_values(spec: Any) -> tuple[str, ...]:
@@ -72,12 +73,12 @@ def options_for(list_kind: str, discriminator: str | None = None) -> tuple[Optio
     (the catalog ``TYPE`` or source ``FORMAT`` already written), in table order."""
     if list_kind not in _TABLES:
         return ()
-    table = _table(list_kind)
+    specs = _specs(list_kind)
     if discriminator is not None and list_kind == "iceberg_catalog":
-        choices = next((s.choices for s in table.specs if s.name == "TYPE"), None) or {}
+        choices = next((s.choices for s in specs if s.name == "TYPE"), None) or {}
         discriminator = choices.get(discriminator, discriminator)
     out = []
-    for spec in table.specs:
+    for spec in specs:
         if not _applies(spec, list_kind, discriminator):
             continue
         kind = spec.kind.name
@@ -134,14 +135,9 @@ _SPARK_WORDS = frozenset(
 def keywords() -> frozenset[str]:
     """Every keyword of the grammar (upper case), plus common Spark SQL words."""
     try:
-        from icesql.syntax.parser import get_parser
+        from icesql.syntax.parser import keywords as grammar_keywords
 
-        terminals = get_parser(with_transformer=False).terminals
-        words = {
-            str(t.pattern.value).upper()
-            for t in terminals
-            if t.pattern.type == "str" and str(t.pattern.value).replace(" ", "").isalpha()
-        }
+        words = set(grammar_keywords())
     except Exception:
         words = set(STATEMENT_KEYWORDS)
     return frozenset(words | _SPARK_WORDS)

@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from icesql.errors import ParseError, Span, line_col
+from icesql.syntax.lexer import STATEMENT_KEYWORDS, TokenKind, tokens
 
 if TYPE_CHECKING:
     from lark.parsers.lalr_interactive_parser import InteractiveParser
 
-STATEMENT_KEYWORDS = ("CREATE", "ALTER", "DROP", "SHOW", "DESCRIBE", "EXPLAIN", "VALIDATE", "FLUSH")
+# (start, end) -> whether that text touches a secret value (then it is never quoted)
+SecretTest = Callable[[int, int], bool]
+
+
+def _no_secret(start: int, end: int) -> bool:
+    return False
+
 
 _PUNCTUATION = {
     "LPAR": "'('",
@@ -148,9 +155,14 @@ def _join(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
-def _describe_token(terminal: str, text: str) -> str:
+def _describe_token(terminal: str, text: str, secret: bool = False) -> str:
     if terminal == "$END":
         return "end of input"
+    if secret:
+        # what the user wrote there may be a secret's value: say what it is, not what it says
+        return {"STRING": "a string", "QIDENT": "a quoted identifier", "NUMBER": "a number"}.get(
+            terminal, "a word"
+        )
     shown = text if len(text) <= 30 else text[:27] + "..."
     shown = shown.replace("\n", " ")
     if terminal == "STRING":
@@ -163,30 +175,24 @@ def _describe_token(terminal: str, text: str) -> str:
 
 def _statement_start(text: str, pos: int) -> int:
     """Offset where the statement containing ``pos`` starts (after the previous ``;``)."""
-    from icesql.syntax.parser import _pieces
-
     start = 0
-    for m in _pieces(text[:pos]):
-        if m.lastgroup == "semi":
-            start = m.end()
+    for tok in tokens(text, 0, pos):
+        if tok.kind is TokenKind.PUNCT and tok.text == ";":
+            start = tok.end
     return start
 
 
 def _statement_words(text: str, start: int, pos: int) -> list[str]:
-    from icesql.syntax.parser import _pieces
-
-    return [m.group().upper() for m in _pieces(text[start:pos]) if m.lastgroup == "word"]
+    return [t.upper for t in tokens(text, start, pos) if t.kind is TokenKind.WORD]
 
 
 def _unclosed_paren(text: str, start: int, pos: int) -> int | None:
-    from icesql.syntax.parser import _pieces
-
     stack: list[int] = []
-    for m in _pieces(text[start:pos]):
-        if m.lastgroup == "other":
-            if m.group() == "(":
-                stack.append(start + m.start())
-            elif m.group() == ")" and stack:
+    for tok in tokens(text, start, pos):
+        if tok.kind is TokenKind.PUNCT:
+            if tok.text == "(":
+                stack.append(tok.start)
+            elif tok.text == ")" and stack:
                 stack.pop()
     return stack[-1] if stack else None
 
@@ -198,7 +204,11 @@ def _hint(
     found_text: str,
     expected: list[str],
     ip: InteractiveParser | None,
+    secret: bool = False,
 ) -> str | None:
+    if secret:
+        # hints quote what was found; a secret's value is never quoted
+        found_text = ""
     stmt_start = _statement_start(text, pos)
     words = _statement_words(text, stmt_start, pos)
     found_word = found_text.upper() if found_terminal in ("IDENT",) or _is_keyword(found_terminal) else None
@@ -227,11 +237,11 @@ def _hint(
         return "names are written bare or in double quotes (\"Name\"); single quotes make a string"
     if words[:2] == ["CREATE", "SECRET"] and "AS" in expected:
         return "write CREATE SECRET name AS 'value'"
-    if found_terminal == "IDENT":
+    if found_terminal == "IDENT" and not secret:
         number = _NUMBER_BEFORE.search(text, 0, pos)
         if number is not None:
             return f"quote sizes and durations: '{number.group()}{found_text}'"
-    if found_terminal == "NUMBER" and not _NUMBER.fullmatch(found_text) and "identifier" in expected:
+    if found_terminal == "NUMBER" and found_text and not _NUMBER.fullmatch(found_text) and "identifier" in expected:
         return f'a name cannot start with a digit; quote it: "{found_text}"'
     keywords = [e for e in expected if _is_keyword(e)]
     if found_word and keywords:
@@ -239,7 +249,9 @@ def _hint(
         if close and _edits(found_word, close) <= 2:
             return f"did you mean {close}?"
         # A keyword glued to the next word (`SINKorders`, not `sinks_all`): the space is missing.
-        glued = (k for k in keywords if found_word.isalpha() and found_word.startswith(k) and found_word != k)
+        glued = (
+            k for k in keywords if found_word.isalpha() and found_word.startswith(k) and found_word != k and not secret
+        )
         prefix = max(glued, key=len, default="")
         if prefix:
             return f"did you mean {found_text[: len(prefix)]} {found_text[len(prefix) :]}?"
@@ -290,15 +302,21 @@ def _statement_keyword_terminals() -> set[str]:
 # --------------------------------------------------------------------------- entry point
 
 
-def diagnose(exc: BaseException, text: str, filename: str | None = None) -> ParseError:
-    """Turn any exception raised while parsing ``text`` into a :class:`ParseError`."""
+def diagnose(
+    exc: BaseException, text: str, filename: str | None = None, *, secret: SecretTest | None = None
+) -> ParseError:
+    """Turn any exception raised while parsing ``text`` into a :class:`ParseError`.
+
+    ``secret(start, end)`` tells whether a piece of the text touches a secret's value; such a
+    piece is described ("found a string"), never quoted, in the message and the hint.
+    """
     try:
-        return _diagnose(exc, text, filename)
+        return _diagnose(exc, text, filename, secret or _no_secret)
     except Exception:  # diagnostics must never be the thing that crashes
         return ParseError("syntax error", source=text, filename=filename)
 
 
-def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError:
+def _diagnose(exc: BaseException, text: str, filename: str | None, secret: SecretTest) -> ParseError:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
     if isinstance(exc, ParseError):
@@ -310,7 +328,7 @@ def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError
         terminal = token.type
         if terminal == "QUERY":
             # Only the root lexer's catch-all matched: report the character, as a lexer would.
-            return _unexpected_character(text, token.start_pos or 0, ip, set(exc.expected), filename)
+            return _unexpected_character(text, token.start_pos or 0, ip, set(exc.expected), filename, secret)
         value = str(token)
         if terminal == "$END":
             pos = token.end_pos if token.end_pos is not None else len(text)
@@ -326,12 +344,13 @@ def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError
                 value = text[pos:end]
             span = Span.at(text, pos, end)
         expected = human_expected(ip, exc.expected)
-        found = _describe_token(terminal, value)
+        hidden = terminal != "$END" and secret(span.start, span.end)
+        found = _describe_token(terminal, value, hidden)
         if "CREATE" in expected and "SHOW" in expected:
             # At the start of a statement: list the statements, not every token.
             expected = list(STATEMENT_KEYWORDS)
             message = f"expected a statement ({_join(expected)}), found {found}"
-            hint = _hint(text, pos, terminal, value, expected, ip)
+            hint = _hint(text, pos, terminal, value, expected, ip, hidden)
             return ParseError(message, span, hint, text, filename, tuple(expected))
         if terminal == "$END":
             message = "unexpected end of input"
@@ -341,10 +360,12 @@ def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError
             message = f"expected {_join(expected)}, found {found}"
         else:
             message = f"unexpected {found}"
-        hint = _hint(text, pos, terminal, value, expected, ip)
+        hint = _hint(text, pos, terminal, value, expected, ip, hidden)
         return ParseError(message, span, hint, text, filename, tuple(expected))
     if isinstance(exc, UnexpectedCharacters):
-        return _unexpected_character(text, exc.pos_in_stream or 0, ip, set(exc.allowed or ()), filename)
+        return _unexpected_character(
+            text, exc.pos_in_stream or 0, ip, set(exc.allowed or ()), filename, secret
+        )
     if isinstance(exc, UnexpectedEOF):
         expected = human_expected(ip, exc.expected)
         span = Span.at(text, len(text), len(text))
@@ -354,7 +375,12 @@ def _diagnose(exc: BaseException, text: str, filename: str | None) -> ParseError
 
 
 def _unexpected_character(
-    text: str, pos: int, ip: InteractiveParser | None, allowed: set[str], filename: str | None
+    text: str,
+    pos: int,
+    ip: InteractiveParser | None,
+    allowed: set[str],
+    filename: str | None,
+    secret: SecretTest = _no_secret,
 ) -> ParseError:
     pos = max(0, min(pos, len(text)))
     char = text[pos : pos + 1]
@@ -400,11 +426,30 @@ def _unexpected_character(
     shown = repr(char) if char.isprintable() and char != "\\" else f"U+{ord(char):04X}" if char else "''"
     if char.isprintable() and char not in "'\\":
         shown = f"'{char}'"
-    message = f"unexpected character {shown}"
-    if expected:
+    hidden = bool(char) and secret(pos, pos + 1)
+    message = "unexpected character" if hidden else f"unexpected character {shown}"
+    if "CREATE" in expected and "SHOW" in expected:
+        expected = list(STATEMENT_KEYWORDS)
+        message += f", expected a statement ({_join(expected)})"
+    elif expected:
         message += f", expected {_join(expected)}"
-    hint = _hint(text, pos, "CHAR", char, expected, ip)
+    if char.isalpha() and not char.isascii() and not hidden:
+        # ſ, ı, K (Kelvin) fold to ASCII letters, but unquoted words are ASCII only
+        hint: str | None = f'names with letters outside A-Z are written in double quotes: "{_word_at(text, pos)}"'
+    else:
+        hint = _hint(text, pos, "CHAR", char, expected, ip, hidden)
+
     return ParseError(message, Span.at(text, pos, pos + 1), hint, text, filename, tuple(expected))
+
+
+def _word_at(text: str, pos: int) -> str:
+    end = pos
+    while end < len(text) and (text[end].isalnum() or text[end] == "_") and end - pos < 40:
+        end += 1
+    start = pos
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_") and pos - start < 40:
+        start -= 1
+    return text[start:end].replace('"', '""')
 
 
 __all__ = ["STATEMENT_KEYWORDS", "diagnose", "human_expected", "human_name"]

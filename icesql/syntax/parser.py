@@ -14,16 +14,20 @@ version, so later processes load it in milliseconds.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
+import functools
 import hashlib
 import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from icesql.errors import ParseError, Span
 from icesql.syntax import ast
+from icesql.syntax.lexer import QUERY_RE, SKIP_RE, TOKEN_RE, TokenKind, is_complete, split_statements, tokens
 
 if TYPE_CHECKING:
     from lark import Lark
@@ -65,14 +69,15 @@ _parsers: dict[str, Lark] = {}
 
 
 def grammar_text() -> str:
-    """The grammar source, from the installed ``icesql.grammar`` package or the source tree."""
-    try:
-        from importlib.resources import files
-
-        return files("icesql.grammar").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
-    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError, TypeError):
-        path = Path(__file__).resolve().parents[2] / "grammar" / GRAMMAR_FILE
+    """The grammar source: the source tree's when this code runs from one (so the grammar
+    always matches the code beside it, even with another checkout installed), else the
+    installed ``icesql.grammar`` package's."""
+    path = Path(__file__).resolve().parents[2] / "grammar" / GRAMMAR_FILE
+    if path.is_file():
         return path.read_text(encoding="utf-8")
+    from importlib.resources import files
+
+    return files("icesql.grammar").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
 def _cache_dir() -> Path | None:
@@ -141,50 +146,147 @@ def get_parser(with_transformer: bool = True) -> Lark:
 # --------------------------------------------------------------------------- parsing
 
 
+@functools.lru_cache(maxsize=1)
+def keywords() -> frozenset[str]:
+    """Every keyword of the grammar, upper case (read from the grammar text, without Lark)."""
+    return frozenset(m.group(1).upper() for m in re.finditer(r'^[A-Z]+: "([a-z]+)"i$', grammar_text(), re.M))
+
+
 def parse(text: str, filename: str | None = None) -> list[ast.Statement]:
     """Parse a script into statements; spans point into ``text``.
 
     Raises :class:`ParseError` (and nothing else) for any invalid input; its source is the
-    text with secret literals masked, so the quoted line never shows a secret's value.
-    """
-    try:
-        return _parse(text, filename)
-    except ParseError as exc:
-        from icesql.syntax.redaction import mask_secret_literals
-
-        exc.source = mask_secret_literals(text)
-        raise
-
-
-def _parse(text: str, filename: str | None = None) -> list[ast.Statement]:
-    """Parse a script into statements; spans point into ``text``.
-
-    Raises :class:`ParseError` (and nothing else) for any invalid input.
+    text with secret values masked, and its message and hint never quote one, so a rendered
+    error never shows a secret's value.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() needs a str, not {type(text).__name__}")
+    return parse_range(text, 0, len(text), filename=filename)
+
+
+def parse_range(
+    text: str,
+    start: int,
+    end: int,
+    *,
+    line: int = 1,
+    line_start: int = 0,
+    filename: str | None = None,
+) -> list[ast.Statement]:
+    """Parse ``text[start:end]`` alone, with spans (and errors) located in the whole ``text``.
+
+    ``line`` is the line number at ``start`` and ``line_start`` the offset where that line
+    begins, so that a caller walking a script statement by statement never counts lines from
+    the top again (``Session.check`` stays linear in the size of the script).
+    """
+    try:
+        _check_unicode(text, start, end)
+        return _parse_statements(text, start, end, line, line_start)
+    except ParseError as exc:
+        raise finish_error(exc, text, filename) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(text: str, start: int, end: int) -> None:
+    """A lone surrogate is not text (bytes that were not UTF-8, smuggled through argv)."""
+    m = _SURROGATE.search(text, start, end)
+    if m is not None:
+        raise ParseError(
+            f"invalid character U+{ord(m.group()):04X}: the text is not valid Unicode",
+            span=Span.at(text, m.start(), m.end()),
+            hint="write the script in UTF-8",
+        )
+
+
+def _lark_parse(text: str, start: int, end: int, line: int, line_start: int) -> list[ast.Statement]:
+    """The Lark path, on ``text[start:end]`` padded so that Lark counts lines and columns as
+    in the whole text; offsets are shifted back afterwards."""
+    if start == 0 and end == len(text):
+        piece, delta = text, 0
+    else:
+        prefix = "\n" * (line - 1) + " " * (start - line_start)
+        piece, delta = prefix + text[start:end], start - len(prefix)
+    whole: list[Callable[[int, int], bool]] = []
+
+    def secret(a: int, b: int) -> bool:
+        # whether a piece of the statement touches a secret of the whole text (a statement
+        # alone cannot know it follows a CREATE SECRET whose value it holds)
+        if not whole:
+            whole.append(_secret_test(text))
+        return whole[0](a + delta, b + delta)
+
+    try:
+        stmts = _lark_parse_text(piece, secret)
+    except ParseError as exc:
+        if delta and exc.span is not None:
+            exc.span = _shift_span(exc.span, delta)
+        exc.source = None
+        raise
+    return [cast("ast.Statement", _shift(s, delta)) for s in stmts] if delta else stmts
+
+
+def _lark_parse_text(text: str, secret: Callable[[int, int], bool]) -> list[ast.Statement]:
     from lark.exceptions import LarkError, VisitError
 
     try:
-        try:
-            return _fast_parse(text)
-        except _NotFast:
-            pass
         return cast("list[ast.Statement]", get_parser().parse(text))
     except ParseError as exc:
         # Raised by an ast callback; a syntax error elsewhere in the script comes first.
-        _raise_syntax_error(text, filename)
-        exc.with_source(text, filename)
+        _raise_syntax_error(text, secret)
         raise exc from None
     except VisitError as exc:
         orig = exc.orig_exc
         if isinstance(orig, ParseError):
-            orig.with_source(text, filename)
             raise orig from None
-        raise _internal_error(text, filename, orig) from None
+        raise _internal_error(orig) from None
     except (LarkError, RecursionError):
-        _raise_syntax_error(text, filename)
-        raise _internal_error(text, filename, None) from None
+        _raise_syntax_error(text, secret)
+        raise _internal_error(None) from None
+
+
+def _shift_span(span: Span, delta: int) -> Span:
+    return dataclasses.replace(span, start=span.start + delta, end=span.end + delta)
+
+
+def _shift(node: Any, delta: int) -> Any:
+    """``node`` with every span's offsets moved by ``delta`` (lines and columns are right)."""
+    if isinstance(node, tuple):
+        return tuple(_shift(x, delta) for x in node)
+    if not isinstance(node, ast.Node):
+        return node
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
+        if isinstance(value, Span):
+            changes[f.name] = _shift_span(value, delta)
+        elif isinstance(value, ast.Node | tuple):
+            changes[f.name] = _shift(value, delta)
+    return dataclasses.replace(node, **changes)
+
+
+def finish_error(exc: ParseError, text: str, filename: str | None) -> ParseError:
+    """Give a parse error its source (secret values masked) and file name, and make sure its
+    message and hint quote no secret value."""
+    from icesql.syntax.redaction import secrets_of_text
+
+    secrets, masked = secrets_of_text(text)
+    exc.source = masked
+    if filename is not None and exc.filename is None:
+        exc.filename = filename
+    near = secrets
+    if exc.span is not None:
+        lo, hi = exc.span.start - 4096, exc.span.end + 4096
+        near = [s for s in secrets[bisect.bisect_left([s.end for s in secrets], lo) :] if s.start <= hi][:64]
+    for secret in near:
+        raw = text[secret.start : secret.end]
+        for piece in {raw, raw[:27]}:
+            if len(piece) >= 4:
+                exc.message = exc.message.replace(piece, "****")
+                if exc.hint:
+                    exc.hint = exc.hint.replace(piece, "****")
+    return exc
 
 
 # --------------------------------------------------------------------------- fast path
@@ -204,18 +306,8 @@ class _NotFast(Exception):
     pass
 
 
-_SKIP = re.compile(r"(?:\s+|--[^\n]*|/\*[\s\S]*?\*/)*")
-_TOKEN = re.compile(
-    r"""(?P<IDENT>[A-Za-z_][A-Za-z0-9_]*)|(?P<STRING>'(?:[^']|'')*')|(?P<QIDENT>"(?:[^"]|"")*")"""
-    r"""|(?P<NUMBER>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"""
-    r"""|(?P<LPAR>\()|(?P<RPAR>\))|(?P<COMMA>,)|(?P<EQ>=)|(?P<DOT>\.)|(?P<_SEMI>;)"""
-)
-
-
 class _FastTables:
     def __init__(self, parser: Lark) -> None:
-        import re as re_module
-
         from lark import Token
         from lark.parsers.lalr_analysis import Shift
 
@@ -242,13 +334,35 @@ class _FastTables:
             for name, t in terminals.items()
             if t.pattern.type == "str" and t.pattern.value.isalpha()
         }
-        self.query = re_module.compile(terminals["QUERY"].pattern.to_regexp())
 
 
 _fast: _FastTables | None = None
 
 
-def _fast_parse(text: str) -> list[ast.Statement]:
+def _fast_parse(
+    text: str, start: int = 0, n: int | None = None, line: int = 1, line_start: int = 0
+) -> list[ast.Statement]:
+    """Parse ``text[start:n]`` with the lexer's patterns over Lark's own parse table; raises
+    ``_NotFast`` for anything it does not handle."""
+    out: list[ast.Statement] = []
+    pos: int | None = start
+    end = len(text) if n is None else n
+    while pos is not None:
+        stmts, pos, line, line_start = _fast_statement(text, pos, end, line, line_start)
+        out.extend(stmts)
+    return out
+
+
+def _fast_statement(
+    text: str, pos: int, n: int, line: int, line_start: int
+) -> tuple[list[ast.Statement], int | None, int, int]:
+    """Parse one statement from ``pos``, up to its ``;`` (consumed) or the end of the text.
+
+    Returns the statements read (none for an empty one), where the next begins (None at the
+    end) and the line there. Each statement is parsed on its own, from the start state, as if
+    the text ended at its ``;``: Lark's rule for the statement list rebuilds the whole list at
+    every statement, which made long scripts quadratic.
+    """
     global _fast
     tables = _fast
     if tables is None:
@@ -257,18 +371,15 @@ def _fast_parse(text: str) -> list[ast.Statement]:
     keywords = tables.keywords
     make_token = tables.token
     end_state = tables.end
-    skip = _SKIP.match
-    next_token = _TOKEN.match
-    query = tables.query.match
+    skip = SKIP_RE.match
+    next_token = TOKEN_RE.match
+    query = QUERY_RE.match
     state_stack = [tables.start]
     value_stack: list[Any] = []
-    pos = 0
-    n = len(text)
-    line = 1
-    line_start = 0  # offset of the first character of the current line
+    after: int | None = None  # where the next statement starts, once this one's ';' is read
 
     while True:
-        m = skip(text, pos)
+        m = skip(text, pos, n)
         end = m.end()  # type: ignore[union-attr]
         if end != pos:
             newlines = text.count("\n", pos, end)
@@ -283,30 +394,41 @@ def _fast_parse(text: str) -> list[ast.Statement]:
         else:
             m = None
             if "QUERY" in actions:
-                m = query(text, pos)
+                m = query(text, pos, n)
                 kind = "QUERY"
+                if m is not None and m.end() == pos:
+                    m = None
             if m is None:
-                m = next_token(text, pos)
+                m = next_token(text, pos, n)
                 if m is None:
                     raise _NotFast
                 kind = m.lastgroup  # type: ignore[assignment]
             end = m.end()
-            value = m.group()
-            if kind == "IDENT":
-                keyword = keywords.get(value.upper())
-                if keyword is not None and keyword in actions:
-                    kind = keyword
-            newlines = text.count("\n", pos, end) if kind in ("STRING", "QIDENT", "QUERY") else 0
-            if newlines:
-                end_line = line + newlines
-                end_line_start = text.rfind("\n", pos, end) + 1
+            if kind == "_SEMI":
+                # the statement ends here: finish it as if the text ended
+                kind = "$END"
+                tok = make_token("$END", "", pos, line, pos - line_start + 1, line, pos - line_start + 1, pos)
+                after = end
             else:
-                end_line = line
-                end_line_start = line_start
-            tok = make_token(kind, value, pos, line, pos - line_start + 1, end_line, end - end_line_start + 1, end)
-            line = end_line
-            line_start = end_line_start
-            pos = end
+                if kind == "IDENT":
+                    keyword = keywords.get(m.group().upper())
+                    if keyword is not None and keyword in actions:
+                        kind = keyword
+                newlines = text.count("\n", pos, end) if kind in ("STRING", "QIDENT", "QUERY") else 0
+                if newlines:
+                    end_line = line + newlines
+                    end_line_start = text.rfind("\n", pos, end) + 1
+                else:
+                    end_line = line
+                    end_line_start = line_start
+                # the matched text goes straight into the token (a 50 MB literal is copied once)
+                tok = make_token(
+                    kind, m.group(), pos, line, pos - line_start + 1, end_line, end - end_line_start + 1, end
+                )
+                line = end_line
+                line_start = end_line_start
+                pos = end
+            del m
 
         # One LALR step: reduce as long as the table says so, then shift the token.
         while True:
@@ -328,10 +450,42 @@ def _fast_parse(text: str) -> list[ast.Statement]:
             value_stack.append(callback(children))
             state_stack.append(states[state_stack[-1]][origin][1])
             if kind == "$END" and state_stack[-1] == end_state:
-                return cast("list[ast.Statement]", value_stack[-1])
+                stmts = cast("list[ast.Statement]", value_stack[-1])
+                return stmts, after, line, line_start
 
 
-def _raise_syntax_error(text: str, filename: str | None) -> None:
+def _statement_end(text: str, pos: int, n: int) -> tuple[int, int | None]:
+    """Where the statement starting at ``pos`` ends (its ``;`` left out), and where the next
+    one starts (None at the end of the text)."""
+    for tok in tokens(text, pos, n):
+        if tok.kind is TokenKind.PUNCT and tok.text == ";":
+            return tok.start, tok.end
+    return n, None
+
+
+def _parse_statements(text: str, start: int, n: int, line: int, line_start: int) -> list[ast.Statement]:
+    """Statement by statement: the fast path, and Lark for a statement it does not handle."""
+    out: list[ast.Statement] = []
+    pos: int | None = start
+    while pos is not None:
+        try:
+            stmts, after, next_line, next_line_start = _fast_statement(text, pos, n, line, line_start)
+        except _NotFast:
+            _, after = _statement_end(text, pos, n)
+            # with its ';', so that an error there reads "found ';'"
+            stmts = _lark_parse(text, pos, after if after is not None else n, line, line_start)
+            next_line, next_line_start = line, line_start
+            if after is not None:
+                newlines = text.count("\n", pos, after)
+                if newlines:
+                    next_line += newlines
+                    next_line_start = text.rfind("\n", pos, after) + 1
+        out.extend(stmts)
+        pos, line, line_start = after, next_line, next_line_start
+    return out
+
+
+def _raise_syntax_error(text: str, secret: Callable[[int, int], bool]) -> None:
     """Re-parse with the plain parser and raise the diagnosed syntax error, if there is one."""
     from lark.exceptions import LarkError
 
@@ -340,14 +494,20 @@ def _raise_syntax_error(text: str, filename: str | None) -> None:
     try:
         get_parser(with_transformer=False).parse(text)
     except LarkError as exc:
-        raise diagnose(exc, text, filename) from None
+        raise diagnose(exc, text, secret=secret) from None
     except RecursionError:
-        raise ParseError("statement too complex to parse", source=text, filename=filename) from None
+        raise ParseError("statement too complex to parse") from None
 
 
-def _internal_error(text: str, filename: str | None, exc: BaseException | None) -> ParseError:
+def _secret_test(text: str) -> Callable[[int, int], bool]:
+    from icesql.syntax.redaction import overlap_test, secrets_of_text
+
+    return overlap_test(secrets_of_text(text)[0])
+
+
+def _internal_error(exc: BaseException | None) -> ParseError:
     detail = f" ({type(exc).__name__})" if exc is not None else ""
-    return ParseError(f"could not parse the input{detail}", source=text, filename=filename)
+    return ParseError(f"could not parse the input{detail}")
 
 
 def parse_one(text: str, filename: str | None = None) -> ast.Statement:
@@ -357,100 +517,18 @@ def parse_one(text: str, filename: str | None = None) -> ast.Statement:
         return stmts[0]
     if not stmts:
         end = len(text.rstrip())
-        raise ParseError(
+        error = ParseError(
             "expected a statement, found end of input",
             span=Span.at(text, end, end),
-            source=text,
-            filename=filename,
             expected=("statement",),
         )
-    extra = stmts[1]
-    raise ParseError(
-        f"expected exactly one statement, found {len(stmts)}",
-        span=extra.span,
-        hint="run the statements one by one, or parse them with parse()",
-        source=text,
-        filename=filename,
-    )
-
-
-# --------------------------------------------------------------------------- splitting
-
-# One lexical piece: blank space, a comment, a quoted string or identifier, a word, a `;`, or
-# one other character; ``open`` is an unterminated quote or block comment (it runs to the end).
-# Strings take backslash escapes only inside CREATE VIEW (where the text is Spark SQL).
-_PIECES_ICESQL = re.compile(
-    r"""(?P<blank>\s+)|(?P<comment>--[^\n]*|/\*[\s\S]*?\*/)"""
-    r"""|(?P<quoted>'(?:[^']|'')*'|"(?:[^"]|"")*")"""
-    r"""|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<semi>;)|(?P<open>['"][\s\S]*|/\*[\s\S]*)|(?P<other>[\s\S])"""
-)
-_PIECES_SPARK = re.compile(
-    r"""(?P<blank>\s+)|(?P<comment>--[^\n]*|/\*[\s\S]*?\*/)"""
-    r"""|(?P<quoted>'(?:[^'\\]|\\[\s\S])*'|"(?:[^"\\]|\\[\s\S])*"|`[^`]*`)"""
-    r"""|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<semi>;)|(?P<open>['"`][\s\S]*|/\*[\s\S]*)|(?P<other>[\s\S])"""
-)
-
-
-def _pieces(text: str) -> Iterator[re.Match[str]]:
-    """Lexical pieces of a script, switching to Spark string rules inside CREATE VIEW."""
-    pos = 0
-    n = len(text)
-    pattern = _PIECES_ICESQL
-    words: list[str] = []
-    while pos < n:
-        m = pattern.match(text, pos)
-        assert m is not None
-        pos = m.end()
-        kind = m.lastgroup
-        if kind == "semi":
-            pattern = _PIECES_ICESQL
-            words = []
-        elif kind == "word" and len(words) < 2:
-            words.append(m.group().lower())
-            if words == ["create", "view"]:
-                pattern = _PIECES_SPARK
-        yield m
-
-
-def split_statements(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` offsets of each statement in ``text``.
-
-    Statements end at a ``;`` outside quotes and comments (the ``;`` itself is left out);
-    leading and trailing blank space and comments are trimmed; empty statements (``;;``,
-    comments only) are skipped. The last statement may lack its ``;``. An unterminated quote
-    or comment runs to the end of the text, as it does for the parser.
-    """
-    out: list[tuple[int, int]] = []
-    start = -1
-    end = -1
-    for m in _pieces(text):
-        kind = m.lastgroup
-        if kind == "semi":
-            if start >= 0:
-                out.append((start, end))
-            start = -1
-        elif kind not in ("blank", "comment"):
-            if start < 0:
-                start = m.start()
-            end = m.end()
-    if start >= 0:
-        out.append((start, end))
-    return out
-
-
-def is_complete(text: str) -> bool:
-    """Whether ``text`` ends a statement: a ``;`` outside quotes and comments, then only
-    blank space or comments (what a shell needs to decide that Enter submits)."""
-    complete = False
-    for m in _pieces(text):
-        kind = m.lastgroup
-        if kind == "semi":
-            complete = True
-        elif kind == "open":
-            return False
-        elif kind not in ("blank", "comment"):
-            complete = False
-    return complete
+    else:
+        error = ParseError(
+            f"expected exactly one statement, found {len(stmts)}",
+            span=stmts[1].span,
+            hint="run the statements one by one, or parse them with parse()",
+        )
+    raise finish_error(error, text, filename)
 
 
 # --------------------------------------------------------------------------- completion
@@ -476,7 +554,8 @@ def expected_tokens(text_before_cursor: str) -> set[str]:
     if spans:
         # Only the statement under the cursor matters (earlier ones may even be invalid).
         last_start, last_end = spans[-1]
-        if any(m.lastgroup == "semi" for m in _pieces(text[last_end:])):
+        tail = text[last_end:]
+        if any(t.kind is TokenKind.PUNCT and t.text == ";" for t in tokens(tail)):
             text = ""
         else:
             text = text[last_start:]
@@ -491,6 +570,8 @@ def expected_tokens(text_before_cursor: str) -> set[str]:
 
 __all__ = [
     "expected_tokens",
+    "keywords",
+    "parse_range",
     "get_parser",
     "grammar_text",
     "is_complete",

@@ -7,8 +7,9 @@ otherwise only when needed: not a simple lower-case word, or ``true``/``false`` 
 Sinks print in the design-document spelling (``TO ICEBERG CATALOG cat``) with their clauses
 in a fixed order.
 
-``to_sql(node, redact=True)`` replaces secret material (CREATE/ALTER SECRET values and plain
-strings given to secret-bearing options such as ``SECRET ACCESS KEY``) with ``'<redacted>'``.
+``to_sql(node, redact=True)`` replaces secret material (CREATE/ALTER SECRET values, and values
+given to options the dialect's one rule, ``icesql.syntax.options.secrecy``, calls secret, such
+as a plain string for ``SECRET ACCESS KEY``) with ``'<redacted>'``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ import re
 from collections.abc import Iterable
 
 from icesql.syntax import ast
+from icesql.syntax.options import Secrecy, secrecy
 
 _SIMPLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
 # Words that an unquoted identifier cannot spell where a value is expected.
 _VALUE_WORDS = frozenset({"true", "false"})
 REDACTED = "'<redacted>'"
-_SENSITIVE_WORDS = ("SECRET", "PASSWORD", "TOKEN", "CREDENTIAL")
 
 
 def quote_ident(name: str) -> str:
@@ -39,20 +40,21 @@ def string_sql(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _is_sensitive(option_name: str) -> bool:
-    words = option_name.upper().split()
-    return any(w in _SENSITIVE_WORDS for w in words) or option_name.upper() == "ACCESS KEY ID"
-
-
 class _Printer:
     def __init__(self, redact: bool) -> None:
         self.redact = redact
 
     # ------------------------------------------------------------ values and options
 
-    def value(self, value: ast.Value, sensitive: bool = False) -> str:
+    def value(self, value: ast.Value, level: Secrecy = Secrecy.NONE) -> str:
+        if self.redact and level is not Secrecy.NONE and not isinstance(value, ast.SecretRef | ast.OptionList):
+            hidden = level is Secrecy.VALUE or isinstance(value, ast.StringLit | ast.NumberLit) or (
+                isinstance(value, ast.Ident) and value.quoted
+            )
+            if hidden:
+                return REDACTED
         if isinstance(value, ast.StringLit):
-            return REDACTED if sensitive and self.redact else string_sql(value.value)
+            return string_sql(value.value)
         if isinstance(value, ast.NumberLit):
             return value.text
         if isinstance(value, ast.BoolLit):
@@ -64,19 +66,26 @@ class _Printer:
         if isinstance(value, ast.SecretRef):
             return "SECRET " + ident_sql(value.name)
         if isinstance(value, ast.OptionList):
-            return self.options(value.options, parenthesised=True)
+            return self.options(value.options, None, inherit=level)
         raise TypeError(f"not an option value: {value!r}")
 
-    def option(self, option: ast.Option) -> str:
+    def option(self, option: ast.Option, list_kind: str | None = None, inherit: Secrecy | None = None) -> str:
         name = string_sql(option.name) if option.key_is_string else option.name.upper()
         if option.value is None:
             return name
-        sensitive = not option.key_is_string and _is_sensitive(option.name)
-        return f"{name} = {self.value(option.value, sensitive)}"
+        if inherit is Secrecy.VALUE:
+            level = Secrecy.VALUE
+        elif inherit is not None:  # inside a nested list: keys that say secret
+            level = secrecy(None, option.name, key_is_string=True)
+        else:
+            level = secrecy(list_kind, option.name, key_is_string=option.key_is_string)
+        return f"{name} = {self.value(option.value, level)}"
 
-    def options(self, options: Iterable[ast.Option], parenthesised: bool = True) -> str:
-        body = ", ".join(self.option(o) for o in options)
-        return f"({body})" if parenthesised else body
+    def options(
+        self, options: Iterable[ast.Option], list_kind: str | None, *, inherit: Secrecy | None = None
+    ) -> str:
+        """A parenthesised option list; ``list_kind`` names it in ``icesql.syntax.options.LISTS``."""
+        return "(" + ", ".join(self.option(o, list_kind, inherit) for o in options) + ")"
 
     # ------------------------------------------------------------ statements
 
@@ -101,10 +110,11 @@ class _Printer:
 
     def _CreateConnection(self, s: ast.CreateConnection) -> str:
         out = f"CREATE CONNECTION {self._ine(s.if_not_exists)}{ident_sql(s.name)} TO {s.connection_kind.value}"
+        kind = "aws" if s.connection_kind is ast.ConnectionKind.AWS else "iceberg_catalog"
         if s.options:
-            out += " " + self.options(s.options)
+            out += " " + self.options(s.options, kind)
         if s.with_options:
-            out += " WITH " + self.options(s.with_options)
+            out += " WITH " + self.options(s.with_options, "connection_with")
         return out
 
     def _CreateSource(self, s: ast.CreateSource) -> str:
@@ -112,7 +122,7 @@ class _Printer:
         if s.source_kind is ast.SourceKind.FILES:
             out += " " + string_sql(s.path.value if s.path is not None else "")
         if s.options:
-            out += " " + self.options(s.options)
+            out += " " + self.options(s.options, "source")
         return out
 
     def _CreateView(self, s: ast.CreateView) -> str:
@@ -137,7 +147,7 @@ class _Printer:
             "TO ICEBERG CATALOG " + ident_sql(s.catalog),
         ]
         if s.catalog_options:
-            parts.append(self.options(s.catalog_options))
+            parts.append(self.options(s.catalog_options, "sink_target"))
         if s.aws_connection is not None:
             parts.append("USING AWS CONNECTION " + ident_sql(s.aws_connection))
         if s.namespace is not None:
@@ -152,13 +162,13 @@ class _Printer:
         if s.partition_by:
             parts.append("PARTITION BY (" + ", ".join(self._partition_field(f) for f in s.partition_by) + ")")
         if s.with_options:
-            parts.append("WITH " + self.options(s.with_options))
+            parts.append("WITH " + self.options(s.with_options, "sink"))
         return " ".join(parts)
 
     def _AlterSink(self, s: ast.AlterSink) -> str:
         out = f"ALTER SINK {ident_sql(s.name)}"
         if s.set_options or not s.reset_options:
-            out += " SET " + self.options(s.set_options)
+            out += " SET " + self.options(s.set_options, "alter_sink")
         if s.reset_options:
             out += " RESET (" + ", ".join(n.upper() for n in s.reset_options) + ")"
         return out

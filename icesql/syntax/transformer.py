@@ -11,7 +11,6 @@ when the text is otherwise syntactically valid.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -19,6 +18,7 @@ from lark import Token, Transformer
 
 from icesql.errors import ParseError, Span
 from icesql.syntax import ast
+from icesql.syntax.lexer import query_end
 
 # How deeply ``PROPERTIES = ((...))`` lists may nest: deep enough for any real use, shallow
 # enough that the printer and ``to_dict`` (both recursive) can never hit the recursion limit.
@@ -102,23 +102,10 @@ def ident_from_token(tok: Token) -> ast.Ident:
 
 
 def string_from_token(tok: Token) -> ast.StringLit:
-    return ast.StringLit(str(tok)[1:-1].replace("''", "'"), span=token_span(tok))
-
-
-# Pieces of Spark SQL, used to find where a view's query really ends (trailing blank space
-# and comments are not part of it).
-_QUERY_PIECE = re.compile(
-    r"""(?P<blank>\s+|--[^\n]*|/\*[\s\S]*?\*/)"""
-    r"""|'(?:[^'\\]|\\[\s\S])*'|"(?:[^"\\]|\\[\s\S])*"|`[^`]*`|[\s\S]"""
-)
-
-
-def _query_text_end(text: str) -> int:
-    end = 0
-    for m in _QUERY_PIECE.finditer(text):
-        if m.group("blank") is None:
-            end = m.end()
-    return end
+    value = tok[1:-1]  # a slice is a plain str: no copy of the token first (a literal may be 50 MB)
+    if "''" in value:
+        value = value.replace("''", "'")
+    return ast.StringLit(value, span=token_span(tok))
 
 
 def _depth(options: tuple[ast.Option, ...]) -> int:
@@ -291,7 +278,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         name = next(c for c in children if isinstance(c, ast.Ident))
         tok: Token = children[-1]
         raw = str(tok)
-        query = raw[: _query_text_end(raw)]
+        query = raw[: query_end(raw, 0, len(raw))]
         assert tok.start_pos is not None and tok.line is not None and tok.column is not None
         end_line = tok.line + query.count("\n")
         if "\n" in query:

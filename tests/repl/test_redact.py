@@ -23,9 +23,16 @@ from icesql.repl.redact import REDACTED, redact_secrets
             "CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD='p', CREDENTIAL='id:sec', TOKEN='t')",
             f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE='rest', USER='u', PASSWORD={REDACTED}, CREDENTIAL={REDACTED}, TOKEN={REDACTED})",
         ),
+        # a connection's PROPERTIES go to pyiceberg, where credentials hide: every value, as
+        # in error messages (one rule)
         (
             "CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = 'k', 'a' = 'b'))",
-            f"CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = {REDACTED}, 'a' = 'b'))",
+            f"CREATE CONNECTION c TO ICEBERG CATALOG (PROPERTIES = ('s3.secret-access-key' = {REDACTED}, 'a' = {REDACTED}))",
+        ),
+        # elsewhere a property key that says secret
+        (
+            "CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (PROPERTIES = ('x.token' = 'k', 'a' = 'b'))",
+            f"CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (PROPERTIES = ('x.token' = {REDACTED}, 'a' = 'b'))",
         ),
     ],
 )
@@ -41,15 +48,58 @@ def test_redacts(text: str, expected: str) -> None:
         "SHOW SECRETS;",
         "DROP SECRET pw;",
         "CREATE SINK s FROM r TO ICEBERG CATALOG c (NAMESPACE = 'n', TABLE = 't');",
-        "-- CREATE SECRET pw AS 'in a comment'\nSHOW SINKS;",
+        "-- rotate the secret every month, ops says so\nSHOW SINKS;",
     ],
 )
 def test_leaves_references_and_other_text_alone(text: str) -> None:
-    # A comment mentioning a secret is not a statement of its own; nothing else is secret here.
     assert redact_secrets(text) == text
+
+
+def test_a_statement_commented_out_keeps_its_value_hidden() -> None:
+    assert redact_secrets("-- CREATE SECRET pw AS 'in a comment'\nSHOW SINKS;") == (
+        f"-- CREATE SECRET pw AS {REDACTED}\nSHOW SINKS;"
+    )
+    assert redact_secrets("/* ALTER SECRET pw AS 'x1' */ SHOW SINKS") == f"/* ALTER SECRET pw AS {REDACTED} */ SHOW SINKS"
 
 
 def test_several_statements() -> None:
     text = "CREATE SECRET a AS 'one'; SHOW SECRETS; ALTER SECRET a AS 'two';"
     out = redact_secrets(text)
     assert "one" not in out and "two" not in out and "SHOW SECRETS" in out
+
+
+VALUE = "Zq7vK2mWx9Lp"
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        f"CREATE SECRET pw '{VALUE}';",
+        f"CREATE SECERT pw AS '{VALUE}';",
+        f"create secret pw as {VALUE};",
+        f"CREATE SECRET p'w AS '{VALUE}';",
+        f'CREATE SECRET pw AS "{VALUE}";',
+        f"CREATE CONNECTION a TO AWS (SECRET ACCESS KEY '{VALUE}');",
+        f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE = 'rest', PASSWORD {VALUE});",
+        f"CREATE CONNECTION c TO ICEBERG CATALOG (TYPE = 'rest', PASWORD = '{VALUE}');",
+    ],
+)
+def test_mistyped_secret_statements_are_redacted_too(typed: str) -> None:
+    out = redact_secrets(typed)
+    assert not any(VALUE[i : i + 5] in out for i in range(len(VALUE) - 4)), out
+
+
+def test_the_history_file_is_owner_only_and_redacted(tmp_path) -> None:
+    import os
+    import stat
+
+    from icesql.repl.shell import RedactingFileHistory
+
+    path = tmp_path / "history"
+    history = RedactingFileHistory(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    history.store_string(f"CREATE SECERT pw AS '{VALUE}';")
+    assert VALUE not in path.read_text()
+    os.chmod(path, 0o644)  # an older icesql made it world-readable
+    RedactingFileHistory(str(path))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

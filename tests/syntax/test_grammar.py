@@ -77,4 +77,8 @@ def test_grammar_is_found_as_package_resource_or_source_file() -> None:
 
     import icesql.syntax.parser as parser
 
+    # From a source tree the grammar beside the code wins (another checkout may be installed);
+    # the wheel ships it as the icesql.grammar package.
     assert (Path(parser.__file__).resolve().parents[2] / "grammar" / "icesql.lark").read_text() == text
+    pyproject = (Path(parser.__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    assert '"icesql.grammar" = "grammar"' in pyproject and '"icesql.grammar" = ["*.lark"]' in pyproject

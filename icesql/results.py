@@ -1,0 +1,192 @@
+"""What statements return: ``Result`` and ``SinkStatus``, and the rows of SHOW, SHOW CREATE,
+SHOW SINK STATUS, DESCRIBE and EXPLAIN built from stored objects and plans.
+
+The session fetches what a statement needs from the catalog store and hands it here; turning
+it into columns and rows (and never a secret's value: secret references by name, inline
+secrets as ``********``) happens in this module only. Text formatting (aligned tables) is the
+shell's and the CLI's, in ``icesql.repl.format``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icesql import plan as P
+
+INLINE_SECRET_PREFIX = "__inline__."
+MASK = "********"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one statement produced: a status message, and rows for SHOW/DESCRIBE/EXPLAIN."""
+
+    statement: str
+    message: str
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[object, ...], ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SinkStatus:
+    name: str
+    state: str
+    rows_committed: int = 0
+    bytes_committed: int = 0
+    files_committed: int = 0
+    commits: int = 0
+    last_commit_at: float | None = None
+    last_snapshot_id: int | None = None
+    last_error: str | None = None
+    lag: float | None = None
+    skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
+    retry_attempt: int = 0  # restarts after transient failures in the current streak
+    next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
+
+
+def show_secrets(objects: Iterable[Any]) -> Result:
+    rows = tuple((o.name, format_time(o.created_at)) for o in objects)
+    return Result("SHOW SECRETS", "SHOW SECRETS", ("name", "created_at"), rows)
+
+
+def show_objects(plural: str, objects: Iterable[Any]) -> Result:
+    """SHOW CONNECTIONS | SOURCES | VIEWS | SINKS over stored objects."""
+    rows = []
+    for o in objects:
+        definition = P.plan_from_dict(o.definition)
+        rows.append((o.name, object_type(definition), object_summary(definition)))
+    label = f"SHOW {plural.upper()}"
+    return Result(label, label, ("name", "type", "details"), tuple(rows))
+
+
+def show_create(kind: str, name: str, sql: str) -> Result:
+    label = f"SHOW CREATE {kind.upper()}"
+    return Result(label, label, ("name", "create_sql"), ((name, sql),))
+
+
+def sink_status(statuses: Sequence[SinkStatus]) -> Result:
+    cols = tuple(f.name for f in dataclasses.fields(SinkStatus))
+    rows = tuple(tuple(_status_value(f, getattr(s, f)) for f in cols) for s in statuses)
+    return Result("SHOW SINK STATUS", "SHOW SINK STATUS", cols, rows)
+
+
+def describe(obj: Any, sink_state: Any | None = None) -> Result:
+    """DESCRIBE of a stored object (its sink state, when it is a sink that has one)."""
+    if obj.kind == "secret":
+        rows: list[tuple[object, ...]] = [("kind", "secret"), ("name", obj.name), ("value", MASK)]
+    else:
+        definition = P.plan_from_dict(obj.definition)
+        rows = [("kind", obj.kind), *_flatten(definition)]
+        if isinstance(definition, P.SinkPlan) and sink_state is not None:
+            rows.append(("status", sink_state.status))
+    rows.append(("depends_on", ", ".join(f"{k} {n}" for k, n in obj.dependencies) or "-"))
+    return Result("DESCRIBE", "DESCRIBE", ("property", "value"), tuple(rows))
+
+
+def explain(sink: P.SinkPlan) -> Result:
+    rows: list[tuple[object, ...]] = [
+        ("sink", sink.name),
+        ("reads", sink.relation),
+        ("catalog", sink.catalog_connection),
+        ("table", sink.table_identifier),
+        ("mode", sink.mode.value + (f" KEY ({', '.join(sink.key)})" if sink.key else "")),
+    ]
+    if sink.columns:
+        for c in sink.columns:
+            key = " (identifier field, required)" if c.name in sink.key else ""
+            rows.append(("column", f"{c.name} {c.type}{key}"))
+    else:
+        rows.append(("schema", "derived from the relation when the sink starts"))
+    rows.append(("partition spec", ", ".join(p.describe() for p in sink.partition_by) or "unpartitioned"))
+    rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
+    rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
+    rows.append(("commit", sink.commit.describe()))
+    rows.append(("maintenance", sink.maintenance.describe()))
+    for k, v in sink.properties:
+        rows.append(("property", f"{k} = {v}"))
+    return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
+
+
+def format_time(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _status_value(field: str, value: Any) -> Any:
+    if field in ("last_commit_at", "next_attempt_at"):
+        return format_time(value)
+    if value is None:
+        return "-"
+    return value
+
+
+def object_type(d: P.ObjectPlan) -> str:
+    if isinstance(d, P.AwsConnectionPlan):
+        return "aws"
+    if isinstance(d, P.CatalogConnectionPlan):
+        return f"iceberg catalog ({d.catalog_type.value})"
+    if isinstance(d, P.SourcePlan):
+        return d.source_kind.value + (f" ({d.format.value})" if d.format else "")
+    if isinstance(d, P.ViewPlan):
+        return "view"
+    return f"iceberg sink ({d.mode.value})"
+
+
+def object_summary(d: P.ObjectPlan) -> str:
+    if isinstance(d, P.AwsConnectionPlan):
+        return ", ".join(x for x in (d.region and f"region {d.region}", d.endpoint) if x) or "-"
+    if isinstance(d, P.CatalogConnectionPlan):
+        return d.uri or d.warehouse or "-"
+    if isinstance(d, P.SourcePlan):
+        return d.path or (f"{d.rows_per_second} rows/s" if d.rows_per_second else "-")
+    if isinstance(d, P.ViewPlan):
+        return ", ".join(d.depends_on) or "-"
+    return f"{d.relation} -> {d.catalog_connection}.{d.table_identifier}"
+
+
+def _flatten(d: Any, prefix: str = "") -> Iterator[tuple[str, object]]:
+    """(property, value) rows of a plan for DESCRIBE; secret references shown by name only."""
+    for f in dataclasses.fields(d):
+        value = getattr(d, f.name)
+        key = prefix + f.name
+        if value is None or value == () or value == "":
+            continue
+        if isinstance(value, P.SecretName):
+            yield key, f"SECRET {value.name}" if not value.name.startswith(INLINE_SECRET_PREFIX) else MASK
+        elif isinstance(value, P.CommitPolicy):
+            yield key, value.describe()
+        elif isinstance(value, tuple) and value and isinstance(value[0], P.PartitionFieldPlan):
+            yield key, ", ".join(p.describe() for p in value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], P.Column):
+            yield key, ", ".join(f"{c.name} {c.type}" for c in value)
+        elif isinstance(value, tuple) and value and isinstance(value[0], tuple):
+            yield key, ", ".join(f"{k}={v}" for k, v in value)
+        elif isinstance(value, tuple):
+            yield key, ", ".join(str(v) for v in value)
+        elif isinstance(value, enum.Enum):
+            yield key, value.value
+        else:
+            yield key, value
+
+
+__all__ = [
+    "INLINE_SECRET_PREFIX",
+    "Result",
+    "SinkStatus",
+    "describe",
+    "explain",
+    "format_time",
+    "object_summary",
+    "object_type",
+    "show_create",
+    "show_objects",
+    "show_secrets",
+    "sink_status",
+]

@@ -1,0 +1,290 @@
+"""Every option of the dialect, as data: names, aliases, value kinds, and which hold secrets.
+
+The grammar parses option lists generically (``NAME WORDS = value``); what each list accepts is
+declared here, once. The analyzer builds its checking tables from these declarations
+(``icesql.analyzer.options.OptionTable``), the shell its completions, and the syntax layer its
+secret redaction: a parse error must already be masked when the parser raises it, and the
+syntax layer may not import the analyzer (imports point down the pipeline), so the facts live
+at the bottom, here, and ``secrecy`` is the one rule for "this option holds a secret" that the
+printer, the redactor of errors and the shell history all apply.
+
+Pure data and small functions; imports nothing from icesql.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class Kind(enum.Enum):
+    """What kind of value an option takes."""
+
+    STRING = "a string"
+    INT = "an integer"
+    BOOL = "true or false"
+    SECRET = "SECRET name"  # a plain string is accepted with a warning and stored as a hidden secret
+    STRING_OR_SECRET = "a string or SECRET name"  # e.g. ACCESS KEY ID, not itself a secret
+    CONNECTION = "a connection name"
+    LIST = "a parenthesised option list"
+    SIZE = "a size"
+    DURATION = "a duration"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    kind: Kind
+    aliases: tuple[str, ...] = ()
+    # discriminator values (catalog type, source format) the option applies to; None: all
+    applies: frozenset[str] | None = None
+    # for enumerated strings: accepted spelling (lower case) -> canonical value
+    choices: Mapping[str, str] | None = None
+    secret: bool = False  # value must be masked wherever it could show
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    @property
+    def takes_secret(self) -> bool:
+        """``= SECRET name`` fits (and so does the ``NAME SECRET = name`` spelling)."""
+        return self.kind in (Kind.SECRET, Kind.STRING_OR_SECRET)
+
+
+S = Kind.STRING
+
+# --------------------------------------------------------------------------- connections
+
+AWS = (
+    OptionSpec("ACCESS KEY ID", Kind.STRING_OR_SECRET),
+    OptionSpec("SECRET ACCESS KEY", Kind.SECRET, secret=True),
+    OptionSpec("SESSION TOKEN", Kind.SECRET, secret=True),
+    OptionSpec("REGION", S),
+    OptionSpec("ENDPOINT", S, aliases=("ENDPOINT URL",)),
+    OptionSpec("ASSUME ROLE ARN", S),
+    OptionSpec("ASSUME ROLE SESSION NAME", S),
+)
+
+CONNECTION_WITH = (OptionSpec("VALIDATE", Kind.BOOL),)
+
+CATALOG_TYPES: dict[str, str] = {
+    "local": "local",
+    "sql": "sql",
+    "rest": "rest",
+    "s3tables": "s3tables",
+    "s3table": "s3tables",  # the design document's spelling
+    "s3tablesrest": "s3tables",  # Materialize's
+    "glue": "glue",
+    "hive": "hive",
+}
+
+_REST = frozenset({"rest"})
+
+ICEBERG_CATALOG = (
+    OptionSpec("TYPE", S, aliases=("CATALOG TYPE",), choices=CATALOG_TYPES),
+    OptionSpec("URI", S, aliases=("URL",), applies=frozenset({"rest", "s3tables", "sql", "hive"})),
+    OptionSpec("WAREHOUSE", S),
+    OptionSpec("USER", S, aliases=("USERNAME",), applies=_REST),
+    OptionSpec("PASSWORD", Kind.SECRET, applies=_REST, secret=True),
+    OptionSpec("AUTH", S, applies=_REST, choices={"oauth2": "oauth2", "basic": "basic"}),
+    OptionSpec("CREDENTIAL", Kind.SECRET, applies=_REST, secret=True),
+    OptionSpec("TOKEN", Kind.SECRET, applies=_REST, secret=True),
+    OptionSpec("OAUTH2 SERVER URL", S, aliases=("OAUTH2 SERVER URI",), applies=_REST),
+    OptionSpec("SCOPE", S, applies=_REST),
+    OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=frozenset({"rest", "s3tables", "glue"})),
+    OptionSpec(
+        "ACCESS DELEGATION",
+        S,
+        applies=frozenset({"rest", "s3tables"}),
+        choices={"vended-credentials": "vended-credentials", "remote-signing": "remote-signing"},
+    ),
+    # passed through to pyiceberg, where credentials could hide: masked whole
+    OptionSpec("PROPERTIES", Kind.LIST, secret=True),
+)
+
+# --------------------------------------------------------------------------- sources
+
+SOURCE_FORMATS: dict[str, str] = {
+    "json": "json",
+    "csv": "csv",
+    "parquet": "parquet",
+    "debezium-json": "debezium-json",
+}
+ON_ERROR: dict[str, str] = {"fail": "fail", "skip": "skip"}
+
+TEXT_FORMATS = frozenset({"json", "csv", "debezium-json"})
+CSV = frozenset({"csv"})
+FILE_FORMATS = frozenset(SOURCE_FORMATS.values())
+GENERATOR = frozenset({"generator"})
+
+# Options a FILES source hands to Spark's reader (the analyzer knows Spark's names for them).
+READER = (
+    OptionSpec("DELIMITER", S, aliases=("SEP",), applies=CSV),
+    OptionSpec("QUOTE", S, applies=CSV),
+    OptionSpec("ESCAPE", S, applies=CSV),
+    OptionSpec("NULL VALUE", S, applies=CSV),
+    OptionSpec("MULTILINE", Kind.BOOL, applies=TEXT_FORMATS),
+    OptionSpec("ENCODING", S, applies=TEXT_FORMATS),
+    OptionSpec("TIMESTAMP FORMAT", S, applies=TEXT_FORMATS),
+    OptionSpec("DATE FORMAT", S, applies=TEXT_FORMATS),
+    OptionSpec("RECURSIVE", Kind.BOOL, applies=FILE_FORMATS),
+    OptionSpec("PATH GLOB FILTER", S, applies=FILE_FORMATS),
+)
+
+SOURCE = (
+    OptionSpec("FORMAT", S, choices=SOURCE_FORMATS, applies=FILE_FORMATS),
+    OptionSpec("SCHEMA", S),
+    OptionSpec("HEADER", Kind.BOOL, applies=CSV),
+    OptionSpec("ON ERROR", S, choices=ON_ERROR, applies=FILE_FORMATS),
+    OptionSpec("MAX FILES PER TRIGGER", Kind.INT, applies=FILE_FORMATS),
+    *READER,
+    OptionSpec("OPTIONS", Kind.LIST, applies=FILE_FORMATS),  # Spark reader options passed as they are
+    OptionSpec("ROWS PER SECOND", Kind.INT, applies=GENERATOR),
+    OptionSpec("TOTAL ROWS", Kind.INT, applies=GENERATOR),
+)
+
+# --------------------------------------------------------------------------- sinks
+
+COMMIT = (
+    OptionSpec("MINIMUM SIZE", Kind.SIZE),
+    OptionSpec("MAXIMUM PERIOD", Kind.DURATION, aliases=("COMMIT INTERVAL",)),
+    OptionSpec("MAXIMUM FILE SIZE", Kind.SIZE),
+)
+
+_SWITCH: dict[str, str] = {"auto": "auto", "on": "auto", "off": "off"}
+
+# Table maintenance by the running sink (icesql.analyzer.maintenance turns them into a policy).
+MAINTENANCE = (
+    OptionSpec("MAINTENANCE", S, choices=_SWITCH),
+    OptionSpec("COMPACTION", S, choices=_SWITCH),
+    OptionSpec("COMPACTION MINIMUM FILES", Kind.INT),
+    OptionSpec("MAXIMUM DELETE FILES", Kind.INT),
+    OptionSpec("MAXIMUM MANIFESTS", Kind.INT),
+    OptionSpec("SNAPSHOT RETENTION", Kind.DURATION),
+    OptionSpec("KEEP SNAPSHOTS", Kind.INT),
+    OptionSpec("ORPHAN FILE AGE", Kind.DURATION),
+)
+
+SINK = (
+    OptionSpec("FORMAT", S),
+    *COMMIT,
+    OptionSpec("FORMAT VERSION", Kind.INT),
+    OptionSpec("PROPERTIES", Kind.LIST),
+    OptionSpec("ON ERROR", S, choices=ON_ERROR),
+    *MAINTENANCE,
+)
+
+SINK_TARGET = (OptionSpec("NAMESPACE", S), OptionSpec("TABLE", S))
+
+ALTER_SINK = (*COMMIT, *MAINTENANCE)
+
+# --------------------------------------------------------------------------- the lists
+
+# Each option list of the dialect, by the name the syntax layer, the analyzer and the shell use.
+LISTS: dict[str, tuple[OptionSpec, ...]] = {
+    "aws": AWS,
+    "iceberg_catalog": ICEBERG_CATALOG,
+    "connection_with": CONNECTION_WITH,
+    "source": SOURCE,
+    "sink_target": SINK_TARGET,
+    "sink": SINK,
+    "alter_sink": ALTER_SINK,
+}
+
+# Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its
+# value is masked too. Elsewhere an unknown option is masked only when its name says secret.
+CREDENTIAL_LISTS = frozenset({"aws", "iceberg_catalog"})
+
+# Words that make an option (or a property key) secret whatever list it is in.
+SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "CREDENTIAL")
+
+
+class Secrecy(enum.Enum):
+    """How an option's value must be treated wherever it could be shown."""
+
+    NONE = "shown"
+    VALUE = "the value is a secret"  # masked whatever it is (a ``SECRET name`` reference excepted)
+    NAME = "the value names a secret"  # ``PASSWORD SECRET = name``: only a literal there is masked
+
+
+def _index(specs: tuple[OptionSpec, ...]) -> dict[str, OptionSpec]:
+    return {n: s for s in specs for n in s.all_names}
+
+
+_BY_NAME: dict[str, dict[str, OptionSpec]] = {kind: _index(specs) for kind, specs in LISTS.items()}
+
+
+def lookup(list_kind: str, name: str) -> tuple[OptionSpec | None, bool]:
+    """(spec, secret_form) of ``name`` in a list: ``PASSWORD SECRET = x`` is ``PASSWORD = SECRET x``."""
+    by_name = _BY_NAME.get(list_kind, {})
+    spec = by_name.get(name)
+    if spec is not None:
+        return spec, False
+    if name.endswith(" SECRET"):
+        base = by_name.get(name[: -len(" SECRET")])
+        if base is not None and base.takes_secret:
+            return base, True
+    return None, False
+
+
+def _has_secret_word(name: str) -> bool:
+    upper = name.upper()
+    return any(w in upper for w in SECRET_WORDS)
+
+
+def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) -> Secrecy:
+    """The one rule for whether the value of option ``name`` in ``list_kind`` is secret.
+
+    ``list_kind`` is a key of ``LISTS``, or None when it cannot be told (a statement whose head
+    is misspelled): then an option is shown only if every list that knows it shows it. A
+    property key written as a string (``'s3.secret-access-key' = ...``) is secret when it
+    mentions a secret, a password, a token or a credential. When in doubt, secret.
+    """
+    if key_is_string:
+        # a connection takes no option keyed by a string: one there is unknown, so hidden
+        return Secrecy.VALUE if _has_secret_word(name) or list_kind in CREDENTIAL_LISTS else Secrecy.NONE
+    if list_kind is None:
+        found = [lookup(kind, name) for kind in LISTS]
+        known = [(spec, form) for spec, form in found if spec is not None]
+        if not known:
+            return Secrecy.VALUE
+        if any(spec.secret and not form for spec, form in known):
+            return Secrecy.VALUE
+        if any(form for _, form in known):
+            return Secrecy.NAME
+        return Secrecy.VALUE if _has_secret_word(name) else Secrecy.NONE
+    spec, secret_form = lookup(list_kind, name)
+    if spec is None:
+        if list_kind in CREDENTIAL_LISTS or _has_secret_word(name):
+            return Secrecy.VALUE
+        return Secrecy.NONE
+    if secret_form:
+        return Secrecy.NAME
+    return Secrecy.VALUE if spec.secret else Secrecy.NONE
+
+
+def known_prefix(list_kind: str | None, words: list[str]) -> int:
+    """How many leading ``words`` spell a known option (0: none), for ``NAME value`` written
+    without ``=``: ``SECRET ACCESS KEY hunter2`` is the option SECRET ACCESS KEY and a value."""
+    kinds = [list_kind] if list_kind in LISTS else list(LISTS)  # unknown (prose): any list
+    for n in range(len(words), 0, -1):
+        name = " ".join(words[:n])
+        if any(lookup(kind, name)[0] is not None for kind in kinds):
+            return n
+    return 0
+
+
+__all__ = [
+    "CATALOG_TYPES",
+    "CREDENTIAL_LISTS",
+    "LISTS",
+    "SECRET_WORDS",
+    "Kind",
+    "OptionSpec",
+    "Secrecy",
+    "known_prefix",
+    "lookup",
+    "secrecy",
+]

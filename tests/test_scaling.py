@@ -1,0 +1,32 @@
+"""Issue 18: the front end is linear in its input. ``check`` and ``exec`` of 8,000 statements
+take at most 10x the time of 1,000 (they were quadratic: 58 s for 4,000); a 50 MB string
+literal parses in under 300 MB and checks in under 1 GB (it took 8.7 GB and 10.4 GB).
+
+``benchmarks/hardening.py`` prints the same figures (results in benchmarks/RESULTS_hardening.md).
+Times are CPU seconds of this process, the best of three, so that other work on the machine
+disturbs them little.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.hardening import memory, script, timings
+from icesql.syntax.parser import parse
+
+
+@pytest.mark.timeout(900)
+def test_check_and_exec_time_grow_linearly_with_the_script() -> None:
+    parse(script(20))  # the grammar, loaded before anything is timed
+    small = timings(1000, runs=3, only=("check", "exec"))
+    big = timings(8000, runs=3, only=("check", "exec"))
+    for what in ("check", "exec"):
+        assert big[what] <= 10 * small[what], (what, small, big)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("what", "limit_mib"), [("parse", 300), ("check", 1024)])
+def test_a_fifty_megabyte_literal_fits_in_memory(what: str, limit_mib: int) -> None:
+    result = memory(what, 50)
+    # the whole process at its peak: interpreter, grammar, the literal itself and the work
+    assert int(result["peak"]) < limit_mib * 2**20, result
