@@ -35,10 +35,11 @@ Semantics, as a client sees them:
   silent for good (half-open, like a flushed NAT entry); the client's reads hang until its
   own timeout. New connections after the window work. ``mode="stall"``: the bytes wait in the
   socket buffers and flow again when the window ends (TCP retransmitting through an outage);
-* ``cut_response_after(nbytes, count)`` — the next ``count`` responses (server → client
-  streams, counted per connection from the first byte after the call) are forwarded up to
-  ``nbytes`` bytes, then the connection is closed (FIN; ``reset=True`` for an RST): the client
-  sees a truncated body or "connection closed" mid-response.
+* ``cut_response_after(nbytes, count)`` — on the next ``count`` connections that receive
+  bytes from the server after the call, ``nbytes`` more bytes are forwarded, then the connection
+  is closed (FIN; ``reset=True`` for an RST): the client sees a truncated body or "connection
+  closed" mid-response. (A TCP proxy does not see HTTP message boundaries: on a kept-alive
+  connection whose next response is shorter than ``nbytes``, the count goes on into the next.)
 
 ``FaultProxy.stats`` counts connections, bytes and applied faults per upstream; ``events`` is a
 list of ``(monotonic time, upstream, what)`` for test reports.
@@ -277,6 +278,10 @@ class _Listener:
                 delay = proxy._delay(self, direction)
                 if delay > 0:
                     time.sleep(delay)
+                if direction == "up":
+                    for pat in proxy._watch.get(name, ()):
+                        if pat in data:
+                            proxy._count(name, "seen:" + pat.decode(errors="replace"), data.count(pat))
                 cut = False
                 if direction == "down":
                     data, cut = proxy._cut(self, conn, data)
@@ -302,8 +307,13 @@ class FaultProxy:
         *,
         seed: int = 0,
         ports: Mapping[str, int] | None = None,
+        watch: Mapping[str, Iterable[bytes]] | None = None,
     ) -> None:
+        """``upstreams``: name -> (loopback host, port). ``ports``: fixed listening ports (default:
+        free ones). ``watch``: name -> byte strings counted in the client → server stream (e.g.
+        ``b"POST /v1/oauth/tokens"`` to count token requests; ``stats[name]["seen:..."]``)."""
         self._lock = threading.RLock()
+        self._watch = {name: [bytes(p) for p in pats] for name, pats in (watch or {}).items()}
         self._stopping = threading.Event()
         self._rng = random.Random(seed)
         self.seed = seed
