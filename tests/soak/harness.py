@@ -263,6 +263,7 @@ class SoakResult:
     rows_committed: Counter[str] = field(default_factory=Counter)  # per sink, from commit lines
     conflict_lines: int = 0
     token_requests: int = 0
+    rejected_401: int = 0  # catalog answers 401 (an expired token) seen by the proxy
     proxy_stats: dict[str, Any] = field(default_factory=dict)
     drain_ok: bool = False
     drain_runs: int = 0
@@ -512,7 +513,7 @@ class Soak:
         self.proxy = FaultProxy(
             {"s3": ("127.0.0.1", self.weed.s3_port), "rest": ("127.0.0.1", self.weed.iceberg_port)},
             seed=self.cfg.seed,
-            watch={"rest": [b"POST /v1/oauth/tokens"]},
+            watch={"rest": [b"POST /v1/oauth/tokens", b"HTTP/1.1 401"]},
         ).start()
         (self.base / "pipeline.sql").write_text(self.pipeline_sql())
         for _ in range(2):
@@ -552,9 +553,9 @@ class Soak:
             self._ended(self.child)
         if self.proxy is not None:
             self.result.proxy_stats = self.proxy.snapshot()
-            self.result.token_requests = int(
-                self.result.proxy_stats.get("rest", {}).get("seen:POST /v1/oauth/tokens", 0)
-            )
+            rest = self.result.proxy_stats.get("rest", {})
+            self.result.token_requests = int(rest.get("seen:POST /v1/oauth/tokens", 0))
+            self.result.rejected_401 = int(rest.get("seen:HTTP/1.1 401", 0))
             self.proxy.stop()
         if self.weed is not None:
             self.weed.keep_workdir = self.cfg.keep_workdir
@@ -984,7 +985,8 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         # the fault is over once its cuts happened (or 20 s passed without traffic to cut)
         end = time.monotonic() + 20
         while time.monotonic() < end:
-            if all(self.proxy._listeners[t].faults.cut_left <= 0 for t in targets):
+            cuts = sum(self.proxy.snapshot()[t].get("responses_cut", 0) - before[t] for t in targets)
+            if cuts >= count * len(targets):
                 break
             self.supervise(0.2)
         self.proxy.clear()
@@ -1395,7 +1397,10 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     )
     add(f"| runs with Java stack traces in the output | {result.java_traces()} |")
     add(f"| commit conflicts icesql reported | {result.conflict_lines} |")
-    add(f"| OAuth2 token requests through the proxy | {result.token_requests} |")
+    add(
+        f"| OAuth2 token requests / 401 answers (expired token) through the proxy | "
+        f"{result.token_requests} / {result.rejected_401} |"
+    )
     add(
         f"| longest time from the end of a fault to recovery (both sinks committed) | "
         f"{_fmt_s(longest.recovery_seconds if longest else None)}"
@@ -1509,11 +1514,15 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     if result.home_loss_checks:
         add("### Home loss (`<home>/sinks/` deleted between runs, after the main run was verified)")
         add("")
+        add(
+            "Each round: new input, `sinks/` deleted, `run --once`; the figures are cumulative (the whole table)."
+        )
+        add("")
         for i, checks in enumerate(result.home_loss_checks):
             f = next((x for x in result.faults if x.kind == "home_loss" and x.params.get("round") == i), None)
             for c in checks:
                 add(
-                    f"- round {i}: `{c.table}`: lost {c.lost}, duplicated {c.duplicated}, stale {c.stale}, "
+                    f"- after round {i}: `{c.table}`: lost {c.lost}, duplicated {c.duplicated}, stale {c.stale}, "
                     f"unexpected {c.unexpected} ({'equals the replay' if c.equals_replay else 'differs'}); "
                     f"e.g. {c.examples[:3]}"
                 )

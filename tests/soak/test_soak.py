@@ -16,7 +16,9 @@ end (``tests/soak/harness.py`` says what runs and what is recorded).
   stall, no traceback, a lost home skipping nothing).
 
 Set ``ICESQL_SOAK_SEED`` to replay another schedule; ``ICESQL_SOAK_KEEP=1`` keeps the work
-directory (icesql's logs per run under ``logs/``).
+directory (icesql's logs per run under ``logs/``); ``ICESQL_SOAK_KINDS`` (comma-separated) narrows
+the long run's fault kinds, ``ICESQL_SOAK_TITLE`` titles its report, ``ICESQL_SOAK_WORKDIR`` puts its work directory (logs,
+home) somewhere that outlives pytest's rotation of temporary directories.
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ def test_long_soak(tmp_path: Path) -> None:
         min_kills=kills,
         kinds=tuple(os.environ.get("ICESQL_SOAK_KINDS", ",".join(KINDS)).split(",")),
         home_loss_rounds=int(os.environ.get("ICESQL_SOAK_HOME_LOSS_ROUNDS", "2")),
-        workdir=tmp_path / "work",
+        workdir=Path(os.environ.get("ICESQL_SOAK_WORKDIR") or tmp_path / "work"),
         keep_workdir=KEEP,
     )
     command = (
@@ -159,7 +161,8 @@ def test_long_soak(tmp_path: Path) -> None:
         f"ICESQL_SOAK_REPORT={report} .venv/bin/python -m pytest -m slow tests/soak/test_soak.py::test_long_soak"
     )
     result = Soak(cfg, command=command).run()
-    write_report(result, report, title=f"Soak run: {minutes:g} minutes, seed {SEED}")
+    title = os.environ.get("ICESQL_SOAK_TITLE") or f"Soak run: {minutes:g} minutes, seed {SEED}"
+    write_report(result, report, title=title)
     print(f"report: {report}")
     assert result.drain_ok
     assert result.exactly_once(), [

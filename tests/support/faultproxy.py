@@ -278,10 +278,9 @@ class _Listener:
                 delay = proxy._delay(self, direction)
                 if delay > 0:
                     time.sleep(delay)
-                if direction == "up":
-                    for pat in proxy._watch.get(name, ()):
-                        if pat in data:
-                            proxy._count(name, "seen:" + pat.decode(errors="replace"), data.count(pat))
+                for pat in proxy._watch.get(name, ()):
+                    if pat in data:
+                        proxy._count(name, "seen:" + pat.decode(errors="replace"), data.count(pat))
                 cut = False
                 if direction == "down":
                     data, cut = proxy._cut(self, conn, data)
@@ -310,8 +309,9 @@ class FaultProxy:
         watch: Mapping[str, Iterable[bytes]] | None = None,
     ) -> None:
         """``upstreams``: name -> (loopback host, port). ``ports``: fixed listening ports (default:
-        free ones). ``watch``: name -> byte strings counted in the client → server stream (e.g.
-        ``b"POST /v1/oauth/tokens"`` to count token requests; ``stats[name]["seen:..."]``)."""
+        free ones). ``watch``: name -> byte strings counted in the bytes forwarded either way (e.g.
+        ``b"POST /v1/oauth/tokens"`` counts token requests, ``b"HTTP/1.1 401"`` rejections;
+        ``stats[name]["seen:..."]``)."""
         self._lock = threading.RLock()
         self._watch = {name: [bytes(p) for p in pats] for name, pats in (watch or {}).items()}
         self._stopping = threading.Event()
@@ -452,12 +452,15 @@ class FaultProxy:
                 self._event(ln.name, f"cut the next {count} response(s) after {nbytes} bytes")
 
     def clear(self, only: str | Iterable[str] | None = None) -> None:
-        """Every fault off. Connections a ``drop`` blackhole killed stay dead (their bytes are
-        gone); reset them with ``reset_connections`` if the test wants them closed."""
+        """Every fault off, a cut a connection has claimed but not made yet included. Connections
+        a ``drop`` blackhole killed stay dead (their bytes are gone); reset them with
+        ``reset_connections`` if the test wants them closed."""
         targets = self._targets(only)
         with self._lock:
             for ln in targets:
                 ln.faults = _Faults()
+                for c in ln.conns:
+                    c.cut_left = None
                 self._event(ln.name, "clear")
         # a refusing listener opens its port again before clear() returns
         deadline = time.monotonic() + 5
