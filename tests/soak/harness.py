@@ -231,7 +231,7 @@ class SoakConfig:
     )
     min_kills: int = 0  # after ``minutes``: only kills until there were this many
     drain_attempts: int = 6
-    once_timeout: float = 300.0  # a --once run taking longer is a hang
+    once_timeout: float = 1800.0  # a --once run taking longer is a hang (as is an idle one)
 
     def describe(self) -> str:
         plan = (
@@ -269,6 +269,7 @@ class SoakResult:
     drain_runs: int = 0
     notes: list[str] = field(default_factory=list)
     workdir: str = ""
+    code: str = ""  # the icesql code the sinks ran: commit, branch, local changes
 
     # ---------------------------------------------------------------- figures
     def kills(self) -> int:
@@ -490,6 +491,7 @@ class Soak:
             command=command or default_command(config),
             started_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             workdir=str(self.base),
+            code=code_version(),
         )
         self.input = Input(self.base, config.seed, config.events_rows, config.cdc_changes)
         self.weed: WeedServer | None = None
@@ -1128,24 +1130,46 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         if self.weed.process is None or self.weed.process.poll() is not None:
             self.weed.restart()
         if self.child is not None and self.child.alive:
-            self.child.terminate()
+            rc = self.child.terminate()
             self._ended(self.child)
+            if rc != 0:
+                self.result.notes.append(
+                    f"the final clean stop (SIGTERM to icesql's process) exited {rc}: {self.child.run.error}"
+                )
         for _ in range(self.cfg.drain_attempts):
             rc = self.run_once("run --once")
             self.result.drain_runs += 1
             if rc == 0:
                 self.result.drain_ok = True
                 return
+            self.result.notes.append(
+                f"drain run {self.result.runs[-1].index} exited {rc}: {self.result.runs[-1].error}"
+            )
             self.supervise(self.cfg.restart_delay)
 
     def run_once(self, command: str) -> int:
+        """A ``--once`` run to its end. It hangs when its process group sits idle (as a stall, see
+        ``wait_recovery``) or runs past ``once_timeout``; then it is killed."""
         child = self.start_child(command)
         deadline = time.monotonic() + self.cfg.once_timeout
-        while child.alive and time.monotonic() < deadline:
-            time.sleep(0.2)
-        if child.alive:
-            child.run.ended_because = f"hung: --once still running after {self.cfg.once_timeout:g}s; killed"
-            child.kill()
+        cpu: list[tuple[float, float]] = []
+        while child.alive:
+            now = time.monotonic()
+            cpu.append((now, group_cpu_seconds(child.proc.pid)))
+            while cpu and cpu[0][0] < now - self.cfg.stall_idle:
+                cpu.pop(0)
+            idle = (
+                now - child.run.started >= self.cfg.stall_idle
+                and now - cpu[0][0] >= self.cfg.stall_idle - 1
+                and cpu[-1][1] - cpu[0][1] < self.cfg.stall_cpu
+            )
+            if idle or now > deadline:
+                why = "idle" if idle else f"still running after {self.cfg.once_timeout:g}s"
+                child.run.ended_because = f"hung ({why}); killed"
+                self.result.notes.append(f"`{command}` (run {child.run.index}) hung ({why}); killed")
+                child.kill()
+                break
+            time.sleep(0.5)
         self._ended(child)
         self.restart_at = None
         return child.run.rc if child.run.rc is not None else -1
@@ -1285,6 +1309,22 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         return self.result
 
 
+def code_version() -> str:
+    """``<commit> (<branch>)`` of the icesql code under test, ``+ local changes`` when the product
+    directories differ from the commit."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if not commit:
+        return "unknown (not a git checkout)"
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    dirty = git("status", "--porcelain", "--", "icesql", "catalog_store", "grammar")
+    return f"{commit} ({branch}){' + local changes' if dirty else ''}"
+
+
 def group_cpu_seconds(pgid: int) -> float:
     """CPU time (user + system, seconds) of the live processes of process group ``pgid``."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -1349,6 +1389,7 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     add(f"- **Seed:** {cfg.seed}")
     add(f"- **Command:** `{result.command}`")
     add(f"- **Configuration:** {cfg.describe()}")
+    add(f"- **icesql code:** {result.code or 'unknown'}")
     add(f"- **Started:** {result.started_at}; **wall time:** {result.duration / 60:.1f} min")
     add(
         f"- **Setup:** `weed mini` behind the fault proxy (catalog URI and S3 ENDPOINT are the proxy's), "
