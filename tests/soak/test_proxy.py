@@ -41,9 +41,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the proxy resets connections on purpose: no tracebacks on stderr
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[int]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    srv = _QuietServer(("127.0.0.1", 0), _Handler)
     srv.daemon_threads = True
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
