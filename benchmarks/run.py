@@ -657,9 +657,10 @@ def render_markdown(res: dict[str, Any]) -> str:
     goals = [r for r in ratios if r["goal"] != "-"]
     met = sum(1 for r in goals if r["met"] is True)
     missed = sum(1 for r in goals if r["met"] is False)
-    out += [f"**Goals: {met} met, {missed} missed, {len(goals) - met - missed} not measured** "
-            f"(of {len(goals)}; a goal is only judged when both of its sides ran).", "",
-            "### Ratios (goal rows first; n/a = a side did not run)", ""]
+    if goals:
+        out += [f"**Goals: {met} met, {missed} missed, {len(goals) - met - missed} not measured** "
+                f"(of {len(goals)}; a goal is only judged when both of its sides ran).", ""]
+    out += ["### Ratios (goal rows first; n/a = a side did not run)", ""]
 
     def verdict(r: dict[str, Any]) -> str:
         if r["goal"] == "-":
