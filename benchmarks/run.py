@@ -44,7 +44,10 @@ MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
 class Config:
     def __init__(self, a: argparse.Namespace) -> None:
         q = a.quick
-        self.rows: int = a.rows or (200_000 if q else 10_000_000)
+        # the append section runs each size (issue 11: 1M and 10M rows in one run); --rows N: one size
+        self.append_rows: list[int] = ([a.rows] if a.rows else [int(x) for x in a.append_rows.split(",")]
+                                       if a.append_rows else [200_000] if q else [1_000_000, 10_000_000])
+        self.rows: int = max(self.append_rows)
         self.keys, self.batches, self.batch_size = (100_000, 3, 10_000) if q else (1_000_000, 10, 100_000)
         if a.upsert_keys:
             self.keys = a.upsert_keys
@@ -597,14 +600,27 @@ def machine_info() -> dict[str, Any]:
     except (OSError, StopIteration, ValueError):
         mem_kb = 0
     ver = "import pyspark, pyarrow; print(pyspark.__version__, pyarrow.__version__)"
+    here = Path(sys.executable).resolve() == Path(B.PROJECT_PY).resolve()
+
+    def project(cmd: list[str], *dists: str) -> str:
+        """A version of the project venv: read in this process when it is that venv (no child)."""
+        if here:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                return " ".join(version(d) for d in dists)
+            except PackageNotFoundError:
+                pass
+        return first(cmd)
+
     return {
         "nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem_kb / 2**20, 1),
         "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
         "java": first(["java", "-version"]),
-        "project_venv_pyspark_pyarrow": first([B.PROJECT_PY, "-c", ver]),
+        "project_venv_pyspark_pyarrow": project([B.PROJECT_PY, "-c", ver], "pyspark", "pyarrow"),
         "harness_pyspark_pyarrow": first([B.HARNESS_PY, "-c", ver]) if Path(B.HARNESS_PY).exists() else "n/a",
-        "pyiceberg": first([B.PROJECT_PY, "-c", "import pyiceberg; print(pyiceberg.__version__)"]),
-        "duckdb": first([B.PROJECT_PY, "-c", "import duckdb; print(duckdb.__version__)"]),
+        "pyiceberg": project([B.PROJECT_PY, "-c", "import pyiceberg; print(pyiceberg.__version__)"], "pyiceberg"),
+        "duckdb": project([B.PROJECT_PY, "-c", "import duckdb; print(duckdb.__version__)"], "duckdb"),
         "loadavg_start": os.getloadavg(),
     }
 
@@ -801,7 +817,10 @@ def update_readme(md: str, json_path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="icesql benchmark suite (ratios against peers, same run, same machine)")
-    ap.add_argument("--rows", type=int, default=None, help="append dataset rows (default 10M; --quick: 200k)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="one append dataset size (default: --append-rows; --quick: 200k); also the e2e default")
+    ap.add_argument("--append-rows", default=None,
+                    help="comma list of append dataset sizes, each its own section (default 1M,10M)")
     ap.add_argument("--quick", action="store_true", help="small sizes everywhere (a few minutes)")
     ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {SECTIONS}")
     ap.add_argument("--skip", default="", help="runner names to skip, e.g. spark35_parquet,pyiceberg_append")
@@ -871,6 +890,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     for s in only:
         try:
+            if s == "append" and len(cfg.append_rows) > 1:  # one section per size, as --render combines them
+                for n in cfg.append_rows:
+                    res["sections"][f"append {n:,}"] = section_append(cfg, n)
+                    out.write_text(json.dumps(res, indent=1, default=str))
+                continue
             res["sections"][s] = SECTION_FUNCS[s](cfg)
         except Exception as e:  # noqa: BLE001 - one broken section must not lose the others
             import traceback
