@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import sys
 import threading
@@ -34,19 +35,70 @@ def harness_available() -> bool:
     )
 
 
+def _child_env(python: str, env: dict[str, str] | None = None) -> dict[str, str]:
+    e = dict(os.environ)
+    e.update({"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "PYTHONPATH": str(ROOT)})
+    e.pop("SPARK_HOME", None)  # each venv brings its own Spark
+    e.update(env or {})
+    return e
+
+
 def run_worker(name: str, python: str, target: str, args: dict[str, Any], workdir: str | Path, *,
                timeout: float = 3600, env: dict[str, str] | None = None) -> dict[str, Any]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     if not Path(python).exists():
         return {"name": name, "status": "n/a", "reason": f"interpreter {python} missing"}
-    e = dict(os.environ)
-    e.update({"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python, "PYTHONPATH": str(ROOT)})
-    e.pop("SPARK_HOME", None)  # each venv brings its own Spark
-    e.update(env or {})
-    res = run_monitored([python, ENTRY, target, json.dumps(args)], env=e, cwd=str(workdir), timeout=timeout,
-                        log_path=workdir / f"{name}.log")
+    res = run_monitored([python, ENTRY, target, json.dumps(args)], env=_child_env(python, env), cwd=str(workdir),
+                        timeout=timeout, log_path=workdir / f"{name}.log")
     return {"name": name, **res}
+
+
+def run_icesql_cli(name: str, home: Path, args: list[str], workdir: Path, *, timeout: float = 3600,
+                   env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``icesql --home <home> <args>`` as a user runs it: a fresh process (``python -m icesql``, the
+    console script's entry point, with this checkout on PYTHONPATH), its whole wall time and the
+    peak RSS of its process tree (JVM and Python workers included). Output goes to ``<name>.log``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cmd = [PROJECT_PY, "-m", "icesql", "--home", str(home), *args]
+    res = run_monitored(cmd, env=_child_env(PROJECT_PY, env), cwd=str(workdir), timeout=timeout,
+                        log_path=workdir / f"{name}.log", result_line=False)
+    return {"name": name, "command": "icesql --home <home> " + " ".join(args), **res}
+
+
+def newest_metadata(table_dir: str | Path) -> str | None:
+    """The newest metadata file of a table directory: Hadoop tables' ``vN.metadata.json`` and
+    pyiceberg's ``NNNNN-<uuid>.metadata.json`` both start with their version number."""
+    import re
+
+    best: tuple[int, str] | None = None
+    for p in Path(table_dir, "metadata").glob("*.metadata.json"):
+        m = re.match(r"v?(\d+)", p.name)
+        if m and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), str(p))
+    return best[1] if best else None
+
+
+def table_facts(metadata: str, columns: tuple[str, ...] = ("ts", "event_date", "price")) -> dict[str, Any]:
+    """What a table holds, read from its manifests (pyiceberg, no data read): rows of the live data
+    files, file sizes, delete files, snapshots, and the null counts of ``columns`` (a reader that
+    failed to parse a value writes a null: the check that both sides read the input alike)."""
+    from pyiceberg.table import StaticTable
+
+    from benchmarks.workers.common import file_stats
+
+    t = StaticTable.from_metadata(metadata)
+    snap = t.current_snapshot()
+    live = [e.data_file for m in (snap.manifests(t.io) if snap else [])
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=True)]
+    data = [f for f in live if int(f.content) == 0]
+    ids = {c: t.schema().find_field(c).field_id for c in columns if c in t.schema().column_names}
+    out: dict[str, Any] = {"rows_in_table": sum(f.record_count for f in data), "snapshots": len(t.metadata.snapshots),
+                           "metadata": metadata,
+                           "nulls": {c: sum((f.null_value_counts or {}).get(i, 0) for f in data) for c, i in ids.items()}}
+    out.update(file_stats(sizes=[f.file_size_in_bytes for f in data]))
+    out.update(file_stats(sizes=[f.file_size_in_bytes for f in live if int(f.content) != 0], prefix="delete_"))
+    return out
 
 
 def _append_args(ds: datagen.Dataset, workdir: Path, partitioned: bool, codec: str) -> dict[str, Any]:
@@ -84,12 +136,20 @@ def pyiceberg_append(ds: datagen.Dataset, workdir: Path, partitioned: bool = Fal
 
 
 def icesql_append(ds: datagen.Dataset, workdir: Path, partitioned: bool = False, codec: str = "zstd",
-                  conf: dict[str, str] | None = None) -> dict[str, Any]:
+                  conf: dict[str, str] | None = None, arrow: bool = True) -> dict[str, Any]:
+    """icesql's APPEND sink; ``arrow=False`` runs it with ``ICESQL_ARROW_PATH=0`` (Spark's reader
+    and the ``mapInArrow`` writer: the path before the Arrow-native data plane)."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"source_dir": ds.path, "files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes,
          "home": str(home), "partitioned": partitioned, "codec": codec, "spark_conf": conf or {}}
-    return run_worker("icesql", PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_append", a, workdir)
+    name = "icesql" if arrow else "icesql_spark_path"
+    r = run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_append", a, workdir,
+                   env={"ICESQL_ARROW_PATH": "1" if arrow else "0"})
+    want = "arrow" if arrow else "spark"
+    if r.get("status") == "ok" and r.get("path") not in (None, want):
+        r["warning"] = f"ran on the {r.get('path')} path, {want} expected"
+    return r
 
 
 # ------------------------------------------------------------------------------------------ upsert
@@ -237,3 +297,207 @@ def icesql_commit(workdir: Path, catalog: str = "local", commits: int = 30,
     return run_worker(f"icesql_commit_{catalog}", PROJECT_PY, "benchmarks.icesql_hooks:measure_commit_overhead",
                       {"home": str(home), "catalog": catalog, "commits": commits, "rest": rest},
                       workdir, env={"BENCH_REST_SECRET": secret})
+
+
+# ------------------------------------------------------------------------------------------ end to end
+# Fresh processes as a user runs them: ``seconds`` is the whole process wall time (Python and JVM
+# start, SparkSession, table creation, the write and the commit); nothing is warmed up.
+
+def e2e_append_script(path: Path, source_dir: str, fmt: str, warehouse: Path, partitioned: bool,
+                      codec: str = "zstd") -> Path:
+    """The script a user would write for the append: a local catalog, a FILES source with the
+    benchmark schema, an APPEND sink (``IF NOT EXISTS``: the same script runs again and again)."""
+    part = " PARTITION BY (day(ts))" if partitioned else ""
+    path.write_text(
+        f"CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{warehouse}');\n"
+        f"CREATE SOURCE IF NOT EXISTS src FROM FILES '{source_dir}'\n"
+        f"  (FORMAT = '{fmt}', SCHEMA = '{datagen.SPARK_DDL}');\n"
+        f"CREATE SINK IF NOT EXISTS k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't')\n"
+        f"  MODE APPEND{part} WITH (PROPERTIES = ('write.parquet.compression-codec' = '{codec}'));\n")
+    return path
+
+
+def _conf_args(conf: dict[str, str] | None) -> list[str]:
+    """The baselines' Spark settings (``workers.common.spark_session``) as ``icesql --conf`` flags,
+    so both fresh processes run with the same Spark settings."""
+    settings = {"spark.driver.memory": "4g", **(conf or {})}
+    return [a for k, v in settings.items() for a in ("--conf", f"{k}={v}")]
+
+
+def _e2e_facts(r: dict[str, Any], table_dir: Path, rows: int) -> dict[str, Any]:
+    r["seconds"] = r.get("wall_seconds")  # the figure of an end-to-end run: the whole process
+    meta = newest_metadata(table_dir)
+    if r.get("status") == "ok" and meta:
+        try:
+            r.update(table_facts(meta))
+        except Exception as e:  # noqa: BLE001 - reported, the run's time stays
+            r["facts_error"] = f"{type(e).__name__}: {e}"[:300]
+        if r.get("rows_in_table") != rows:
+            r["status"] = "error"
+            r["error"] = f"table holds {r.get('rows_in_table')} rows, {rows} expected"
+        elif any(r.get("nulls", {}).values()):
+            r["warning"] = f"nulls where the input has none: {r['nulls']} (a value was not parsed)"
+    if r.get("seconds") and r.get("status") == "ok":
+        r["rows_per_s"] = round(rows / r["seconds"])
+    return r
+
+
+def icesql_e2e_append(ds: datagen.Dataset, fmt: str, workdir: Path, partitioned: bool = False,
+                      codec: str = "zstd", conf: dict[str, str] | None = None,
+                      env: dict[str, str] | None = None) -> dict[str, Any]:
+    """``icesql --home <fresh> run append.sql --once`` on ``ds`` (``fmt``: parquet | json)."""
+    home, wh = workdir / "home", workdir / "warehouse"
+    wh.mkdir(parents=True, exist_ok=True)
+    script = e2e_append_script(workdir / "append.sql", ds.path, fmt, wh, partitioned, codec)
+    r = run_icesql_cli("icesql_cli", home, ["run", str(script), "--once", *_conf_args(conf)], workdir, env=env)
+    r.update({"format": fmt, "partitioned": partitioned, "rows": ds.rows})
+    return _e2e_facts(r, wh / "bench" / "t", ds.rows)
+
+
+def spark_iceberg_e2e_append(ds: datagen.Dataset, fmt: str, workdir: Path, partitioned: bool = False,
+                             codec: str = "zstd", conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """A fresh Spark 3.5 + Iceberg Java process reading ``ds`` and appending it to a new table."""
+    if not harness_available():
+        return {"name": "spark35_iceberg_submit", "status": "n/a", "reason": "harness missing"}
+    a = {"files": ds.files, "fmt": fmt, "schema_ddl": datagen.SPARK_DDL, "workdir": str(workdir),
+         "partitioned": partitioned, "codec": codec, "conf": conf or {}}
+    r = run_worker("spark35_iceberg_submit", HARNESS_PY, "spark_iceberg:e2e_append", a, workdir)
+    r.update({"format": fmt, "partitioned": partitioned, "rows": ds.rows})
+    return _e2e_facts(r, workdir / "warehouse" / "bench" / "t", ds.rows)
+
+
+def _copy_in(src: str, inbox: Path) -> None:
+    tmp = inbox / ("." + Path(src).name + ".tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, inbox / Path(src).name)
+
+
+def icesql_e2e_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None,
+                      batches: int | None = None) -> dict[str, Any]:
+    """The upsert as a scheduled job runs it: per change batch, the Debezium file lands in the inbox
+    and a fresh ``icesql --home <home> run upsert.sql --once`` applies it (the sum of the processes'
+    wall times is ``seconds``). Set-up (untimed, recorded): one run on the empty inbox creates the
+    table (KEY (id) as its identifier field), ``load.sql`` appends the base rows."""
+    home, wh, inbox = workdir / "home", workdir / "warehouse", workdir / "inbox"
+    for d in (wh, inbox):
+        d.mkdir(parents=True, exist_ok=True)
+    conn = f"CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');\n"
+    target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
+    upsert = workdir / "upsert.sql"
+    upsert.write_text(conn + f"CREATE SOURCE IF NOT EXISTS ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', "
+                      f"SCHEMA = '{datagen.SPARK_DDL}');\nCREATE SINK IF NOT EXISTS u FROM ch {target} "
+                      "KEY (id) MODE UPSERT;\n")
+    load = workdir / "load.sql"
+    load.write_text(conn + f"CREATE SOURCE IF NOT EXISTS base FROM FILES '{u.base.path}' (FORMAT = 'parquet', "
+                    f"SCHEMA = '{datagen.SPARK_DDL}');\nCREATE SINK IF NOT EXISTS load FROM base {target} "
+                    "MODE APPEND;\n")
+    conf_args = _conf_args(conf)
+    out: dict[str, Any] = {"name": "icesql_e2e", "engine": "icesql run --once, one fresh process per batch"}
+    for step, script in (("create", upsert), ("load", load)):
+        r = run_icesql_cli(f"icesql_e2e_{step}", home, ["run", str(script), "--once", *conf_args], workdir)
+        out[f"{step}_wall_seconds"] = r.get("wall_seconds")
+        if r.get("status") != "ok":
+            return {**out, "status": "error", "error": f"{step}: {r.get('error')}", "stderr_tail": r.get("stderr_tail")}
+    walls: list[float] = []
+    peaks: list[float] = []
+    for i, f in enumerate(u.debezium_files[:batches]):
+        _copy_in(f, inbox)
+        r = run_icesql_cli(f"icesql_e2e_batch{i:03d}", home, ["run", str(upsert), "--once", *conf_args], workdir)
+        if r.get("status") != "ok":
+            return {**out, "status": "error", "error": f"batch {i}: {r.get('error')}",
+                    "stderr_tail": r.get("stderr_tail"), "batch_wall_seconds": walls}
+        walls.append(r["wall_seconds"])
+        peaks.append(r.get("peak_rss_mb") or 0)
+    return {**out, **_batch_summary(walls, peaks, u, newest_metadata(wh / "bench" / "u"))}
+
+
+def _batch_summary(walls: list[float], peaks: list[float], u: datagen.UpsertDataset,
+                   meta: str | None) -> dict[str, Any]:
+    changes = len(walls) * u.batch_size
+    secs = sum(walls)
+    return {"status": "ok", "seconds": round(secs, 2), "batches": len(walls), "changes": changes,
+            "changes_per_s": round(changes / secs) if secs else None,
+            "batch_wall_seconds": walls, "batch_p50_s": round(statistics.median(walls), 2) if walls else None,
+            "peak_rss_mb": max(peaks) if peaks else None, "metadata": meta,
+            "note": "seconds = sum of the per-batch processes' wall times (JVM start included)"}
+
+
+def spark_iceberg_e2e_merge(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None,
+                            batches: int | None = None) -> dict[str, Any]:
+    """The same batches by Spark 3.5 + Iceberg Java: one fresh process per ``MERGE INTO`` (the base
+    loaded by a set-up process, untimed)."""
+    if not harness_available():
+        return {"name": "spark35_merge_e2e", "status": "n/a", "reason": "harness missing"}
+    out: dict[str, Any] = {"name": "spark35_merge_e2e",
+                           "engine": "Spark 3.5 + Iceberg Java MERGE INTO, one fresh process per batch"}
+    r = run_worker("spark35_merge_e2e_setup", HARNESS_PY, "spark_iceberg:e2e_merge_setup",
+                   {"base_files": u.base.files, "workdir": str(workdir), "conf": conf or {}}, workdir)
+    out["load_wall_seconds"] = r.get("wall_seconds")
+    if r.get("status") != "ok":
+        return {**out, "status": "error", "error": f"setup: {r.get('error')}"}
+    walls: list[float] = []
+    peaks: list[float] = []
+    for i, f in enumerate(u.change_files[:batches]):
+        r = run_worker(f"spark35_merge_e2e_batch{i:03d}", HARNESS_PY, "spark_iceberg:e2e_merge_batch",
+                       {"change_file": f, "workdir": str(workdir), "conf": conf or {}}, workdir)
+        if r.get("status") != "ok":
+            return {**out, "status": "error", "error": f"batch {i}: {r.get('error')}", "batch_wall_seconds": walls}
+        walls.append(r["wall_seconds"])
+        peaks.append(r.get("peak_rss_mb") or 0)
+    return {**out, **_batch_summary(walls, peaks, u, newest_metadata(workdir / "warehouse" / "bench" / "u"))}
+
+
+# ------------------------------------------------------------------------------------------ upsert reads
+def read_datafusion(metadata: str, expected: str | None, workdir: Path, label: str,
+                    timeout: float = READ_TIMEOUT_S) -> dict[str, Any]:
+    return run_worker(f"datafusion_read_{label}", PROJECT_PY, "datafusion_read:read",
+                      {"metadata": metadata, "expected": expected}, workdir, timeout=timeout)
+
+
+def reference_table(metadata: str, expected: str, workdir: Path, codec: str = "zstd") -> dict[str, Any]:
+    """The compacted reference: the expected rows in one append to a fresh table with the same schema
+    (``workers/pyiceberg_append.reference_table``); the measured table is never compacted."""
+    return run_worker("compacted_reference", PROJECT_PY, "pyiceberg_append:reference_table",
+                      {"metadata": metadata, "expected": expected, "workdir": str(workdir), "codec": codec},
+                      workdir)
+
+
+# ------------------------------------------------------------------------------------------ key index
+INDEX_NA = "n/a until the key index lands (no icesql.engine.index.build)"
+
+
+def index_available() -> bool:
+    """Whether this checkout's engine has the key index builder (looked up without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("icesql.engine.index.build") is not None
+    except ImportError:
+        return False
+
+
+def icesql_index_build(ds: datagen.Dataset, workdir: Path, conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """The key index rebuild of a ``ds.rows``-key table: set-up process (pyiceberg writes the table,
+    untimed), then the measured process (SparkSession + ``build_index``; peak RSS of its tree)."""
+    if not index_available():  # no set-up for nothing (the hook says the same in its own process)
+        return {"name": "icesql_index_build", "status": "n/a", "reason": INDEX_NA}
+    home = workdir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    prep = run_worker("icesql_index_prepare", PROJECT_PY, "benchmarks.icesql_hooks:prepare_index_table",
+                      {"files": ds.files, "rows": ds.rows, "home": str(home)}, workdir)
+    if prep.get("status") != "ok":
+        return {**prep, "name": "icesql_index_build"}
+    r = run_worker("icesql_index_build", PROJECT_PY, "benchmarks.icesql_hooks:measure_index_build",
+                   {"home": str(home), "keys": ds.rows, "spark_conf": conf or {}}, workdir)
+    r["prepare_seconds"] = prep.get("seconds")
+    return r
+
+
+# ------------------------------------------------------------------------------------------ views writer
+def views_write(ds: datagen.Dataset, workdir: Path, method: str, partitioned: bool = False, codec: str = "zstd",
+                conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """The Spark-path writer experiment (``workers/views_writer.py``): ``method`` = ``mapinarrow``
+    (today's BatchWriter) or ``spark_writer`` (Spark's Parquet writer + footer statistics)."""
+    a = {"files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes, "workdir": str(workdir),
+         "method": method, "partitioned": partitioned, "codec": codec, "conf": conf or {}}
+    return run_worker(f"views_{method}", PROJECT_PY, "views_writer:write", a, workdir)

@@ -12,6 +12,12 @@ Datasets (``python benchmarks/datagen.py --help``):
       category STRING (12 values), payload STRING (~47 bytes, 40-50), amount DOUBLE (1 % null),
       qty INT, event_date DATE (= date of ts), active BOOLEAN, price DECIMAL(12,2), user_id BIGINT
 
+* append dataset as JSON lines (``generate_append_json``): the same rows as the Parquet append
+  dataset, one JSON-lines file per Parquet file, one object a line: ``ts`` as an ISO-8601 UTC
+  string (``2025-01-01T00:20:06.685885Z``), ``event_date`` as ``YYYY-MM-DD``, ``price`` as a JSON
+  number, ``amount`` null where it is null (the encodings Spark's JSON reader takes with
+  ``SPARK_DDL``, as the Debezium files use).
+
 * upsert dataset: a base of ``keys`` rows (ids 0..keys-1) and ``batches`` change batches of
   ``batch_size`` distinct keys each: 70 % updates and 10 % deletes of live keys, 20 % inserts of
   new keys. Written twice, as Parquet with an ``op`` column (``I``/``U``/``D``, plus ``batch`` and
@@ -216,6 +222,57 @@ def generate_append(out: str | Path, rows: int, *, seed: int = 42, files: int | 
     return ds
 
 
+def _json_select(relation: str) -> str:
+    """The SELECT rendering the ten columns as JSON-lines encodings (DuckDB, session time zone UTC)."""
+    cols = []
+    for c in COLUMNS:
+        if c == "ts":
+            cols.append(f"strftime({c}, '%Y-%m-%dT%H:%M:%S.%fZ') AS {c}")
+        elif c == "event_date":
+            cols.append(f"strftime({c}, '%Y-%m-%d') AS {c}")
+        else:
+            cols.append(c)
+    return f"SELECT {', '.join(cols)} FROM {relation}"
+
+
+def generate_append_json(parquet: Dataset, out: str | Path, *, force: bool = False) -> Dataset:
+    """The rows of ``parquet`` (an append dataset) as JSON lines: one ``part-NNNNN.json`` per
+    Parquet file, rows in the same order (``kind = 'append-json'``; ``arrow_bytes`` is the Parquet
+    dataset's, so MB/s figures of both inputs count the same logical bytes)."""
+    import duckdb
+
+    out = Path(out)
+    if not force and (out / MANIFEST).exists():
+        try:
+            ds = Dataset.load(out)
+            if (ds.rows, ds.seed, ds.extra.get("source")) == (parquet.rows, parquet.seed, parquet.path) and all(
+                    Path(f).exists() for f in ds.files):
+                return ds
+        except (TypeError, KeyError, ValueError):
+            pass
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.json"):
+        old.unlink()
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    paths: list[str] = []
+    for src in parquet.files:
+        p = out / (Path(src).stem + ".json")
+        tmp = p.with_name("." + p.name + ".tmp")
+        select = _json_select(f"read_parquet('{src}')")
+        con.execute(f"COPY ({select}) TO '{tmp}' (FORMAT JSON)")
+        os.replace(tmp, p)
+        paths.append(str(p))
+    con.close()
+    ds = Dataset(
+        path=str(out), rows=parquet.rows, seed=parquet.seed, files=paths,
+        file_bytes=sum(Path(p).stat().st_size for p in paths), arrow_bytes=parquet.arrow_bytes,
+        kind="append-json", extra={"source": parquet.path, "format": "json"},
+    )
+    (out / MANIFEST).write_text(json.dumps(ds.to_dict(), indent=1))
+    return ds
+
+
 # ---------------------------------------------------------------------------------------- upsert dataset
 @dataclass
 class UpsertDataset:
@@ -407,7 +464,7 @@ def produce_stream(directory: str | Path, *, rows_per_file: int = 2_000, interva
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("kind", choices=["append", "upsert"])
+    ap.add_argument("kind", choices=["append", "append-json", "upsert"])
     ap.add_argument("out")
     ap.add_argument("--rows", type=int, default=10_000_000, help="append: rows (default 10M)")
     ap.add_argument("--files", type=int, default=None)
@@ -419,8 +476,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--force", action="store_true")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    if a.kind == "append":
+    if a.kind in ("append", "append-json"):
         ds: Any = generate_append(a.out, a.rows, seed=42 if a.seed is None else a.seed, files=a.files, force=a.force)
+        if a.kind == "append-json":  # the Parquet dataset in OUT, its JSON-lines rendering in OUT-json
+            ds = generate_append_json(ds, f"{str(a.out).rstrip('/')}-json", force=a.force)
     else:
         ds = generate_upsert(a.out, a.keys, a.batches, a.batch_size, seed=7 if a.seed is None else a.seed,
                              debezium=not a.no_debezium, force=a.force)

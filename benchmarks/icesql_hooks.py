@@ -78,6 +78,12 @@ def _sink_totals(s: Any, sink: str) -> dict[str, Any]:
     (``durationMs`` of the last progress: addBatch = our foreachBatch, i.e. write + stage + commit)."""
     r = s.engine.runner(sink)
     out: dict[str, Any] = {f"sink_{k}": v for k, v in r.totals.items()}
+    try:  # which data plane read the source: 'arrow' (FILES on the Arrow path) or 'spark'
+        row = r.status_row()
+        out["path"] = row.get("path")
+        out["fallback_files"] = row.get("fallback_files")
+    except Exception:  # noqa: BLE001 - diagnostics only (older engines have no path)
+        pass
     try:
         prog = [p for p in (r.query.recentProgress if r.query is not None else []) if p.get("numInputRows")]
         if prog:
@@ -117,8 +123,10 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
     ``CREATE SOURCE src FROM FILES '<source_dir>' (FORMAT = 'parquet', SCHEMA = SPARK_DDL)`` and
     ``CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't') MODE APPEND
     [PARTITION BY (day(ts))] WITH (PROPERTIES = ('write.parquet.compression-codec' = codec))``, then
-    ``Session.run(once=True)`` (one availableNow micro-batch; the files are written by executors
-    in ``mapInArrow`` and committed by the driver). Timed: ``run(once=True)`` from the sink's start
+    ``Session.run(once=True)`` (one availableNow micro-batch; on the Arrow path the executors read
+    the pieces of the files with pyarrow and write the data files, with ``ICESQL_ARROW_PATH=0``
+    Spark's reader hands rows to the ``mapInArrow`` writer; the driver commits). The result says
+    which path ran (``path``, from the runner's ``status_row()``) and ``fallback_files``. Timed: ``run(once=True)`` from the sink's start
     (table creation included, ~0.1 s) to its last commit.
     """
     from benchmarks.datagen import SPARK_DDL
@@ -143,8 +151,11 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
         spark.stop()
     import pyspark
 
+    path = totals.get("path") or "?"
+    how = "Arrow path: pyarrow reads and writes in the tasks" if path == "arrow" else "Spark's reader, mapInArrow writer"
     return finish_append(secs, meta, rows, arrow_bytes, session_seconds=round(session_s, 2),
-                         warmup_seconds=warm_s, engine=f"icesql (Spark {pyspark.__version__}, mapInArrow writer)",
+                         warmup_seconds=warm_s, engine=f"icesql (Spark {pyspark.__version__}, {how})",
+                         arrow_path_setting=os.environ.get("ICESQL_ARROW_PATH", "1"),
                          codec=codec, partitioned=partitioned, **totals)
 
 
@@ -224,8 +235,10 @@ def run_icesql_streaming(source_dir: str, home: str, duration_s: float, *, max_p
     """Run an APPEND sink over ``source_dir`` (Parquet files arriving while it runs).
 
     WITH (MAXIMUM PERIOD = max_period[, MINIMUM SIZE = min_size]); ``Session.start`` (the sink runs
-    in the background with icesql's default 1 s trigger), touch ``ready_file``, run ``duration_s``
-    seconds, ``Session.stop`` (shutdown commit).
+    in the background with icesql's default 1 s trigger); once its query ran its first trigger
+    (what the Spark peer waits for too), touch ``ready_file``; run ``duration_s`` seconds; wait until
+    every row of the produced files is committed (at most 180 s; the peer's ``processAllAvailable``),
+    then ``Session.stop``.
     """
     import pyarrow.parquet as pq
 
@@ -244,9 +257,29 @@ def run_icesql_streaming(source_dir: str, home: str, duration_s: float, *, max_p
     s.execute(f"CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 's') "
               f"MODE APPEND WITH ({opts})")
     s.start(["k"])
+    runner = s.engine.runner("k")
+    # ready = the query ran its first (empty) trigger, as the Spark + Iceberg Java peer signals it
+    deadline = time.time() + 300
+    t_start = time.time()
+    while time.time() < deadline and runner.active:
+        q = runner.query
+        try:
+            if q is not None and q.recentProgress:
+                break
+        except Exception:  # noqa: BLE001 - the query is still starting
+            pass
+        time.sleep(0.1)
+    ready_s = round(time.time() - t_start, 2)
     if ready_file:
         Path(ready_file).touch()
     time.sleep(duration_s)
+    # then every produced row committed before stopping (the peer's processAllAvailable): a stop
+    # in the middle of a micro-batch interrupts it, and its rows would never reach a snapshot
+    produced = sum(pq.read_metadata(f).num_rows for f in Path(source_dir).glob("*.parquet"))
+    drain_deadline = time.time() + 180
+    while time.time() < drain_deadline and runner.active and runner.status_row().get("rows_committed", 0) < produced:
+        time.sleep(0.2)
+    drained = runner.status_row().get("rows_committed", 0) >= produced
     s.stop()
     meta = _metadata(s, "k")
     totals = _sink_totals(s, "k")
@@ -258,7 +291,8 @@ def run_icesql_streaming(source_dir: str, home: str, duration_s: float, *, max_p
     snap = t.current_snapshot()
     n = int(snap.summary.additional_properties.get("total-records", 0)) if snap and snap.summary else 0
     return {"metadata": meta, "rows_in_table": n, "engine": "icesql", "session_seconds": round(session_s, 2),
-            "warmup_seconds": warm_s, "max_period": max_period, "min_size": min_size, **totals}
+            "warmup_seconds": warm_s, "first_trigger_seconds": ready_s, "rows_produced_seen": produced,
+            "drained_before_stop": drained, "max_period": max_period, "min_size": min_size, **totals}
 
 
 # ------------------------------------------------------------------------------------------ commit
@@ -334,15 +368,123 @@ def measure_commit_overhead(home: str, *, catalog: str = "local", commits: int =
     }
 
 
+# ------------------------------------------------------------------------------------------ key index
+INDEX_NA = "n/a until the key index lands"
+
+
+def _index_api() -> tuple[Any, Any]:
+    """The key index builder and store of the engine, or ``NotImplementedError`` (entry.py reports
+    the run as ``n/a`` with the reason) while the product has none."""
+    try:
+        from icesql.engine.index.build import build_index
+        from icesql.engine.index.store import IndexStore
+    except ImportError as e:
+        raise NotImplementedError(f"{INDEX_NA} (icesql.engine.index.build.build_index: {e})") from None
+    return build_index, IndexStore
+
+
+def prepare_index_table(files: list[str], rows: int, home: str, codec: str = "zstd") -> dict[str, Any]:
+    """Untimed set-up of the index build: a table of ``rows`` keys (the append dataset, ``id`` as
+    its identifier field) on a local catalog, written by pyiceberg (one data file per input file)."""
+    import pyarrow.parquet as pq
+
+    from benchmarks.datagen import SPARK_DDL
+    from icesql.engine.schema import arrow_schema, spark_to_iceberg_schema, to_table_batch
+
+    cat = _commit_catalog(home, "local", None)
+    cat.create_namespace("bench")
+    schema = spark_to_iceberg_schema(_ddl_json(SPARK_DDL), key=["id"])
+    t0 = time.perf_counter()
+    table = cat.create_table("bench.k", schema=schema,
+                             properties={"format-version": "2", "write.parquet.compression-codec": codec})
+    target = arrow_schema(schema)
+    with table.transaction() as tx:
+        for f in files:
+            tx.append(to_table_batch(pq.read_table(f), target))
+    table = cat.load_table("bench.k")
+    return {"seconds": round(time.perf_counter() - t0, 2), "metadata": str(table.metadata_location),
+            "rows": rows, "data_files": len(list(table.scan().plan_files()))}
+
+
+def _ddl_json(ddl: str) -> dict[str, Any]:
+    """The benchmark schema (``datagen.SCHEMA``, whose DDL is ``ddl``) as ``StructType.jsonValue()``,
+    without a SparkSession."""
+    import pyarrow as pa
+
+    from benchmarks.datagen import SCHEMA, SPARK_DDL
+
+    assert ddl == SPARK_DDL, "only the benchmark schema"
+
+    def name(t: pa.DataType) -> str:
+        if pa.types.is_decimal(t):
+            return f"decimal({t.precision},{t.scale})"
+        return {pa.int64(): "long", pa.int32(): "integer", pa.string(): "string", pa.float64(): "double",
+                pa.date32(): "date", pa.bool_(): "boolean"}.get(t, "timestamp")
+
+    return {"type": "struct", "fields": [{"name": f.name, "type": name(f.type), "nullable": f.name != "id",
+                                          "metadata": {}} for f in SCHEMA]}
+
+
+def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """Time the engine's key index rebuild (``build_index``) of a table of ``keys`` keys.
+
+    What the first upsert batch after a foreign write pays: every live data file's KEY column read
+    on the executors, hashed into shards, one base file per shard. The table comes from
+    ``prepare_index_table`` (another process); this process starts the SparkSession (untimed,
+    ``session_seconds``) and times ``build_index``; the parent reports the process tree's peak RSS.
+    ``n/a until the key index lands`` while the engine has no builder (or its signature changed).
+    """
+    import inspect
+
+    build_index, IndexStore = _index_api()
+    from icesql.engine.spark import parallelism
+
+    cat = _commit_catalog(home, "local", None)
+    table = cat.load_table("bench.k")
+    from benchmarks.workers.common import spark_session
+
+    spark, session_s = spark_session("bench-icesql-index", conf=spark_conf)
+    store = IndexStore(table.location(), "bench-index", {})
+    kwargs = {"key": ["id"], "progress": 0, "version": 1, "parallelism": parallelism(spark), "io_properties": {}}
+    try:
+        inspect.signature(build_index).bind(spark, table, store, **kwargs)
+    except TypeError as e:
+        spark.stop()
+        raise NotImplementedError(f"{INDEX_NA}: build_index{inspect.signature(build_index)} ({e})") from None
+    prof = _profile_start()
+    t0 = time.perf_counter()
+    manifest = build_index(spark, table, store, **kwargs)
+    secs = time.perf_counter() - t0
+    _profile_stop(prof)
+    spark.stop()
+    index_bytes = 0
+    root = Path(str(store.root).removeprefix("file://"))
+    if root.exists():
+        index_bytes = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    return {"seconds": round(secs, 3), "keys": keys, "keys_per_s": round(keys / secs) if secs else None,
+            "index_keys": getattr(manifest, "keys", None), "shards": getattr(manifest, "shards", None),
+            "index_mb": round(index_bytes / 2**20, 2), "session_seconds": round(session_s, 2),
+            "engine": "icesql.engine.index.build.build_index"}
+
+
 # ------------------------------------------------------------------------------------------ smoke
-def smoke(append: dict[str, Any], upsert: dict[str, Any], home: str) -> dict[str, Any]:
+def smoke(append: dict[str, Any], upsert: dict[str, Any], home: str,
+          views: dict[str, Any] | None = None) -> dict[str, Any]:
     """The hooks at tiny sizes in ONE process and SparkSession, no warm-up (tests/bench, < 60 s):
     ``append`` / ``upsert`` are the keyword arguments of ``run_icesql_append`` / ``run_icesql_upsert``
-    without ``home``; the commit path runs 5 commits on the local catalog."""
+    without ``home``; ``views`` those of ``workers.views_writer.write`` without ``workdir`` and
+    ``method`` (both methods run); the commit path runs 5 commits on the local catalog."""
     out: dict[str, Any] = {}
     try:
         out["append"] = run_icesql_append(**append, home=str(Path(home) / "append"), smoke=True)
         out["upsert"] = run_icesql_upsert(**upsert, home=str(Path(home) / "upsert"), smoke=True)
+        if views is not None:
+            from benchmarks.workers.views_writer import write
+
+            t0 = time.perf_counter()
+            out["views"] = {m: write(**views, workdir=str(Path(home) / f"views-{m}"), method=m, smoke=True)
+                            for m in ("mapinarrow", "spark_writer")}
+            out["views_seconds"] = round(time.perf_counter() - t0, 2)
     finally:
         from pyspark.sql import SparkSession
 

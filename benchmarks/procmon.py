@@ -124,13 +124,16 @@ class TreeSampler:
 
 def run_monitored(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
                   timeout: float | None = None, log_path: str | Path | None = None,
-                  interval: float = 0.1) -> dict[str, Any]:
-    """Run ``cmd``; return its ``RESULT`` dict merged with wall time, exit code and memory peaks."""
+                  interval: float = 0.1, result_line: bool = True) -> dict[str, Any]:
+    """Run ``cmd``; return its ``RESULT`` dict merged with wall time, exit code and memory peaks.
+
+    ``result_line=False``: a program that prints no ``RESULT`` line (``icesql run`` as a user
+    runs it) is ``ok`` when it exits 0; its standard output goes to the log with its errors."""
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, env=env, cwd=cwd,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE if result_line else log, stderr=log, env=env,
+                                cwd=cwd, stdin=subprocess.DEVNULL, start_new_session=True)
         with TreeSampler(proc.pid, interval) as sampler:
             try:
                 out, _ = proc.communicate(timeout=timeout)
@@ -144,7 +147,9 @@ def run_monitored(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str
             log.close()  # type: ignore[union-attr]
     wall = time.perf_counter() - t0
     result: dict[str, Any] | None = None
-    for line in out.decode(errors="replace").splitlines():
+    if not result_line and proc.returncode == 0:
+        result = {}
+    for line in (out or b"").decode(errors="replace").splitlines():
         if line.startswith(RESULT_PREFIX):
             result = json.loads(line[len(RESULT_PREFIX):])
     if result is None:
@@ -154,7 +159,8 @@ def run_monitored(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str
                 tail = Path(log_path).read_text(errors="replace")[-1500:]
             except OSError:
                 pass
-        result = {"status": "error", "error": f"worker exited {proc.returncode} without a RESULT line",
+        what = "without a RESULT line" if result_line else ""
+        result = {"status": "error", "error": f"worker exited {proc.returncode} {what}".strip(),
                   "stderr_tail": tail}
     result.setdefault("status", "ok")
     result["exit_code"] = proc.returncode

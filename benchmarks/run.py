@@ -1,7 +1,8 @@
 """icesql benchmark suite -- the one command.
 
-    .venv/bin/python benchmarks/run.py [--rows N] [--quick] [--only append,upsert,streaming,commit,scaling,frontend]
-                                       [--out benchmarks/results/<stamp>.json] [--repeat N] [--update-readme]
+    .venv/bin/python benchmarks/run.py [--rows N] [--quick]
+        [--only append,e2e,upsert,index,streaming,commit,scaling,views,frontend]
+        [--out benchmarks/results/<stamp>.json] [--repeat N] [--update-readme]
 
 Every measurement runs in its own child process (memory of its whole process tree sampled from
 /proc); icesql and its peers run one after the other on the same data on the same machine, and
@@ -33,7 +34,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import baselines as B  # noqa: E402
 from benchmarks import datagen  # noqa: E402
 
-SECTIONS = ["append", "upsert", "streaming", "commit", "scaling", "frontend"]
+SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend"]
 RAW_PARQUET = ("spark4_parquet", "spark35_parquet", "pyarrow_parquet")
 README = Path(__file__).resolve().parent / "README.md"
 MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
@@ -43,7 +44,10 @@ MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
 class Config:
     def __init__(self, a: argparse.Namespace) -> None:
         q = a.quick
-        self.rows: int = a.rows or (200_000 if q else 10_000_000)
+        # the append section runs each size (issue 11: 1M and 10M rows in one run); --rows N: one size
+        self.append_rows: list[int] = ([a.rows] if a.rows else [int(x) for x in a.append_rows.split(",")]
+                                       if a.append_rows else [200_000] if q else [1_000_000, 10_000_000])
+        self.rows: int = max(self.append_rows)
         self.keys, self.batches, self.batch_size = (100_000, 3, 10_000) if q else (1_000_000, 10, 100_000)
         if a.upsert_keys:
             self.keys = a.upsert_keys
@@ -53,6 +57,14 @@ class Config:
         self.commits = 30 if q else 100  # the p50 of the last 10 shows how a commit grows with history
         self.scaling = [int(x) for x in a.scaling.split(",")] if a.scaling else (
             [100_000, 500_000] if q else [1_000_000, 5_000_000, 20_000_000])
+        self.e2e_rows: int = a.e2e_rows or self.rows
+        self.e2e_formats = [x for x in a.e2e_formats.split(",") if x]
+        self.e2e_upsert_batches: int | None = a.e2e_upsert_batches or (2 if q else None)  # None: all
+        self.index_keys = [int(x) for x in a.index_keys.split(",")] if a.index_keys else (
+            [100_000] if q else [1_000_000, 10_000_000])
+        self.views_rows: int = a.views_rows or (200_000 if q else 1_000_000)
+        known = {"unpartitioned": False, "day_ts": True}
+        self.layouts: tuple[bool, ...] = tuple(known[x] for x in a.layouts.split(",") if x)
         self.codec: str = a.codec
         self.repeat: int = a.repeat
         self.keep: bool = a.keep
@@ -108,9 +120,10 @@ def _brief(r: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------ sections
-def section_append(cfg: Config, rows: int | None = None, layouts: tuple[bool, ...] = (False, True),
+def section_append(cfg: Config, rows: int | None = None, layouts: tuple[bool, ...] | None = None,
                    runners: tuple[str, ...] | None = None) -> dict[str, Any]:
     rows = rows or cfg.rows
+    layouts = cfg.layouts if layouts is None else layouts
     _say(f"append: generating {rows:,} rows")
     t0 = time.perf_counter()
     ds = datagen.generate_append(cfg.data / f"append-{rows}", rows)
@@ -118,6 +131,7 @@ def section_append(cfg: Config, rows: int | None = None, layouts: tuple[bool, ..
     c = cfg.codec
     all_runners: dict[str, Callable[[Path, bool], dict[str, Any]]] = {
         "icesql": lambda wd, p: B.icesql_append(ds, wd, p, c, cfg.spark_conf),
+        "icesql_spark_path": lambda wd, p: B.icesql_append(ds, wd, p, c, cfg.spark_conf, arrow=False),
         "spark35_iceberg": lambda wd, p: B.spark_iceberg_append(ds, wd, p, c, cfg.spark_conf),
         "spark4_parquet": lambda wd, p: B.spark_parquet_append(ds, wd, p, c, "4", cfg.spark_conf),
         "spark35_parquet": lambda wd, p: B.spark_parquet_append(ds, wd, p, c, "35", cfg.spark_conf),
@@ -142,7 +156,25 @@ def section_append(cfg: Config, rows: int | None = None, layouts: tuple[bool, ..
     return out
 
 
+READERS = (("duckdb", B.read_duckdb), ("datafusion", B.read_datafusion), ("java", B.read_java))
+
+
+def _reads(cfg: Config, metadata: str, expected: str, wd: Path, label: str, out: dict[str, Any]) -> None:
+    """Full reads of one table by DuckDB, DataFusion and the Java reader (each its own process)."""
+    for rname, rfn in READERS:
+        if f"{rname}_read" in cfg.skip:
+            continue
+        rr = rfn(metadata, expected, wd / f"read-{rname}-{label}", label)
+        rr["name"] = f"{rname}_read_{label}"
+        _say(f"upsert read {label} with {rname}: {_brief(rr)} matches_expected={rr.get('matches_expected')}")
+        out[f"{rname}_read_{label}"] = rr
+
+
 def section_upsert(cfg: Config) -> dict[str, Any]:
+    """MODE UPSERT vs MERGE INTO: the timed phase (one process each, warm), the same batches as fresh
+    processes (``*_e2e``), and full reads of icesql's table against the same rows compacted (a fresh
+    table holding the expected rows, ``compacted_reference``; the measured table is never compacted)
+    and of the MERGE table (context)."""
     _say(f"upsert: generating {cfg.keys:,} keys + {cfg.batches} x {cfg.batch_size:,} changes")
     t0 = time.perf_counter()
     u = datagen.generate_upsert(cfg.data / f"upsert-{cfg.keys}-{cfg.batches}x{cfg.batch_size}", cfg.keys,
@@ -160,14 +192,111 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
         _say(f"upsert {name}: {_brief(r)}")
         out[name] = r
         if r.get("status") == "ok" and r.get("metadata"):
-            for rname, rfn in (("duckdb", B.read_duckdb), ("java", B.read_java)):
-                if f"{rname}_read" in cfg.skip:
-                    continue
-                rr = rfn(r["metadata"], u.expected, wd / f"read-{rname}", name)
-                _say(f"upsert read {name} result with {rname}: {_brief(rr)} "
-                     f"matches_expected={rr.get('matches_expected')}")
-                out[f"{rname}_read_{name}"] = rr
+            if name == "icesql":
+                _reads(cfg, r["metadata"], u.expected, wd, "icesql", out)
+                if "compacted_reference" not in cfg.skip:
+                    ref = B.reference_table(r["metadata"], u.expected, wd / "reference", cfg.codec)
+                    ref["name"] = "compacted_reference"
+                    out["compacted_reference"] = ref
+                    _say(f"upsert compacted reference: {ref.get('status')} {ref.get('files')} file(s) "
+                         f"{ref.get('rows_in_table')} rows {ref.get('error') or ''}")
+                    if ref.get("status") == "ok":
+                        _reads(cfg, ref["metadata"], u.expected, wd, "compacted", out)
+            elif "merge_read" not in cfg.skip:
+                _reads(cfg, r["metadata"], u.expected, wd, name, out)
         _clean(cfg, wd)
+    for name, fn in (("icesql_e2e", B.icesql_e2e_upsert), ("spark35_merge_e2e", B.spark_iceberg_e2e_merge)):
+        if name in cfg.skip or "e2e" in cfg.skip:
+            continue
+        wd = cfg.work / f"upsert-{name}"
+        shutil.rmtree(wd, ignore_errors=True)
+        r = fn(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches)
+        r["name"] = name
+        _say(f"upsert {name} (fresh process per batch): {_brief(r)}")
+        out[name] = r
+        _clean(cfg, wd)
+    return out
+
+
+def section_e2e(cfg: Config) -> dict[str, Any]:
+    """Fresh processes as a user runs them: ``icesql --home <fresh> run append.sql --once`` against a
+    fresh Spark 3.5 + Iceberg Java process on the same files, Parquet and JSON lines, both layouts;
+    ``seconds`` = the whole process's wall time."""
+    rows = cfg.e2e_rows
+    _say(f"e2e: generating {rows:,} rows (Parquet, then JSON lines)")
+    ds = datagen.generate_append(cfg.data / f"append-{rows}", rows)
+    inputs = {"parquet": ds}
+    if "json" in cfg.e2e_formats:
+        inputs["json"] = datagen.generate_append_json(ds, cfg.data / f"append-{rows}-json")
+    out: dict[str, Any] = {"dataset": {fmt: {"rows": d.rows, "input_files": len(d.files),
+                                             "input_mb": round(d.file_bytes / 2**20, 1), "path": d.path}
+                                       for fmt, d in inputs.items()}}
+    c = cfg.codec
+    runners: dict[str, Callable[..., dict[str, Any]]] = {
+        "icesql_cli": lambda d, fmt, wd, p: B.icesql_e2e_append(d, fmt, wd, p, c, cfg.spark_conf),
+        "spark35_iceberg_submit": lambda d, fmt, wd, p: B.spark_iceberg_e2e_append(d, fmt, wd, p, c, cfg.spark_conf),
+    }
+    for fmt in cfg.e2e_formats:
+        d = inputs.get(fmt)
+        if d is None:
+            continue
+        out[fmt] = {}
+        for part in cfg.layouts:
+            layout = "partitioned_day_ts" if part else "unpartitioned"
+            res: dict[str, Any] = {}
+            for name, fn in runners.items():
+                if name in cfg.skip:
+                    continue
+                wd = cfg.work / f"e2e-{rows}-{fmt}-{layout}-{name}"
+                r = _best_of(lambda w, fn=fn, part=part, d=d, fmt=fmt: fn(d, fmt, w, part), cfg, wd)
+                r["name"] = name
+                res[name] = r
+                _say(f"e2e {fmt} {layout} {name}: {_brief(r)} {r.get('warning') or ''}")
+                _clean(cfg, wd)
+            out[fmt][layout] = res
+    return out
+
+
+def section_index(cfg: Config) -> dict[str, Any]:
+    """Key index rebuild (the upsert's index of KEY -> file and position) at each of ``--index-keys``."""
+    out: dict[str, Any] = {}
+    if not B.index_available():  # no datasets generated for nothing
+        for n in cfg.index_keys:
+            out[str(n)] = {"name": f"icesql_index_{n}", "status": "n/a", "reason": B.INDEX_NA}
+        _say(f"index build: {B.INDEX_NA}")
+        return out
+    for n in cfg.index_keys:
+        ds = datagen.generate_append(cfg.data / f"append-{n}", n)
+        wd = cfg.work / f"index-{n}"
+        shutil.rmtree(wd, ignore_errors=True)
+        r = B.icesql_index_build(ds, wd, cfg.spark_conf)
+        r["name"] = f"icesql_index_{n}"
+        out[str(n)] = r
+        _say(f"index build {n:,} keys: {_brief(r)}")
+        _clean(cfg, wd)
+    return out
+
+
+def section_views(cfg: Config) -> dict[str, Any]:
+    """The Spark-path writer experiment (views and Spark tables): today's mapInArrow writer vs Spark's
+    own Parquet writer with Iceberg field ids + icesql's statistics from the footers, same commit."""
+    rows = cfg.views_rows
+    ds = datagen.generate_append(cfg.data / f"append-{rows}", rows)
+    out: dict[str, Any] = {"dataset": {"rows": ds.rows, "input_files": len(ds.files), "path": ds.path}}
+    for part in cfg.layouts:
+        layout = "partitioned_day_ts" if part else "unpartitioned"
+        res: dict[str, Any] = {}
+        for method in ("mapinarrow", "spark_writer"):
+            if method in cfg.skip:
+                continue
+            wd = cfg.work / f"views-{rows}-{layout}-{method}"
+            r = _best_of(lambda w, m=method, part=part: B.views_write(ds, w, m, part, cfg.codec, cfg.spark_conf),
+                         cfg, wd)
+            r["name"] = method
+            res[method] = r
+            _say(f"views {layout} {method}: {_brief(r)} ids_ok={r.get('ids_ok')} pruned_ok={r.get('pruned_scan_ok')}")
+            _clean(cfg, wd)
+        out[layout] = res
     return out
 
 
@@ -251,8 +380,9 @@ def section_frontend(cfg: Config) -> dict[str, Any]:
 
 
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
-    "append": section_append, "upsert": section_upsert, "streaming": section_streaming,
-    "commit": section_commit, "scaling": section_scaling, "frontend": section_frontend,
+    "append": section_append, "e2e": section_e2e, "upsert": section_upsert, "index": section_index,
+    "streaming": section_streaming, "commit": section_commit, "scaling": section_scaling,
+    "views": section_views, "frontend": section_frontend,
 }
 
 
@@ -265,10 +395,17 @@ def _ok_stream(r: Any) -> bool:
     return isinstance(r, dict) and r.get("status") == "ok" and r.get("latency_p50_s") is not None
 
 
+def _get(res: dict[str, Any], name: str) -> dict[str, Any]:
+    """The run ``name`` of a section, or a stand-in that names it (a ratio row shows both sides)."""
+    r = res.get(name)
+    return r if isinstance(r, dict) else {"name": name, "status": "not run"}
+
+
 def _ratio_row(label: str, num: Any, den: Any, value: Callable[[dict, dict], float], goal: str,
-               check: Callable[[float], bool] | None, ok: Callable[[Any], bool] = _ok) -> dict[str, Any]:
+               check: Callable[[float], bool] | None, ok: Callable[[Any], bool] = _ok,
+               sides: str | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {"ratio": label, "goal": goal, "value": None, "met": None,
-                           "sides": f"{(num or {}).get('name', '?')} / {(den or {}).get('name', '?')}"}
+                           "sides": sides or f"{(num or {}).get('name', '?')} / {(den or {}).get('name', '?')}"}
     if ok(num) and ok(den):
         v = value(num, den)
         row["value"] = round(v, 2)
@@ -290,76 +427,131 @@ def _append_sections(sections: dict[str, Any]) -> list[tuple[str, dict[str, Any]
             if (k == "append" or k.startswith("append ")) and isinstance(v, dict)]
 
 
+def _speed(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """How many times faster ``a`` is than ``b`` (time of b / time of a)."""
+    return b["seconds"] / a["seconds"]
+
+
+def _time_ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Time of ``a`` / time of ``b`` (lower is better for a)."""
+    return a["seconds"] / b["seconds"]
+
+
+def _mem_ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return a["peak_rss_mb"] / b["peak_rss_mb"]
+
+
+def _has_mem(r: Any) -> bool:
+    return _ok(r) and bool(r.get("peak_rss_mb"))
+
+
+# The goals (issue 11 "What it must show", issue 12 for the upsert).
+APPEND_VS_JAVA, APPEND_VS_PYARROW = 2.0, 0.6
+UPSERT_VS_MERGE, READ_VS_COMPACTED = 3.0, 1.5
+E2E_VS_JAVA = 2.0
+FLAT_MEMORY = 1.25  # "memory must stay flat as rows grow": peak RSS at the largest size / the smallest
+
+
 def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    speed = lambda a, b: b["seconds"] / a["seconds"]  # noqa: E731 - how many times faster a is than b
+    speed = _speed
     for layout_key in ("unpartitioned", "partitioned_day_ts"):
         res = ap.get(layout_key)
         if not res:
             continue
         layout = layout_key if ap_name == "append" else f"{ap_name.removeprefix('append ')} rows {layout_key}"
-        ice = res.get("icesql")
-        raw = [res[k] for k in RAW_PARQUET if _ok(res.get(k))]
+        ice, java, pya = _get(res, "icesql"), _get(res, "spark35_iceberg"), _get(res, "pyarrow_parquet")
+        raw = [res[k] for k in RAW_PARQUET if _ok(_get(res, k))]
         best = min(raw, key=lambda r: r["seconds"]) if raw else None
-        rows.append(_ratio_row(f"append {layout}: icesql vs Spark+Iceberg Java", ice, res.get("spark35_iceberg"),
-                               speed, ">= 1.5x", lambda v: v >= 1.5))
-        rows.append(_ratio_row(f"append {layout}: icesql vs best raw Parquet", ice, best, speed, ">= 0.8x",
-                               lambda v: v >= 0.8))
-        rows.append(_ratio_row(f"append {layout}: icesql vs pyiceberg append", ice, res.get("pyiceberg_append"),
+        rows.append(_ratio_row(f"append {layout}: icesql vs Spark+Iceberg Java", ice, java,
+                               speed, f">= {APPEND_VS_JAVA:g}x", lambda v: v >= APPEND_VS_JAVA))
+        rows.append(_ratio_row(f"append {layout}: icesql vs one-process pyarrow", ice, pya, speed,
+                               f">= {APPEND_VS_PYARROW:g}x", lambda v: v >= APPEND_VS_PYARROW))
+        rows.append(_ratio_row(f"append {layout}: icesql peak memory / Spark+Iceberg Java's (lower is better)",
+                               ice, java, _mem_ratio, "<= 1x", lambda v: v <= 1.0, ok=_has_mem))
+        rows.append(_ratio_row(f"append {layout}: Arrow path gain, icesql vs icesql_spark_path "
+                               "(ICESQL_ARROW_PATH=0)", ice, _get(res, "icesql_spark_path"), speed, "-", None))
+        rows.append(_ratio_row(f"append {layout}: (context) icesql_spark_path vs Spark+Iceberg Java",
+                               _get(res, "icesql_spark_path"), java, speed, "-", None))
+        rows.append(_ratio_row(f"append {layout}: icesql vs pyiceberg append", ice, _get(res, "pyiceberg_append"),
                                speed, "-", None))
+        rows.append(_ratio_row(f"append {layout}: (context) icesql vs best raw Parquet", ice, best, speed, "-", None))
         rows.append(_ratio_row(f"append {layout}: (context) Spark+Iceberg Java vs best raw Parquet",
-                               res.get("spark35_iceberg"), best, speed, "-", None))
+                               java, best, speed, "-", None))
         rows.append(_ratio_row(f"append {layout}: (context) pyiceberg append vs best raw Parquet",
-                               res.get("pyiceberg_append"), best, speed, "-", None))
+                               _get(res, "pyiceberg_append"), best, speed, "-", None))
     return rows
 
 
 def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    speed = lambda a, b: b["seconds"] / a["seconds"]  # noqa: E731 - how many times faster a is than b
+    speed = _speed
+    e2e = sections.get("e2e", {})
+    for fmt in ("parquet", "json"):
+        for layout, res in (e2e.get(fmt) or {}).items():
+            if not isinstance(res, dict):
+                continue
+            ice, java = _get(res, "icesql_cli"), _get(res, "spark35_iceberg_submit")
+            rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql run --once vs Spark+Iceberg Java (fresh processes)",
+                                   ice, java, speed, f">= {E2E_VS_JAVA:g}x", lambda v: v >= E2E_VS_JAVA))
+            rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql peak memory / Spark+Iceberg Java's",
+                                   ice, java, _mem_ratio, "-", None, ok=_has_mem))
     up = sections.get("upsert", {})
     if up:
-        rows.append(_ratio_row("upsert: icesql vs Spark+Iceberg Java MERGE INTO (merge-on-read)", up.get("icesql"),
-                               up.get("spark35_merge"), speed, ">= 3x", lambda v: v >= 3))
-        for rd in ("duckdb", "java"):
-            rows.append(_ratio_row(f"upsert: {rd} read of the icesql table vs of the MERGE table",
-                                   up.get(f"{rd}_read_icesql"), up.get(f"{rd}_read_spark35_merge"), speed,
+        rows.append(_ratio_row("upsert: icesql vs Spark+Iceberg Java MERGE INTO (merge-on-read), timed phase",
+                               _get(up, "icesql"), _get(up, "spark35_merge"), speed, f">= {UPSERT_VS_MERGE:g}x",
+                               lambda v: v >= UPSERT_VS_MERGE))
+        rows.append(_ratio_row("upsert: icesql vs MERGE INTO, end to end (fresh process per batch)",
+                               _get(up, "icesql_e2e"), _get(up, "spark35_merge_e2e"), speed, f">= {UPSERT_VS_MERGE:g}x",
+                               lambda v: v >= UPSERT_VS_MERGE))
+        for rd in ("duckdb", "datafusion", "java"):
+            rows.append(_ratio_row(f"upsert read, {rd}: icesql table / the same rows compacted (time, lower is better)",
+                                   _get(up, f"{rd}_read_icesql"), _get(up, f"{rd}_read_compacted"), _time_ratio,
+                                   f"<= {READ_VS_COMPACTED:g}x", lambda v: v <= READ_VS_COMPACTED))
+        for rd in ("duckdb", "datafusion", "java"):
+            rows.append(_ratio_row(f"upsert read, {rd}: (context) icesql table vs the MERGE table",
+                                   _get(up, f"{rd}_read_icesql"), _get(up, f"{rd}_read_spark35_merge"), speed,
                                    "-", None))
     cm = sections.get("commit", {})
     if cm:
         lat = lambda a, b: b["p50_ms"] / a["p50_ms"]  # noqa: E731
         for cat in ("local", "rest"):
-            rows.append(_ratio_row(f"commit {cat}: icesql vs pyiceberg append (p50)", cm.get(f"icesql_{cat}"),
-                                   cm.get(f"pyiceberg_{cat}"), lat, "-", None))
+            rows.append(_ratio_row(f"commit {cat}: icesql vs pyiceberg append (p50)", _get(cm, f"icesql_{cat}"),
+                                   _get(cm, f"pyiceberg_{cat}"), lat, "-", None))
         for cat in ("local", "rest"):
             row = _ratio_row(f"commit {cat}: icesql vs pyiceberg append (p50 of the last 10, table history grown)",
-                             cm.get(f"icesql_{cat}"), cm.get(f"pyiceberg_{cat}"),
+                             _get(cm, f"icesql_{cat}"), _get(cm, f"pyiceberg_{cat}"),
                              lambda a, b: b["last10_p50_ms"] / a["last10_p50_ms"], "-", None,
                              ok=lambda r: _ok(r) and bool(r.get("last10_p50_ms")))
             rows.append(row)
-        ice = cm.get("icesql_local")
+        ice = _get(cm, "icesql_local")
         rows.append({"ratio": "commit local: icesql p50 (absolute)", "goal": "<= 50 ms", "sides": "icesql_local",
                      "value": ice.get("p50_ms") if _ok(ice) else None,
                      "met": (ice["p50_ms"] <= 50) if _ok(ice) else None})
     st = sections.get("streaming", {})
     if st:
-        lat = lambda a, b: b["latency_p50_s"] / a["latency_p50_s"]  # noqa: E731
-        for k in ("icesql_period_1s", "icesql_period_1s_min_size_8MiB"):
-            num, den = st.get(k), st.get("spark35_iceberg_trigger_1s")
-            row = _ratio_row(f"streaming: {k} vs Spark+Iceberg Java trigger 1s (p50 latency)",
-                             num, den, lat, "-", None, ok=_ok_stream)
-            row["sides"] = f"{k} / spark35_iceberg_trigger_1s"
-            rows.append(row)
+        for q in ("p50", "p99"):
+            key = f"latency_{q}_s"
+            for k in ("icesql_period_1s", "icesql_period_1s_min_size_8MiB"):
+                num, den = _get(st, k), _get(st, "spark35_iceberg_trigger_1s")
+                row = _ratio_row(f"streaming: {k} vs Spark+Iceberg Java trigger 1s ({q} latency, "
+                                 "higher = icesql faster)", num, den,
+                                 lambda a, b, key=key: b[key] / a[key] if a[key] else float("inf"), "-", None,
+                                 ok=lambda r, key=key: _ok_stream(r) and r.get(key) is not None)
+                row["sides"] = f"{k} / spark35_iceberg_trigger_1s"
+                rows.append(row)
     sc = sections.get("scaling", {})
     if sc:
         sizes = sorted(int(k) for k in sc)
         for name in ("icesql", "spark35_iceberg", "pyarrow_parquet"):
-            lo, hi = sc[str(sizes[0])].get(name), sc[str(sizes[-1])].get(name)
+            lo, hi = _get(sc[str(sizes[0])], name), _get(sc[str(sizes[-1])], name)
             rows.append(_ratio_row(f"scaling {name}: time growth {sizes[0]:,} -> {sizes[-1]:,} rows "
                                    f"(linear = {sizes[-1] / sizes[0]:g})", hi, lo,
                                    lambda a, b: a["seconds"] / b["seconds"], "-", None))
+            flat = name == "icesql"
             rows.append(_ratio_row(f"scaling {name}: peak RSS growth {sizes[0]:,} -> {sizes[-1]:,} rows", hi, lo,
-                                   lambda a, b: a["peak_rss_mb"] / b["peak_rss_mb"], "-", None))
+                                   _mem_ratio, f"<= {FLAT_MEMORY:g}x (flat)" if flat else "-",
+                                   (lambda v: v <= FLAT_MEMORY) if flat else None, ok=_has_mem))
     fe = sections.get("frontend", {})
     if fe:
         floor = fe.get("python_startup_floor")
@@ -371,6 +563,20 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"ratio": f"front-end: {k} p50 ms (absolute)", "goal": f"< {limit} ms", "sides": k,
                          "value": r.get("p50_ms") if _ok(r) else None,
                          "met": (r["p50_ms"] < limit) if _ok(r) else None})
+    vw = sections.get("views", {})
+    for layout in ("unpartitioned", "partitioned_day_ts"):
+        res = vw.get(layout) or {}
+        if res:
+            rows.append(_ratio_row(f"views {layout}: Spark's Parquet writer + footer statistics vs mapInArrow "
+                                   "(speed; keep the faster)", _get(res, "spark_writer"), _get(res, "mapinarrow"),
+                                   speed, "-", None))
+            rows.append(_ratio_row(f"views {layout}: Spark's Parquet writer peak memory / mapInArrow's",
+                                   _get(res, "spark_writer"), _get(res, "mapinarrow"), _mem_ratio, "-", None,
+                                   ok=_has_mem))
+    ix = sections.get("index", {})
+    for n, r in sorted(((int(k), v) for k, v in ix.items() if k.isdigit()), key=lambda x: x[0]):
+        rows.append({"ratio": f"index build {n:,} keys: seconds (absolute)", "goal": "-", "sides": r.get("name"),
+                     "value": r.get("seconds") if _ok(r) else None, "met": None})
     return rows
 
 
@@ -394,14 +600,27 @@ def machine_info() -> dict[str, Any]:
     except (OSError, StopIteration, ValueError):
         mem_kb = 0
     ver = "import pyspark, pyarrow; print(pyspark.__version__, pyarrow.__version__)"
+    here = Path(sys.executable).resolve() == Path(B.PROJECT_PY).resolve()
+
+    def project(cmd: list[str], *dists: str) -> str:
+        """A version of the project venv: read in this process when it is that venv (no child)."""
+        if here:
+            from importlib.metadata import PackageNotFoundError, version
+
+            try:
+                return " ".join(version(d) for d in dists)
+            except PackageNotFoundError:
+                pass
+        return first(cmd)
+
     return {
         "nproc": os.cpu_count(), "cpu": cpu, "mem_gib": round(mem_kb / 2**20, 1),
         "os": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
         "java": first(["java", "-version"]),
-        "project_venv_pyspark_pyarrow": first([B.PROJECT_PY, "-c", ver]),
+        "project_venv_pyspark_pyarrow": project([B.PROJECT_PY, "-c", ver], "pyspark", "pyarrow"),
         "harness_pyspark_pyarrow": first([B.HARNESS_PY, "-c", ver]) if Path(B.HARNESS_PY).exists() else "n/a",
-        "pyiceberg": first([B.PROJECT_PY, "-c", "import pyiceberg; print(pyiceberg.__version__)"]),
-        "duckdb": first([B.PROJECT_PY, "-c", "import duckdb; print(duckdb.__version__)"]),
+        "pyiceberg": project([B.PROJECT_PY, "-c", "import pyiceberg; print(pyiceberg.__version__)"], "pyiceberg"),
+        "duckdb": project([B.PROJECT_PY, "-c", "import duckdb; print(duckdb.__version__)"], "duckdb"),
         "loadavg_start": os.getloadavg(),
     }
 
@@ -428,7 +647,9 @@ def _mem(r: dict[str, Any]) -> str:
     k = r.get("peak_rss_mb_by_kind") or {}
     parts = [f"{n.replace('python_workers', 'py-workers').replace('driver_python', 'py')} {int(v)}"
              for n, v in k.items() if n != "other" and v]
-    return f"{int(r['peak_rss_mb'])} ({', '.join(parts)})" if r.get("peak_rss_mb") else "n/a"
+    if not r.get("peak_rss_mb"):
+        return "n/a"
+    return f"{int(r['peak_rss_mb'])} ({', '.join(parts)})" if parts else f"{int(r['peak_rss_mb'])}"
 
 
 def _files(r: dict[str, Any]) -> str:
@@ -447,11 +668,24 @@ def render_markdown(res: dict[str, Any]) -> str:
            f"Python {m['python']}; project venv pyspark/pyarrow {m['project_venv_pyspark_pyarrow']}; "
            f"harness pyspark/pyarrow {m['harness_pyspark_pyarrow']}; pyiceberg {m['pyiceberg']}; "
            f"duckdb {m['duckdb']}; load average at start {m['loadavg_start']}, at end {m.get('loadavg_end')}.",
-           "", "### Ratios (goal rows first; n/a = a side did not run)", ""]
+           ""]
+    ratios = sorted(res["ratios"], key=lambda r: r["goal"] == "-")  # goal rows first, order kept
+    goals = [r for r in ratios if r["goal"] != "-"]
+    met = sum(1 for r in goals if r["met"] is True)
+    missed = sum(1 for r in goals if r["met"] is False)
+    if goals:
+        out += [f"**Goals: {met} met, {missed} missed, {len(goals) - met - missed} not measured** "
+                f"(of {len(goals)}; a goal is only judged when both of its sides ran).", ""]
+    out += ["### Ratios (goal rows first; n/a = a side did not run)", ""]
+
+    def verdict(r: dict[str, Any]) -> str:
+        if r["goal"] == "-":
+            return "-"
+        return {True: "met", False: "MISSED", None: "n/a"}[r["met"]]
+
     out.append(_table(["ratio", "sides", "value", "goal", "met"],
                       [[r["ratio"], r["sides"], (f"{r['value']}x" if r["value"] is not None and "absolute" not in r["ratio"]
-                                                 else r["value"]), r["goal"],
-                        {True: "yes", False: "NO", None: "-"}[r["met"]]] for r in res["ratios"]]))
+                                                 else r["value"]), r["goal"], verdict(r)] for r in ratios]))
     secs = {k: v for k, v in res["sections"].items() if isinstance(v, dict)}
     for name, sec in list(secs.items()):  # a section that crashed as a whole: say so, render the rest
         if sec.get("status") == "error":
@@ -477,6 +711,27 @@ def render_markdown(res: dict[str, Any]) -> str:
                 "wall = the whole child process; memory = peak RSS of the process tree in MB (jvm, py-workers, py).",
                 "", _table(["section", "layout", "runner", "status", "seconds", "rows/s", "MB/s",
                             "data files (min/median/max)", "peak RSS MB", "wall s"], ap_rows)]
+    e2e = secs.get("e2e")
+    if e2e:
+        erows = []
+        for fmt in ("parquet", "json"):
+            for layout, runs in (e2e.get(fmt) or {}).items():
+                for r in (runs or {}).values():
+                    note = r.get("warning") or r.get("error") or r.get("reason") or ""
+                    erows.append([fmt, layout.replace("partitioned_day_ts", "day(ts)"), r.get("name"), r.get("status"),
+                                  r.get("seconds"), r.get("rows_per_s"), r.get("session_seconds"), _files(r), _mem(r),
+                                  str(note)[:100]])
+        if erows:
+            dsd = res["sections"]["e2e"].get("dataset") or {}
+            out += ["", "### End to end, fresh processes (absolute)", "",
+                    "Inputs: " + "; ".join(f"{fmt}: {_fmt(d.get('rows'))} rows in {d.get('input_files')} files "
+                                           f"({d.get('input_mb')} MB)" for fmt, d in dsd.items())
+                    + ". seconds = the whole process's wall time (Python, JVM and Spark start, table creation, "
+                    "the write and the commit); `icesql --home <fresh> run append.sql --once` against a fresh "
+                    "Spark 3.5 + Iceberg Java process (`workers/spark_iceberg.e2e_append`); memory = peak RSS of "
+                    "the process tree in MB; session s = SparkSession start as the process saw it (icesql: n/a).",
+                    "", _table(["input", "layout", "runner", "status", "seconds (wall)", "rows/s", "session s",
+                                "data files", "peak RSS MB", "note"], erows)]
     up = secs.get("upsert")
     if up:
         d = up["dataset"]
@@ -490,9 +745,37 @@ def render_markdown(res: dict[str, Any]) -> str:
         out += ["", "### Upsert (absolute)", "",
                 f"{_fmt(d['keys'])} keys, {d['batches']} batches x {_fmt(d['batch_size'])} changes "
                 f"({d['mix']}), {_fmt(d['expected_rows'])} rows expected. seconds = sum of the batch "
-                "commits (base load excluded) for writers, full scan of every column for readers.", "",
+                "commits (base load excluded) for writers (`*_e2e`: sum of the wall times of one fresh process "
+                "per batch), full scan of every column for readers (`<reader>_read_<table>`; `compacted` = a "
+                "fresh table holding the expected rows, no delete files).", "",
                 _table(["run", "status", "seconds", "changes/s", "batch p50 s", "count s", "files",
                         "rows", "matches expected", "peak RSS MB", "wall s"], urows)]
+    ix = secs.get("index")
+    if ix:
+        out += ["", "### Key index build (absolute)", "",
+                "The engine's rebuild of an upsert sink's key index (KEY -> data file and position) from a "
+                "table of N keys (`icesql_hooks.measure_index_build`); memory = peak RSS of the measuring "
+                "process tree (SparkSession + build).", "",
+                _table(["keys", "status", "seconds", "keys/s", "shards", "index MB", "peak RSS MB", "note"],
+                       [[k, r.get("status"), r.get("seconds"), r.get("keys_per_s"), r.get("shards"), r.get("index_mb"),
+                         _mem(r), str(r.get("reason") or r.get("error") or "")[:120]] for k, r in ix.items()])]
+    vw = secs.get("views")
+    if vw:
+        vrows = []
+        for layout in ("unpartitioned", "partitioned_day_ts"):
+            for r in (vw.get(layout) or {}).values():
+                checks = "ok" if r.get("ids_ok") and r.get("pruned_scan_ok") and not r.get("nulls_in_ts_price_date") \
+                    else ("n/a" if r.get("ids_ok") is None else "WRONG")
+                vrows.append([layout.replace("partitioned_day_ts", "day(ts)"), r.get("name"), r.get("status"),
+                              r.get("seconds"), r.get("spark_write_seconds"), r.get("footer_stats_seconds"),
+                              r.get("commit_seconds"), _files(r), _mem(r), checks])
+        out += ["", "### Views / Spark tables: the Spark-path writer (absolute)", "",
+                "Same DataFrame (the append dataset through a view's `SELECT`); seconds = write + statistics + "
+                "commit. mapinarrow = icesql's BatchWriter; spark_writer = Spark's Parquet writer with "
+                "`parquet.field.id` + statistics from the footers; checks = rows, ids, no stray nulls and a "
+                "partition-pruned scan read back.", "",
+                _table(["layout", "method", "status", "seconds", "Spark write s", "footer stats s", "commit s",
+                        "data files", "peak RSS MB", "checks"], vrows)]
     st = secs.get("streaming")
     if st:
         srows = [[k, r.get("status"), r.get("latency_p50_s"), r.get("latency_p99_s"), r.get("snapshots_per_min"),
@@ -534,7 +817,10 @@ def update_readme(md: str, json_path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="icesql benchmark suite (ratios against peers, same run, same machine)")
-    ap.add_argument("--rows", type=int, default=None, help="append dataset rows (default 10M; --quick: 200k)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="one append dataset size (default: --append-rows; --quick: 200k); also the e2e default")
+    ap.add_argument("--append-rows", default=None,
+                    help="comma list of append dataset sizes, each its own section (default 1M,10M)")
     ap.add_argument("--quick", action="store_true", help="small sizes everywhere (a few minutes)")
     ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {SECTIONS}")
     ap.add_argument("--skip", default="", help="runner names to skip, e.g. spark35_parquet,pyiceberg_append")
@@ -544,6 +830,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--upsert-keys", type=int, default=None)
     ap.add_argument("--stream-seconds", type=float, default=None)
     ap.add_argument("--scaling", default=None, help="comma list of row counts (default 1M,5M,20M)")
+    ap.add_argument("--layouts", default="unpartitioned,day_ts",
+                    help="table layouts of append, e2e and views: unpartitioned,day_ts (default both)")
+    ap.add_argument("--e2e-rows", type=int, default=None, help="e2e dataset rows (default: --rows)")
+    ap.add_argument("--e2e-formats", default="parquet,json", help="e2e inputs: parquet,json (default both)")
+    ap.add_argument("--e2e-upsert-batches", type=int, default=None,
+                    help="change batches the upsert's fresh-process runs apply (default all; --quick: 2)")
+    ap.add_argument("--index-keys", default=None, help="comma list of key counts for the index build (default 1M,10M)")
+    ap.add_argument("--views-rows", type=int, default=None, help="rows of the views writer experiment (default 1M)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")
     ap.add_argument("--data-dir", default="/tmp/icesql-bench/data", help="generated datasets (cached)")
     ap.add_argument("--work-dir", default="/tmp/icesql-bench/work", help="tables written by the runs")
@@ -581,6 +875,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in only if s not in SECTIONS]
     if bad:
         ap.error(f"unknown section(s) {bad}; choose from {SECTIONS}")
+    bad_layouts = [x for x in a.layouts.split(",") if x and x not in ("unpartitioned", "day_ts")]
+    if bad_layouts:
+        ap.error(f"unknown layout(s) {bad_layouts}; choose from unpartitioned,day_ts")
     cfg = Config(a)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(a.out) if a.out else Path(__file__).resolve().parent / "results" / f"{stamp}.json"
@@ -593,6 +890,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     for s in only:
         try:
+            if s == "append" and len(cfg.append_rows) > 1:  # one section per size, as --render combines them
+                for n in cfg.append_rows:
+                    res["sections"][f"append {n:,}"] = section_append(cfg, n)
+                    out.write_text(json.dumps(res, indent=1, default=str))
+                continue
             res["sections"][s] = SECTION_FUNCS[s](cfg)
         except Exception as e:  # noqa: BLE001 - one broken section must not lose the others
             import traceback

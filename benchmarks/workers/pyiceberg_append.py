@@ -130,3 +130,29 @@ def commit_overhead(workdir: str, commits: int = 30, catalog: str = "local", row
     out["p50_ms"] = out.get("append_p50_ms")
     out["last10_p50_ms"] = out.get("append_last10_p50_ms")
     return out
+
+
+def reference_table(metadata: str, expected: str, workdir: str, codec: str = "zstd") -> dict[str, Any]:
+    """The compacted reference of an upserted table: the expected final rows in ONE append to a fresh
+    table with the same schema (same field ids and types), no delete files -- what a reader of the
+    table would see after a perfect compaction. The measured table is never touched."""
+    import pyarrow.parquet as pq
+    from pyiceberg.table import StaticTable
+
+    from icesql.engine.schema import arrow_schema, to_table_batch
+
+    src = StaticTable.from_metadata(metadata)
+    schema = src.schema()
+    cat = _local_catalog(workdir)
+    cat.create_namespace("bench")
+    t0 = time.perf_counter()
+    table = cat.create_table("bench.ref", schema=schema, properties={
+        "format-version": "2", "write.parquet.compression-codec": codec})
+    rows = pq.read_table(expected)
+    table.append(to_table_batch(rows, arrow_schema(schema)))
+    table = cat.load_table("bench.ref")
+    tasks = list(table.scan().plan_files())
+    out = {"seconds": round(time.perf_counter() - t0, 3), "metadata": table.metadata_location,
+           "rows_in_table": sum(t.file.record_count for t in tasks)}
+    out.update(file_stats(sizes=[t.file.file_size_in_bytes for t in tasks]))
+    return out

@@ -60,6 +60,23 @@ def append(files: list[str], rows: int, arrow_bytes: int, workdir: str, partitio
     return out
 
 
+def merge_sql(t: str, source: str = "s") -> str:
+    """One change batch (``op`` I/U/D, one change per key) into ``t`` with MERGE INTO."""
+    sets = ", ".join(f"t.{c} = s.{c}" for c in COLS if c != "id")
+    cols = ", ".join(COLS)
+    vals = ", ".join(f"s.{c}" for c in COLS)
+    return f"""
+        MERGE INTO {t} t USING {source} s ON t.id = s.id
+        WHEN MATCHED AND s.op = 'D' THEN DELETE
+        WHEN MATCHED THEN UPDATE SET {sets}
+        WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT ({cols}) VALUES ({vals})
+    """
+
+
+MOR = {"format-version": "2", "write.delete.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+       "write.merge.mode": "merge-on-read"}
+
+
 def merge(base_files: list[str], change_files: list[str], expected_rows: int, workdir: str,
           conf: dict[str, str] | None = None, codec: str = "zstd") -> dict[str, Any]:
     """Load the base, then one ``MERGE INTO`` per change batch (merge-on-read, position deletes)."""
@@ -79,9 +96,6 @@ def merge(base_files: list[str], change_files: list[str], expected_rows: int, wo
      .tableProperty("write.merge.mode", "merge-on-read")
      .create())
     load_s = time.perf_counter() - t0
-    sets = ", ".join(f"t.{c} = s.{c}" for c in COLS if c != "id")
-    cols = ", ".join(COLS)
-    vals = ", ".join(f"s.{c}" for c in COLS)
     per_batch: list[float] = []
     changes = 0
     for f in change_files:
@@ -89,12 +103,7 @@ def merge(base_files: list[str], change_files: list[str], expected_rows: int, wo
         src.createOrReplaceTempView("s")
         changes += src.count()  # outside the timed part; keeps the file in the page cache, as for icesql
         t0 = time.perf_counter()
-        spark.sql(f"""
-            MERGE INTO {t} t USING s ON t.id = s.id
-            WHEN MATCHED AND s.op = 'D' THEN DELETE
-            WHEN MATCHED THEN UPDATE SET {sets}
-            WHEN NOT MATCHED AND s.op <> 'D' THEN INSERT ({cols}) VALUES ({vals})
-        """)
+        spark.sql(merge_sql(t))
         per_batch.append(time.perf_counter() - t0)
     secs = sum(per_batch)
     n = spark.table(t).count()
@@ -171,5 +180,60 @@ def stream(source_dir: str, workdir: str, duration_s: float, trigger: str = "1 s
            "metadata": latest_metadata(wh / "bench" / "s"),
            "rows_in_table": spark.table("local.bench.s").count()}
     out.update(_iceberg_files(spark, "local.bench.s"))
+    spark.stop()
+    return out
+
+
+# ------------------------------------------------------------------------------------------ end to end
+# Fresh processes as a user runs them (``run.py --only e2e`` and the upsert section's e2e part):
+# the parent times the whole process; nothing is warmed up, the SparkSession start is included.
+
+
+def e2e_append(files: list[str], fmt: str, schema_ddl: str, workdir: str, partitioned: bool = False,
+               codec: str = "zstd", conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """Read ``files`` (``parquet`` / ``json``, with ``schema_ddl``) and append them to a new Iceberg
+    table (Hadoop catalog): what a ``spark-submit`` job of Spark 3.5 + Iceberg Java does."""
+    t_start = time.perf_counter()
+    wh = Path(workdir) / "warehouse"
+    spark, session_s = spark_session("bench-iceberg-e2e", iceberg_warehouse=str(wh), conf=conf)
+    import pyspark
+
+    part = "PARTITIONED BY (days(ts))" if partitioned else ""
+    spark.sql(f"CREATE TABLE local.bench.t ({schema_ddl}) USING iceberg {part} "
+              f"TBLPROPERTIES ('format-version'='2', 'write.parquet.compression-codec'='{codec}')")
+    t0 = time.perf_counter()
+    spark.read.schema(schema_ddl).format(fmt).load(files).writeTo("local.bench.t").append()
+    write_s = time.perf_counter() - t0
+    out = {"engine": f"Spark {pyspark.__version__} + Iceberg Java (Hadoop catalog), fresh process",
+           "format": fmt, "partitioned": partitioned, "session_seconds": round(session_s, 2),
+           "write_seconds": round(write_s, 3), "metadata": latest_metadata(wh / "bench" / "t")}
+    spark.stop()
+    out["in_process_seconds"] = round(time.perf_counter() - t_start, 3)
+    return out
+
+
+def e2e_merge_setup(base_files: list[str], workdir: str, conf: dict[str, str] | None = None,
+                    codec: str = "zstd") -> dict[str, Any]:
+    """The MERGE target with the base rows (merge-on-read), untimed set-up of the e2e upsert."""
+    wh = Path(workdir) / "warehouse"
+    spark, session_s = spark_session("bench-iceberg-merge-setup", iceberg_warehouse=str(wh), conf=conf)
+    w = spark.read.parquet(*base_files).writeTo("local.bench.u").using("iceberg")
+    for k, v in {**MOR, "write.parquet.compression-codec": codec}.items():
+        w = w.tableProperty(k, v)
+    w.create()
+    out = {"session_seconds": round(session_s, 2), "metadata": latest_metadata(wh / "bench" / "u")}
+    spark.stop()
+    return out
+
+
+def e2e_merge_batch(change_file: str, workdir: str, conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """One change batch by ``MERGE INTO`` in a fresh process (as a scheduled job would run it)."""
+    wh = Path(workdir) / "warehouse"
+    spark, session_s = spark_session("bench-iceberg-merge-batch", iceberg_warehouse=str(wh), conf=conf)
+    spark.read.parquet(change_file).createOrReplaceTempView("s")
+    t0 = time.perf_counter()
+    spark.sql(merge_sql("local.bench.u"))
+    out = {"session_seconds": round(session_s, 2), "merge_seconds": round(time.perf_counter() - t0, 3),
+           "metadata": latest_metadata(wh / "bench" / "u")}
     spark.stop()
     return out
