@@ -40,6 +40,7 @@ On Spark Connect (``remote``) ``foreachBatch`` runs in the server's Python: the 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -918,6 +919,16 @@ def _is_local(location: str) -> bool:
 
 def _execution_error(exc: BaseException) -> ExecutionError:
     text = str(exc).strip() or type(exc).__name__
+    from icesql.engine.files.decode import NewColumnsError
+
+    found = re.search(rf"{NewColumnsError.MARK}: (.*)", text)
+    if found:  # raised in a Python worker: its message, without Spark's wrapping
+        return ExecutionError(
+            found.group(1).strip()[:1000],
+            hint="icesql does not add columns to a table yet: to take them, add them to the table and "
+            "recreate the source and sink with a SCHEMA that has them; to leave them out, write the "
+            "files without them",
+        )
     # Spark wraps Python errors in long JVM traces: keep the informative head.
     lines = [ln for ln in text.splitlines() if ln.strip()]
     head = lines[0] if lines else text

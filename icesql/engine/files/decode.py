@@ -224,6 +224,20 @@ def _csv(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.
 # --------------------------------------------------------------------------- parquet
 
 
+class NewColumnsError(Exception):
+    """A Parquet file has columns the source does not declare. Until the table's schema evolves
+    with the data (issue 14), the sink stops rather than drop them without a word."""
+
+    MARK = "icesql-new-columns"
+
+    def __init__(self, path: str, columns: list[str]) -> None:
+        self.path, self.columns = path, columns
+        super().__init__(
+            f"{self.MARK}: file {path} has column(s) {', '.join(columns)} that the source does not "
+            "declare; the sink stops instead of dropping them"
+        )
+
+
 def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
@@ -231,6 +245,10 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
     with fs.open_input_file(path) as f:
         pf = pq.ParquetFile(f)
         names = pf.schema_arrow.names
+        declared = {n.lower() for n in schema.names}
+        new = [n for n in names if n.lower() not in declared]
+        if new:
+            raise NewColumnsError(piece.path, new)
         lower = {n.lower(): n for n in reversed(names)}
         # columns matched by name as Spark does (case-insensitively); missing ones read as null
         picks = [n if n in names else lower.get(n.lower()) for n in schema.names]
