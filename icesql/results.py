@@ -48,6 +48,8 @@ class SinkStatus:
     skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
     retry_attempt: int = 0  # restarts after transient failures in the current streak
     next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
+    maintenance_runs: int = 0  # maintenance steps the sink made while running here
+    last_maintenance: str | None = None  # what the last one did (step, files, bytes, time)
 
 
 def show_secrets(objects: Iterable[Any]) -> Result:

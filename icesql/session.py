@@ -620,6 +620,8 @@ class Session:
                     skipped_records=st.skipped_records if st else 0,
                     retry_attempt=lv.get("retry_attempt", st.retry_attempt if st else 0),
                     next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
+                    maintenance_runs=int(lv.get("maintenance_runs") or 0),
+                    last_maintenance=lv.get("last_maintenance"),
                 )
             )
         return out
