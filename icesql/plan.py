@@ -169,6 +169,8 @@ class SourcePlan:
     max_files_per_trigger: int | None = None
     on_error: OnError = OnError.FAIL
     options: tuple[tuple[str, str], ...] = ()  # other reader options passed to Spark
+    # FILES on object storage: the AWS connection whose keys, region and endpoint list and read it
+    aws_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import PathError, resolve_path
+from icesql.analyzer.connections import PathError, _check_aws_connection, resolve_path
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
@@ -35,9 +35,10 @@ _SPARK_NAME = {
 assert set(_SPARK_NAME) == {spec.name for spec in READER}
 
 SOURCE_OPTIONS = OptionTable("SOURCE", "source")
+_OBJECT_STORE = re.compile(r"^(s3|s3a|s3n)://", re.IGNORECASE)
 
 
-def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
+def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None = None) -> SourcePlan:
     opts = collect(ctx, stmt.options, SOURCE_OPTIONS)
     if stmt.source_kind is AstSourceKind.GENERATOR:
         return _generator(ctx, stmt, opts)
@@ -78,8 +79,19 @@ def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
             value = opts.get(name)
             reader.append((_SPARK_NAME[name], str(value).lower() if isinstance(value, bool) else str(value)))
     reader.extend(opts.pairs("OPTIONS"))
+    aws = opts.get_str("AWS CONNECTION")
+    remote = _OBJECT_STORE.match(path) is not None
+    if aws is not None:
+        if catalog is not None:
+            _check_aws_connection(ctx, opts.node("AWS CONNECTION"), aws, catalog)
+        if not remote:
+            raise ctx.error(
+                "AWS CONNECTION reads files on S3: the path must be an s3:// URL",
+                stmt.path,
+                "write FROM FILES 's3://bucket/prefix/' (or leave AWS CONNECTION out for local files)",
+            )
     try:
-        resolved = resolve_path(ctx.base_dir, path)
+        resolved = resolve_path(ctx.base_dir, path)  # a URL is left as it is
     except PathError as exc:
         raise ctx.error(f"invalid FILES path: {exc}", stmt.path, "write FROM FILES 'data/events/'") from None
     return SourcePlan(
@@ -93,6 +105,7 @@ def analyze_source(ctx: Context, stmt: CreateSource) -> SourcePlan:
         max_files_per_trigger=max_files,
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         options=tuple(reader),
+        aws_connection=aws,
     )
 
 

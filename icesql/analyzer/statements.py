@@ -119,9 +119,12 @@ def _connection(ctx: Context, stmt: CreateConnection, catalog: CatalogView, sour
 def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str | None) -> StatementPlan:
     _check_name(ctx, stmt.name)
     _check_relation_clash(ctx, stmt.name, "source", catalog)
+    definition = analyze_source(ctx, stmt, catalog)
+    deps = [("connection", definition.aws_connection)] if definition.aws_connection else []
     return CreateObjectPlan(
-        definition=analyze_source(ctx, stmt),
+        definition=definition,
         sql=canonical_sql(stmt, source),
+        dependencies=tuple(deps),
         if_not_exists=stmt.if_not_exists,
     )
 

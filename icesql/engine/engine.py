@@ -28,7 +28,7 @@ from icesql.engine.events import Listeners, SinkListener
 from icesql.engine.runner import StateCallback
 from icesql.engine.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
-from icesql.plan import Column, SecretResolver, SinkPlan
+from icesql.plan import AwsConnectionPlan, Column, SecretResolver, SinkPlan, SourcePlan
 
 log = logging.getLogger("icesql.engine")
 
@@ -88,7 +88,44 @@ class Engine:
         Arrow path when ``arrow``, a ``sources.ArrowBinding``, is given)."""
         from icesql.engine.sources import build_relation
 
+        plan = self.objects.relation(name)
+        if isinstance(plan, SourcePlan) and plan.aws_connection:
+            arrow = self._object_store_binding(plan, arrow)
         return build_relation(self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow)
+
+    def _object_store_binding(self, plan: SourcePlan, arrow: Any) -> Any:
+        """A FILES source on S3: listed and read by icesql with the AWS connection's keys, region
+        and endpoint (Spark's own S3 connector is not needed, and not installed here)."""
+        import dataclasses
+
+        from icesql.engine import aws as aws_credentials
+        from icesql.engine.secrets import SecretValues
+
+        if arrow is None:
+            raise ExecutionError(
+                f"source '{plan.name}' reads {plan.path} through AWS CONNECTION {plan.aws_connection}, "
+                "which only icesql's Arrow path can do",
+                hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
+                "path; a view over it, or Spark Connect, cannot)",
+            )
+        conn = self.objects.connection(plan.aws_connection or "")
+        if not isinstance(conn, AwsConnectionPlan):
+            raise ExecutionError(f"source '{plan.name}': connection {plan.aws_connection!r} is not an AWS connection")
+        io = aws_credentials.s3_file_io(conn, SecretValues(self.secrets))
+        from icesql.engine.files.listing import Location
+
+        try:  # once at the start: wrong keys or a wrong endpoint say so here, naming the connection
+            Location(plan.path or "", io).list()
+        except OSError as e:
+            detail = str(e).split("\n", 1)[0]
+            for value in io.values():  # never a key in an error
+                if len(value) >= 4:
+                    detail = detail.replace(value, "****")
+            raise ExecutionError(
+                f"source '{plan.name}' cannot list {plan.path} through AWS CONNECTION {plan.aws_connection}: {detail}",
+                hint=f"check the keys, REGION and ENDPOINT of connection {plan.aws_connection}, and the bucket",
+            ) from None
+        return dataclasses.replace(arrow, io_properties=io)
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""

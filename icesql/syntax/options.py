@@ -141,6 +141,7 @@ SOURCE = (
     OptionSpec("MAX FILES PER TRIGGER", Kind.INT, applies=FILE_FORMATS),
     *READER,
     OptionSpec("OPTIONS", Kind.LIST, applies=FILE_FORMATS),  # Spark reader options passed as they are
+    OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=FILE_FORMATS),  # s3:// paths
     OptionSpec("ROWS PER SECOND", Kind.INT, applies=GENERATOR),
     OptionSpec("TOTAL ROWS", Kind.INT, applies=GENERATOR),
 )
