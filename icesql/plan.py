@@ -295,6 +295,9 @@ class SinkPlan:
     # added after sinks were first stored: left out of the JSON form at its default, so stored
     # definitions (and golden plans) read as they were
     maintenance: MaintenancePolicy = field(default_factory=MaintenancePolicy, metadata=OMIT_AT_DEFAULT)
+    # SCHEMA EVOLUTION = 'auto': columns the rows bring are added to the table (and allowed
+    # widenings applied) before the rows are committed; 'off': the sink stops instead
+    schema_evolution: bool = field(default=True, metadata=OMIT_AT_DEFAULT)
 
     @property
     def table_identifier(self) -> str:

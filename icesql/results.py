@@ -109,6 +109,15 @@ def explain(sink: P.SinkPlan) -> Result:
     rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
     rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
     rows.append(("commit", sink.commit.describe()))
+    if sink.mode is P.SinkMode.UPSERT:
+        rows.append(
+            (
+                "deletes",
+                "by position, through the key index"
+                if sink.delete_mode is P.DeleteMode.POSITION
+                else "by equality on the KEY",
+            )
+        )
     rows.append(("maintenance", sink.maintenance.describe()))
     for k, v in sink.properties:
         rows.append(("property", f"{k} = {v}"))

@@ -35,6 +35,7 @@ from icesql.plan import (
     CatalogConnectionPlan,
     Column,
     CommitPolicy,
+    DeleteMode,
     MaintenancePolicy,
     OnError,
     SinkMode,
@@ -115,6 +116,13 @@ def analyze_sink(
                 "use FORMAT VERSION = 2",
             )
     commit, file_size = _commit_policy(ctx, opts, CommitPolicy(), DEFAULT_MAXIMUM_FILE_SIZE)
+    delete_mode = opts.get_str("DELETE MODE")
+    if delete_mode is not None and mode is not SinkMode.UPSERT:
+        raise ctx.error(
+            "DELETE MODE applies only to MODE UPSERT sinks",
+            opts.node("DELETE MODE"),
+            "an append sink deletes nothing; leave DELETE MODE out",
+        )
 
     plan = SinkPlan(
         name=stmt.name.name,
@@ -135,6 +143,8 @@ def analyze_sink(
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         columns=columns or (),
         maintenance=maintenance_policy(ctx, opts, MaintenancePolicy()),
+        delete_mode=DeleteMode(delete_mode or "position"),
+        schema_evolution=(opts.get_str("SCHEMA EVOLUTION") or "auto") == "auto",
     )
     return plan, deps
 

@@ -292,7 +292,7 @@ class Engine:
         names = [p.name for p in plans]
         try:
             for n in names:
-                self._runners[n].await_termination()
+                self._await_evolving(n)
         except KeyboardInterrupt:
             log.info("interrupted: stopping sinks")
         finally:
@@ -306,6 +306,20 @@ class Engine:
         err = self._first_error(names)
         if err is not None:
             raise err
+
+    def _await_evolving(self, name: str, restarts: int = 8) -> None:
+        """Wait for sink ``name`` (run once); a sink that stopped because a batch brought new
+        columns is started again (it evolves the table's schema as it starts) a few times."""
+        from icesql.engine.runner import SchemaChangedError
+
+        runner = self._runners[name]
+        runner.await_termination()
+        while isinstance(runner.error, SchemaChangedError) and restarts > 0:
+            restarts -= 1
+            log.info("sink %s: %s", name, runner.error.message)
+            self.start_sink(runner.plan, once=True)
+            runner = self._runners[name]
+            runner.await_termination()
 
     def _first_error(self, names: Iterable[str]) -> IcesqlError | None:
         for n in names:

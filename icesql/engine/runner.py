@@ -208,7 +208,7 @@ class SinkRunner:
                 translate_bad_record(exc)
                 or translate_null_key(exc, self.plan.key)
                 or transient_failure(exc, label=f"sink {self.name}", action="write or commit")
-                or _execution_error(exc)
+                or _execution_error(exc, evolve=self.plan.schema_evolution)
             )
         )
         self.error = err
@@ -917,17 +917,25 @@ def _is_local(location: str) -> bool:
     return "://" not in location or location.startswith("file:")
 
 
-def _execution_error(exc: BaseException) -> ExecutionError:
+class SchemaChangedError(ExecutionError):
+    """A batch brought columns the table lacks: the sink restarts at once (nothing of the batch
+    was committed), evolves the table's schema as it starts, and reads the batch again."""
+
+    transient = True  # restarted (by ``Engine.run`` or the supervisor), never a failure
+
+
+def _execution_error(exc: BaseException, *, evolve: bool = False) -> ExecutionError:
     text = str(exc).strip() or type(exc).__name__
     from icesql.engine.files.decode import NewColumnsError
 
     found = re.search(rf"{NewColumnsError.MARK}: (.*)", text)
+    if found and evolve:
+        return SchemaChangedError(found.group(1).strip()[:1000].replace("the sink stops instead of dropping them", "the sink restarts to add them to the table"))
     if found:  # raised in a Python worker: its message, without Spark's wrapping
         return ExecutionError(
             found.group(1).strip()[:1000],
-            hint="icesql does not add columns to a table yet: to take them, add them to the table and "
-            "recreate the source and sink with a SCHEMA that has them; to leave them out, write the "
-            "files without them",
+            hint="SCHEMA EVOLUTION = 'off' keeps the table's columns as they are: ALTER SINK ... SET "
+            "(SCHEMA EVOLUTION = 'auto') to add them, or write the files without them",
         )
     # Spark wraps Python errors in long JVM traces: keep the informative head.
     lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -939,4 +947,4 @@ def _execution_error(exc: BaseException) -> ExecutionError:
     return ExecutionError(head[:1000])
 
 
-__all__ = ["SinkRunner", "StateCallback"]
+__all__ = ["SchemaChangedError", "SinkRunner", "StateCallback"]

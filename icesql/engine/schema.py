@@ -247,6 +247,28 @@ def _match_field(name: str, fields: Sequence[NestedField]) -> NestedField | None
     return None
 
 
+def schema_additions(table_schema: Schema, source: Schema) -> tuple[list[tuple[tuple[str, ...], IcebergType]], list[tuple[tuple[str, ...], IcebergType]]]:
+    """What additive evolution would change so that ``table_schema`` takes rows of ``source``:
+    (columns to add: path and type, top-level or nested in a struct; columns to widen: path and
+    the wider type, for int -> bigint, float -> double and a decimal's precision up). Anything
+    else (a narrowed or changed type) is left to ``compatibility_problems``."""
+    adds: list[tuple[tuple[str, ...], IcebergType]] = []
+    widen: list[tuple[tuple[str, ...], IcebergType]] = []
+
+    def walk(table_fields: Sequence[NestedField], source_fields: Sequence[NestedField], path: tuple[str, ...]) -> None:
+        for sf in source_fields:
+            tf = _match_field(sf.name, table_fields)
+            if tf is None:
+                adds.append(((*path, sf.name), sf.field_type))
+            elif isinstance(tf.field_type, StructType) and isinstance(sf.field_type, StructType):
+                walk(tf.field_type.fields, sf.field_type.fields, (*path, tf.name))
+            elif tf.field_type != sf.field_type and _can_promote(tf.field_type, sf.field_type):
+                widen.append(((*path, tf.name), sf.field_type))
+
+    walk(table_schema.fields, source.fields, ())
+    return adds, widen
+
+
 def compatibility_problems(table_schema: Schema, source: Schema | SparkSchemaJson) -> list[str]:
     """Why rows of ``source`` cannot be written into a table of ``table_schema`` (empty: they can).
 

@@ -365,7 +365,8 @@ def spark_files_dataframe(
 
 def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
     try:
-        return spark.read.parquet(plan.path).schema
+        # every file's columns (mergeSchema): a column only newer files have is not left out
+        return spark.read.option("mergeSchema", "true").parquet(plan.path).schema
     except Exception as e:
         raise ExecutionError(
             f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "

@@ -8,12 +8,15 @@ default) and the sink's ``PROPERTIES``. An existing table is checked with
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from icesql.engine.schema import SparkSchemaJson, compatibility_problems, spark_to_iceberg_schema
 from icesql.errors import ExecutionError
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
+
+log = logging.getLogger("icesql.sink")
 
 PARTITION_FIELD_ID_START = 1000
 
@@ -194,12 +197,34 @@ def ensure_table(
         except TableAlreadyExistsError:
             table = catalog.load_table(ident)  # created concurrently: check it like any existing table
     problems = table_problems(table, spark_schema_json, plan)
+    if problems and plan.schema_evolution:
+        table = evolve_table(table, spark_schema_json, plan)
+        problems = table_problems(table, spark_schema_json, plan)
     if problems:
         raise ExecutionError(
             f"table {shown} cannot take the rows of sink {plan.name}: " + "; ".join(problems),
             hint="write to a new table, or change the view so its columns match the table",
         )
     return table
+
+
+def evolve_table(table: Any, spark_schema_json: SparkSchemaJson, plan: SinkPlan) -> Any:
+    """Additive schema evolution: the columns the rows have and the table lacks are added
+    (optional, new field ids; nested fields too), and allowed widenings applied, in one schema
+    change committed before any row that needs it. Returns the table as it is afterwards."""
+    from icesql.engine.schema import schema_additions
+
+    adds, widen = schema_additions(table.schema(), target_schema(spark_schema_json, plan))
+    if not adds and not widen:
+        return table
+    with table.update_schema() as update:
+        for path, field_type in adds:
+            update.add_column(path if len(path) > 1 else path[0], field_type, required=False)
+        for path, field_type in widen:
+            update.update_column(path if len(path) > 1 else path[0], field_type=field_type)
+    changes = [f"added {'.'.join(p)} {t}" for p, t in adds] + [f"widened {'.'.join(p)} to {t}" for p, t in widen]
+    log.info("sink %s: table %s schema evolved: %s", plan.name, plan.table_identifier, ", ".join(changes))
+    return table.refresh() if hasattr(table, "refresh") else table
 
 
 def explain_table(

@@ -174,6 +174,9 @@ SINK = (
     OptionSpec("FORMAT VERSION", Kind.INT),
     OptionSpec("PROPERTIES", Kind.LIST),
     OptionSpec("ON ERROR", S, choices=ON_ERROR),
+    # MODE UPSERT: rows replaced are deleted by position (the key index) or by equality on KEY
+    OptionSpec("DELETE MODE", S, choices={"position": "position", "equality": "equality"}),
+    OptionSpec("SCHEMA EVOLUTION", S, choices=_SWITCH),
     *MAINTENANCE,
 )
 

@@ -457,33 +457,3 @@ def test_the_watermark_survives_a_compaction_of_the_table(
     run(spark, home, source, sink("s", "t"), arrow=True, monkeypatch=monkeypatch, state=state)
     assert sorted(r["id"] for r in table_rows(home, "ns.t")) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 90]
 
-
-def test_a_parquet_file_with_a_new_column_stops_the_sink_and_drops_nothing(spark: Any, tmp_path: Path) -> None:
-    """Issue 14's defect: a Parquet file gaining a column lost it without a word. Until the table
-    evolves with the data, the sink stops with one line naming the file and the column, and
-    commits nothing of that file; the rows before it stay."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    import icesql
-    from icesql.errors import ExecutionError
-
-    data, wh = tmp_path / "in", tmp_path / "wh"
-    data.mkdir()
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int32()), "a": ["x", "y"]}), data / "1.parquet")
-    with icesql.Session(home=tmp_path / "home", spark=spark) as s:
-        s.execute(
-            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-            f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'parquet');"
-            "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');"
-        )
-        s.run(once=True)
-    pq.write_table(pa.table({"id": pa.array([3], pa.int32()), "a": ["z"], "b": [5]}), data / "2.parquet")
-    with icesql.Session(home=tmp_path / "home", spark=spark) as s, pytest.raises(ExecutionError) as info:
-        s.run(once=True, sinks=["k"])
-    message = info.value.message
-    assert "2.parquet" in message and "column(s) b" in message, message
-    assert "\n" not in message and "Traceback" not in message
-    assert info.value.hint and "SCHEMA" in info.value.hint
-    table = load_table(tmp_path / "home", "n.t", warehouse=wh, catalog_name="lake")
-    assert read_duckdb(table.metadata_location) == [(1, "x"), (2, "y")]

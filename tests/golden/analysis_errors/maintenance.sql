@@ -16,3 +16,7 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (MAXIMUM MANIFEST = 10);
 -- case: alter_maximum_delete_files_negative
 ALTER SINK existing SET (MAXIMUM DELETE FILES = -1);
+-- case: delete_mode_on_an_append_sink
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (DELETE MODE = 'equality');
+-- case: delete_mode_unknown
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') KEY (order_id) WITH (DELETE MODE = 'vector');

@@ -9,3 +9,9 @@ WITH (COMPACTION = 'off', SNAPSHOT RETENTION = '6h', KEEP SNAPSHOTS = 100, ORPHA
 CREATE SINK s FROM orders INTO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders')
 WITH (MAINTENANCE = 'off', ORPHAN FILE AGE = '10m');
 ALTER SINK s RESET (MAINTENANCE, ORPHAN FILE AGE);
+-- case: delete_mode_equality
+CREATE SINK s FROM orders INTO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') KEY (order_id)
+WITH (DELETE MODE = 'equality');
+-- case: schema_evolution_off
+CREATE SINK s FROM orders INTO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders')
+WITH (SCHEMA EVOLUTION = 'off');
