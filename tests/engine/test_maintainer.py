@@ -151,7 +151,10 @@ def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) ->
         # compaction keeps the delete files near the threshold (the last commits may add a few)
         assert live_deletes <= policy(large).maximum_delete_files + 3, live_deletes
 
-        # the sink resumes exactly once over the maintained table
+        # the sink resumes exactly once over the maintained table, its checkpoint lost too
+        import shutil
+
+        shutil.rmtree(home / "sinks")
         more = changes(rng, 4, 100_000, live)
         for i, ev in enumerate(more):
             write_json_lines(data, f"{files + i:05d}.json", ev)
