@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icesql.errors import ExecutionError
+from icesql.plan import DEFAULT_MAXIMUM_FILE_SIZE
 
 Content = Literal["data", "equality_deletes", "position_deletes"]
 
@@ -56,7 +57,7 @@ class WriteSpec:
     location: str  # the table location
     io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold credentials
     table_properties: Mapping[str, str] = field(default_factory=dict, repr=False)
-    max_file_size: int = 512 * 1024 * 1024
+    max_file_size: int = DEFAULT_MAXIMUM_FILE_SIZE
     write_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     spec_id: int = 0
     schema_id: int = 0
