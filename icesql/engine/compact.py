@@ -518,7 +518,10 @@ def _commit(
     try:
         internals.apply_producer(tx, producer)
         tx.commit_transaction()
-    except BaseException:
+    except (CommitFailedException, internals.RewriteConflictError):
+        # refused: no snapshot references the manifests written for it. Any other failure (a
+        # response cut short, a 5xx) leaves the outcome unknown: the catalog may have committed,
+        # so they stay (orphan cleanup removes them if nothing references them)
         internals.discard_written([producer], table.io)
         raise
     return int(producer.snapshot_id)
