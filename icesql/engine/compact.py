@@ -498,6 +498,8 @@ def _commit(
 ) -> int:
     """One commit of ``plan``'s rewrite on ``table``'s current snapshot, plus ``carried`` delete
     files (which replace the ``superseded`` ones); the new snapshot's id."""
+    from pyiceberg.exceptions import CommitFailedException
+
     from icesql.engine import pyiceberg_internals as internals
     from icesql.engine.commit import COMMIT_REASON, as_data_file, carried_progress
 
