@@ -100,6 +100,12 @@ ARROW_PATH = Setting(
     "`0` reads FILES sources with Spark's readers instead of the Arrow path (for comparisons; a "
     "sink's checkpoint belongs to the path that created it)",
 )
+CATALOG_TIMEOUT = Setting(
+    "ICESQL_CATALOG_TIMEOUT",
+    "30",
+    "seconds a REST catalog request may wait to connect, and for each read, before it fails (and a "
+    "sink retries); `0` waits for ever",
+)
 RETRY_BACKOFF = Setting(
     "ICESQL_RETRY_BACKOFF",
     "1",

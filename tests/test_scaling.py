@@ -1,5 +1,6 @@
 """Issue 18: the front end is linear in its input. ``check`` and ``exec`` of 8,000 statements
-take at most 10x the time of 1,000 (they were quadratic: 58 s for 4,000); a 50 MB string
+take at most 16x the time of 1,000 - linear is 8x, quadratic 64x; the margin is for a machine
+that is busy with something else (they were quadratic: 58 s for 4,000); a 50 MB string
 literal parses in under 300 MB and checks in under 1 GB (it took 8.7 GB and 10.4 GB).
 
 ``benchmarks/hardening.py`` prints the same figures (results in benchmarks/RESULTS_hardening.md).
@@ -21,7 +22,7 @@ def test_check_and_exec_time_grow_linearly_with_the_script() -> None:
     small = timings(1000, runs=3, only=("check", "exec"))
     big = timings(8000, runs=3, only=("check", "exec"))
     for what in ("check", "exec"):
-        assert big[what] <= 10 * small[what], (what, small, big)
+        assert big[what] <= 16 * small[what], (what, small, big)
 
 
 @pytest.mark.timeout(300)

@@ -67,7 +67,12 @@ def load_catalog(
     kind = kind_of(conn)
 
     def build() -> Catalog:
-        return kind.construct(conn.name, build_properties(conn, aws, sec, home))
+        from icesql import settings
+        from icesql.engine.pyiceberg_internals import set_request_timeout
+
+        catalog = kind.construct(conn.name, build_properties(conn, aws, sec, home))
+        set_request_timeout(catalog, settings.CATALOG_TIMEOUT.get_float() or 0.0)
+        return catalog
 
     return guarded(build, label(conn), kind.endpoint(conn, aws), sec, "connect")
 

@@ -558,3 +558,32 @@ def override_file_io(catalog: Any, load: Callable[[Callable[..., Any], Any, str 
 
     catalog._load_file_io = _load_file_io
     return catalog
+
+def schema_after(update: Any) -> Any:
+    """The schema a pending ``UpdateSchema`` would commit (pyiceberg's private ``_apply``)."""
+    return update._apply()
+
+
+def set_request_timeout(catalog: Any, seconds: float) -> None:
+    """Give every request of a REST catalog a timeout: pyiceberg 0.12's ``RestCatalog`` sends its
+    ``requests`` session's calls without one, so a catalog that stops answering (a blackholed
+    network, a hung server) hangs the sink for ever. Wraps the ``send`` of each adapter the
+    session has mounted (the SigV4 adapter of S3 Tables included) to default ``timeout``."""
+    session = getattr(catalog, "_session", None)
+    if session is None or seconds <= 0:
+        return
+    for adapter in set(session.adapters.values()):
+        if getattr(adapter, "_icesql_timeout", None) is not None:
+            continue
+        send = adapter.send
+
+        def timed(request: Any, *args: Any, _send: Any = send, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = seconds
+            return _send(request, *args, **kwargs)
+
+        adapter.send = timed
+        adapter._icesql_timeout = seconds
+
+
+

@@ -413,6 +413,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
 
     fmt = plan.format or SourceFormat.JSON
     row_schema = _row_schema(spark, plan)
+    inferred = row_schema is None
     if row_schema is None:
         if fmt is not SourceFormat.PARQUET:
             raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
@@ -427,6 +428,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         delimiter=delimiter,
         session_tz=binding.session_tz,
         options=opts,
+        inferred=inferred,
     )
     source_format.check_supported()
     location = Location(plan.path or "", dict(binding.io_properties))

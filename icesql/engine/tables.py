@@ -212,16 +212,20 @@ def evolve_table(table: Any, spark_schema_json: SparkSchemaJson, plan: SinkPlan)
     """Additive schema evolution: the columns the rows have and the table lacks are added
     (optional, new field ids; nested fields too), and allowed widenings applied, in one schema
     change committed before any row that needs it. Returns the table as it is afterwards."""
+    from icesql.engine.pyiceberg_internals import schema_after
     from icesql.engine.schema import schema_additions
 
     adds, widen = schema_additions(table.schema(), target_schema(spark_schema_json, plan))
     if not adds and not widen:
         return table
-    with table.update_schema() as update:
-        for path, field_type in adds:
-            update.add_column(path if len(path) > 1 else path[0], field_type, required=False)
-        for path, field_type in widen:
-            update.update_column(path if len(path) > 1 else path[0], field_type=field_type)
+    update = table.update_schema()
+    for path, field_type in adds:
+        update.add_column(path if len(path) > 1 else path[0], field_type, required=False)
+    for path, field_type in widen:
+        update.update_column(path if len(path) > 1 else path[0], field_type=field_type)
+    if compatibility_problems(schema_after(update), spark_schema_json):
+        return table  # something evolution cannot fix: the table is left as it is, and refused
+    update.commit()
     changes = [f"added {'.'.join(p)} {t}" for p, t in adds] + [f"widened {'.'.join(p)} to {t}" for p, t in widen]
     log.info("sink %s: table %s schema evolved: %s", plan.name, plan.table_identifier, ", ".join(changes))
     return table.refresh() if hasattr(table, "refresh") else table

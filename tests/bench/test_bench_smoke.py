@@ -129,7 +129,7 @@ def test_icesql_hooks_at_tiny_size(ds: datagen.Dataset, upsert: datagen.UpsertDa
     assert a["seconds"] > 0 and a["rows_per_s"] > 0 and a["partitioned"] is True
     u = r["upsert"]
     assert len(u["batch_seconds"]) == 1 and u["changes"] == 200 and u["snapshots"] == 1 + 1
-    assert u["files"] >= 2 and u["delete_files"] == 1 and u["metadata"].endswith(".metadata.json")
+    assert u["files"] >= 2 and u["delete_files"] >= 1 and u["metadata"].endswith(".metadata.json")
     assert a["path"] == "arrow" and a["fallback_files"] == 0  # FILES sources take the Arrow path
     c = r["commit"]
     assert c["n"] == 5 and c["snapshots"] == 5 and 0 < c["p50_ms"] < 5_000

@@ -330,7 +330,16 @@ def test_existing_incompatible_table_is_refused(catalog: SqlCatalog) -> None:
     ensure_table(catalog, "a.b.c.t", struct(f("id", "integer")), plan("t"))
     with pytest.raises(ExecutionError) as err:
         ensure_table(catalog, "a.b.c.t", struct(f("id", "string"), f("w", "long")), plan("t"))
-    assert "'id'" in err.value.message and "'w'" in err.value.message
+    # a changed type is refused, naming both types (a new column alone would be added)
+    assert "'id' is string in the source but long in the table" in err.value.message
+    import dataclasses
+
+    off = dataclasses.replace(plan("t"), schema_evolution=False)
+    with pytest.raises(ExecutionError) as err:
+        ensure_table(catalog, "a.b.c.t", struct(f("id", "long"), f("w", "long")), off)
+    assert "'w'" in err.value.message  # SCHEMA EVOLUTION = 'off': the new column is refused
+    ensure_table(catalog, "a.b.c.t", struct(f("id", "long"), f("w", "long")), plan("t"))
+    assert [x.name for x in catalog.load_table("a.b.c.t").schema().fields] == ["id", "v", "w"]
 
 
 def _write_in_child(spec: WriteSpec, ids: list[int]) -> list[WrittenFile]:

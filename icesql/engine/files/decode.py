@@ -46,6 +46,10 @@ class SourceFormat:
     delimiter: str = ","
     session_tz: str = "UTC"
     options: Mapping[str, str] = field(default_factory=dict)
+    # Parquet: the schema was read from the files (no SCHEMA declared), so a file with more
+    # columns brings new ones (NewColumnsError); with a declared SCHEMA, extra columns are not
+    # part of the source and are left out, as Spark's reader does
+    inferred: bool = False
 
     def row_schema(self) -> pa.Schema:
         return arrow_schema(self.row_schema_json)
@@ -246,7 +250,7 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
         pf = pq.ParquetFile(f)
         names = pf.schema_arrow.names
         declared = {n.lower() for n in schema.names}
-        new = [n for n in names if n.lower() not in declared]
+        new = [n for n in names if n.lower() not in declared] if source.inferred else []
         if new:
             raise NewColumnsError(piece.path, new)
         lower = {n.lower(): n for n in reversed(names)}
