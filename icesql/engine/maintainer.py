@@ -119,7 +119,11 @@ class Maintainer:
     def _may_compact(self) -> bool:
         # on Spark Connect the key index's writer lives in the server: a rewrite of an upsert
         # sink's table would need the sink to restart, so it is left to `icesql maintain`
-        return not (self.runner.remote and self.runner.index is not None)
+        if self.runner.remote and self.runner.index is not None:
+            return False
+        # a batch being written (a commit by the period timer, say) is written against the key
+        # index, which a rewrite moves: the rewrite waits for a commit with no batch in flight
+        return self.runner.index is None or self.runner.batch_started is None
 
     def _budget(self, started: float) -> float:
         period = self.runner.plan.commit.maximum_period

@@ -124,11 +124,6 @@ def test_short_soak_sink_errors_name_the_cause(short_soak: SoakResult) -> None:
         assert re.search(r"soak_lake|soak_s3|catalog|127\.0\.0\.1:\d+", line), line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16: a lost checkpoint makes the sink skip batches with only a warning",
-)
 def test_short_soak_lost_home_skips_and_repeats_nothing(short_soak: SoakResult) -> None:
     assert short_soak.home_loss_checks
     for checks in short_soak.home_loss_checks:
