@@ -256,7 +256,9 @@ def test_spark_iceberg_java_baselines(ds: datagen.Dataset, upsert: datagen.Upser
     j = baselines.read_java(m["metadata"], upsert.expected, tmp_path / "java", "smoke")
     assert j["status"] == "ok" and j["matches_expected"], j
     f = baselines.read_datafusion(m["metadata"], upsert.expected, tmp_path / "df", "smoke")
-    assert f["status"] == "ok" and f["matches_expected"], f
+    # DataFusion (iceberg-rust) cannot read the MERGE table: Spark's Hadoop catalog records bare
+    # paths (/tmp/...) where iceberg-rust wants URLs (benchmarks/README.md); the runner says so
+    assert f["status"] == "error" and "relative URL without a base" in f["error"], f
     ref = baselines.reference_table(m["metadata"], upsert.expected, tmp_path / "ref")
     assert ref["status"] == "ok" and ref["rows_in_table"] == upsert.expected_rows and ref["files"] == 1
     d = baselines.read_duckdb(ref["metadata"], upsert.expected, tmp_path / "duck-ref", "ref")
