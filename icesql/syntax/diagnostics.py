@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from icesql.errors import ParseError, Span, line_col
-from icesql.syntax.lexer import STATEMENT_KEYWORDS, TokenKind, tokens
+from icesql.syntax.lexer import STATEMENT_KEYWORDS, TokenKind, edit_distance, tokens
 
 if TYPE_CHECKING:
     from lark.parsers.lalr_interactive_parser import InteractiveParser
@@ -246,7 +246,7 @@ def _hint(
     keywords = [e for e in expected if _is_keyword(e)]
     if found_word and keywords:
         close = _closest(found_word, keywords)
-        if close and _edits(found_word, close) <= 2:
+        if close and edit_distance(found_word, close) <= 2:
             return f"did you mean {close}?"
         # A keyword glued to the next word (`SINKorders`, not `sinks_all`): the space is missing.
         glued = (
@@ -267,21 +267,6 @@ def _hint(
     return None
 
 
-def _edits(a: str, b: str) -> int:
-    """Edit distance (insertions, deletions, substitutions, adjacent swaps)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                d = min(d, prev2[j - 2] + 1)
-            cur.append(d)
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
 def _closest(word: str, candidates: Iterable[str]) -> str | None:
     """The keyword ``word`` was most likely meant to be, if one is close: among the similar
     ones, the fewest edits away, then one of the same length (``SINKZ`` is SINKS mistyped
@@ -292,7 +277,7 @@ def _closest(word: str, candidates: Iterable[str]) -> str | None:
     close = difflib.get_close_matches(word, candidates, n=len(candidates), cutoff=0.6)
     if not close:
         return None
-    return min(close, key=lambda c: (_edits(word, c), len(c) != len(word), close.index(c)))
+    return min(close, key=lambda c: (edit_distance(word, c), len(c) != len(word), close.index(c)))
 
 
 def _statement_keyword_terminals() -> set[str]:

@@ -289,6 +289,22 @@ def option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
     return None
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Edit distance with insertions, deletions, substitutions and adjacent swaps (``SECERT`` is
+    one edit from ``SECRET``): what did-you-mean hints and the redactor's misspelling test use."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                d = min(d, prev2[j - 2] + 1)
+            cur.append(d)
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
 __all__ = [
     "QUERY_RE",
     "SKIP_RE",
@@ -296,6 +312,7 @@ __all__ = [
     "TOKEN_RE",
     "Token",
     "TokenKind",
+    "edit_distance",
     "is_complete",
     "option_list_kind",
     "query_end",

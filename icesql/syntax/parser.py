@@ -147,8 +147,10 @@ def get_parser(with_transformer: bool = True) -> Lark:
 
 
 @functools.lru_cache(maxsize=1)
+@functools.cache
 def keywords() -> frozenset[str]:
-    """Every keyword of the grammar, upper case (read from the grammar text, without Lark)."""
+    """Every keyword of the grammar, upper case (read from the grammar text, without Lark; once
+    per process)."""
     return frozenset(m.group(1).upper() for m in re.finditer(r'^[A-Z]+: "([a-z]+)"i$', grammar_text(), re.M))
 
 

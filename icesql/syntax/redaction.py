@@ -34,6 +34,7 @@ from icesql.syntax.lexer import (
     STATEMENT_WORDS,
     Token,
     TokenKind,
+    edit_distance,
     option_list_kind,
     statement_head,
     tokens,
@@ -62,25 +63,10 @@ class Secret:
     parts: tuple[tuple[int, int], ...]  # (start, end) of each token to mask
 
 
-def _edits(a: str, b: str) -> int:
-    """Edit distance with adjacent swaps (``SECERT`` is one edit from ``SECRET``)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                d = min(d, prev2[j - 2] + 1)
-            cur.append(d)
-        prev2, prev = prev, cur
-    return prev[-1]
-
-
 def _secret_like(word: str) -> bool:
     """``SECRET`` or a misspelling of it (``SECERT``, ``SECRETS``, ``SCRET``)."""
     w = word.upper()
-    return 4 <= len(w) <= 9 and (w == "SECRET" or _edits(w, "SECRET") <= 2)
+    return 4 <= len(w) <= 9 and (w == "SECRET" or edit_distance(w, "SECRET") <= 2)
 
 
 def _mentions_secret_word(tok: Token) -> bool:
@@ -219,9 +205,6 @@ def _classify(stmt: _Statement, sig: list[Token], suspect: bool = False, *, pros
         if first is not None:
             # what mentions a secret (a quote may have swallowed it) and every value-like word
             # after it: prose about a secret can hold the value anywhere
-            from icesql.syntax.parser import keywords
-
-            dialect = keywords()
             tok = sig[first]
             if tok.kind in (TokenKind.STRING, TokenKind.QUOTED) or tok.open:
                 stmt.add(tok)
@@ -229,9 +212,9 @@ def _classify(stmt: _Statement, sig: list[Token], suspect: bool = False, *, pros
                 tok.end,
                 stmt.end,
                 # prose stays readable: plain words are kept, what looks like a value is not
-                keep=lambda t: t.text in _STRUCTURE
-                or t.kind is TokenKind.PUNCT
-                or (t.kind is TokenKind.WORD and (t.upper in dialect or t.text.isalpha())),
+                keep=lambda t: t.kind is TokenKind.PUNCT
+                or _structure(t)
+                or (t.kind is TokenKind.WORD and t.text.isalpha()),
             )
         return False
     if suspect or any(tok.kind is not TokenKind.PUNCT and _mentions_secret(tok) for tok in sig):
@@ -315,16 +298,21 @@ def _secret_statement(stmt: _Statement, sig: list[Token], k: int) -> None:
     stmt.add_range(start, stop, keep=lambda t: t.is_word("AS"))
 
 
+def _dialect_word(tok: Token) -> bool:
+    """A keyword of the dialect (never a value's whole text)."""
+    from icesql.syntax.parser import keywords  # the parser imports this module
+
+    return tok.kind is TokenKind.WORD and tok.upper in keywords()
+
+
+def _structure(tok: Token) -> bool:
+    """What stays visible where everything else is hidden: keywords and syntax punctuation."""
+    return tok.text in _STRUCTURE or _dialect_word(tok)
+
+
 def _everything(stmt: _Statement, sig: list[Token]) -> None:
     """A statement that makes no sense but mentions a secret: hide all but the keywords."""
-    from icesql.syntax.parser import keywords
-
-    known = keywords()
-    stmt.add_range(
-        sig[0].start,
-        stmt.end,
-        keep=lambda t: t.text in _STRUCTURE or (t.kind is TokenKind.WORD and t.upper in known),
-    )
+    stmt.add_range(sig[0].start, stmt.end, keep=_structure)
     _as_options(stmt, sig)  # and whole option values, punctuation included
 
 
@@ -546,25 +534,15 @@ def _item_secrets(
         level, start = Secrecy.VALUE, item[0].start  # a value with no name, in a list of credentials
         value = item
     elif eq is None and item and item[0].kind is TokenKind.WORD and (kind is None or kind in CREDENTIAL_LISTS):
-        from icesql.syntax.parser import keywords
-
         words = [t.upper for t in item if t.kind is TokenKind.WORD]
-        if item[0].upper not in keywords() and known_prefix(kind, words) == 0:
+        if not _dialect_word(item[0]) and known_prefix(kind, words) == 0:
             # a bare word that is no option's name: a value unquoted
             level, start, value = Secrecy.VALUE, item[0].start, item
     name_words = [t.upper for t in item[:value_at] if t.kind is TokenKind.WORD]
     mangled = kind != _PROSE and eq is None and not (name_words and known_prefix(kind, name_words) == len(name_words))
     if mangled and any(_mentions_secret_word(t) for t in item):
         # a secret option's name mangled (SECRET SECRET ACCESS KEY v): all but the keywords
-        from icesql.syntax.parser import keywords
-
-        known = keywords()
-        stmt.add_range(
-            item[0].start,
-            stop,
-            keep=lambda t: t.text in _STRUCTURE or (t.kind is TokenKind.WORD and t.upper in known),
-            holes=holes,
-        )
+        stmt.add_range(item[0].start, stop, keep=_structure, holes=holes)
         return
     if level is Secrecy.NONE:
         return
