@@ -30,6 +30,32 @@ CONSUMED = -3  # ``content`` of a row naming a source file a batch read (rows: i
 FILES_SCHEMA = "content int, file string, rows bigint, bytes bigint"  # one row per written file
 
 
+def files_arrow_schema() -> Any:
+    """``FILES_SCHEMA`` in Arrow: the rows every writer task returns (and the drop box keeps)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [("content", pa.int32()), ("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]
+    )
+
+
+def file_row(f: Any) -> dict[str, Any]:
+    """The row of one written file (``writer.WrittenFile``)."""
+    return {
+        "content": int(f.content),
+        "file": f.dumps(),
+        "rows": int(f.record_count),
+        "bytes": int(f.file_size_in_bytes),
+    }
+
+
+def files_batch(rows: list[dict[str, Any]]) -> Any:
+    """A writer task's output rows as one Arrow batch."""
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_pylist(rows, schema=files_arrow_schema())
+
+
 class NullKeyError(ExecutionError):
     """A change whose KEY has a null column reached an upsert sink with an enforced KEY."""
 
@@ -102,7 +128,6 @@ class FileWriterTask:
         return drop_null_keys(b, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation)
 
     def __call__(self, batches: Any) -> Any:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         from icesql.engine.writer import DataFileWriter
@@ -139,23 +164,11 @@ class FileWriterTask:
             if del_w is not None:
                 del_w.abort()
             raise
-        if files or dropped:
-            yield pa.RecordBatch.from_pydict(
-                {
-                    "content": [int(f.content) for f in files] + ([DROPPED] if dropped else []),
-                    "file": [f.dumps() for f in files] + ([""] if dropped else []),
-                    "rows": [int(f.record_count) for f in files] + ([dropped] if dropped else []),
-                    "bytes": [int(f.file_size_in_bytes) for f in files] + ([0] if dropped else []),
-                },
-                schema=pa.schema(
-                    [
-                        ("content", pa.int32()),
-                        ("file", pa.string()),
-                        ("rows", pa.int64()),
-                        ("bytes", pa.int64()),
-                    ]
-                ),
-            )
+        rows = [file_row(f) for f in files]
+        if dropped:
+            rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
+        if rows:
+            yield files_batch(rows)
 
 
 class BatchWriter:

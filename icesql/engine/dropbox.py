@@ -76,7 +76,9 @@ class DropBox:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = _columns()
+        from icesql.engine.batch import files_arrow_schema
+
+        schema = files_arrow_schema()
         table = pa.Table.from_pylist([{k: f[k] for k in schema.names} for f in files], schema=schema)
         table = table.replace_schema_metadata(
             {
@@ -144,9 +146,3 @@ class DropBox:
             pass
 
 
-def _columns() -> Any:
-    import pyarrow as pa
-
-    return pa.schema(
-        [("content", pa.int32()), ("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]
-    )

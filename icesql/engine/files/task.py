@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from icesql.engine.batch import CONSUMED
+from icesql.engine.batch import CONSUMED, file_row, files_batch
 from icesql.engine.files.decode import SourceFormat, decode
 from icesql.engine.files.listing import Location
 from icesql.engine.files.pieces import Piece
@@ -89,7 +89,6 @@ class WriteTask:
         self.batch_id = batch_id
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
 
         from icesql.engine.writer import DataFileWriter
 
@@ -112,28 +111,10 @@ class WriteTask:
         except BaseException:
             writer.abort()
             raise
-        rows = [
-            {
-                "content": int(f.content),
-                "file": f.dumps(),
-                "rows": int(f.record_count),
-                "bytes": int(f.file_size_in_bytes),
-            }
-            for f in files
-        ]
+        rows = [file_row(f) for f in files]
         rows += [{"content": CONSUMED, "file": p, "rows": s, "bytes": m} for p, (s, m) in consumed.items()]
         if rows:
-            yield pa.RecordBatch.from_pylist(
-                rows,
-                schema=pa.schema(
-                    [
-                        ("content", pa.int32()),
-                        ("file", pa.string()),
-                        ("rows", pa.int64()),
-                        ("bytes", pa.int64()),
-                    ]
-                ),
-            )
+            yield files_batch(rows)
 
 
 __all__ = ["CONSUMED", "FALLBACK_MARKER", "DecodeTask", "WriteTask", "fallback_of", "pieces_of"]

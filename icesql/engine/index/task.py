@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import DROPPED, drop_null_keys
+from icesql.engine.batch import DROPPED, drop_null_keys, file_row, files_batch
 from icesql.engine.hooks import kill_point
 from icesql.engine.sources import OP, POSITION
 
@@ -116,17 +116,7 @@ class ShardTask:
                     part = changes.filter(pc.equal(shards, shard))
                     rows.extend(self._shard(int(shard), part))
         if rows:
-            yield pa.RecordBatch.from_pylist(
-                rows,
-                schema=pa.schema(
-                    [
-                        ("content", pa.int32()),
-                        ("file", pa.string()),
-                        ("rows", pa.int64()),
-                        ("bytes", pa.int64()),
-                    ]
-                ),
-            )
+            yield files_batch(rows)
 
     def _key_fields(self) -> list[Any]:
         from icesql.engine.schema import arrow_schema
@@ -187,15 +177,7 @@ class ShardTask:
         else:
             new_chain = (*chain, delta_name)
         _remember(self.store.root, shard, new_chain, new_entries)
-        for f in written:
-            out.append(
-                {
-                    "content": int(f.content),
-                    "file": f.dumps(),
-                    "rows": int(f.record_count),
-                    "bytes": int(f.file_size_in_bytes),
-                }
-            )
+        out.extend(file_row(f) for f in written)
         info = {
             "shard": shard,
             "chain": list(new_chain),
