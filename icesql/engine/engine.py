@@ -28,7 +28,7 @@ from icesql.engine.events import Listeners, SinkListener
 from icesql.engine.runner import StateCallback
 from icesql.engine.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
-from icesql.plan import AwsConnectionPlan, Column, SecretResolver, SinkPlan, SourcePlan
+from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
 
 log = logging.getLogger("icesql.engine")
 
@@ -99,7 +99,9 @@ class Engine:
         import dataclasses
 
         from icesql.engine import aws as aws_credentials
-        from icesql.engine.secrets import SecretValues
+        from icesql.engine.files.listing import Location
+        from icesql.engine.secrets import SecretValues, scrub
+        from icesql.engine.target import aws_connection
 
         if arrow is None:
             raise ExecutionError(
@@ -108,19 +110,14 @@ class Engine:
                 hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
                 "path; a view over it, or Spark Connect, cannot)",
             )
-        conn = self.objects.connection(plan.aws_connection or "")
-        if not isinstance(conn, AwsConnectionPlan):
-            raise ExecutionError(f"source '{plan.name}': connection {plan.aws_connection!r} is not an AWS connection")
-        io = aws_credentials.s3_file_io(conn, SecretValues(self.secrets))
-        from icesql.engine.files.listing import Location
-
+        conn = aws_connection(self.objects, plan.aws_connection)
+        assert conn is not None
+        sec = SecretValues(self.secrets)
+        io = aws_credentials.s3_file_io(conn, sec)
         try:  # once at the start: wrong keys or a wrong endpoint say so here, naming the connection
             Location(plan.path or "", io).list()
         except OSError as e:
-            detail = str(e).split("\n", 1)[0]
-            for value in io.values():  # never a key in an error
-                if len(value) >= 4:
-                    detail = detail.replace(value, "****")
+            detail = scrub(str(e).split("\n", 1)[0], sec.values)  # never a key in an error
             raise ExecutionError(
                 f"source '{plan.name}' cannot list {plan.path} through AWS CONNECTION {plan.aws_connection}: {detail}",
                 hint=f"check the keys, REGION and ENDPOINT of connection {plan.aws_connection}, and the bucket",

@@ -40,7 +40,6 @@ On Spark Connect (``remote``) ``foreachBatch`` runs in the server's Python: the 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -68,7 +67,7 @@ from icesql.engine.recovery import (
     recover,
     warn_if_checkpoint_lost,
 )
-from icesql.engine.sources import Relation, translate_bad_record
+from icesql.engine.sources import Relation, marked_message, translate_bad_record
 from icesql.engine.staging import StagedBatch, Staging
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import SinkPlan
@@ -207,8 +206,9 @@ class SinkRunner:
             else (
                 translate_bad_record(exc)
                 or translate_null_key(exc, self.plan.key)
+                or translate_new_columns(exc, evolve=self.plan.schema_evolution)
                 or transient_failure(exc, label=f"sink {self.name}", action="write or commit")
-                or _execution_error(exc, evolve=self.plan.schema_evolution)
+                or _execution_error(exc)
             )
         )
         self.error = err
@@ -924,19 +924,25 @@ class SchemaChangedError(ExecutionError):
     transient = True  # restarted (by ``Engine.run`` or the supervisor), never a failure
 
 
-def _execution_error(exc: BaseException, *, evolve: bool = False) -> ExecutionError:
-    text = str(exc).strip() or type(exc).__name__
-    from icesql.engine.files.decode import NewColumnsError
+def translate_new_columns(exc: BaseException, *, evolve: bool) -> ExecutionError | None:
+    """A batch stopped by ``files.decode.NewColumnsError``: a restart that evolves the table
+    (``SchemaChangedError``), or with evolution off the sink's end, saying why."""
+    from icesql.engine.files.decode import NEW_COLUMNS_MARKER
 
-    found = re.search(rf"{NewColumnsError.MARK}: (.*)", text)
-    if found and evolve:
-        return SchemaChangedError(found.group(1).strip()[:1000].replace("the sink stops instead of dropping them", "the sink restarts to add them to the table"))
-    if found:  # raised in a Python worker: its message, without Spark's wrapping
-        return ExecutionError(
-            found.group(1).strip()[:1000],
-            hint="SCHEMA EVOLUTION = 'off' keeps the table's columns as they are: ALTER SINK ... SET "
-            "(SCHEMA EVOLUTION = 'auto') to add them, or write the files without them",
-        )
+    body = marked_message(exc, NEW_COLUMNS_MARKER)
+    if body is None:
+        return None
+    if evolve:
+        return SchemaChangedError(f"{body}; the sink restarts to add them to the table")
+    return ExecutionError(
+        f"{body}; the sink stops instead of dropping them",
+        hint="SCHEMA EVOLUTION = 'off' keeps the table's columns as they are: ALTER SINK ... SET "
+        "(SCHEMA EVOLUTION = 'auto') to add them, or write the files without them",
+    )
+
+
+def _execution_error(exc: BaseException) -> ExecutionError:
+    text = str(exc).strip() or type(exc).__name__
     # Spark wraps Python errors in long JVM traces: keep the informative head.
     lines = [ln for ln in text.splitlines() if ln.strip()]
     head = lines[0] if lines else text

@@ -228,7 +228,7 @@ def evolve_table(table: Any, spark_schema_json: SparkSchemaJson, plan: SinkPlan)
     update.commit()
     changes = [f"added {'.'.join(p)} {t}" for p, t in adds] + [f"widened {'.'.join(p)} to {t}" for p, t in widen]
     log.info("sink %s: table %s schema evolved: %s", plan.name, plan.table_identifier, ", ".join(changes))
-    return table.refresh() if hasattr(table, "refresh") else table
+    return table.refresh()
 
 
 def explain_table(

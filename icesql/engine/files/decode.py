@@ -228,17 +228,18 @@ def _csv(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.
 # --------------------------------------------------------------------------- parquet
 
 
-class NewColumnsError(Exception):
-    """A Parquet file has columns the source does not declare. Until the table's schema evolves
-    with the data (issue 14), the sink stops rather than drop them without a word."""
+NEW_COLUMNS_MARKER = "ICESQL-NEW-COLUMNS:"
 
-    MARK = "icesql-new-columns"
+
+class NewColumnsError(Exception):
+    """A Parquet file has columns the source's (inferred) schema lacks: the batch stops before
+    anything of it is committed, and the driver (``runner.translate_new_columns``) restarts the
+    sink to evolve the table, or stops it with SCHEMA EVOLUTION = 'off' - never drops them."""
 
     def __init__(self, path: str, columns: list[str]) -> None:
         self.path, self.columns = path, columns
         super().__init__(
-            f"{self.MARK}: file {path} has column(s) {', '.join(columns)} that the source does not "
-            "declare; the sink stops instead of dropping them"
+            f"{NEW_COLUMNS_MARKER}file {path} has column(s) {', '.join(columns)} that the source does not declare|END"
         )
 
 
