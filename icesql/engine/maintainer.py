@@ -6,8 +6,10 @@ under the sink's ``MaintenancePolicy``) and:
 
 * runs **one small step** now (snapshot expiration, a manifest rewrite, one slice of orphan-file
   cleanup, a small compaction), when the time left before the sink's next commit is due allows
-  it (MAXIMUM PERIOD minus what has passed, or ``SMALL_STEP_BUDGET`` without a period); steps
-  take turns, so a sink committing every second spreads them over its commits;
+  it (MAXIMUM PERIOD minus what has passed, or ``SMALL_STEP_BUDGET`` without a period); a due
+  compaction runs at least every other gap (each commit may add delete files, and those are what
+  slow readers down), the other steps take turns between, so a sink committing every second
+  spreads them over its commits;
 * starts a **large compaction** beside the sink, on a thread of its own: it reads and writes
   without the lock, then waits for a gap (the lock, nothing staged) to commit. Its commit goes on
   top of the sink's commits made meanwhile (``compact``'s rebase); position deletes the sink
@@ -78,6 +80,7 @@ class Maintainer:
         self._large_started: float | None = None
         self._gap = threading.Event()
         self._turn = 0
+        self._last_kind: Any = None
 
     @property
     def policy(self) -> Any:
@@ -112,9 +115,22 @@ class Maintainer:
             t for t in small if not (t.kind is StepKind.COMPACT and (self.busy() or not self._may_compact()))
         ]
         if small and self._budget(started) > 0:
-            task = small[self._turn % len(small)]
+            self._run(self._next(small))
+
+    def _next(self, small: list[Any]) -> Any:
+        """One step per gap: a due compaction every other gap at least (delete files are what
+        slow readers down, and each commit may add some), the other steps in turn between."""
+        from icesql.engine.maintenance import StepKind
+
+        compact = [t for t in small if t.kind is StepKind.COMPACT]
+        others = [t for t in small if t.kind is not StepKind.COMPACT]
+        if compact and (not others or self._last_kind is not StepKind.COMPACT):
+            task = compact[0]
+        else:
+            task = others[self._turn % len(others)]
             self._turn += 1
-            self._run(task)
+        self._last_kind = task.kind
+        return task
 
     def _may_compact(self) -> bool:
         # on Spark Connect the key index's writer lives in the server: a rewrite of an upsert
@@ -232,10 +248,6 @@ class Maintainer:
             if held:
                 r.lock.release()
             self._large_started = None
-
-    def in_flight_since(self) -> float | None:
-        """When the oldest write not yet named by a staged batch began (a rewrite's output)."""
-        return self._large_started
 
     def _carry_over(self, conflicts: Any, new_files: Any) -> list[Any]:
         """Position deletes the sink committed meanwhile on rows the compaction rewrote: the same

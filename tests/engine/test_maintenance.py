@@ -377,24 +377,11 @@ def test_java_reads_a_maintained_table(catalog: Any) -> None:
 @pytest.mark.weed
 def test_maintenance_on_weed(weed: Any, tmp_path: Path) -> None:
     """Each operation once on weed mini: REST catalog, S3 table bucket, files deleted in S3."""
-    from pyiceberg.catalog.rest import RestCatalog
-
     from tests.support.iceberg_tables import position_deletes
     from tests.support.readers import read_datafusion, read_duckdb
 
-    s3 = {
-        "s3.endpoint": weed.s3_endpoint,
-        "s3.access-key-id": weed.access_key,
-        "s3.secret-access-key": weed.secret_key,
-        "s3.region": weed.region,
-    }
-    catalog = RestCatalog(
-        "weed",
-        uri=weed.iceberg_uri,
-        warehouse=weed.table_bucket,
-        credential=f"{weed.access_key}:{weed.secret_key}",
-        **{"oauth2-server-uri": weed.token_uri, **s3, "s3.force-virtual-addressing": "false"},
-    )
+    s3 = weed.s3_properties()
+    catalog = weed.rest_catalog(name="weed")
     name = f"m{int(time.time() * 1000) % 10**9}"
     table = sink_table(catalog, name)
     files = []
@@ -432,3 +419,24 @@ def test_maintenance_on_weed(weed: Any, tmp_path: Path) -> None:
     assert rows() == expected
     table.refresh()
     assert table.metadata_location in keys()
+
+
+def test_a_running_sink_compacts_at_least_every_other_gap_and_the_other_steps_take_turns() -> None:
+    """The order ``Maintainer`` runs small steps in, one per gap between a sink's commits: a
+    compaction that stays due (each commit adds delete files) is never starved by the other
+    steps, nor do they starve behind it."""
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+
+    maintainer = Maintainer(runner=None)
+    compact = Task(StepKind.COMPACT, Weight.SMALL, "3 delete files")
+    others = [
+        Task(StepKind.EXPIRE, Weight.SMALL, "old"),
+        Task(StepKind.REMOVE_ORPHANS, Weight.SMALL, "age", under="metadata"),
+        Task(StepKind.REMOVE_ORPHANS, Weight.SMALL, "age", under="data"),
+    ]
+    chosen = [maintainer._next([compact, *others]).kind for _ in range(6)]
+    assert chosen[::2] == [StepKind.COMPACT] * 3
+    assert chosen[1::2] == [StepKind.EXPIRE, StepKind.REMOVE_ORPHANS, StepKind.REMOVE_ORPHANS]
+    assert [maintainer._next([compact]).kind for _ in range(2)] == [StepKind.COMPACT] * 2
+    assert maintainer._next(others).kind is StepKind.EXPIRE
