@@ -44,29 +44,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def s3_props(weed: WeedServer) -> dict[str, str]:
     """FileIO-style S3 properties for the test's own readers."""
-    return {
-        "s3.endpoint": weed.s3_endpoint,
-        "s3.access-key-id": weed.access_key,
-        "s3.secret-access-key": weed.secret_key,
-        "s3.region": weed.region,
-    }
+    return weed.s3_properties()
 
 
 def verify_catalog(weed: WeedServer) -> Any:
     """The test's own pyiceberg view of weed's catalog (not icesql's), to inspect metadata."""
-    from pyiceberg.catalog.rest import RestCatalog
-
-    return RestCatalog(
-        "verify",
-        uri=weed.iceberg_uri,
-        warehouse=weed.table_bucket,
-        credential=f"{weed.access_key}:{weed.secret_key}",
-        **{
-            "oauth2-server-uri": weed.token_uri,
-            **s3_props(weed),
-            "s3.force-virtual-addressing": "false",
-        },
-    )
+    return weed.rest_catalog(name="verify")
 
 
 def aws_sql(weed: WeedServer) -> str:

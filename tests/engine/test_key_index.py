@@ -69,8 +69,13 @@ def sink(**kw: Any) -> SinkPlan:
     )
 
 
-def engine(home: Path, spark: Any, data: Path, state: State, **kw: Any) -> Engine:
-    objects = Objects({"cat": local_catalog(warehouse=home / "warehouse")}, {"cdc": source(data)})
+def engine(
+    home: Path, spark: Any, data: Path, state: State, *, source_plan: SourcePlan | None = None, **kw: Any
+) -> Engine:
+    """An engine whose relation ``cdc`` is ``source_plan`` (default: ``source(data)``)."""
+    objects = Objects(
+        {"cat": local_catalog(warehouse=home / "warehouse")}, {"cdc": source_plan or source(data)}
+    )
     return Engine(
         home, objects=objects, secrets=lambda n: "x", state=state, spark=spark, trigger_interval=0.2, **kw
     )
@@ -103,6 +108,12 @@ def replay(events: list[dict[str, Any]], key: tuple[str, ...] = ("id",)) -> list
         else:
             state[k] = e["after"]
     return sorted(((r["id"], r["region"], r["v"]) for r in state.values()), key=repr)
+
+
+def foreign_append(table: Any, key: int) -> None:
+    """Another writer (pyiceberg) appends a row of key ``key``."""
+    row = {"id": pa.array([key], pa.int64()), "region": ["eu"], "v": ["foreign"]}
+    table.append(pa.table(row, schema=table.schema().as_arrow()))
 
 
 def delete_kinds(home: Path) -> set[int]:
@@ -187,12 +198,7 @@ def test_a_foreign_append_between_runs_makes_the_index_rebuild(
     write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
     engine(home, spark, data, state).run([sink()], once=True)
     table = load_table(home, "ns.t")
-    table.append(
-        pa.table(
-            {"id": pa.array([1], pa.int64()), "region": ["eu"], "v": ["foreign"]},
-            schema=table.schema().as_arrow(),
-        )
-    )
+    foreign_append(table, 1)
     caplog.set_level(logging.INFO, logger="icesql.sink")
     write_json_lines(data, "2.json", [u(1, "a2", lsn=10)])
     engine(home, spark, data, state).run([sink()], once=True)
@@ -218,12 +224,7 @@ def test_a_foreign_append_while_the_sink_runs_deletes_by_equality_then_rebuilds(
     write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
     wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
     table = load_table(home, "ns.t")
-    table.append(
-        pa.table(
-            {"id": pa.array([2], pa.int64()), "region": ["eu"], "v": ["foreign"]},
-            schema=table.schema().as_arrow(),
-        )
-    )
+    foreign_append(table, 2)
     eng.flush("u")
     readers_agree(home, [(1, "eu", "a"), (2, "eu", "b2")])
     write_json_lines(data, "3.json", [u(1, "a3", lsn=20)])
@@ -276,12 +277,7 @@ def test_a_foreign_append_before_the_first_commit(spark: Any, tmp_path: Path) ->
     write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
     wait_for(lambda: runner.status_row()["staged_rows"] == 2, what="the first batch staged")
     table = load_table(home, "ns.t")
-    table.append(
-        pa.table(
-            {"id": pa.array([2], pa.int64()), "region": ["eu"], "v": ["foreign"]},
-            schema=table.schema().as_arrow(),
-        )
-    )
+    foreign_append(table, 2)
     eng.flush("u")
     eng.stop()
     readers_agree(home, [(1, "eu", "a"), (2, "eu", "b")])

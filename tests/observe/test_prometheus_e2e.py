@@ -63,22 +63,7 @@ def wait_for(what: str, cond: Callable[[], Any], timeout: float, log: Path | Non
 
 
 def table_rows(weed: WeedServer, identifier: str) -> int:
-    from pyiceberg.catalog.rest import RestCatalog
-
-    catalog = RestCatalog(
-        "verify",
-        uri=weed.iceberg_uri,
-        warehouse=weed.table_bucket,
-        credential=f"{weed.access_key}:{weed.secret_key}",
-        **{
-            "oauth2-server-uri": weed.token_uri,
-            "s3.endpoint": weed.s3_endpoint,
-            "s3.access-key-id": weed.access_key,
-            "s3.secret-access-key": weed.secret_key,
-            "s3.region": weed.region,
-            "s3.force-virtual-addressing": "false",
-        },
-    )
+    catalog = weed.rest_catalog(name="verify")
     return int(catalog.load_table(identifier).scan().to_arrow().num_rows)
 
 

@@ -1175,27 +1175,12 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         return child.run.rc if child.run.rc is not None else -1
 
     def verify_catalog(self) -> Any:
-        from pyiceberg.catalog.rest import RestCatalog
-
         assert self.weed is not None
-        w = self.weed
-        return RestCatalog(
-            "soak-verify",
-            uri=w.iceberg_uri,
-            warehouse=w.table_bucket,
-            credential=f"{w.access_key}:{w.secret_key}",
-            **{"oauth2-server-uri": w.token_uri, **self.s3_props(), "s3.force-virtual-addressing": "false"},
-        )
+        return self.weed.rest_catalog(name="soak-verify")
 
     def s3_props(self) -> dict[str, str]:
         assert self.weed is not None
-        w = self.weed
-        return {
-            "s3.endpoint": w.s3_endpoint,
-            "s3.access-key-id": w.access_key,
-            "s3.secret-access-key": w.secret_key,
-            "s3.region": w.region,
-        }
+        return self.weed.s3_properties()
 
     def verify(self) -> list[TableCheck]:
         from tests.support.readers import read_datafusion, read_duckdb

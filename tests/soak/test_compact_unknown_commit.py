@@ -7,7 +7,6 @@ fault proxy, pyiceberg, DuckDB."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -21,14 +20,6 @@ from tests.support.weed import WeedServer
 pytestmark = pytest.mark.weed
 
 
-@pytest.fixture
-def proxy(weed: WeedServer) -> Iterator[FaultProxy]:
-    with FaultProxy(
-        {"s3": ("127.0.0.1", weed.s3_port), "rest": ("127.0.0.1", weed.iceberg_port)}, seed=16
-    ) as p:
-        yield p
-
-
 def test_a_cut_commit_response_keeps_the_rewrite_readable(weed: WeedServer, proxy: FaultProxy) -> None:
     ns = f"cut_{uuid.uuid4().hex[:8]}"
     direct = verify_catalog(weed)
@@ -39,16 +30,7 @@ def test_a_cut_commit_response_keeps_the_rewrite_readable(weed: WeedServer, prox
         table.append(pa.table({"id": [i], "v": [f"v{i}"]}, schema=schema))
     expected = sorted((i, f"v{i}") for i in range(6))
 
-    from pyiceberg.catalog.rest import RestCatalog
-
-    through = RestCatalog(
-        "through-proxy",
-        uri=proxy.url("rest"),
-        warehouse=weed.table_bucket,
-        credential=f"{weed.access_key}:{weed.secret_key}",
-        **{"oauth2-server-uri": proxy.url("rest") + "/v1/oauth/tokens"},
-        **s3_props(weed),
-    ).load_table(f"{ns}.t")
+    through = weed.rest_catalog(proxy.url("rest"), name="through-proxy").load_table(f"{ns}.t")
 
     def cut() -> None:  # the commit request goes through; its response is cut after 20 bytes
         proxy.cut_response_after(20, count=1, only="rest")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,24 +33,8 @@ pytestmark = pytest.mark.weed
 BUCKET = "faultproxy-smoke"
 
 
-@pytest.fixture
-def proxy(weed: WeedServer) -> Iterator[FaultProxy]:
-    with FaultProxy(
-        {"s3": ("127.0.0.1", weed.s3_port), "rest": ("127.0.0.1", weed.iceberg_port)}, seed=3
-    ) as p:
-        yield p
-
-
 def catalog(weed: WeedServer, proxy: FaultProxy) -> Any:
-    from pyiceberg.catalog.rest import RestCatalog
-
-    return RestCatalog(
-        "through-proxy",
-        uri=proxy.url("rest"),
-        warehouse=weed.table_bucket,
-        credential=f"{weed.access_key}:{weed.secret_key}",
-        **{"oauth2-server-uri": proxy.url("rest") + "/v1/oauth/tokens"},
-    )
+    return weed.rest_catalog(proxy.url("rest"), name="through-proxy", s3=False)
 
 
 def s3fs(weed: WeedServer, proxy: FaultProxy) -> Any:

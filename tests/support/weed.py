@@ -335,6 +335,31 @@ class WeedServer:
         self.stop()
 
     # ------------------------------------------------------------------ clients
+    def s3_properties(self) -> dict[str, str]:
+        """FileIO-style S3 properties with the admin keys, for a test's own readers."""
+        return {
+            "s3.endpoint": self.s3_endpoint,
+            "s3.access-key-id": self.access_key,
+            "s3.secret-access-key": self.secret_key,
+            "s3.region": self.region,
+        }
+
+    def rest_catalog(self, uri: str | None = None, *, name: str = "test", s3: bool = True) -> Any:
+        """A pyiceberg ``RestCatalog`` on this server's catalog, or on ``uri`` (a fault proxy in
+        front of it; OAuth2 goes there too), with the admin keys; ``s3``: FileIO properties for
+        the tables' storage (path-style requests)."""
+        from pyiceberg.catalog.rest import RestCatalog
+
+        base = uri or self.iceberg_uri
+        props = {**self.s3_properties(), "s3.force-virtual-addressing": "false"} if s3 else {}
+        return RestCatalog(
+            name,
+            uri=base,
+            warehouse=self.table_bucket,
+            credential=f"{self.access_key}:{self.secret_key}",
+            **{"oauth2-server-uri": f"{base}/v1/oauth/tokens", **props},
+        )
+
     def s3_client(self) -> Any:
         """A boto3 S3 client on this server, path-style, with the admin keys."""
         import boto3
