@@ -27,16 +27,22 @@ NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
 FALLBACK = -4  # ``content`` of the row counting the files Spark's reader took (Arrow path)
 CONSUMED = -3  # ``content`` of a row naming a source file a batch read (rows: its seq, bytes: mtime)
-FILES_SCHEMA = "content int, file string, rows bigint, bytes bigint"  # one row per written file
 
 
 def files_arrow_schema() -> Any:
-    """``FILES_SCHEMA`` in Arrow: the rows every writer task returns (and the drop box keeps)."""
+    """The rows every writer task returns, one per written file (and the drop box keeps them)."""
     import pyarrow as pa
 
     return pa.schema(
         [("content", pa.int32()), ("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]
     )
+
+
+def files_spark_schema() -> Any:
+    """``files_arrow_schema`` for ``mapInArrow`` (built here: a DDL string costs a JVM parse)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(files_arrow_schema())
 
 
 def file_row(f: Any) -> dict[str, Any]:
@@ -256,7 +262,7 @@ class BatchWriter:
         if self.upsert:  # where a change came from, for the null-key error
             keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
         df = df.select(*[F.col(_q(c)) for c in keep])
-        out = df.mapInArrow(task, FILES_SCHEMA)
+        out = df.mapInArrow(task, files_spark_schema())
         return [r.asDict() for r in out.collect()]  # one small row per written file
 
 
@@ -308,7 +314,7 @@ class ArrowBatchWriter:
         from icesql.engine.files.task import WriteTask
 
         task = WriteTask(self.arrow.format, self.arrow.location, self.inner.spec, batch_id)
-        rows = [r.asDict() for r in pieces.mapInArrow(task, FILES_SCHEMA).collect()]
+        rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
         if fallback:
             rows += self.inner(self._spark_rows(pieces, fallback), batch_id)
         return rows
@@ -413,7 +419,7 @@ def translate_null_key(exc: BaseException, key: tuple[str, ...] | list[str]) -> 
 
 __all__ = [
     "DROPPED",
-    "FILES_SCHEMA",
+    "files_spark_schema",
     "BatchWriter",
     "FileWriterTask",
     "NullKeyError",

@@ -172,7 +172,7 @@ class Engine:
                 n = 2
             n = max(1, min(n, 64))
             try:
-                spark.range(0, n, 1, n).mapInArrow(_warm_worker, "ok int").collect()
+                spark.range(0, n, 1, n).mapInArrow(_warm_worker, _warm_schema()).collect()
             except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
                 log.debug("warming the Python workers failed", exc_info=True)
 
@@ -383,12 +383,19 @@ class Engine:
         self.stop()
 
 
+def _warm_schema() -> Any:  # built here: a DDL string costs a parse by the JVM
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    return StructType([StructField("ok", IntegerType())])
+
+
 def _warm_worker(batches: Any) -> Any:
     """``mapInArrow`` body of the warm-up job: import what ``FileWriterTask`` needs, emit nothing."""
     import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
     import pyiceberg.table.locations  # noqa: F401
 
     import icesql.engine.batch  # noqa: F401
+    import icesql.engine.files.task  # noqa: F401 - the Arrow path's readers
     import icesql.engine.writer  # noqa: F401
 
     for _ in batches:

@@ -409,7 +409,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     source needs Spark's reader (a map or binary column, a reader option, ...)."""
     from icesql.engine.files.decode import SourceFormat as ArrowFormat
     from icesql.engine.files.listing import Location
-    from icesql.engine.files.source import NAME, io_options, register
+    from icesql.engine.files.source import NAME, PIECE_SCHEMA, io_options, register
 
     fmt = plan.format or SourceFormat.JSON
     row_schema = _row_schema(spark, plan)
@@ -443,7 +443,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         options["max_files"] = str(plan.max_files_per_trigger)
     df = (
         spark.readStream.format(NAME)
-        .schema(_piece_schema())
+        .schema(PIECE_SCHEMA)
         .options(**options)
         .options(**io_options(dict(binding.io_properties)))
         .load()
@@ -460,14 +460,6 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         arrow=arrow,
         row_schema=row_schema,
     )
-
-
-def _piece_schema() -> Any:
-    from pyspark.sql.types import _parse_datatype_string
-
-    from icesql.engine.files.source import PIECE_SCHEMA
-
-    return _parse_datatype_string(PIECE_SCHEMA)
 
 
 def _long() -> Any:

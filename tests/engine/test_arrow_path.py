@@ -77,6 +77,8 @@ def table_rows(home: Path, name: str) -> list[Any]:
 def column_stats(home: Path, name: str) -> dict[str, Any]:
     """Per column: total nulls and values, smallest lower bound, largest upper bound (over the
     table's data files, as the manifests record them)."""
+    from pyiceberg.conversions import from_bytes
+
     table = load_table(home, name)
     schema = table.schema()
     out: dict[str, Any] = {}
@@ -84,10 +86,15 @@ def column_stats(home: Path, name: str) -> dict[str, Any]:
         f = task.file
         for fid in {*f.null_value_counts, *f.value_counts, *f.lower_bounds, *f.upper_bounds}:
             col = schema.find_column_name(fid)
+            kind = schema.find_field(fid).field_type
             s = out.setdefault(col, {"nulls": 0, "values": 0, "lower": None, "upper": None})
             s["nulls"] += f.null_value_counts.get(fid, 0)
             s["values"] += f.value_counts.get(fid, 0)
-            lo, hi = f.lower_bounds.get(fid), f.upper_bounds.get(fid)
+            # compared as values: bytes order is not value order (little-endian integers)
+            lo, hi = (
+                None if b is None else from_bytes(kind, b)
+                for b in (f.lower_bounds.get(fid), f.upper_bounds.get(fid))
+            )
             if lo is not None:
                 s["lower"] = lo if s["lower"] is None else min(s["lower"], lo)
             if hi is not None:
@@ -456,4 +463,3 @@ def test_the_watermark_survives_a_compaction_of_the_table(
     write_json_lines(data, "f9.json", [{"id": 90, "v": "b"}])
     run(spark, home, source, sink("s", "t"), arrow=True, monkeypatch=monkeypatch, state=state)
     assert sorted(r["id"] for r in table_rows(home, "ns.t")) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 90]
-

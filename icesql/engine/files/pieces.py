@@ -88,7 +88,7 @@ def split_parquet(entry: FileEntry, row_group_bytes: Sequence[int], target: int)
     return out
 
 
-def group(pieces: Iterable[Piece], target: int, *, max_tasks: int | None = None) -> list[Work]:
+def group(pieces: Iterable[Piece], target: int) -> list[Work]:
     """Pieces into tasks: big pieces alone, small whole files together up to ``target`` bytes
     (each file costing at least ``SMALL_FILE_COST``, as Spark counts them), in file order."""
     works: list[Work] = []
@@ -106,27 +106,38 @@ def group(pieces: Iterable[Piece], target: int, *, max_tasks: int | None = None)
         acc += cost
     if batch:
         works.append(Work(tuple(batch)))
-    if max_tasks is not None and len(works) > max_tasks > 0:
-        return _merge_to(works, max_tasks)
     return works
 
 
 def _merge_to(works: list[Work], n: int) -> list[Work]:
-    """Fewer tasks of about equal size (keeps file order within each task)."""
+    """``n`` tasks of about equal size, each a run of consecutive works (file order kept): a work
+    goes to the task its midpoint falls in, so no task ends up with a work more than its share."""
     total = sum(w.bytes for w in works) or 1
     per = total / n
-    out: list[Work] = []
-    acc: list[Piece] = []
-    size = 0
+    out: list[list[Piece]] = [[] for _ in range(n)]
+    before = 0
     for w in works:
-        acc.extend(w.pieces)
-        size += w.bytes
-        if size >= per and len(out) < n - 1:
-            out.append(Work(tuple(acc)))
-            acc, size = [], 0
-    if acc:
-        out.append(Work(tuple(acc)))
-    return out
+        out[min(n - 1, int((before + w.bytes / 2) // per))].extend(w.pieces)
+        before += w.bytes
+    return [Work(tuple(ps)) for ps in out if ps]
 
 
-__all__ = ["DEFAULT_PIECE_BYTES", "FileEntry", "Piece", "Work", "group", "split_parquet", "split_text"]
+def balance(works: list[Work], parallelism: int) -> list[Work]:
+    """Fewer tasks when the last wave would leave cores idle: between one and two tasks per core
+    (a few files of about the target size), one task per core, each about as big, so every core
+    finishes at about the same time and no task waits for a free core (each costs a worker)."""
+    if parallelism < len(works) < 2 * parallelism:
+        return _merge_to(works, parallelism)
+    return works
+
+
+__all__ = [
+    "DEFAULT_PIECE_BYTES",
+    "FileEntry",
+    "Piece",
+    "Work",
+    "balance",
+    "group",
+    "split_parquet",
+    "split_text",
+]

@@ -35,6 +35,7 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxFiles,
     SupportsTriggerAvailableNow,
 )
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from icesql.engine.files.listing import Location
 from icesql.engine.files.log import FileLog
@@ -44,14 +45,23 @@ from icesql.engine.files.pieces import (
     FileEntry,
     Piece,
     Work,
+    balance,
     group,
     split_parquet,
     split_text,
 )
 
 NAME = "icesql_files"
-PIECE_SCHEMA = (
-    "seq bigint, path string, size bigint, mtime_ms bigint, start bigint, `end` bigint, row_groups array<int>"
+PIECE_SCHEMA = StructType(  # built here: a DDL string costs a parse by the JVM
+    [
+        StructField("seq", LongType()),
+        StructField("path", StringType()),
+        StructField("size", LongType()),
+        StructField("mtime_ms", LongType()),
+        StructField("start", LongType()),
+        StructField("end", LongType()),
+        StructField("row_groups", ArrayType(IntegerType())),
+    ]
 )
 IO_PREFIX = "io."
 
@@ -185,7 +195,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         total = sum(max(e.size, SMALL_FILE_COST) for e in entries)
         split = min(self.piece_bytes, max(SMALL_FILE_COST, total // max(1, self.parallelism)))
         pieces = plan_pieces(entries, self.format, self.location, split)
-        return [WorkPartition(w) for w in group(pieces, split)]
+        return [WorkPartition(w) for w in balance(group(pieces, split), self.parallelism)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         work: Work = partition.work  # type: ignore[attr-defined]
@@ -207,7 +217,7 @@ class FilesDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self) -> str:
+    def schema(self) -> StructType:
         return PIECE_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:

@@ -148,7 +148,7 @@ class IndexedUpsertWriter:
     def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql.types import StructType
 
-        from icesql.engine.batch import FILES_SCHEMA, _internal
+        from icesql.engine.batch import _internal, files_spark_schema
         from icesql.engine.index.build import shard_expression
         from icesql.engine.index.task import INDEX, SHARD, ShardTask
         from icesql.engine.sources import CHANGELOG_COLUMNS
@@ -174,7 +174,7 @@ class IndexedUpsertWriter:
             relation=self.relation,
             key_enforced=self.key_enforced,
         )
-        rows = [r.asDict() for r in df.repartition(m.shards, SHARD).mapInArrow(task, FILES_SCHEMA).collect()]
+        rows = [r.asDict() for r in df.repartition(m.shards, SHARD).mapInArrow(task, files_spark_schema()).collect()]
         chains = list(m.chains)
         deltas: list[str | None] = [None] * m.shards
         shard_keys = list(m.shard_keys) or [0] * m.shards
