@@ -14,6 +14,7 @@ Nothing imports pyspark until ``get_spark`` is called. The session is:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
@@ -45,6 +46,21 @@ def _python_env() -> None:
 _LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
 
 
+def _accumulator_errors_to_the_log() -> None:
+    """pyspark's accumulator server is a ``socketserver``, whose ``handle_error`` prints a
+    traceback to stderr when the JVM's connection to it breaks (a killed or stopping Spark): one
+    DEBUG log line instead (with the traceback under ``--verbose``)."""
+    from pyspark import accumulators
+
+    def handle_error(self: Any, request: Any, client_address: Any) -> None:
+        logging.getLogger("icesql.spark").debug("accumulator update connection failed", exc_info=True)
+
+    for name in ("AccumulatorTCPServer", "AccumulatorUnixServer"):
+        server = getattr(accumulators, name, None)
+        if server is not None:
+            server.handle_error = handle_error
+
+
 def get_spark(
     master: str | None = None,
     conf: Mapping[str, Any] | None = None,
@@ -57,6 +73,7 @@ def get_spark(
     if spark is not None:
         return spark
     _python_env()
+    _accumulator_errors_to_the_log()
     from pyspark.sql import SparkSession
 
     with _LOCK:

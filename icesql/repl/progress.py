@@ -18,6 +18,35 @@ from icesql.repl.format import status_line
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+class OneLineFormatter(logging.Formatter):
+    """Without ``--verbose`` a log line is one line: a record's traceback (py4j and urllib3 log
+    their connection errors with one) becomes the exception's own first line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        saved = record.exc_info, record.exc_text, record.stack_info
+        record.exc_info = record.exc_text = record.stack_info = None
+        try:
+            line = super().format(record)
+        finally:
+            record.exc_info, record.exc_text, record.stack_info = saved
+        first, _, more = line.partition("\n")
+        exc = saved[0][1] if saved[0] else None
+        if exc is not None:
+            cause = str(exc).strip().split("\n", 1)[0][:300]
+            first += f" ({type(exc).__name__}{': ' + cause if cause else ''})"
+        return first + (" ..." if more.strip() else "")
+
+
+def _thread_exception(args: Any) -> None:
+    """``threading.excepthook`` without ``--verbose``: one log line, not a traceback."""
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    logging.getLogger("icesql").error(
+        "thread %s stopped", name, exc_info=(args.exc_type, args.exc_value, args.exc_traceback)
+    )
+
+
 class LiveProgress(logging.Handler):
     """A logging handler that keeps a block of sink status lines at the bottom of a terminal."""
 
@@ -30,7 +59,7 @@ class LiveProgress(logging.Handler):
         sinks: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
-        self.setFormatter(logging.Formatter(LOG_FORMAT, "%H:%M:%S"))
+        self.setFormatter(OneLineFormatter(LOG_FORMAT, "%H:%M:%S"))
         self._statuses = statuses
         self._stream = stream
         self._interval = interval
@@ -103,8 +132,10 @@ def configure_logging(*, verbose: bool, stream: TextIO, live: LiveProgress | Non
         handler = live
     else:
         handler = logging.StreamHandler(stream)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    datefmt = "%H:%M:%S" if live is not None else None
+    handler.setFormatter((logging.Formatter if verbose else OneLineFormatter)(LOG_FORMAT, datefmt))
     root.addHandler(handler)
+    threading.excepthook = threading.__excepthook__ if verbose else _thread_exception
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     # Spark's and py4j's own chatter stays out unless asked for.
     for noisy in ("py4j", "pyspark", "urllib3", "botocore", "boto3", "s3transfer"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+from typing import Any
 
 from icesql.repl.progress import LiveProgress, configure_logging
 from icesql.session import SinkStatus
@@ -53,3 +54,57 @@ def test_a_retrying_sink_shows_its_attempt_and_the_time_to_the_next() -> None:
         "orders retrying (attempt 3, next in 4s) rows=0 bytes=0 B commit never error: catalog unreachable"
     )
     assert status_rows([s], now=1000.0)[0][1] == "retrying (attempt 3, next in 4s)"
+
+
+def test_no_traceback_without_verbose_one_with_it() -> None:
+    """py4j and urllib3 log connection errors with a traceback; a thread's uncaught exception
+    prints one: without --verbose each is one line naming the exception, with it the traceback."""
+    import threading
+
+    def failing() -> None:
+        raise ConnectionError("Answer from Java side is empty\nmore detail")
+
+    for verbose in (False, True):
+        stream = io.StringIO()
+        configure_logging(verbose=verbose, stream=stream)
+        try:
+            try:
+                failing()
+            except ConnectionError:
+                logging.getLogger("py4j.clientserver").exception("Error while receiving.")
+            t = threading.Thread(target=failing, name="worker-1")
+            t.start()
+            t.join()
+        finally:
+            for h in list(logging.getLogger().handlers):
+                logging.getLogger().removeHandler(h)
+            threading.excepthook = threading.__excepthook__
+        out = stream.getvalue()
+        if verbose:
+            # the logged one here; the thread's goes to stderr, as Python prints it
+            assert out.count("Traceback (most recent call last)") == 1, out
+            continue
+        assert "Traceback" not in out, out
+        lines = out.splitlines()
+        assert len(lines) == 2, out
+        assert lines[0].endswith("py4j.clientserver: Error while receiving. (ConnectionError: Answer from Java side is empty)")
+        assert "thread worker-1 stopped (ConnectionError: Answer from Java side is empty)" in lines[1]
+
+
+def test_pyspark_accumulator_server_errors_are_logged_not_printed(capsys: Any) -> None:
+    """The accumulator server (a socketserver) prints a traceback when the JVM's connection
+    breaks; icesql's Spark sessions route it to a DEBUG log line."""
+    import socketserver
+
+    from pyspark import accumulators
+
+    from icesql.engine.spark import _accumulator_errors_to_the_log
+
+    _accumulator_errors_to_the_log()
+    server = accumulators.AccumulatorTCPServer.__new__(accumulators.AccumulatorTCPServer)
+    assert accumulators.AccumulatorTCPServer.handle_error is not socketserver.BaseServer.handle_error
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("127.0.0.1", 1))
+    assert "Traceback" not in capsys.readouterr().err
