@@ -98,11 +98,6 @@ def test_short_soak_transient_faults_do_not_stop_the_sink(short_soak: SoakResult
     assert [r.error for r in short_soak.transient_failures()] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 16: Python tracebacks (py4j's logger) reach the output without -v",
-)
 def test_short_soak_no_traceback_without_verbose(short_soak: SoakResult) -> None:
     assert [tb for r in short_soak.runs for tb in r.tracebacks] == []
 
