@@ -618,6 +618,7 @@ class Session:
                     last_error=st.last_error if st else None,
                     lag=lv.get("lag"),
                     skipped_records=st.skipped_records if st else 0,
+                    dead_letters=st.dead_letters if st else 0,
                     retry_attempt=lv.get("retry_attempt", st.retry_attempt if st else 0),
                     next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
                     maintenance_runs=int(lv.get("maintenance_runs") or 0),
