@@ -336,6 +336,16 @@ class CreateObjectPlan:
     # SECRET ACCESS KEY = '...'): the session stores it as a hidden secret under this name,
     # the definition refers to it by SecretName, and ``sql`` shows it as '********'.
     inline_secrets: tuple[tuple[str, Redacted], ...] = ()
+    # CREATE OR REPLACE VIEW: an existing view of that name is replaced (its sinks restart)
+    replace: bool = field(default=False, metadata=OMIT_AT_DEFAULT)
+
+
+@dataclass(frozen=True)
+class AlterSourcePlan:
+    """ALTER SOURCE name SET (SCHEMA = '...')."""
+
+    name: str
+    definition: SourcePlan  # the source's definition after the change
 
 
 @dataclass(frozen=True)
@@ -392,6 +402,7 @@ class FlushSinkPlan:
 StatementPlan = (
     CreateSecretPlan
     | CreateObjectPlan
+    | AlterSourcePlan
     | AlterSinkPlan
     | DropPlan
     | ShowPlan

@@ -185,6 +185,8 @@ SINK_TARGET = (OptionSpec("NAMESPACE", S), OptionSpec("TABLE", S))
 
 ALTER_SINK = (*COMMIT, *MAINTENANCE)
 
+ALTER_SOURCE = (OptionSpec("SCHEMA", S),)  # the declared schema of a FILES source
+
 # --------------------------------------------------------------------------- the lists
 
 # Each option list of the dialect, by the name the syntax layer, the analyzer and the shell use.
@@ -196,6 +198,7 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
     "sink_target": SINK_TARGET,
     "sink": SINK,
     "alter_sink": ALTER_SINK,
+    "alter_source": ALTER_SOURCE,
 }
 
 # Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its
