@@ -249,10 +249,16 @@ class Engine:
         for name in names:
             with self._lock:
                 runner = self._runners.get(name)
+                supervised = any(name in sup.plans for sup in self._supervisors)
             if runner is None or not runner.active or runner.stopping:
                 continue
-            runner.fail(SchemaChangedError(f"sink {name}: {why}; the sink restarts to read it"))
-            runner.stop_query()
+            if supervised or runner.once:
+                # whoever runs it restarts it (the supervisor, or ``run(once=True)``)
+                runner.fail(SchemaChangedError(f"sink {name}: {why}; the sink restarts to read it"))
+                runner.stop_query()
+            else:  # started on its own (the shell): stopped (committing) and started again here
+                log.info("sink %s: %s; the sink restarts to read it", name, why)
+                self.start_sink(runner.plan)
             out.append(name)
         return out
 

@@ -4,6 +4,7 @@ and refuse a changed type naming the sink, the column, both types and a hint."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 import icesql
 from icesql.errors import IcesqlError
-from tests.support.pipeline_helpers import load_table, spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import load_table, spark_for_tests, wait_for, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
@@ -83,3 +84,45 @@ def test_a_changed_type_is_refused_naming_sink_column_and_types(spark: Any, tmp_
     assert "sink direct" in msg and "column 'a' is long in the source but string in the table" in msg
     assert ei.value.hint is not None and "ALTER SOURCE" in ei.value.hint and "by hand" in ei.value.hint
     assert rows(tmp_path, "ns.t") == [(1, "x")]  # nothing of the refused batch committed
+
+
+@pytest.mark.parametrize("how", ["start", pytest.param("run", marks=pytest.mark.slow)])
+def test_a_running_sink_restarts_and_evolves_when_its_source_changes(
+    spark: Any, tmp_path: Path, how: str
+) -> None:
+    """``start``: in the background, as the shell runs sinks (stopped and started again);
+    ``run``: under the supervisor, as ``icesql run``/``serve`` (restarted as after a transient
+    failure)."""
+    data = tmp_path / "in"
+    write_json_lines(data, "1.json", [{"id": 1, "a": "x"}])
+    with icesql.Session(home=tmp_path / "home", spark=spark) as s:
+        s.execute(
+            f"""
+            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / "wh"}');
+            CREATE SOURCE ev FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, a STRING');
+            CREATE SINK live FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'live');
+            """
+        )
+        runner = None
+        if how == "start":
+            s.start()
+        else:
+            runner = threading.Thread(target=s.run, daemon=True)
+            runner.start()
+
+        def table_rows() -> list[tuple[Any, ...]]:
+            try:
+                return rows(tmp_path, "ns.live")
+            except Exception:  # not created or not committed yet
+                return []
+
+        wait_for(lambda: table_rows() == [(1, "x")], what="the first file committed")
+        result = s.execute("ALTER SOURCE ev SET (SCHEMA = 'id BIGINT, a STRING, b BIGINT')")[0]
+        assert "sinks restarting: live" in result.message
+        write_json_lines(data, "2.json", [{"id": 2, "a": "y", "b": 5}])
+        wait_for(lambda: table_rows() == [(1, "x", None), (2, "y", 5)], what="the evolved table")
+        wait_for(lambda: {st.name: st.state for st in s.status()}["live"] == "running", what="running")
+        if runner is not None:
+            s.stop()
+            runner.join(timeout=120)
+            assert not runner.is_alive()
