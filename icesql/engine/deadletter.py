@@ -47,15 +47,15 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("batch_id", "long"),  # the sink's progress of the batch that read the record
     ("source", "string"),  # the icesql source that read it
     ("file", "string"),  # the input file
-    ("offset", "long"),  # byte offset of the file split that held the record (0: the first)
-    ("record", "long"),  # 1-based ordinal of the record in that split (its line when offset is 0)
+    ("byte_offset", "long"),  # byte offset of the file split that held the record (0: the first)
+    ("record", "long"),  # 1-based ordinal in that split; its line when byte_offset is 0 (CSV header counted)
     ("reason", "string"),  # malformed-json, malformed-csv, type-mismatch, field-count, debezium-op, ...
     ("error", "string"),  # what is wrong with it, as ON ERROR = 'fail' would say
     ("raw", "string"),  # the record's text (a parsed Debezium event's JSON when it parsed)
     ("recorded_at", "timestamp"),  # when the sink read it (UTC)
 )
 
-POSITION = ("source", "file", "offset", "record")
+POSITION = ("source", "file", "byte_offset", "record")
 
 # the ``reason`` labels ``sources._RecordGuard`` gives (metrics create their zero series)
 REASONS = (
@@ -120,7 +120,7 @@ def take_letters(accumulators: Iterable[Any]) -> list[dict[str, Any]]:
         key=lambda x: (
             str(x.get("source")),
             str(x.get("file")),
-            int(x.get("offset") or 0),
+            int(x.get("byte_offset") or 0),
             int(x.get("record") or 0),
         )
     )
@@ -184,7 +184,7 @@ class DeadLetters:
                 "batch_id": batch_id,
                 "source": letter.get("source"),
                 "file": letter.get("file"),
-                "offset": int(letter.get("offset") or 0),
+                "byte_offset": int(letter.get("byte_offset") or 0),
                 "record": int(letter.get("record") or 0),
                 "reason": letter.get("reason"),
                 "error": scrub(str(letter.get("error") or "")),

@@ -645,7 +645,7 @@ class _RecordGuard:
         return {
             "source": self.source,
             "file": short_path(file),
-            "offset": int(blk or 0),
+            "byte_offset": int(blk or 0),
             # its line when the split starts the file (a CSV header counted), as editors number
             "record": line + 1 + (1 if self.header and not blk else 0),
             "reason": reason,

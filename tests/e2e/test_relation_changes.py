@@ -12,15 +12,10 @@ import pytest
 
 import icesql
 from icesql.errors import IcesqlError
-from tests.support.pipeline_helpers import load_table, spark_for_tests, wait_for, write_json_lines
+from tests.support.pipeline_helpers import load_table, wait_for, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def rows(tmp: Path, table: str, columns: str = "*") -> list[tuple[Any, ...]]:

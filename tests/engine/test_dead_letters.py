@@ -114,7 +114,7 @@ def _letters(home: Path, identifier: str) -> list[dict[str, Any]]:
     table = load_table(home, identifier)
     rows = read_duckdb(
         table.metadata_location,
-        'sink, sink_id, batch_id, source, file, "offset", record, reason, error, raw, recorded_at',
+        'sink, sink_id, batch_id, source, file, byte_offset, record, reason, error, raw, recorded_at',
     )
     names = (
         "sink",
@@ -122,7 +122,7 @@ def _letters(home: Path, identifier: str) -> list[dict[str, Any]]:
         "batch_id",
         "source",
         "file",
-        "offset",
+        "byte_offset",
         "record",
         "reason",
         "error",
@@ -174,7 +174,7 @@ def test_bad_records_land_once_in_the_dead_letter_table(spark: Any, tmp_path: Pa
         letters = _letters(home, dead)
         where = sorted((Path(r["file"]).name, r["record"]) for r in letters)
         assert where == sorted(want[key]["bad"]), (dead, letters)  # each once
-        assert {r["offset"] for r in letters} == {0}
+        assert {r["byte_offset"] for r in letters} == {0}
         dead_table = load_table(home, dead)
         assert sorted(r[0] for r in read_datafusion(dead_table.metadata_location, "record")) == sorted(
             r for _, r in want[key]["bad"]
