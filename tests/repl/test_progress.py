@@ -53,3 +53,10 @@ def test_a_retrying_sink_shows_its_attempt_and_the_time_to_the_next() -> None:
         "orders retrying (attempt 3, next in 4s) rows=0 bytes=0 B commit never error: catalog unreachable"
     )
     assert status_rows([s], now=1000.0)[0][1] == "retrying (attempt 3, next in 4s)"
+
+
+def test_icesql_status_counts_dead_letters() -> None:
+    from icesql.repl.format import STATUS_COLUMNS, status_rows
+
+    row = status_rows([SinkStatus("orders", "running", dead_letters=4)], now=1000.0)[0]
+    assert dict(zip(STATUS_COLUMNS, row, strict=True))["dead letters"] == 4
