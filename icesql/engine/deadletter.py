@@ -204,9 +204,17 @@ class DeadLetters:
         """Commit the dead letters of the staged ``entries`` this table does not hold yet; returns
         (the commit's result, the entries it took), or None when there was nothing to commit.
         Progress: the newest such entry's batch id."""
-        from icesql.engine.commit import CommitRequest, commit
+        from icesql.engine.commit import CommitRequest, commit, last_committed
         from icesql.engine.writer import WrittenFile
 
+        if not any(e.dead_letter_files for e in entries):
+            return None
+        # what the table holds now: another runner of the sink may have committed meanwhile
+        # (``recovery.catch_up``), and a request must never span progress already committed
+        self.table.refresh()
+        last = last_committed(self.table, self.sink_id)
+        if last is not None:
+            self.committed = max(self.committed, last[1])
         todo = [e for e in entries if e.batch_id > self.committed and e.dead_letter_files]
         if not todo:
             return None
