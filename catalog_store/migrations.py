@@ -144,6 +144,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         _run("ALTER TABLE sink_state ADD COLUMN skipped_records INTEGER NOT NULL DEFAULT 0"),
     ),
     Migration(5, "sinks restarted after a transient failure: status 'retrying', attempt, next attempt", _V5),
+    Migration(
+        6,
+        "count of records committed to a dead-letter table (ON ERROR = 'dead-letter')",
+        _run("ALTER TABLE sink_state ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0"),
+    ),
 )
 
 

@@ -68,4 +68,5 @@ class SinkState:
     skipped_records: int = 0  # bad records dropped under ON ERROR = 'skip'
     retry_attempt: int = 0  # restarts after transient failures in the current streak (0: none)
     next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next (epoch seconds)
+    dead_letters: int = 0  # bad records committed to the dead-letter table (ON ERROR = 'dead-letter')
     object_id: str = field(default="", compare=False)

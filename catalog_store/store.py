@@ -64,6 +64,7 @@ _COUNTERS = (
     "commits",
     "skipped_records",
     "retry_attempt",
+    "dead_letters",
 )
 _OPTIONAL_INTS = ("last_snapshot_id", "last_progress")
 _TIMESTAMPS = ("last_commit_at", "next_attempt_at")
@@ -71,7 +72,7 @@ _STATE_FIELDS = ("status", *_COUNTERS, *_TIMESTAMPS, *_OPTIONAL_INTS, "last_erro
 _STATE_COLUMNS = (
     "o.name, o.object_id, s.status, s.version, s.rows_committed, s.bytes_committed, "
     "s.files_committed, s.commits, s.last_commit_at, s.last_snapshot_id, s.last_progress, "
-    "s.last_error, s.updated_at, s.skipped_records, s.retry_attempt, s.next_attempt_at"
+    "s.last_error, s.updated_at, s.skipped_records, s.retry_attempt, s.next_attempt_at, s.dead_letters"
 )
 _OBJECT_COLUMNS = "object_id, kind, name, sql, definition, hidden, created_at, updated_at"
 _BARE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
@@ -661,7 +662,7 @@ class CatalogStore:
         """Set some of the state fields and return the new state.
 
         Fields: status (one of ``SINK_STATUSES``), rows_committed, bytes_committed,
-        files_committed, commits, skipped_records, retry_attempt, last_commit_at,
+        files_committed, commits, skipped_records, retry_attempt, dead_letters, last_commit_at,
         next_attempt_at, last_snapshot_id, last_progress, last_error. With ``expected_version``, raises
         ``StaleVersionError`` if the sink's version has moved on (the caller was fenced).
         """
@@ -779,6 +780,7 @@ class CatalogStore:
             skipped,
             attempt,
             next_at,
+            dead_letters,
         ) = row
         if status is None:  # no state row yet: the defaults
             return SinkState(
@@ -800,6 +802,7 @@ class CatalogStore:
             skipped_records=skipped,
             retry_attempt=attempt,
             next_attempt_at=next_at,
+            dead_letters=dead_letters,
             object_id=object_id,
         )
 

@@ -103,6 +103,7 @@ class DeleteMode(enum.Enum):
 class OnError(enum.Enum):
     FAIL = "fail"
     SKIP = "skip"
+    DEAD_LETTER = "dead-letter"  # bad records go to the sink's dead-letter table
 
 
 # --------------------------------------------------------------------------- objects
@@ -298,10 +299,18 @@ class SinkPlan:
     # SCHEMA EVOLUTION = 'auto': columns the rows bring are added to the table (and allowed
     # widenings applied) before the rows are committed; 'off': the sink stops instead
     schema_evolution: bool = field(default=True, metadata=OMIT_AT_DEFAULT)
+    # ON ERROR = 'dead-letter': DEAD LETTER TABLE = 'ns.t' as (namespace..., table); empty: the
+    # target's name + ``_dead_letters`` in the target's namespace
+    dead_letter_table: tuple[str, ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
 
     @property
     def table_identifier(self) -> str:
         return ".".join((*self.namespace, self.table))
+
+    @property
+    def dead_letter_identifier(self) -> tuple[str, ...]:
+        """The dead-letter table of ``ON ERROR = 'dead-letter'``, as (namespace..., table)."""
+        return self.dead_letter_table or (*self.namespace, f"{self.table}_dead_letters")
 
 
 # --------------------------------------------------------------------------- statement plans
@@ -327,6 +336,16 @@ class CreateObjectPlan:
     # SECRET ACCESS KEY = '...'): the session stores it as a hidden secret under this name,
     # the definition refers to it by SecretName, and ``sql`` shows it as '********'.
     inline_secrets: tuple[tuple[str, Redacted], ...] = ()
+    # CREATE OR REPLACE VIEW: an existing view of that name is replaced (its sinks restart)
+    replace: bool = field(default=False, metadata=OMIT_AT_DEFAULT)
+
+
+@dataclass(frozen=True)
+class AlterSourcePlan:
+    """ALTER SOURCE name SET (SCHEMA = '...')."""
+
+    name: str
+    definition: SourcePlan  # the source's definition after the change
 
 
 @dataclass(frozen=True)
@@ -383,6 +402,7 @@ class FlushSinkPlan:
 StatementPlan = (
     CreateSecretPlan
     | CreateObjectPlan
+    | AlterSourcePlan
     | AlterSinkPlan
     | DropPlan
     | ShowPlan

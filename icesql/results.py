@@ -46,6 +46,7 @@ class SinkStatus:
     last_error: str | None = None
     lag: float | None = None
     skipped_records: int = 0  # bad records (ON ERROR = 'skip') and null-key changes (KEY NOT ENFORCED)
+    dead_letters: int = 0  # bad records committed to the dead-letter table (ON ERROR = 'dead-letter')
     retry_attempt: int = 0  # restarts after transient failures in the current streak
     next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
     maintenance_runs: int = 0  # maintenance steps the sink made while running here

@@ -382,6 +382,10 @@ class Session:
         if plan.if_not_exists and self.store.get_object(kind, d.name) is not None:
             self._remember_sink(kind, d.name)
             return Result(label, f"{kind} {d.name!r} already exists, skipping")
+        if plan.replace and self.store.get_object(kind, d.name) is not None:
+            self.store.replace_object(kind, d.name, plan.sql, P.to_dict(d), plan.dependencies)
+            restarted = self._relation_changed(kind, d.name)
+            return Result(f"CREATE OR REPLACE {kind.upper()}", f"CREATE OR REPLACE {kind.upper()}" + restarted)
         if self.store.get_object(kind, d.name) is not None:
             raise CatalogError(
                 f"{kind} {d.name!r} already exists",
@@ -406,6 +410,23 @@ class Session:
     def _remember_sink(self, kind: str, name: str) -> None:
         if kind == "sink":
             self._created[name] = None
+
+    def _apply_alter_source(self, plan: P.AlterSourcePlan, stmt: A.Statement, checked: bool) -> Result:
+        obj = self.store.get_object("source", plan.name)
+        assert obj is not None, "the analyzer checked that the source exists"
+        self.store.replace_object(
+            "source", plan.name, _with_schema(obj.sql, plan.definition.schema), P.to_dict(plan.definition), obj.dependencies
+        )
+        return Result("ALTER SOURCE", "ALTER SOURCE" + self._relation_changed("source", plan.name))
+
+    def _relation_changed(self, kind: str, name: str) -> str:
+        """A source's schema or a view's query changed: the sinks reading it that run here restart
+        (a restart adds the new columns to their tables); returns what the result says of them."""
+        readers = [n for k, n in _all_dependents(self.store, kind, name) if k == "sink"]
+        if self._engine is None or not readers:
+            return ""
+        restarted = self._engine.relation_changed(readers, f"{kind} {name} changed")
+        return f" (sinks restarting: {', '.join(restarted)})" if restarted else ""
 
     def _apply_alter_sink(self, plan: P.AlterSinkPlan, stmt: A.Statement, checked: bool) -> Result:
         self.store.replace_object("sink", plan.name, plan.sql, P.to_dict(plan.definition), self._deps_of(plan.definition))
@@ -618,6 +639,7 @@ class Session:
                     last_error=st.last_error if st else None,
                     lag=lv.get("lag"),
                     skipped_records=st.skipped_records if st else 0,
+                    dead_letters=st.dead_letters if st else 0,
                     retry_attempt=lv.get("retry_attempt", st.retry_attempt if st else 0),
                     next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
                     maintenance_runs=int(lv.get("maintenance_runs") or 0),
@@ -760,6 +782,7 @@ APPLY: dict[type[Any], Callable[[Session, Any, A.Statement, bool], Result]] = {
     P.CreateSecretPlan: Session._apply_secret,
     P.CreateObjectPlan: Session._apply_create,
     P.AlterSinkPlan: Session._apply_alter_sink,
+    P.AlterSourcePlan: Session._apply_alter_source,
     P.DropPlan: Session._apply_drop,
     P.ShowPlan: Session._apply_show,
     P.ShowCreatePlan: Session._apply_show_create,
@@ -823,6 +846,18 @@ def _masked(source: str | None) -> str | None:
     from icesql.syntax.redaction import masked_text
 
     return masked_text(source) if source is not None else None
+
+
+def _with_schema(create_sql: str, schema: str | None) -> str:
+    """A stored CREATE SOURCE statement with its SCHEMA option replaced by ``schema``."""
+    from icesql.syntax.parser import parse_one
+
+    stmt = parse_one(create_sql)
+    assert isinstance(stmt, A.CreateSource)
+    options = [o for o in stmt.options if o.key_is_string or o.name != "SCHEMA"]
+    if schema is not None:
+        options.insert(0, A.Option("SCHEMA", A.StringLit(schema)))
+    return dataclasses.replace(stmt, options=tuple(options)).to_sql()
 
 
 def _all_dependents(store: CatalogStore, kind: str, name: str) -> list[tuple[str, str]]:

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from icesql.plan import (
     AlterSinkPlan,
+    AlterSourcePlan,
     AwsConnectionPlan,
     CatalogConnectionPlan,
     Column,
@@ -84,6 +85,7 @@ EFFECTS: dict[type[Any], Callable[[Any], tuple[Effect, ...]]] = {
     CreateSecretPlan: lambda p: (("secret", p.name, SECRET),),
     CreateObjectPlan: _create_object,
     AlterSinkPlan: lambda p: (("sink", p.name, p.definition),),
+    AlterSourcePlan: lambda p: (("source", p.name, p.definition),),
     DropPlan: lambda p: ((p.kind, p.name, None),),
     ShowPlan: lambda p: (),
     ShowCreatePlan: lambda p: (),

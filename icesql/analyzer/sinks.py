@@ -145,8 +145,38 @@ def analyze_sink(
         maintenance=maintenance_policy(ctx, opts, MaintenancePolicy()),
         delete_mode=DeleteMode(delete_mode or "position"),
         schema_evolution=(opts.get_str("SCHEMA EVOLUTION") or "auto") == "auto",
+        dead_letter_table=_dead_letter_table(ctx, opts, namespace, table),
     )
     return plan, deps
+
+
+def _dead_letter_table(
+    ctx: Context, opts: Collected, namespace: tuple[str, ...], table: str
+) -> tuple[str, ...]:
+    """DEAD LETTER TABLE = 'ns.t' (or 't': the target's namespace), with ON ERROR = 'dead-letter'."""
+    text = opts.get_str("DEAD LETTER TABLE")
+    if text is None:
+        return ()
+    node = opts.node("DEAD LETTER TABLE").value
+    if opts.get_str("ON ERROR") != "dead-letter":
+        raise ctx.error(
+            "DEAD LETTER TABLE applies only with ON ERROR = 'dead-letter'",
+            node,
+            "add ON ERROR = 'dead-letter', or leave DEAD LETTER TABLE out",
+        )
+    parts = tuple(text.split("."))
+    if any(not p.strip() for p in parts):
+        raise ctx.error(
+            f"invalid DEAD LETTER TABLE '{text}': empty name", node, "write DEAD LETTER TABLE = 'ns.t_errors'"
+        )
+    full = parts if len(parts) > 1 else (*namespace, parts[0])
+    if full == (*namespace, table):
+        raise ctx.error(
+            f"DEAD LETTER TABLE '{text}' is the sink's own target table",
+            node,
+            f"name another table, e.g. '{'.'.join(namespace)}.{table}_dead_letters' (the default)",
+        )
+    return full
 
 
 def _relation(

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import PathError, _check_aws_connection, resolve_path
+from icesql.analyzer.connections import PathError, _check_aws_connection, _names_hint, resolve_path
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
-from icesql.syntax.ast import CreateSource, CreateView
+from icesql.syntax.ast import AlterSource, CreateSource, CreateView
 from icesql.syntax.ast import SourceKind as AstSourceKind
 from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS
 
@@ -35,6 +36,7 @@ _SPARK_NAME = {
 assert set(_SPARK_NAME) == {spec.name for spec in READER}
 
 SOURCE_OPTIONS = OptionTable("SOURCE", "source")
+ALTER_SOURCE_OPTIONS = OptionTable("ALTER SOURCE", "alter_source")
 _OBJECT_STORE = re.compile(r"^(s3|s3a|s3n)://", re.IGNORECASE)
 
 
@@ -155,6 +157,28 @@ def _schema(ctx: Context, opts: Collected) -> tuple[tuple[Column, ...], str | No
         return parse_schema(schema), schema
     except SchemaError as e:
         raise ctx.error(f"invalid SCHEMA: {e.message}", ctx.sub_span(node, e.start, e.end), e.hint) from None
+
+
+def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) -> SourcePlan:
+    """ALTER SOURCE name SET (SCHEMA = '...'): a FILES source's declared schema, replaced. The
+    sinks reading it add the new columns to their tables when they next start (and refuse a
+    changed type there, naming both types)."""
+    old = catalog.get("source", stmt.name.name)
+    if old is None:
+        raise ctx.error(f"unknown source {stmt.name.name}", stmt.name, _names_hint(catalog, "source", stmt.name.name))
+    assert isinstance(old, SourcePlan)
+    opts = collect(ctx, stmt.set_options, ALTER_SOURCE_OPTIONS)
+    if "SCHEMA" not in opts:
+        raise ctx.error("ALTER SOURCE SET needs SCHEMA", stmt.name, "write ALTER SOURCE s SET (SCHEMA = '...')")
+    if old.source_kind is not SourceKind.FILES:
+        raise ctx.error(
+            f"source {old.name} is a {old.source_kind.value.upper()} source: ALTER SOURCE changes the "
+            "SCHEMA of FILES sources",
+            stmt.name,
+            "DROP and CREATE the source with the new schema",
+        )
+    columns, schema = _schema(ctx, opts)
+    return dataclasses.replace(old, schema=schema, columns=columns)
 
 
 # --------------------------------------------------------------------------- views

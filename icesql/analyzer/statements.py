@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,11 @@ from icesql.analyzer.connections import _names_hint, analyze_connection
 from icesql.analyzer.diagnostics import AnalysisWarning, Context
 from icesql.analyzer.redaction import canonical_sql, mask_source
 from icesql.analyzer.sinks import analyze_alter_sink, analyze_sink
-from icesql.analyzer.sources import analyze_source, analyze_view
+from icesql.analyzer.sources import analyze_alter_source, analyze_source, analyze_view
 from icesql.errors import AnalysisError
 from icesql.plan import (
     AlterSinkPlan,
+    AlterSourcePlan,
     CreateObjectPlan,
     CreateSecretPlan,
     DescribePlan,
@@ -32,6 +34,7 @@ from icesql.plan import (
 from icesql.syntax.ast import (
     AlterSecret,
     AlterSink,
+    AlterSource,
     CreateConnection,
     CreateSecret,
     CreateSink,
@@ -132,13 +135,25 @@ def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str 
 def _view(ctx: Context, stmt: CreateView, catalog: CatalogView, source: str | None) -> StatementPlan:
     _check_name(ctx, stmt.name)
     _check_relation_clash(ctx, stmt.name, "view", catalog)
+    if stmt.or_replace and stmt.if_not_exists:
+        raise ctx.error(
+            "OR REPLACE and IF NOT EXISTS contradict each other",
+            stmt.name,
+            "write CREATE OR REPLACE VIEW (replace it) or CREATE VIEW IF NOT EXISTS (keep it)",
+        )
     view, deps = analyze_view(ctx, stmt, catalog)
     return CreateObjectPlan(
         definition=view,
-        sql=canonical_sql(stmt, source),
+        # stored as a plain CREATE VIEW: what SHOW CREATE VIEW gives back recreates it
+        sql=canonical_sql(dataclasses.replace(stmt, or_replace=False), source),
         dependencies=tuple(deps),
         if_not_exists=stmt.if_not_exists,
+        replace=stmt.or_replace,
     )
+
+
+def _alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView, source: str | None) -> StatementPlan:
+    return AlterSourcePlan(stmt.name.name, analyze_alter_source(ctx, stmt, catalog))
 
 
 def _sink(ctx: Context, stmt: CreateSink, catalog: CatalogView, source: str | None) -> StatementPlan:
@@ -222,6 +237,7 @@ HANDLERS: dict[type[Statement], Callable[[Context, Any, CatalogView, str | None]
     CreateSink: _sink,
     Explain: _explain,
     AlterSink: _alter_sink,
+    AlterSource: _alter_source,
     Drop: _drop,
     Show: _show,
     ShowCreate: _show_create,

@@ -279,10 +279,11 @@ class ArrowBatchWriter:
     with that file read by Spark's reader (``sources.spark_files_dataframe``).
     """
 
-    def __init__(self, inner: BatchWriter, arrow: Any, *, skipped: Any = None) -> None:
+    def __init__(self, inner: BatchWriter, arrow: Any, *, skipped: Any = None, letters: Any = None) -> None:
         self.inner = inner  # the upsert reduction and writer, and the writer of fallback files
         self.arrow = arrow  # sources.ArrowSource
         self.skipped = skipped  # the accumulator of skipped bad records (Spark's reader only)
+        self.letters = letters  # the accumulator of dead letters (Spark's reader only)
 
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F
@@ -362,6 +363,7 @@ class ArrowBatchWriter:
             self.skipped,
             streaming=False,
             paths=fallback,
+            letters=self.letters,
         )
         return df
 

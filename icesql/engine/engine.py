@@ -238,6 +238,30 @@ class Engine:
         if runner is not None and runner.active:
             runner.update_plan(plan)
 
+    def relation_changed(self, names: Iterable[str], why: str) -> list[str]:
+        """The relation these sinks read changed (ALTER SOURCE, CREATE OR REPLACE VIEW): each one
+        running here restarts, as after a batch with new columns (``SchemaChangedError``: what it
+        staged is committed on restart, and the table gains the new columns as it starts).
+        Returns the names of the sinks that restart."""
+        from icesql.engine.runner import SchemaChangedError
+
+        out = []
+        for name in names:
+            with self._lock:
+                runner = self._runners.get(name)
+                supervised = any(name in sup.plans for sup in self._supervisors)
+            if runner is None or not runner.active or runner.stopping:
+                continue
+            if supervised or runner.once:
+                # whoever runs it restarts it (the supervisor, or ``run(once=True)``)
+                runner.fail(SchemaChangedError(f"sink {name}: {why}; the sink restarts to read it"))
+                runner.stop_query()
+            else:  # started on its own (the shell): stopped (committing) and started again here
+                log.info("sink %s: %s; the sink restarts to read it", name, why)
+                self.start_sink(runner.plan)
+            out.append(name)
+        return out
+
     def stop_sink(self, name: str) -> None:
         """Stop a sink, committing what it has staged (``shutdown``); it is not restarted."""
         for supervisor in list(self._supervisors):

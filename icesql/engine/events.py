@@ -10,7 +10,8 @@ sink never fails it.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 log = logging.getLogger("icesql.sink")
@@ -32,6 +33,8 @@ class CommitEvent:
     duration: float  # seconds, the catalog commit included
     attempts: int  # 1 + conflicts retried
     skipped: bool  # the progress was already committed (a recovery found it there)
+    # bad records committed to the dead-letter table with this commit, per reason
+    dead_letters: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 ``ICESQL_TEST_KILL_AT`` = ``point[:batch][,point[:batch]...]`` SIGKILLs the process group
 (``ICESQL_TEST_KILL_PGID``, default: this process's) at ``write`` (on an executor, after the first
 batch of rows reached the writer), ``staged`` (after staging, before the policy runs) or
-``committed`` (after a commit made by the batch, before ``foreachBatch`` returns).
+``committed`` (after a commit made by the batch, before ``foreachBatch`` returns) or
+``dead-letters`` (after the dead-letter table's commit, before the target's).
 ``ICESQL_TEST_BATCH_DELAY`` (seconds) slows every batch down.
 """
 

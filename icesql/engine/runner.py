@@ -148,6 +148,8 @@ class SinkRunner:
         self.last_snapshot_id: int | None = None
         self.totals = {"rows_committed": 0, "bytes_committed": 0, "files_committed": 0, "commits": 0}
         self.skipped_records = 0
+        self.dead_letters: Any = None  # deadletter.DeadLetters with ON ERROR = 'dead-letter'
+        self.dead_letter_count = 0  # bad records committed to the dead-letter table, over the sink's life
         self.lock = threading.RLock()
         self.stop_event = threading.Event()
         self._timer: PeriodTimer | None = None
@@ -170,6 +172,8 @@ class SinkRunner:
                     self.totals[k] = prior[k]
             if isinstance(prior.get("skipped_records"), int):
                 self.skipped_records = prior["skipped_records"]
+            if isinstance(prior.get("dead_letters"), int):
+                self.dead_letter_count = prior["dead_letters"]
         except Exception:  # pragma: no cover - a state store without totals
             pass
 
@@ -279,6 +283,7 @@ class SinkRunner:
             if self.relation.streaming and not self.arrow and _is_local(self.checkpoint_location):
                 warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
             self.progress = recover(self.staging, committed)
+            self._open_dead_letters()
             if self.remote and self.relation.streaming:
                 from icesql.engine.drain import Drain
                 from icesql.engine.dropbox import DropBox
@@ -296,6 +301,24 @@ class SinkRunner:
                 self._open_index()
         except BaseException as e:
             raise self.fail(e) from e
+
+    def _open_dead_letters(self) -> None:
+        """ON ERROR = 'dead-letter' (on the sink or its source): the dead-letter table beside the
+        target, in the same catalog, and the progress it holds."""
+        from icesql.plan import OnError
+
+        assert self.relation is not None
+        if self.plan.on_error is not OnError.DEAD_LETTER and not self.relation.letters:
+            return
+        from icesql.engine.deadletter import DeadLetters
+
+        self.dead_letters = DeadLetters(
+            self.plan,
+            sink_id=self.sink_id,
+            catalog=self.target.load_catalog(),
+            io_properties=self.target.io_properties,
+        )
+        self.dead_letters.recover(int(self.version or 0))
 
     @property
     def position_deletes(self) -> bool:
@@ -629,13 +652,16 @@ class SinkRunner:
             )
         if self.relation.arrow is None:
             return inner
-        return ArrowBatchWriter(inner, self.relation.arrow, skipped=self.relation.skipped)
+        letters = self.relation.letters[0] if self.relation.letters else None
+        return ArrowBatchWriter(inner, self.relation.arrow, skipped=self.relation.skipped, letters=letters)
 
     def stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
-        """Account for one written batch (skipped and dropped records) and describe its files."""
+        """Account for one written batch (skipped, dead-lettered and dropped records) and describe
+        its files."""
         plan = self.plan
         rel = self.relation
         assert rel is not None
+        letter_files, letters, reasons = self._write_dead_letters(batch_id)
         skipped_total = rel.skipped_count()
         skipped = max(0, skipped_total - self._skipped_seen)
         self._skipped_seen = skipped_total
@@ -662,7 +688,7 @@ class SinkRunner:
         rows = [r for r in rows if r["content"] >= 0]
         source_seq = max((r["rows"] for r in consumed), default=None)
         mark = max(((r["bytes"], r["file"]) for r in consumed), default=None)
-        if not rows:
+        if not rows and not letter_files:
             return None
         return StagedBatch(
             source_seq=source_seq,
@@ -675,7 +701,37 @@ class SinkRunner:
             deletes=sum(r["rows"] for r in rows if r["content"] != 0),
             bytes=sum(r["bytes"] for r in rows),
             skipped=skipped,
+            dead_letter_files=tuple(letter_files),
+            dead_letters=letters,
+            dead_letter_reasons=reasons,
         )
+
+    def _write_dead_letters(self, batch_id: int) -> tuple[list[str], int, dict[str, int]]:
+        """The bad records the batch's readers gathered, written to a file of the dead-letter
+        table (to be staged with the batch): (files, records, records per reason)."""
+        assert self.relation is not None
+        if not self.relation.letters:
+            return [], 0, {}
+        from icesql.engine.deadletter import take_letters
+
+        letters = take_letters(self.relation.letters)
+        if not letters:
+            return [], 0, {}
+        if self.dead_letters is None:  # pragma: no cover - prepare opens it whenever letters exist
+            raise ExecutionError(f"sink {self.name}: bad records but no dead-letter table")
+        reasons: dict[str, int] = {}
+        for letter in letters:
+            r = str(letter.get("reason") or "unparsable")
+            reasons[r] = reasons.get(r, 0) + 1
+        log.warning(
+            "sink %s: %d bad record(s) in batch %d go to the dead-letter table %s (%s)",
+            self.name,
+            len(letters),
+            batch_id,
+            self.dead_letters.name,
+            ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())),
+        )
+        return self.dead_letters.write(letters, batch_id), len(letters), reasons
 
     # ----------------------------------------------------------------- policy and commits
 
@@ -734,6 +790,7 @@ class SinkRunner:
                 per_batch=self.index is not None,
             )
             started = time.monotonic()
+            letters = self._commit_dead_letters(entries, reason)
             result = commit(self.table, request, guard=self._index_guard if self.index is not None else None)
             self.progress.committed = request.progress
             self.staging.discard_through(request.progress)
@@ -763,6 +820,7 @@ class SinkRunner:
                 duration=time.monotonic() - started,
                 attempts=result.attempts,
                 skipped=result.skipped,
+                dead_letters=letters,
             )
             log.info(
                 "commit sink=%s table=%s reason=%s rows=%d deletes=%d bytes=%d files=%d batches=%d "
@@ -795,6 +853,27 @@ class SinkRunner:
             if self.status == "running" and not self.stopping and reason != "shutdown":
                 self.maintainer.after_commit()
             return result
+
+    def _commit_dead_letters(self, entries: list[StagedBatch], reason: str) -> dict[str, int]:
+        """The staged batches' dead letters the dead-letter table lacks, committed before the
+        target's commit (so a crash in between leaves them on the dead-letter table's side, which
+        its own progress tells on restart); returns the records per reason newly committed."""
+        if self.dead_letters is None:
+            return {}
+        done = self.dead_letters.commit(entries, version=int(self.version or 0), reason=reason)
+        if done is None:
+            return {}
+        result, todo = done
+        kill_point("dead-letters", self.dead_letters.committed)
+        if result.skipped:
+            return {}
+        reasons: dict[str, int] = {}
+        for e in todo:
+            for k, v in e.dead_letter_reasons.items():
+                reasons[k] = reasons.get(k, 0) + int(v)
+        self.dead_letter_count += sum(e.dead_letters for e in todo)
+        self._update(dead_letters=self.dead_letter_count)
+        return reasons
 
     def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
         """The Arrow path records which source files the table holds: the newest one (by
@@ -906,6 +985,8 @@ class SinkRunner:
             "lag": round(lag, 3),  # seconds the oldest uncommitted staged data has waited
             "staged_since": min((e.created_at for e in pending), default=None),  # epoch seconds
             "skipped_records": self.skipped_records,
+            "dead_letters": self.dead_letter_count,
+            "dead_letter_table": self.dead_letters.name if self.dead_letters is not None else None,
             "path": "arrow" if self.arrow else "spark",
             "fallback_files": self.fallback_files,
             "maintenance_runs": self.maintainer.runs,

@@ -13,7 +13,9 @@ FILES json / csv
     A Python stage on the executors (``mapInArrow``, no shuffle) checks every record: with
     ``ON ERROR = 'fail'`` a bad one fails the sink with ``BadRecordError`` naming the source,
     the file, the record ordinal and the field; with ``'skip'`` (on the source or on the sink)
-    it is dropped, logged and counted (``Relation.skipped``, a Spark accumulator).
+    it is dropped, logged and counted (``Relation.skipped``, a Spark accumulator); with
+    ``'dead-letter'`` it is described (raw text, file, position, error) and handed to the
+    driver (``Relation.letters``, accumulators) for the sink's dead-letter table (``deadletter``).
 FILES parquet
     Schema as declared, else inferred from the files already in the directory.
 FILES debezium-json
@@ -84,6 +86,7 @@ class Relation:
     df: Any  # pyspark DataFrame
     changelog: bool = False  # carries __op and the position columns
     skipped: Any = None  # Spark accumulator of skipped bad records, when any
+    letters: tuple[Any, ...] = ()  # accumulators of dead letters (ON ERROR = 'dead-letter')
     sources: tuple[str, ...] = ()  # icesql sources it reads (for messages)
     arrow: ArrowSource | None = None  # the Arrow path: ``df`` holds pieces of files, not rows
     row_schema: Any = None  # the rows' schema when ``df`` does not hold rows (the Arrow path)
@@ -157,6 +160,7 @@ def view_relation(
     if plan.name in _seen:
         raise ExecutionError(f"view '{plan.name}' refers to itself")
     accs: list[Any] = []
+    letters: list[Any] = []
     sources: list[str] = []
     for dep in plan.depends_on:
         dep_plan = resolve(dep)
@@ -169,6 +173,7 @@ def view_relation(
         rel.df.createOrReplaceTempView(_quote(dep))
         if rel.skipped is not None:
             accs.append(rel.skipped)
+        letters.extend(rel.letters)
         sources.extend(rel.sources)
     try:
         df = spark.sql(plan.query)
@@ -176,7 +181,14 @@ def view_relation(
         raise ExecutionError(f"view '{plan.name}' cannot be planned by Spark: {_first_line(e)}") from e
     cols = {f.name for f in df.schema.fields}
     skipped = accs[0] if len(accs) == 1 else (_SumAcc(accs) if accs else None)
-    return Relation(name=plan.name, df=df, changelog=OP in cols, skipped=skipped, sources=tuple(sources))
+    return Relation(
+        name=plan.name,
+        df=df,
+        changelog=OP in cols,
+        skipped=skipped,
+        sources=tuple(sources),
+        letters=tuple(letters),
+    )
 
 
 class _SumAcc:
@@ -225,8 +237,20 @@ def _row_schema(spark: Any, plan: SourcePlan) -> Any:
 
 
 def _policy(plan: SourcePlan, on_error: OnError | None) -> OnError:
-    # skip when either the source or the sink says so (both default to fail)
-    return OnError.SKIP if OnError.SKIP in (on_error, plan.on_error) else OnError.FAIL
+    # dead-letter, else skip, when either the source or the sink says so (both default to
+    # fail): keeping a bad record beats dropping it, dropping it beats stopping the sink
+    for policy in (OnError.DEAD_LETTER, OnError.SKIP):
+        if policy in (on_error, plan.on_error):
+            return policy
+    return OnError.FAIL
+
+
+def _letters(spark: Any, policy: OnError) -> tuple[Any, ...]:
+    if policy is not OnError.DEAD_LETTER:
+        return ()
+    from icesql.engine.deadletter import letter_accumulator
+
+    return (letter_accumulator(spark),)
 
 
 def _skip_counter(spark: Any, policy: OnError) -> Any:
@@ -263,8 +287,13 @@ def files_relation(
                 e,
             )
     acc = _skip_counter(spark, policy)
-    df, changelog = spark_files_dataframe(spark, plan, policy, acc, streaming=True)
-    return Relation(name=plan.name, df=df, changelog=changelog, skipped=acc, sources=(plan.name,))
+    letters = _letters(spark, policy)
+    df, changelog = spark_files_dataframe(
+        spark, plan, policy, acc, streaming=True, letters=letters[0] if letters else None
+    )
+    return Relation(
+        name=plan.name, df=df, changelog=changelog, skipped=acc, sources=(plan.name,), letters=letters
+    )
 
 
 def spark_files_dataframe(
@@ -275,6 +304,7 @@ def spark_files_dataframe(
     *,
     streaming: bool,
     paths: list[str] | None = None,
+    letters: Any = None,
 ) -> tuple[Any, bool]:
     """Spark's reader of a FILES source: a streaming DataFrame over its directory, or a batch one
     over ``paths`` (the files the Arrow path leaves to Spark). Returns (DataFrame, changelog)."""
@@ -344,6 +374,7 @@ def spark_files_dataframe(
         skip=policy is OnError.SKIP,
         debezium=fmt is SourceFormat.DEBEZIUM_JSON,
         counter=acc,
+        letters=letters if policy is OnError.DEAD_LETTER else None,
     )
     out_fields = [f for f in df.schema.fields if f.name != CORRUPT]
     if fmt is SourceFormat.DEBEZIUM_JSON:
@@ -456,6 +487,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         df=df,
         changelog=arrow.changelog,
         skipped=_skip_counter(spark, policy),
+        letters=_letters(spark, policy),
         sources=(plan.name,),
         arrow=arrow,
         row_schema=row_schema,
@@ -484,6 +516,7 @@ class _RecordGuard:
         skip: bool,
         debezium: bool,
         counter: Any,
+        letters: Any = None,
     ) -> None:
         self.source = source
         self.fmt = fmt
@@ -492,12 +525,14 @@ class _RecordGuard:
         self.skip = skip
         self.debezium = debezium
         self.counter = counter
+        self.letters = letters  # dead letters go here instead of failing the task
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         ordinals: dict[tuple[str, int], int] = {}
+        letters: list[dict[str, Any]] = []
         for batch in batches:
             n = batch.num_rows
             if n == 0:
@@ -527,16 +562,20 @@ class _RecordGuard:
                         continue
                     if rows is None:
                         rows = batch.to_pylist()
+                    if self.letters is not None:
+                        letters.append(self.letter(rows[i], files[i], blks[i], lines[i]))
+                        continue
                     msg = self.describe(rows[i], files[i], blks[i], lines[i])
                     if not self.skip:
                         raise ValueError(BAD_RECORD_MARKER + msg + "|END")
                     logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
-                if self.skip:
-                    if self.counter is not None:
-                        self.counter.add(sum(1 for b in bad_list if b))
-                    out = out.filter(pc.invert(bad))
+                if self.skip and self.counter is not None:
+                    self.counter.add(sum(1 for b in bad_list if b))
+                out = out.filter(pc.invert(bad))
             if out.num_rows:
                 yield out
+        if letters:
+            self.letters.add(letters)  # once the task is through: a failed task adds nothing
 
     def _bad_events(self, batch: Any) -> Any:
         """Per row: is this Debezium event unusable? (``op`` not c/u/d/r, a delete without
@@ -584,32 +623,56 @@ class _RecordGuard:
         else:
             where += f", record {line + 1} of the split at byte {blk}"
         raw = row.get(CORRUPT)
-        field, why = self._diagnose(row, raw)
+        field, why, _ = self._diagnose(row, raw)
         snippet = "" if raw is None else f": {_clip(raw)}"
         return f"{where}, field '{field}': {why}{snippet}" if field else f"{where}: {why}{snippet}"
 
-    def _diagnose(self, row: dict[str, Any], raw: str | None) -> tuple[str | None, str]:
+    def letter(self, row: dict[str, Any], file: str, blk: int, line: int) -> dict[str, Any]:
+        """A bad record as the dead-letter table keeps it (``deadletter.COLUMNS``)."""
+        raw = row.get(CORRUPT)
+        field, why, reason = self._diagnose(row, raw)
+        if raw is None:  # it parsed (a Debezium event without a known op): its JSON
+            parsed = {k: v for k, v in row.items() if k not in INTERNAL_COLUMNS and v is not None}
+            raw = json.dumps(parsed, default=str, sort_keys=True)
+        return {
+            "source": self.source,
+            "file": short_path(file),
+            "byte_offset": int(blk or 0),
+            # its line when the split starts the file (a CSV header counted), as editors number
+            "record": line + 1 + (1 if self.header and not blk else 0),
+            "reason": reason,
+            "error": f"field '{field}': {why}" if field else why,
+            "raw": raw,
+        }
+
+    def _diagnose(self, row: dict[str, Any], raw: str | None) -> tuple[str | None, str, str]:
+        """(field, what is wrong, reason: a short label for metrics and the dead-letter table)."""
         if self.fmt == "csv":
             if raw is None:
-                return None, "cannot parse the record"
+                return None, "cannot parse the record", "unparsable"
             try:
                 values = next(csv.reader([raw]))
             except Exception:
-                return None, "malformed CSV record"
+                return None, "malformed CSV record", "malformed-csv"
+            if '"' in raw:
+                try:  # Spark's reader takes stray quotes as text, and the fields then shift
+                    next(csv.reader([raw], strict=True))
+                except csv.Error as e:
+                    return None, f"malformed CSV record: broken quoting ({e})", "malformed-csv"
             if len(values) != len(self.columns):
-                return None, f"expected {len(self.columns)} fields, found {len(values)}"
+                return None, f"expected {len(self.columns)} fields, found {len(values)}", "field-count"
             for name, value in zip(self.columns, values, strict=True):
                 if value != "" and row.get(name) is None:
-                    return name, f"cannot convert {value!r} to the declared type"
-            return None, "cannot parse the record"
+                    return name, f"cannot convert {value!r} to the declared type", "type-mismatch"
+            return None, "cannot parse the record", "unparsable"
         parsed: Any = None
         if raw is not None:
             try:
                 parsed = json.loads(raw)
             except Exception:
-                return None, "malformed JSON"
+                return None, "malformed JSON", "malformed-json"
             if not isinstance(parsed, dict):
-                return None, "a JSON record must be an object"
+                return None, "a JSON record must be an object", "malformed-json"
         if self.debezium:
             env_raw = parsed.get("payload", parsed) if isinstance(parsed, dict) else None
             env_row = row.get("payload") or row
@@ -617,19 +680,19 @@ class _RecordGuard:
                 env_raw = env_row
             op = env_raw.get("op")
             if op not in ("c", "u", "d", "r"):
-                return "op", f"unknown Debezium operation {op!r} (expected c, u, d or r)"
+                return "op", f"unknown Debezium operation {op!r} (expected c, u, d or r)", "debezium-op"
             image = "before" if op == "d" else "after"
             if env_raw.get(image) is None:
-                return image, f"op '{op}' needs a '{image}' row image"
+                return image, f"op '{op}' needs a '{image}' row image", "debezium-image"
             path = _mismatch(env_raw, env_row, "")
             if path:
-                return path, "value does not match the declared type"
-            return None, "cannot parse the record"
+                return path, "value does not match the declared type", "type-mismatch"
+            return None, "cannot parse the record", "unparsable"
         if isinstance(parsed, dict):
             path = _mismatch(parsed, row, "")
             if path:
-                return path, "value does not match the declared type"
-        return None, "cannot parse the record"
+                return path, "value does not match the declared type", "type-mismatch"
+        return None, "cannot parse the record", "unparsable"
 
 
 def _mismatch(raw: Any, parsed: Any, prefix: str) -> str | None:

@@ -45,6 +45,11 @@ class StagedBatch:
     source_seq: int | None = None
     source_mtime_ms: int | None = None
     source_path: str | None = None
+    # ON ERROR = 'dead-letter': the data files of the dead-letter table holding the batch's bad
+    # records, how many records, and how many per reason (``deadletter``)
+    dead_letter_files: tuple[str, ...] = ()
+    dead_letters: int = 0
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
 
     @property
     def files(self) -> int:
@@ -58,6 +63,7 @@ class StagedBatch:
         d: dict[str, Any] = asdict(self)
         d["data_files"] = list(self.data_files)
         d["delete_files"] = list(self.delete_files)
+        d["dead_letter_files"] = list(self.dead_letter_files)
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
@@ -65,6 +71,7 @@ class StagedBatch:
         d = json.loads(text)
         d["data_files"] = tuple(d.get("data_files", ()))
         d["delete_files"] = tuple(d.get("delete_files", ()))
+        d["dead_letter_files"] = tuple(d.get("dead_letter_files", ()))
         return StagedBatch(**d)
 
 

@@ -203,7 +203,10 @@ def ensure_table(
     if problems:
         raise ExecutionError(
             f"table {shown} cannot take the rows of sink {plan.name}: " + "; ".join(problems),
-            hint="write to a new table, or change the view so its columns match the table",
+            hint="only new columns and widenings evolve by themselves: change the source or view "
+            "back (ALTER SOURCE ... SET (SCHEMA = ...), CREATE OR REPLACE VIEW), write to a new "
+            "table, or change the table by hand (Spark's ALTER TABLE, pyiceberg's update_schema) "
+            "and start the sink again",
         )
     return table
 

@@ -28,6 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 
+from icesql.engine.deadletter import REASONS as DEAD_LETTER_REASONS
 from icesql.engine.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
 from icesql.observe.health import STATES, SinkReport, judge
 
@@ -116,8 +117,8 @@ class SinkMetrics:
         )
         self.dead_lettered = Counter(
             "icesql_sink_records_dead_lettered",
-            "Bad records written to a dead-letter table (0 until dead-lettering lands).",
-            ["sink"],
+            "Bad records committed to the sink's dead-letter table (ON ERROR = 'dead-letter'), by reason.",
+            ["sink", "reason"],
             registry=r,
         )
         self.maintenance = Counter(
@@ -131,6 +132,8 @@ class SinkMetrics:
     # ----------------------------------------------------------------- SinkListener
 
     def on_commit(self, event: CommitEvent) -> None:
+        for why, n in event.dead_letters.items():
+            self.dead_lettered.labels(event.sink, why).inc(n)
         if event.skipped:  # a recovery found it committed already: nothing new in the table
             return
         s = event.sink
@@ -183,9 +186,10 @@ class SinkMetrics:
                 self.conflicts,
                 self.fenced,
                 self.restarts,
-                self.dead_lettered,
             ):
                 counter.labels(name)
+            for why in DEAD_LETTER_REASONS:
+                self.dead_lettered.labels(name, why)
             for step in MAINTENANCE_STEPS:
                 self.maintenance.labels(name, step)
             for reason in REASONS:

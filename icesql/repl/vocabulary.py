@@ -24,6 +24,7 @@ _TABLES: dict[str, str] = {
     "sink_target": "sink_target",
     "sink": "sink",
     "alter_sink": "alter_sink",
+    "alter_source": "alter_source",
 }
 
 # The option whose value decides which other options apply (``applies`` in the table).

@@ -204,6 +204,7 @@ class CreateView(Statement):
     name: Ident
     query: str
     if_not_exists: bool = False
+    or_replace: bool = False  # CREATE OR REPLACE VIEW: a view of that name is replaced
     query_span: Span | None = field(default=None, compare=False, repr=False, kw_only=True)
 
 
@@ -255,6 +256,14 @@ class CreateSink(Statement):
     partition_by: tuple[PartitionField, ...] = ()
     with_options: tuple[Option, ...] = ()
     if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AlterSource(Statement):
+    """``ALTER SOURCE name SET (SCHEMA = '...')``: a FILES source's declared schema changes."""
+
+    name: Ident
+    set_options: tuple[Option, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -335,6 +344,7 @@ def node_to_dict(node: Any) -> Any:
 __all__ = [
     "AlterSecret",
     "AlterSink",
+    "AlterSource",
     "BoolLit",
     "ConnectionKind",
     "CreateConnection",

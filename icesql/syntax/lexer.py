@@ -247,10 +247,10 @@ STATEMENT_WORDS = frozenset((*STATEMENT_KEYWORDS, "DESC"))
 
 def statement_head(words: list[str]) -> tuple[str, ...]:
     """The statement's verb and object kind, e.g. ``('CREATE', 'SINK')``; EXPLAIN is looked
-    through, IF [NOT] EXISTS skipped, ``SHOW CREATE x`` keeps three words."""
+    through, IF [NOT] EXISTS and OR REPLACE skipped, ``SHOW CREATE x`` keeps three words."""
     if words[:1] == ["EXPLAIN"]:
         words = words[1:]
-    head = [w for w in words[:6] if w not in ("IF", "NOT", "EXISTS")]
+    head = [w for w in words[:8] if w not in ("IF", "NOT", "EXISTS", "OR", "REPLACE")]
     if head[:2] == ["SHOW", "CREATE"]:
         return tuple(head[:3])
     return tuple(head[:2])
@@ -286,6 +286,8 @@ def option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
         return None
     if head == ("ALTER", "SINK") and last in ("SET", "RESET"):
         return "alter_sink"
+    if head == ("ALTER", "SOURCE") and last == "SET":
+        return "alter_source"
     return None
 
 

@@ -112,7 +112,7 @@ SOURCE_FORMATS: dict[str, str] = {
     "parquet": "parquet",
     "debezium-json": "debezium-json",
 }
-ON_ERROR: dict[str, str] = {"fail": "fail", "skip": "skip"}
+ON_ERROR: dict[str, str] = {"fail": "fail", "skip": "skip", "dead-letter": "dead-letter"}
 
 TEXT_FORMATS = frozenset({"json", "csv", "debezium-json"})
 CSV = frozenset({"csv"})
@@ -174,6 +174,7 @@ SINK = (
     OptionSpec("FORMAT VERSION", Kind.INT),
     OptionSpec("PROPERTIES", Kind.LIST),
     OptionSpec("ON ERROR", S, choices=ON_ERROR),
+    OptionSpec("DEAD LETTER TABLE", S),  # ON ERROR = 'dead-letter': where bad records go
     # MODE UPSERT: rows replaced are deleted by position (the key index) or by equality on KEY
     OptionSpec("DELETE MODE", S, choices={"position": "position", "equality": "equality"}),
     OptionSpec("SCHEMA EVOLUTION", S, choices=_SWITCH),
@@ -183,6 +184,8 @@ SINK = (
 SINK_TARGET = (OptionSpec("NAMESPACE", S), OptionSpec("TABLE", S))
 
 ALTER_SINK = (*COMMIT, *MAINTENANCE)
+
+ALTER_SOURCE = (OptionSpec("SCHEMA", S),)  # the declared schema of a FILES source
 
 # --------------------------------------------------------------------------- the lists
 
@@ -195,6 +198,7 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
     "sink_target": SINK_TARGET,
     "sink": SINK,
     "alter_sink": ALTER_SINK,
+    "alter_source": ALTER_SOURCE,
 }
 
 # Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its

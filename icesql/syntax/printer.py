@@ -126,7 +126,11 @@ class _Printer:
         return out
 
     def _CreateView(self, s: ast.CreateView) -> str:
-        return f"CREATE VIEW {self._ine(s.if_not_exists)}{ident_sql(s.name)} AS {s.query}"
+        replace = "OR REPLACE " if s.or_replace else ""
+        return f"CREATE {replace}VIEW {self._ine(s.if_not_exists)}{ident_sql(s.name)} AS {s.query}"
+
+    def _AlterSource(self, s: ast.AlterSource) -> str:
+        return f"ALTER SOURCE {ident_sql(s.name)} SET " + self.options(s.set_options, "alter_source")
 
     def _object_name(self, name: ast.Ident | ast.StringLit) -> str:
         return string_sql(name.value) if isinstance(name, ast.StringLit) else ident_sql(name)

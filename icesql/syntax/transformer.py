@@ -205,6 +205,9 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def if_not_exists(self, children: list[Token]) -> _Part:
         return _Part("if_not_exists", True, span_of(children))  # type: ignore[arg-type]
 
+    def or_replace(self, children: list[Token]) -> _Part:
+        return _Part("or_replace", True, span_of(children))  # type: ignore[arg-type]
+
     def if_exists(self, children: list[Token]) -> _Part:
         return _Part("if_exists", True, span_of(children))  # type: ignore[arg-type]
 
@@ -291,6 +294,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             name,
             query,
             if_not_exists=self._flag(children, "if_not_exists"),
+            or_replace=self._flag(children, "or_replace"),
             span=stmt_span,
             query_span=qspan,
         )
@@ -408,6 +412,10 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def reset_options(self, children: list[Any]) -> _Part:
         names = tuple(c.value for c in children if isinstance(c, _Part))
         return _Part("reset", names, span_of(children))  # type: ignore[arg-type]
+
+    def alter_source(self, children: list[Any]) -> ast.AlterSource:
+        options = next(c.value for c in children if isinstance(c, _Part) and c.kind == "set")
+        return ast.AlterSource(children[2], options, span=span_of(children))
 
     def alter_sink(self, children: list[Any]) -> ast.AlterSink:
         set_options: tuple[ast.Option, ...] = ()

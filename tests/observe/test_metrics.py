@@ -115,12 +115,27 @@ def test_counters_from_commit_failure_and_state_events(metrics: SinkMetrics) -> 
     assert value(found, "icesql_sink_failures_total", sink="orders_sink", type="FencedError") == 1
     assert value(found, "icesql_sink_failures_total", sink="b", type="CatalogUnavailableError") == 1
     assert value(found, "icesql_sink_restarts_total", sink="b") == 1
-    # defined now, moving once dead-lettering and automatic maintenance land
-    assert value(found, "icesql_sink_records_dead_lettered_total", **o) == 0
+    # zero series of every reason, before any dead letter
+    assert (
+        value(found, "icesql_sink_records_dead_lettered_total", sink="orders_sink", reason="malformed-json")
+        == 0
+    )
     assert value(found, "icesql_sink_maintenance_runs_total", sink="b", step="compact") == 0
     # a sink that never committed in this process still has its zero series
     assert value(found, "icesql_sink_rows_committed_total", sink="b") == 0
     assert value(found, "icesql_sink_commits_total", sink="b", reason="size") == 0
+
+
+def test_dead_letters_count_by_reason() -> None:
+    m = SinkMetrics(reports, grace=30.0, clock=lambda: NOW)
+    m.on_commit(commit("orders_sink", "size", 3, dead_letters={"malformed-json": 2, "type-mismatch": 1}))
+    m.on_commit(commit("orders_sink", "batch", 1, dead_letters={"malformed-json": 1}))
+    found = samples(m.exposition()[0].decode())
+
+    def dead(reason: str) -> float:
+        return value(found, "icesql_sink_records_dead_lettered_total", sink="orders_sink", reason=reason)
+
+    assert (dead("malformed-json"), dead("type-mismatch"), dead("debezium-op")) == (3, 1, 0)
 
 
 def test_gauges_from_the_reports_at_scrape_time(metrics: SinkMetrics) -> None:

@@ -58,6 +58,7 @@ def test_keyword_spellings_keep_only_keywords() -> None:
         ("drop secret ", ("secret",)),
         ("ALTER SECRET ", ("secret",)),
         ("ALTER SINK ", ("sink",)),
+        ("ALTER SOURCE ", ("source",)),
         ("DROP CONNECTION ", ("connection",)),
         ("DROP SOURCE ", ("source",)),
         ("DROP VIEW ", ("view",)),
@@ -107,6 +108,9 @@ def test_option_names_for_the_statement_at_hand() -> None:
     gen = kinds("CREATE SOURCE g FROM GENERATOR (")["option"]
     assert "ROWS PER SECOND" in gen.values
     assert "MINIMUM SIZE" in kinds("ALTER SINK s SET (")["option"].values
+    assert kinds("ALTER SOURCE e SET (")["option"].values == ("SCHEMA",)
+    assert "'dead-letter'" in kinds("CREATE SINK s FROM r TO ICEBERG CATALOG c WITH (ON ERROR = ")["value"].values
+    assert "DEAD LETTER TABLE" in kinds("CREATE SINK s FROM r TO ICEBERG CATALOG c WITH (DEAD")["option"].values
 
 
 def test_multi_word_option_prefix() -> None:

@@ -108,3 +108,10 @@ def test_pyspark_accumulator_server_errors_are_logged_not_printed(capsys: Any) -
     except EOFError:
         server.handle_error(None, ("127.0.0.1", 1))
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_icesql_status_counts_dead_letters() -> None:
+    from icesql.repl.format import STATUS_COLUMNS, status_rows
+
+    row = status_rows([SinkStatus("orders", "running", dead_letters=4)], now=1000.0)[0]
+    assert dict(zip(STATUS_COLUMNS, row, strict=True))["dead letters"] == 4

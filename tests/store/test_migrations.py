@@ -61,6 +61,7 @@ def test_old_store_is_upgraded(tmp_path: Path) -> None:
         assert {"sink_state"} <= _tables(c)
         assert "hidden" in _columns(c, "objects") and "encoding" in _columns(c, "secrets")
         assert "skipped_records" in _columns(c, "sink_state")
+        assert "dead_letters" in _columns(c, "sink_state")
         assert c.execute("SELECT value FROM meta WHERE key = 'secret_salt'").fetchone() is not None
         sink = store.get_object("sink", "s1")
         assert sink is not None

@@ -48,6 +48,7 @@ def test_update_sink_state(sink_store: CatalogStore) -> None:
     )
     assert sink_store.get_sink_state("s1") == state
     assert sink_store.update_sink_state("s1", skipped_records=3).skipped_records == 3
+    assert sink_store.update_sink_state("s1", dead_letters=4).dead_letters == 4
     with pytest.raises(StoreError, match="unknown sink status"):
         sink_store.update_sink_state("s1", status="exploded")
     with pytest.raises(StoreError, match="unknown sink state field"):

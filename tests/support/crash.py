@@ -32,6 +32,7 @@ def run_child(
     kill_after: float | None = None,
     timeout: float = 240,
     spark_master: str | None = None,
+    on_error: str = "fail",
 ) -> tuple[int, str]:
     """Run ``crash_runner`` over ``tmp`` (home, in/, warehouse/); SIGKILL its process group after
     ``kill_after`` seconds of running sink. Returns (exit code, the whole child log)."""
@@ -57,6 +58,8 @@ def run_child(
         "--min-size",
         "7000",  # about two batches: commits mix 'size', 'recovery' and 'shutdown'
         *(["--spark-master", spark_master] if spark_master else []),
+        "--on-error",
+        on_error,
     ]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

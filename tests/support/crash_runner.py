@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-size", type=int, default=None)
     ap.add_argument("--continuous", action="store_true")
     ap.add_argument("--files-per-trigger", type=int, default=1)
+    ap.add_argument("--on-error", default="fail", help="the sink's ON ERROR (fail, skip, dead-letter)")
     ap.add_argument("--spark-master", default=None, help="e.g. sc://127.0.0.1:PORT (default local[2])")
     args = ap.parse_args(argv)
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from icesql.engine.engine import Engine
     from icesql.plan import (
         CommitPolicy,
+        OnError,
         PartitionFieldPlan,
         SinkPlan,
         SourceFormat,
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         table="events",
         partition_by=(PartitionFieldPlan("ts", Transform.DAY, name="ts_day"),),
         commit=CommitPolicy(minimum_size=args.min_size),
+        on_error=OnError(args.on_error),
     )
     engine = Engine(
         args.home,

@@ -88,8 +88,8 @@ def test_is_complete(text: str, complete: bool) -> None:
 
 def test_expected_tokens() -> None:
     assert expected_tokens("") >= {"CREATE", "DROP", "SHOW"}
-    assert expected_tokens("CREATE ") == {"CONNECTION", "SECRET", "SINK", "SOURCE", "VIEW"}
-    assert expected_tokens("CREATE SEC") == {"CONNECTION", "SECRET", "SINK", "SOURCE", "VIEW"}
+    assert expected_tokens("CREATE ") == {"CONNECTION", "OR", "SECRET", "SINK", "SOURCE", "VIEW"}
+    assert expected_tokens("CREATE SEC") == {"CONNECTION", "OR", "SECRET", "SINK", "SOURCE", "VIEW"}
     assert expected_tokens("CREATE SECRET ") == {"IF", "identifier"}
     assert "USING" in expected_tokens("CREATE SINK s FROM t TO ICEBERG CATALOG c ")
     assert expected_tokens("SHOW SINKS; SH") >= {"SHOW"}

@@ -84,3 +84,9 @@ ALTER SINK existing SET (MAXIMUM PERIOD = 'soon');
 ALTER SINK existing RESET (MINIMUM SIZES);
 -- case: explain_resolves_names
 EXPLAIN CREATE SINK s FROM orders TO ICEBERG CATALOG nope (NAMESPACE = 'n', TABLE = 't');
+-- case: dead_letter_table_without_dead_letter
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (ON ERROR = 'skip', DEAD LETTER TABLE = 'n.bad');
+-- case: dead_letter_table_is_the_target
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 't');
+-- case: dead_letter_table_empty_level
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 'n..bad');

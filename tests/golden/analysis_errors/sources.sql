@@ -53,3 +53,17 @@ VALIDATE CONNECTION nope;
 DESCRIBE nope;
 -- case: flush_unknown_sink
 FLUSH SINK nope;
+-- case: alter_source_unknown
+CREATE SOURCE events FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT');
+ALTER SOURCE event SET (SCHEMA = 'id BIGINT, v STRING');
+-- case: alter_source_generator
+CREATE SOURCE g FROM GENERATOR (ROWS PER SECOND = 1, SCHEMA = 'id INT');
+ALTER SOURCE g SET (SCHEMA = 'id BIGINT');
+-- case: alter_source_other_option
+CREATE SOURCE e FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT');
+ALTER SOURCE e SET (FORMAT = 'csv');
+-- case: alter_source_bad_schema
+CREATE SOURCE e FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT');
+ALTER SOURCE e SET (SCHEMA = 'id BIGNT');
+-- case: or_replace_and_if_not_exists
+CREATE OR REPLACE VIEW IF NOT EXISTS v AS SELECT 1;

@@ -63,3 +63,7 @@ ALTER SINK s SET (COMMIT INTERVAL = '2s');
 -- case: alter_sink_reset
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (MINIMUM SIZE = '1MiB', MAXIMUM PERIOD = '5s', MAXIMUM FILE SIZE = '1MiB');
 ALTER SINK s RESET (MINIMUM SIZE, MAXIMUM FILE SIZE);
+-- case: dead_letters_default_table
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (ON ERROR = 'dead-letter');
+-- case: dead_letters_named_table
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 'errors');

@@ -28,3 +28,10 @@ CREATE SECRET IF NOT EXISTS pass AS 'hunter2';
 -- case: alter_secret
 CREATE SECRET pass AS 'a';
 ALTER SECRET pass AS 'b';
+-- case: alter_source_schema
+CREATE SOURCE events FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT, kind STRING', ON ERROR = 'dead-letter');
+ALTER SOURCE events SET (SCHEMA = 'id BIGINT, kind STRING, region STRING');
+-- case: create_or_replace_view
+CREATE SOURCE events FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT, kind STRING');
+CREATE VIEW clicks AS SELECT * FROM events;
+CREATE OR REPLACE VIEW clicks AS SELECT id, upper(kind) AS kind FROM events WHERE kind = 'click';

@@ -1,0 +1,244 @@
+"""The dead-letter table of ``ON ERROR = 'dead-letter'``: bad records kept, not dropped.
+
+Where the records come from
+    ``sources._RecordGuard`` (Spark's reader of a FILES source; the Arrow path hands every
+    file with a bad record to that reader, ``files.types.Fallback``) describes each record it
+    cannot convert and adds it to a Spark accumulator (``letter_accumulator``) instead of
+    failing the task. Accumulators of transformations may be applied twice (a retried task, a
+    batch the Arrow path runs again with one more file left to Spark), so the driver keeps one
+    record per position: (source, file, split offset, record ordinal) never changes between
+    reads of the same file.
+
+Exactly once
+    The driver writes a batch's dead letters as one Parquet data file of the dead-letter table
+    before ``foreachBatch`` returns and stages it with the batch's other files
+    (``staging.StagedBatch.dead_letter_files``). A commit first commits the dead letters of the
+    staged batches to the dead-letter table, then the data to the target, each snapshot
+    carrying the sink's id, version and progress (``commit``). On restart the staged entries
+    above the *target's* progress stay staged; of those, the dead-letter table takes only the
+    ones above *its own* progress. A crash between the two commits therefore never loses or
+    repeats a dead letter, and a replayed batch is skipped as it is for the target.
+
+Secrets
+    The raw text and the message pass through ``secrets.scrub`` before they are written: a
+    secret value a record happens to hold (or a message quotes) never reaches the table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from icesql.errors import ExecutionError
+from icesql.plan import SinkMode, SinkPlan
+
+log = logging.getLogger("icesql.sink")
+
+MAX_RAW = 1 << 20  # a raw record longer than this is kept clipped (1 MiB)
+
+# The dead-letter table's columns, in Spark's schema JSON (``tables.ensure_table`` maps them to
+# Iceberg types: string, long, timestamptz; every column optional).
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("sink", "string"),  # the sink's name
+    ("sink_id", "string"),  # its stable id (``icesql.sink-id`` of the target's snapshots)
+    ("batch_id", "long"),  # the sink's progress of the batch that read the record
+    ("source", "string"),  # the icesql source that read it
+    ("file", "string"),  # the input file
+    ("byte_offset", "long"),  # byte offset of the file split that held the record (0: the first)
+    ("record", "long"),  # 1-based ordinal in that split; its line when byte_offset is 0 (CSV header counted)
+    ("reason", "string"),  # malformed-json, malformed-csv, type-mismatch, field-count, debezium-op, ...
+    ("error", "string"),  # what is wrong with it, as ON ERROR = 'fail' would say
+    ("raw", "string"),  # the record's text (a parsed Debezium event's JSON when it parsed)
+    ("recorded_at", "timestamp"),  # when the sink read it (UTC)
+)
+
+POSITION = ("source", "file", "byte_offset", "record")
+
+# the ``reason`` labels ``sources._RecordGuard`` gives (metrics create their zero series)
+REASONS = (
+    "malformed-json",
+    "malformed-csv",
+    "field-count",
+    "type-mismatch",
+    "debezium-op",
+    "debezium-image",
+    "unparsable",
+)
+
+
+def spark_schema_json() -> dict[str, Any]:
+    return {
+        "type": "struct",
+        "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in COLUMNS],
+    }
+
+
+# --------------------------------------------------------------------------- executors
+
+
+class LettersParam:
+    """Spark's ``AccumulatorParam`` (duck-typed) of lists of dead-letter records (dicts);
+    picklable by reference, so workers rebuild it from this module."""
+
+    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return []
+
+    def addInPlace(self, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802
+        a.extend(b)
+        return a
+
+
+def letter_accumulator(spark: Any) -> Any:
+    """A fresh accumulator for a relation's dead letters (classic Spark only)."""
+    try:
+        return spark.sparkContext.accumulator([], LettersParam())
+    except Exception as e:  # Spark Connect has no accumulators
+        raise ExecutionError(
+            "ON ERROR = 'dead-letter' needs classic Spark (a local or cluster master): Spark "
+            "Connect has no accumulators to bring bad records back to the driver",
+            hint="use ON ERROR = 'skip' or 'fail' on Spark Connect",
+        ) from e
+
+
+def take_letters(accumulators: Iterable[Any]) -> list[dict[str, Any]]:
+    """Every dead letter the accumulators gathered since the last call (once per position),
+    leaving them empty (driver side, between batches)."""
+    seen: set[tuple[Any, ...]] = set()
+    out: list[dict[str, Any]] = []
+    for acc in accumulators:
+        letters = list(acc.value or [])
+        acc.value = []
+        for letter in letters:
+            k = tuple(letter.get(c) for c in POSITION)
+            if k not in seen:
+                seen.add(k)
+                out.append(letter)
+    out.sort(
+        key=lambda x: (
+            str(x.get("source")),
+            str(x.get("file")),
+            int(x.get("byte_offset") or 0),
+            int(x.get("record") or 0),
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- the table
+
+
+class DeadLetters:
+    """A sink's dead-letter table: writing a batch's letters, committing staged ones."""
+
+    def __init__(self, plan: SinkPlan, *, sink_id: str, catalog: Any, io_properties: Any) -> None:
+        self.plan = plan
+        self.sink_id = sink_id
+        self.identifier = plan.dead_letter_identifier
+        self.name = ".".join(self.identifier)
+        self.table = self._ensure(catalog)
+        self._io = io_properties  # callable(table) -> FileIO properties
+        self.committed = -1
+
+    def _ensure(self, catalog: Any) -> Any:
+        from icesql.engine.tables import ensure_table
+
+        # a plain append table: none of the target's KEY, partitioning or properties
+        plain = replace(
+            self.plan,
+            mode=SinkMode.APPEND,
+            key=(),
+            partition_by=(),
+            properties=(),
+            namespace=self.identifier[:-1],
+            table=self.identifier[-1],
+            schema_evolution=True,
+        )
+        return ensure_table(catalog, self.identifier, spark_schema_json(), plain)
+
+    def recover(self, version: int) -> int:
+        """The progress the dead-letter table holds for this sink (fencing as for the target)."""
+        from icesql.engine.recovery import committed_progress
+
+        self.committed = committed_progress(
+            self.table, self.sink_id, version, name=self.plan.name, table_name=self.name
+        )
+        return self.committed
+
+    def write(self, letters: Sequence[Mapping[str, Any]], batch_id: int) -> list[str]:
+        """One data file of the dead-letter table holding ``letters``; its staged description."""
+        import pyarrow as pa
+
+        from icesql.engine.secrets import scrub
+        from icesql.engine.writer import WriteSpec, write_batches
+
+        if not letters:
+            return []
+        now = int(time.time() * 1_000_000)
+        rows = [
+            {
+                "sink": self.plan.name,
+                "sink_id": self.sink_id,
+                "batch_id": batch_id,
+                "source": letter.get("source"),
+                "file": letter.get("file"),
+                "byte_offset": int(letter.get("byte_offset") or 0),
+                "record": int(letter.get("record") or 0),
+                "reason": letter.get("reason"),
+                "error": scrub(str(letter.get("error") or "")),
+                "raw": None if letter.get("raw") is None else scrub(str(letter["raw"])[:MAX_RAW]),
+                "recorded_at": now,
+            }
+            for letter in letters
+        ]
+        types = {"string": pa.string(), "long": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC")}
+        schema = pa.schema([(n, types[t]) for n, t in COLUMNS])
+        batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+        self.table.refresh()
+        spec = WriteSpec.from_table(self.table, io_properties=dict(self._io(self.table)))
+        return [f.dumps() for f in write_batches(spec, [batch])]
+
+    def commit(self, entries: Sequence[Any], *, version: int, reason: str) -> Any:
+        """Commit the dead letters of the staged ``entries`` this table does not hold yet; returns
+        (the commit's result, the entries it took), or None when there was nothing to commit.
+        Progress: the newest such entry's batch id."""
+        from icesql.engine.commit import CommitRequest, commit, last_committed
+        from icesql.engine.writer import WrittenFile
+
+        if not any(e.dead_letter_files for e in entries):
+            return None
+        # what the table holds now: another runner of the sink may have committed meanwhile
+        # (``recovery.catch_up``), and a request must never span progress already committed
+        self.table.refresh()
+        last = last_committed(self.table, self.sink_id)
+        if last is not None:
+            self.committed = max(self.committed, last[1])
+        todo = [e for e in entries if e.batch_id > self.committed and e.dead_letter_files]
+        if not todo:
+            return None
+        request = CommitRequest(
+            data_files=tuple(WrittenFile.loads(s) for e in todo for s in e.dead_letter_files),
+            delete_files=(),
+            sink_id=self.sink_id,
+            sink_version=version,
+            progress=todo[-1].batch_id,
+            reason=reason,
+        )
+        result = commit(self.table, request)
+        self.committed = request.progress
+        log.info(
+            "dead letters sink=%s table=%s reason=%s records=%d progress=%d snapshot=%s%s",
+            self.plan.name,
+            self.name,
+            reason,
+            sum(e.dead_letters for e in todo),
+            request.progress,
+            result.snapshot_id,
+            " (already committed)" if result.skipped else "",
+        )
+        return result, todo
+
+
+__all__ = ["COLUMNS", "DeadLetters", "letter_accumulator", "take_letters"]
