@@ -216,11 +216,8 @@ def _hint(
     if "'|'" == f"'{found_text}'":
         return "'|' separates alternatives in the documentation; write one of the values"
     if "CREATE" in expected and "SHOW" in expected and not words and found_terminal != "$END":
-        if found_word in ("SELECT", "WITH", "VALUES", "TABLE", "FROM"):
-            return (
-                "icesql does not run queries itself; name one with CREATE VIEW name AS "
-                f"{found_word} ... and sink it with CREATE SINK"
-            )
+        if found_word in ("VALUES", "TABLE", "FROM"):
+            return "a query starts with SELECT (or WITH): SELECT * FROM relation"
         if found_word in ("INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT"):
             return "icesql writes Iceberg tables through sinks: CREATE SINK name FROM relation TO ICEBERG CATALOG ..."
         close = _closest(found_word or "", STATEMENT_KEYWORDS)
