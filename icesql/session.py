@@ -498,7 +498,7 @@ class Session:
                 err.span = _query_span(stmt, start - qs, start - qs + err.length)
             raise
         except IcesqlError as err:
-            ref = next((t for t in plan.tables if t.identifier in err.message), None)
+            ref = getattr(err, "table_ref", None)
             if ref is not None and err.span is None:
                 qs = stmt.query_span.start if stmt.query_span is not None else 0
                 err.span = _query_span(stmt, ref.start - qs, ref.end - qs)

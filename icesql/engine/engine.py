@@ -157,9 +157,13 @@ class Engine:
         from icesql.engine.table_reader import read_rows, snapshot_of
 
         def read(ref: Any) -> Any:
-            table = self.load_table(ref.connection, ref.namespace, ref.table, storage(ref.connection))
-            as_of = ref.as_of_ms / 1000 if ref.as_of_ms is not None else None
-            return read_rows(table, snapshot_of(table, ref.identifier, ref.snapshot_id, as_of))
+            try:
+                table = self.load_table(ref.connection, ref.namespace, ref.table, storage(ref.connection))
+                as_of = ref.as_of_ms / 1000 if ref.as_of_ms is not None else None
+                return read_rows(table, snapshot_of(table, ref.identifier, ref.snapshot_id, as_of))
+            except IcesqlError as err:
+                err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
+                raise
 
         return run_select(self.spark, plan, self.objects.relation, read)
 
