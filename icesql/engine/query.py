@@ -108,10 +108,56 @@ def run_select(spark: Any, plan: SelectPlan, resolve: Resolver, read_table: Call
     if plan.limit is not None:
         df = df.limit(plan.limit)
     try:
-        collected = df.collect()
+        collected = _collect(spark, df)
     except Exception as e:
         raise spark_error(e) from None
     return QueryRows(tuple(df.columns), tuple(tuple(r) for r in collected))
+
+
+def _collect(spark: Any, df: Any) -> list[Any]:
+    """``df.collect()`` as a job group of its own, so that Ctrl-C cancels this query's jobs only.
+
+    The query runs in a thread (local properties such as the job group are per thread) while
+    this one waits: a ``KeyboardInterrupt`` here cancels the group and is raised again once the
+    query has stopped. PySpark's own SIGINT handler would cancel every job of the context, a
+    running sink's too, so while the query runs Ctrl-C only raises ``KeyboardInterrupt``."""
+    import signal
+    import threading
+    import uuid
+
+    try:
+        sc = spark.sparkContext
+    except Exception:  # Spark Connect: no SparkContext; Ctrl-C is the client's
+        return list(df.collect())
+    group = f"icesql-select-{uuid.uuid4().hex}"
+    out: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            sc.setJobGroup(group, "icesql SELECT", interruptOnCancel=True)
+            out["rows"] = list(df.collect())
+        except BaseException as e:
+            out["error"] = e
+
+    worker = threading.Thread(target=work, name="icesql-select", daemon=True)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        worker.start()
+        try:
+            while worker.is_alive():
+                worker.join(0.2)
+        except KeyboardInterrupt:
+            sc.cancelJobGroup(group)
+            worker.join(60)
+            raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if "error" in out:
+        raise out["error"]
+    return list(out["rows"])
 
 
 def _explicit_limit(sql: str) -> int | None:
