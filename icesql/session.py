@@ -516,16 +516,25 @@ class Session:
         return None
 
     def _apply_show_tables(self, plan: P.ShowTablesPlan, stmt: A.Statement, checked: bool) -> Result:
+        where = ".".join((plan.connection, *plan.namespace))
+        return R.show_tables(where, self.tables(plan.connection, plan.namespace))
+
+    def tables(self, connection: str, namespace: Sequence[str] = ()) -> list[tuple[str, ...]]:
+        """The tables (namespace parts + name) of an ICEBERG CATALOG connection, in
+        ``namespace`` or in every top-level namespace."""
         from icesql.engine.table_reader import in_catalog
 
-        catalog, conn, aws = self.engine.connection_catalog(plan.connection, self._storage_aws(plan.connection))
+        catalog, conn, aws = self.engine.connection_catalog(connection, self._storage_aws(connection))
 
-        def tables() -> list[tuple[str, ...]]:
-            namespaces = [plan.namespace] if plan.namespace else catalog.list_namespaces()
+        def listing() -> list[tuple[str, ...]]:
+            namespaces = [tuple(namespace)] if namespace else catalog.list_namespaces()
             return [tuple(t) for ns in namespaces for t in catalog.list_tables(tuple(ns))]
 
-        where = ".".join((plan.connection, *plan.namespace))
-        return R.show_tables(where, in_catalog(catalog, conn, aws, self._secret_value, f"list tables in {where}", tables))
+        where = ".".join((connection, *namespace))
+        found: list[tuple[str, ...]] = in_catalog(
+            catalog, conn, aws, self._secret_value, f"list tables in {where}", listing
+        )
+        return found
 
     def _apply_describe_table(self, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
         table = self.engine.load_table(plan.connection, plan.namespace, plan.table, self._storage_aws(plan.connection))
