@@ -205,10 +205,36 @@ class Shell:
         return ok
 
     def _show_result(self, result: Any) -> None:
-        self.echo(format_result(result))
+        text = format_result(result)
+        if not (self.interactive and result.columns and self._page(text)):
+            self.echo(text)
         for warning in result.warnings:
             text = warning if ": warning: " in warning else f"warning: {warning}"
             print_formatted_text(FormattedText([("class:warning", text)]), style=STYLE)
+
+    def _page(self, text: str) -> bool:
+        """Show ``text`` in the pager when it is taller or wider than the terminal (``PAGER``,
+        default ``less -SRFX``: wide tables scroll sideways, a short one just prints); False
+        when it fits, when paging is off (``PAGER`` set empty) or the pager cannot start."""
+        import shlex
+        import shutil
+        import subprocess
+
+        from icesql import settings
+
+        raw = settings.PAGER.raw()
+        if raw is not None and not raw.strip():
+            return False
+        size = shutil.get_terminal_size()
+        lines = text.split("\n")
+        if len(lines) < size.lines - 1 and max(len(line) for line in lines) <= size.columns:
+            return False
+        sys.stdout.flush()
+        try:
+            subprocess.run([*shlex.split(settings.PAGER.get() or "less -SRFX")], input=text + "\n", text=True, check=False)
+        except (OSError, ValueError):
+            return False
+        return True
 
     # ------------------------------------------------------------------ the loop
 

@@ -264,3 +264,33 @@ def test_select_shows_a_table_and_ctrl_c_cancels_a_long_query(icesql_home: Path)
         assert term.exit(timeout=120) == 0
     finally:
         term.close()
+
+
+@pytest.mark.spark
+def test_a_long_select_result_is_paged(icesql_home: Path) -> None:
+    term = Terminal(
+        icesql_home,
+        "--spark-master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        env={"PYSPARK_PYTHON": sys.executable, "PAGER": "less -SRFX"},
+    )
+    try:
+        term.prompt()
+        term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT');")
+        term.expect("CREATE SOURCE")
+        term.prompt()
+        term.line("SELECT id FROM gen ORDER BY id;")  # 100 rows on a 40-line terminal
+        term.expect(" 36", timeout=180)
+        term.settle(1)
+        assert "(100 rows)" not in term.text  # the pager holds the rest
+        term.send("G")  # to the end
+        term.expect("(100 rows)", timeout=30)
+        term.send("q")
+        term.prompt()
+        term.line("SELECT 1 AS one;")  # a short result prints without the pager
+        term.expect("(1 row)", timeout=60)
+        assert term.exit(timeout=120) == 0
+    finally:
+        term.close()
