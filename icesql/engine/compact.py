@@ -109,6 +109,36 @@ def _read(io: Any, path: str, columns: list[str] | None = None) -> Any:
         return pq.read_table(f, columns=columns)
 
 
+def _read_columns(io: Any, path: str, schema: Any) -> Any:
+    """The columns of ``schema`` from a data file, matched by field id: a file written before
+    a column was added (schema evolution) gets that column as nulls, a renamed column its new
+    name. A file that has every column under its name reads as ``_read`` reads it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = [f.name for f in schema.fields]
+    with io.new_input(path).open() as f:
+        pf = pq.ParquetFile(f)
+        file_schema = pf.schema_arrow
+        by_id: dict[int, str] = {}
+        for fld in file_schema:
+            fid = (fld.metadata or {}).get(b"PARQUET:field_id")
+            if fid is not None:
+                by_id[int(fid)] = fld.name
+        found = [by_id.get(c.field_id) if by_id else (c.name if c.name in file_schema.names else None) for c in schema.fields]
+        if found == names:
+            return pf.read(columns=names)
+        table = pf.read(columns=[n for n in found if n is not None])
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    target = schema_to_pyarrow(schema)
+    columns = [
+        table.column(n) if n is not None else pa.nulls(table.num_rows, target.field(i).type)
+        for i, n in enumerate(found)
+    ]
+    return pa.table(columns, names=names)
+
+
 def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
     """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file.
     Delete files never change: each is read once per process (bounded cache)."""
@@ -449,7 +479,7 @@ class LiveRows:
         key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
         positions = self.index.positions(f)
         drop = np.unique(np.concatenate(positions)) if positions else None
-        return _surviving(_read(self.io, f.path, self.names), drop, key_sets)
+        return _surviving(_read_columns(self.io, f.path, self.schema), drop, key_sets)
 
 
 def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], int, int]:

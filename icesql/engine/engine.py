@@ -160,7 +160,9 @@ class Engine:
             try:
                 table = self.load_table(ref.connection, ref.namespace, ref.table, storage(ref.connection))
                 as_of = ref.as_of_ms / 1000 if ref.as_of_ms is not None else None
-                return read_rows(table, snapshot_of(table, ref.identifier, ref.snapshot_id, as_of))
+                snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, as_of)
+                travelled = ref.snapshot_id is not None or as_of is not None
+                return read_rows(table, snapshot, travelled=travelled)
             except IcesqlError as err:
                 err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
                 raise

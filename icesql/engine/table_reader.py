@@ -84,8 +84,10 @@ def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | N
     return table.current_snapshot()
 
 
-def read_rows(table: Any, snapshot: Any) -> Any:
-    """The rows of ``snapshot`` of ``table`` with every delete applied, as an Arrow table."""
+def read_rows(table: Any, snapshot: Any, *, travelled: bool = False) -> Any:
+    """The rows of ``snapshot`` of ``table`` with every delete applied, as an Arrow table: in the
+    table's current schema, or in the snapshot's when ``travelled`` (time travel), as the
+    Iceberg spec reads them. Files written before a column was added read it as nulls."""
     import pyarrow as pa
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
@@ -93,7 +95,7 @@ def read_rows(table: Any, snapshot: Any) -> Any:
     from icesql.engine.maintenance.files import live_files
 
     schema = table.schema()
-    if snapshot is not None and snapshot.schema_id is not None:
+    if travelled and snapshot is not None and snapshot.schema_id is not None:
         schema = table.schemas().get(snapshot.schema_id, schema)
     target = schema_to_pyarrow(schema, include_field_ids=False)
     data, deletes = live_files(table, snapshot)

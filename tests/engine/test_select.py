@@ -210,3 +210,31 @@ def test_exec_prints_csv_and_json_lines(tmp_path: Path) -> None:
     assert format_csv(cols, rows) == 'id,v,x,d\n1,"a,b",,2024-01-02\n2,"q""",1.5,\n'
     lines = [json.loads(line) for line in format_json_lines(cols, rows).splitlines()]
     assert lines == [{"id": 1, "v": "a,b", "x": None, "d": "2024-01-02"}, {"id": 2, "v": 'q"', "x": 1.5, "d": None}]
+
+
+def test_an_evolved_table_reads_in_its_current_schema_and_travels_to_the_old_one(session: Any) -> None:
+    from pyiceberg.types import StringType
+
+    from icesql.engine.writer import DataFileWriter, WriteSpec
+
+    catalog, _, _ = session.engine.connection_catalog("lake")
+    table = it.sink_table(catalog, "evolved", upsert=False)
+    assert select(session, "SELECT * FROM lake.ns.evolved").rows == ()  # no snapshot yet: no rows
+    it.sink_commit(table, 0, it.data(table, [1, 2]))
+    table = catalog.load_table(("ns", "evolved"))
+    first = table.current_snapshot().snapshot_id
+    with table.update_schema() as update:
+        update.add_column("extra", StringType())
+        update.rename_column("v", "value")
+    table = catalog.load_table(("ns", "evolved"))
+    writer = DataFileWriter(WriteSpec.from_table(table))
+    writer.write(pa.record_batch({"id": pa.array([3], pa.int64()), "region": ["us"], "value": ["y"], "extra": ["e"]}))
+    it.sink_commit(table, 1, writer.close())
+    table = catalog.load_table(("ns", "evolved"))
+
+    now = select(session, "SELECT * FROM lake.ns.evolved")
+    assert now.columns == ("id", "region", "value", "extra")
+    assert rows_of(now) == read_duckdb(table.metadata_location)
+    assert ("x", None) in [(r[2], r[3]) for r in now.rows]  # an older file: the new column is null
+    old = select(session, f"SELECT * FROM lake.ns.evolved FOR SYSTEM_VERSION AS OF {first}")
+    assert old.columns == ("id", "region", "v") and rows_of(old) == [(1, "eu", "x"), (2, "eu", "x")]
