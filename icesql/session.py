@@ -486,12 +486,12 @@ class Session:
         return Result("FLUSH SINK", "FLUSH SINK")
 
     def _apply_select(self, plan: P.SelectPlan, stmt: A.Statement, checked: bool) -> Result:
-        from icesql.engine.query import QueryError
+        from icesql.engine.query import QueryAnalysisError, QueryError
 
         assert isinstance(stmt, A.Select)
         try:
             out = self.engine.select(plan, self._storage_aws)
-        except QueryError as err:
+        except (QueryError, QueryAnalysisError) as err:
             if err.position is not None and err.span is None:
                 start = plan.source_offset(err.position)
                 qs = stmt.query_span.start if stmt.query_span is not None else 0

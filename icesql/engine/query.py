@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from icesql.errors import ExecutionError
+from icesql.errors import AnalysisError, ExecutionError
 from icesql.plan import SelectPlan, SourceKind, SourcePlan, ViewPlan
 
 # A generator without ROWS previews at least this many of its first rows.
@@ -33,7 +33,17 @@ class QueryRows:
 
 
 class QueryError(ExecutionError):
-    """Spark refused the query; ``position`` is the offset in the SQL Spark read, when known."""
+    """Spark failed running the query; ``position`` is the offset in the SQL Spark read, when known."""
+
+    def __init__(self, message: str, hint: str | None = None, position: int | None = None, length: int = 1) -> None:
+        super().__init__(message, hint=hint)
+        self.position = position
+        self.length = length
+
+
+class QueryAnalysisError(AnalysisError):
+    """Spark refused the query's text (a column or relation that does not exist, a syntax
+    error): an SQL error, as the analyzer's are (exit code 1)."""
 
     def __init__(self, message: str, hint: str | None = None, position: int | None = None, length: int = 1) -> None:
         super().__init__(message, hint=hint)
@@ -165,7 +175,7 @@ def _explicit_limit(sql: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def spark_error(e: BaseException, what: str | None = None) -> ExecutionError:
+def spark_error(e: BaseException, what: str | None = None) -> QueryError | QueryAnalysisError:
     """One line for a Spark failure: what Spark's error class says, where it points."""
     cls = _call(e, "getCondition") or _call(e, "getErrorClass") or ""
     params = _call(e, "getMessageParameters") or {}
@@ -185,10 +195,10 @@ def spark_error(e: BaseException, what: str | None = None) -> ExecutionError:
         name = str(params.get("objectName", "?"))
         proposal = params.get("proposal")
         hint = f"columns there: {proposal}" if proposal else None
-        return QueryError(f"{prefix}column {name} does not exist", hint, position, length)
+        return QueryAnalysisError(f"{prefix}column {name} does not exist", hint, position, length)
     if cls.startswith("TABLE_OR_VIEW_NOT_FOUND"):
         name = str(params.get("relationName", "?"))
-        return QueryError(
+        return QueryAnalysisError(
             f"{prefix}relation {name} does not exist",
             "SHOW SOURCES and SHOW VIEWS list icesql's; an Iceberg table is named connection.namespace.table",
             position,
@@ -197,6 +207,13 @@ def spark_error(e: BaseException, what: str | None = None) -> ExecutionError:
     text = str(e).strip().splitlines()
     first = text[0] if text else type(e).__name__
     first = re.sub(r"\s*SQLSTATE: \w+.*$", "", first)
+    from pyspark.errors import AnalysisException
+
+    if isinstance(e, AnalysisException):  # ParseException is one too
+        if position is None:
+            m = re.search(r"line 1 pos (\d+)", str(e)) or re.search(r"\(line 1, pos (\d+)\)", str(e))
+            position = int(m.group(1)) if m else None
+        return QueryAnalysisError(f"{prefix}{first}", None, position, length)
     return QueryError(f"{prefix}{first}", None, position, length)
 
 
@@ -210,4 +227,4 @@ def _call(e: BaseException, method: str) -> Any:
         return None
 
 
-__all__ = ["GENERATOR_PREVIEW_ROWS", "QueryError", "QueryRows", "batch_source", "run_select", "spark_error"]
+__all__ = ["GENERATOR_PREVIEW_ROWS", "QueryAnalysisError", "QueryError", "QueryRows", "batch_source", "run_select", "spark_error"]

@@ -238,3 +238,33 @@ def test_an_evolved_table_reads_in_its_current_schema_and_travels_to_the_old_one
     assert ("x", None) in [(r[2], r[3]) for r in now.rows]  # an older file: the new column is null
     old = select(session, f"SELECT * FROM lake.ns.evolved FOR SYSTEM_VERSION AS OF {first}")
     assert old.columns == ("id", "region", "v") and rows_of(old) == [(1, "eu", "x"), (2, "eu", "x")]
+
+
+def test_icesql_exec_prints_csv_and_one_line_errors(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYSPARK_PYTHON=sys.executable)
+    conf = ["--spark-master", "local[1]", "--conf", "spark.ui.enabled=false", "--home", str(home)]
+
+    def icesql_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "icesql", *args, *conf], capture_output=True, text=True, env=env, timeout=300
+        )
+
+    sql = (
+        "CREATE SOURCE g FROM GENERATOR (ROWS PER SECOND = 1, SCHEMA = 'id BIGINT, name STRING');"
+        "SELECT id, name FROM g ORDER BY id LIMIT 2;"
+        "SELECT nope FROM g"
+    )
+    p = icesql_cli("exec", "--format", "csv", sql)
+    assert p.stdout == "id,name\n0,name-0\n1,name-1\n", p.stdout + p.stderr
+    err = [line for line in p.stderr.splitlines() if not line.startswith(("WARN", "Setting", "Using", "To adjust"))]
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    at = sql.index("nope")
+    assert err[-4:] == [
+        f"<exec>:1:{at + 1}: error: column `nope` does not exist",
+        f"  {sql}",
+        " " * (at + 2) + "^^^^",
+        "hint: columns there: `id`, `name`",
+    ], err
+    p = icesql_cli("exec", "SELECT * FORM g")
+    assert p.returncode == 1 and "Traceback" not in p.stderr and "<exec>:1:" in p.stderr, p.stderr
