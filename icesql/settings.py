@@ -139,7 +139,7 @@ EDITOR_FALLBACK = Setting("EDITOR", "vi", "the editor of the shell's `\\e` when 
 PAGER = Setting(
     "PAGER",
     "less -SRFX",
-    "the shell's pager for results taller or wider than the terminal; set it empty to turn paging off",
+    "the shell's pager for results taller than the terminal; set it empty to turn paging off",
 )
 
 TEST_KILL_AT = Setting(

@@ -213,9 +213,10 @@ class Shell:
             print_formatted_text(FormattedText([("class:warning", text)]), style=STYLE)
 
     def _page(self, text: str) -> bool:
-        """Show ``text`` in the pager when it is taller or wider than the terminal (``PAGER``,
-        default ``less -SRFX``: wide tables scroll sideways, a short one just prints); False
-        when it fits, when paging is off (``PAGER`` set empty) or the pager cannot start."""
+        """Show ``text`` in the pager when it is taller than the terminal (``PAGER``, default
+        ``less -SRFX``: wide tables scroll sideways in it); False when it fits (a short wide
+        table prints, as before: ``less`` would wait on its chopped lines), when paging is off
+        (``PAGER`` set empty) or the pager cannot start."""
         import shlex
         import shutil
         import subprocess
@@ -227,7 +228,7 @@ class Shell:
             return False
         size = shutil.get_terminal_size()
         lines = text.split("\n")
-        if len(lines) < size.lines - 1 and max(len(line) for line in lines) <= size.columns:
+        if len(lines) < size.lines - 1:
             return False
         sys.stdout.flush()
         try:
