@@ -53,7 +53,13 @@ class QueryAnalysisError(AnalysisError):
 
 def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:
     """A source's rows as a batch DataFrame (data columns only)."""
-    from icesql.engine.sources import INTERNAL_COLUMNS, _policy, generator_dataframe, spark_files_dataframe
+    from icesql.engine.sources import (
+        INTERNAL_COLUMNS,
+        OP,
+        _policy,
+        generator_dataframe,
+        spark_files_dataframe,
+    )
 
     if plan.source_kind is SourceKind.GENERATOR:
         if plan.total_rows is not None:
@@ -76,7 +82,8 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:
             hint="a sink reads it; SELECT from the sink's table",
         )
     df, _ = spark_files_dataframe(spark, plan, _policy(plan, None), None, streaming=False)
-    return df.drop(*[c for c in df.columns if c in INTERNAL_COLUMNS])
+    # a change feed (debezium-json) keeps its operation (``__op``: c, u, d, r), as a view over it sees it
+    return df.drop(*[c for c in df.columns if c in INTERNAL_COLUMNS and c != OP])
 
 
 def register_relations(spark: Any, names: tuple[str, ...], resolve: Resolver, rows: int, _seen: frozenset[str] = frozenset()) -> None:

@@ -74,6 +74,16 @@ def test_previews_of_each_source_format_and_a_view(session: Any, tmp_path: Path)
     assert gen.columns == ("id", "name") and len(gen.rows) == 100
     assert gen.rows[:2] == ((0, "name-0"), (1, "name-1")) and "add a LIMIT" in gen.message
     assert len(select(session, "SELECT * FROM g LIMIT 250").rows) == 250
+    # a change feed shows its operations
+    events = [
+        {"op": "c", "after": {"id": 1, "v": "a"}},
+        {"op": "u", "before": {"id": 1, "v": "a"}, "after": {"id": 1, "v": "b"}},
+        {"op": "d", "before": {"id": 1, "v": "b"}},
+    ]
+    write_json_lines(tmp_path / "d", "a.json", events)
+    session.execute(f"CREATE SOURCE d FROM FILES '{tmp_path / 'd'}' (FORMAT = 'debezium-json', SCHEMA = 'id BIGINT, v STRING')")
+    cdc = select(session, "SELECT * FROM d")
+    assert cdc.columns == ("id", "v", "__op") and rows_of(cdc) == [(1, "a", "c"), (1, "b", "d"), (1, "b", "u")]
     # a query joining a source and a view
     joined = select(session, "WITH x AS (SELECT * FROM jv) SELECT j.v, x.v AS up FROM j JOIN x ON j.id * 10 = x.id10")
     assert rows_of(joined) == [("j1", "J1"), ("j2", "J2")]
