@@ -125,12 +125,11 @@ def explain(sink: P.SinkPlan) -> Result:
 
 
 def query_rows(columns: Sequence[str], rows: Iterable[Sequence[object]], limit: int | None) -> Result:
-    """A SELECT's rows; the message says when the default LIMIT may have cut them."""
+    """A SELECT's rows; a warning says when the default LIMIT may have cut them."""
     body = tuple(tuple(r) for r in rows)
-    message = f"SELECT {len(body)}"
-    if limit is not None and len(body) >= limit:
-        message += f" (the first {limit} rows: add a LIMIT to see more)"
-    return Result("SELECT", message, tuple(columns), body)
+    cut = limit is not None and len(body) >= limit
+    warnings = (f"the first {limit} rows are shown (the query has no LIMIT); add one to see more",) if cut else ()
+    return Result("SELECT", f"SELECT {len(body)}", tuple(columns), body, warnings)
 
 
 def show_tables(connection: str, tables: Iterable[tuple[str, ...]]) -> Result:

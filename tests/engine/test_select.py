@@ -72,8 +72,9 @@ def test_previews_of_each_source_format_and_a_view(session: Any, tmp_path: Path)
     # a generator yields its first rows, the ones a sink would read first; LIMIT 100 by default
     gen = select(session, "SELECT * FROM g ORDER BY id")
     assert gen.columns == ("id", "name") and len(gen.rows) == 100
-    assert gen.rows[:2] == ((0, "name-0"), (1, "name-1")) and "add a LIMIT" in gen.message
-    assert len(select(session, "SELECT * FROM g LIMIT 250").rows) == 250
+    assert gen.rows[:2] == ((0, "name-0"), (1, "name-1")) and "add one to see more" in gen.warnings[0]
+    limited = select(session, "SELECT * FROM g LIMIT 250")
+    assert len(limited.rows) == 250 and limited.warnings == ()
     # a change feed shows its operations
     events = [
         {"op": "c", "after": {"id": 1, "v": "a"}},
