@@ -188,6 +188,16 @@ def _add_metrics(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_format(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=("table", "csv", "json"),
+        default="table",
+        help="how rows print: aligned tables, or for scripts CSV with a header / JSON lines "
+        "(one object per row; status messages then go to standard error)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG, description=DESCRIPTION, epilog=EPILOG, formatter_class=_Formatter
@@ -212,9 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("run")
     p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to execute, in order")
     p.add_argument("--once", action="store_true", help="process what is available, commit, exit")
+    _add_format(p)
     _add_metrics(p)
     p = command("exec")
     p.add_argument("sql", metavar="SQL", help="statements separated by ';' ('-' reads standard input)")
+    _add_format(p)
     p = command("check")
     p.add_argument("files", nargs="+", metavar="FILE.sql", help="scripts to check")
     p = command("parse")
@@ -311,18 +323,26 @@ def _exit_code(error: IcesqlError) -> int:
     return EXIT_SQL_ERROR
 
 
-def _print_results(results: Iterable[Any]) -> None:
+def _print_results(results: Iterable[Any], fmt: str = "table") -> None:
     """Print each result as it comes: with ``Session.execute_iter`` the statements applied
-    before an error are shown before it, as psql does."""
-    from icesql.repl.format import format_result
+    before an error are shown before it, as psql does. ``fmt`` csv or json prints rows only
+    (messages of statements without rows go to standard error)."""
+    from icesql.repl.format import format_csv, format_json_lines, format_result
 
     for result in results:
-        print(format_result(result), flush=True)
+        if fmt == "table":
+            print(format_result(result), flush=True)
+        elif not result.columns:
+            _err(result.message)
+        else:
+            out = format_csv(result.columns, result.rows) if fmt == "csv" else format_json_lines(result.columns, result.rows)
+            sys.stdout.write(out)
+            sys.stdout.flush()
         for warning in result.warnings:
             _err(warning if ": warning: " in warning else f"warning: {warning}")
 
 
-def _execute_files(session: Session, files: Sequence[str]) -> int:
+def _execute_files(session: Session, files: Sequence[str], fmt: str = "table") -> int:
     """Execute each script whole or not at all: every error of a script is reported and
     nothing of it is applied (earlier scripts stay applied). Returns the exit code."""
     texts = [(f, _read(f)) for f in files]  # every file is readable before anything runs
@@ -334,7 +354,7 @@ def _execute_files(session: Session, files: Sequence[str]) -> int:
                 _err(error.render())
             _err(f"{len(errors)} error{'s' if len(errors) != 1 else ''} in {name}; nothing of it was applied")
             return EXIT_SQL_ERROR
-        _print_results(session.execute(text, filename=name, base_dir=base, atomic=True))
+        _print_results(session.execute(text, filename=name, base_dir=base, atomic=True), fmt)
     return EXIT_OK
 
 
@@ -420,7 +440,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     with _open_session(args) as session:
-        code = _execute_files(session, args.files)
+        code = _execute_files(session, args.files, args.format)
         if code != EXIT_OK:
             return code
         sinks = list(session.created_sinks)
@@ -438,7 +458,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     text = _read("-") if args.sql == "-" else _argument_text(args.sql)
     with _open_session(args) as session:
         # each result is printed once applied; an error then stops the rest (psql's way)
-        _print_results(session.execute_iter(text, filename="<stdin>" if args.sql == "-" else "<exec>"))
+        _print_results(session.execute_iter(text, filename="<stdin>" if args.sql == "-" else "<exec>"), args.format)
     return EXIT_OK
 
 

@@ -399,6 +399,71 @@ class FlushSinkPlan:
     name: str | None = None
 
 
+@dataclass(frozen=True)
+class TableRef:
+    """An Iceberg table a SELECT reads (``connection.namespace.table`` in its text), at the
+    current snapshot or travelled to ``snapshot_id`` / ``as_of`` (an ISO timestamp)."""
+
+    alias: str  # the temporary view the query reads it through
+    connection: str
+    namespace: tuple[str, ...]
+    table: str
+    snapshot_id: int | None = None
+    as_of: str | None = None  # as written
+    as_of_ms: int | None = None  # the same, milliseconds since the epoch
+    start: int = 0  # the name (and its time travel clause) in the source text
+    end: int = 0
+
+    @property
+    def identifier(self) -> str:
+        return ".".join((self.connection, *self.namespace, self.table))
+
+
+@dataclass(frozen=True)
+class SelectPlan:
+    """A bounded query: ``sql`` is the Spark SQL to run, each table reference replaced by the
+    alias its rows are registered under; ``edits`` map it back to the source text
+    ((sql start, sql end, source start, source end), in order) so that Spark's errors point at
+    the statement; ``base`` is the source offset of ``sql``'s character ``head``."""
+
+    sql: str
+    relations: tuple[str, ...] = ()  # icesql sources and views read
+    tables: tuple[TableRef, ...] = ()
+    limit: int | None = None  # the LIMIT added when the query has none
+    head: int = 0
+    base: int = 0
+    edits: tuple[tuple[int, int, int, int], ...] = ()
+
+    def source_offset(self, pos: int) -> int:
+        """The source offset of ``sql[pos]``."""
+        shift = self.base - self.head
+        for s0, s1, o0, o1 in self.edits:
+            if pos < s0:
+                break
+            if pos < s1:
+                return o0
+            shift = o1 - s1
+        return max(self.base, pos + shift)
+
+
+@dataclass(frozen=True)
+class ShowTablesPlan:
+    connection: str
+    namespace: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DescribeTablePlan:
+    connection: str
+    namespace: tuple[str, ...]
+    table: str
+
+
+@dataclass(frozen=True)
+class ShowSnapshotsPlan:
+    sink: str
+
+
 StatementPlan = (
     CreateSecretPlan
     | CreateObjectPlan
@@ -412,6 +477,10 @@ StatementPlan = (
     | ExplainPlan
     | ValidateConnectionPlan
     | FlushSinkPlan
+    | SelectPlan
+    | ShowTablesPlan
+    | DescribeTablePlan
+    | ShowSnapshotsPlan
 )
 
 ObjectPlan = AwsConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan

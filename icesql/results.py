@@ -125,6 +125,73 @@ def explain(sink: P.SinkPlan) -> Result:
     return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
 
 
+def query_rows(columns: Sequence[str], rows: Iterable[Sequence[object]], limit: int | None) -> Result:
+    """A SELECT's rows; a warning says when the default LIMIT may have cut them."""
+    body = tuple(tuple(r) for r in rows)
+    cut = limit is not None and len(body) >= limit
+    warnings = (f"the first {limit} rows are shown (the query has no LIMIT); add one to see more",) if cut else ()
+    return Result("SELECT", f"SELECT {len(body)}", tuple(columns), body, warnings)
+
+
+def show_tables(connection: str, tables: Iterable[tuple[str, ...]]) -> Result:
+    rows = tuple((".".join(t[:-1]), t[-1]) for t in sorted(tables))
+    return Result("SHOW TABLES", f"SHOW TABLES IN {connection}", ("namespace", "table"), rows)
+
+
+def describe_table(name: str, table: Any) -> Result:
+    """DESCRIBE of an Iceberg table (a pyiceberg ``Table``): schema with field ids, partition
+    spec, identifier fields, current snapshot, location and properties."""
+    schema = table.schema()
+    rows: list[tuple[object, ...]] = [("table", name), ("location", table.location())]
+    ids = set(schema.identifier_field_ids)
+    for f in schema.fields:
+        flags = " (identifier field)" if f.field_id in ids else ""
+        flags += "" if f.optional else " not null"
+        rows.append(("column", f"{f.field_id}: {f.name} {f.field_type}{flags}"))
+    spec = table.spec()
+    parts = [f"{pf.transform}({schema.find_column_name(pf.source_id)})" for pf in spec.fields]
+    rows.append(("partition spec", ", ".join(parts) or "unpartitioned"))
+    idents = [schema.find_column_name(i) for i in schema.identifier_field_ids]
+    rows.append(("identifier fields", ", ".join(str(n) for n in idents) or "-"))
+    rows.append(("format version", table.format_version))
+    snap = table.current_snapshot()
+    rows.append(("current snapshot", snap.snapshot_id if snap is not None else "-"))
+    for k, v in sorted(table.properties.items()):
+        rows.append(("property", f"{k} = {v}"))
+    return Result("DESCRIBE", "DESCRIBE", ("property", "value"), tuple(rows))
+
+
+SNAPSHOT_COLUMNS = (
+    "snapshot_id", "committed_at", "operation", "reason", "progress", "rows_added", "rows_deleted",
+)
+
+
+def show_snapshots(sink: str, snapshots: Iterable[Any], sink_id: str | None) -> Result:
+    """SHOW SNAPSHOTS OF SINK: each snapshot of the sink's table, newest first, with the commit
+    reason and progress icesql writes in the summary (``engine.commit``); another writer's
+    snapshots show ``-`` there, a maintenance snapshot its own reason."""
+    rows = []
+    for snap in sorted(snapshots, key=lambda s: (s.timestamp_ms, s.sequence_number or 0), reverse=True):
+        summary = dict(snap.summary.additional_properties) if snap.summary is not None else {}
+        mine = summary.get("icesql.sink-id") == sink_id
+        reason = summary.get("icesql.commit-reason", "-")
+        progress = summary.get("icesql.progress", "-") if mine else "-"
+        operation = getattr(getattr(snap.summary, "operation", None), "value", "-")
+        deleted = sum(int(summary.get(k, 0)) for k in ("deleted-records", "added-position-deletes", "added-equality-deletes"))
+        rows.append(
+            (
+                snap.snapshot_id,
+                format_time(snap.timestamp_ms / 1000),
+                operation,
+                reason,
+                progress,
+                int(summary.get("added-records", 0)),
+                deleted,
+            )
+        )
+    return Result("SHOW SNAPSHOTS", f"SHOW SNAPSHOTS OF SINK {sink}", SNAPSHOT_COLUMNS, tuple(rows))
+
+
 def format_time(ts: float | None) -> str:
     if ts is None:
         return "-"
@@ -193,12 +260,16 @@ __all__ = [
     "Result",
     "SinkStatus",
     "describe",
+    "describe_table",
     "explain",
     "format_time",
     "object_summary",
     "object_type",
+    "query_rows",
     "show_create",
     "show_objects",
     "show_secrets",
+    "show_snapshots",
+    "show_tables",
     "sink_status",
 ]

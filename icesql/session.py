@@ -506,6 +506,70 @@ class Session:
         self._engine.flush(plan.name)
         return Result("FLUSH SINK", "FLUSH SINK")
 
+    def _apply_select(self, plan: P.SelectPlan, stmt: A.Statement, checked: bool) -> Result:
+        from icesql.engine.query import QueryAnalysisError, QueryError
+
+        assert isinstance(stmt, A.Select)
+        try:
+            out = self.engine.select(plan, self._storage_aws)
+        except (QueryError, QueryAnalysisError) as err:
+            if err.position is not None and err.span is None:
+                start = plan.source_offset(err.position)
+                qs = stmt.query_span.start if stmt.query_span is not None else 0
+                err.span = _query_span(stmt, start - qs, start - qs + err.length)
+            raise
+        except IcesqlError as err:
+            ref = getattr(err, "table_ref", None)
+            if ref is not None and err.span is None:
+                qs = stmt.query_span.start if stmt.query_span is not None else 0
+                err.span = _query_span(stmt, ref.start - qs, ref.end - qs)
+            raise
+        return R.query_rows(out.columns, out.rows, plan.limit)
+
+    def _storage_aws(self, connection: str) -> str | None:
+        """The AWS connection a connection's table files are read with: the ``USING AWS
+        CONNECTION`` of a sink writing through it (a catalog that vends no storage credentials
+        needs it, as the sink did), else None (the catalog's own)."""
+        for obj in self.store.list_objects("sink"):
+            sink = P.plan_from_dict(obj.definition)
+            if isinstance(sink, P.SinkPlan) and sink.catalog_connection == connection and sink.aws_connection:
+                return sink.aws_connection
+        return None
+
+    def _apply_show_tables(self, plan: P.ShowTablesPlan, stmt: A.Statement, checked: bool) -> Result:
+        where = ".".join((plan.connection, *plan.namespace))
+        return R.show_tables(where, self.tables(plan.connection, plan.namespace))
+
+    def tables(self, connection: str, namespace: Sequence[str] = ()) -> list[tuple[str, ...]]:
+        """The tables (namespace parts + name) of an ICEBERG CATALOG connection, in
+        ``namespace`` or in every top-level namespace."""
+        from icesql.engine.table_reader import in_catalog
+
+        catalog, conn, aws = self.engine.connection_catalog(connection, self._storage_aws(connection))
+
+        def listing() -> list[tuple[str, ...]]:
+            namespaces = [tuple(namespace)] if namespace else catalog.list_namespaces()
+            return [tuple(t) for ns in namespaces for t in catalog.list_tables(tuple(ns))]
+
+        where = ".".join((connection, *namespace))
+        found: list[tuple[str, ...]] = in_catalog(
+            catalog, conn, aws, self._secret_value, f"list tables in {where}", listing
+        )
+        return found
+
+    def _apply_describe_table(self, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
+        table = self.engine.load_table(plan.connection, plan.namespace, plan.table, self._storage_aws(plan.connection))
+        return R.describe_table(".".join((plan.connection, *plan.namespace, plan.table)), table)
+
+    def _apply_show_snapshots(self, plan: P.ShowSnapshotsPlan, stmt: A.Statement, checked: bool) -> Result:
+        obj = self.store.get_object("sink", plan.sink)
+        if obj is None:
+            raise CatalogError(f"sink {plan.sink!r} does not exist", stmt.span)
+        sink = P.plan_from_dict(obj.definition)
+        assert isinstance(sink, P.SinkPlan)
+        table = self.engine.load_table(sink.catalog_connection, sink.namespace, sink.table, sink.aws_connection)
+        return R.show_snapshots(plan.sink, table.snapshots(), obj.object_id)
+
     def _needs_validation(self, d: P.ObjectPlan) -> bool:
         return isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan) and self.validate and d.validate
 
@@ -791,6 +855,10 @@ APPLY: dict[type[Any], Callable[[Session, Any, A.Statement, bool], Result]] = {
     P.ExplainPlan: Session._apply_explain,
     P.ValidateConnectionPlan: Session._apply_validate,
     P.FlushSinkPlan: Session._apply_flush,
+    P.SelectPlan: Session._apply_select,
+    P.ShowTablesPlan: Session._apply_show_tables,
+    P.DescribeTablePlan: Session._apply_describe_table,
+    P.ShowSnapshotsPlan: Session._apply_show_snapshots,
 }
 assert APPLY.keys() == EFFECTS.keys()
 
@@ -840,6 +908,12 @@ def _located(err: IcesqlError, stmt: A.Statement | None, source: str | None, fil
         err.span = stmt.span
     err.source = _masked(source)  # the quoted line must never show a secret's value
     return err.with_source(None, filename)
+
+
+def _query_span(stmt: A.Select, start: int, end: int) -> Any:
+    from icesql.analyzer.queries import query_span
+
+    return query_span(stmt, start, end)
 
 
 def _masked(source: str | None) -> str | None:

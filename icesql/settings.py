@@ -136,6 +136,11 @@ CACHE_DIR = Setting(
 XDG_CACHE_HOME = Setting("XDG_CACHE_HOME", None, "the base of the default grammar cache directory")
 EDITOR = Setting("VISUAL", None, "the editor of the shell's `\\e` (then `$EDITOR`, then `vi`)")
 EDITOR_FALLBACK = Setting("EDITOR", "vi", "the editor of the shell's `\\e` when `$VISUAL` is unset")
+PAGER = Setting(
+    "PAGER",
+    "less -SRFX",
+    "the shell's pager for results taller than the terminal; set it empty to turn paging off",
+)
 
 TEST_KILL_AT = Setting(
     "ICESQL_TEST_KILL_AT",
@@ -170,6 +175,7 @@ ALL: tuple[Setting, ...] = (
     XDG_CACHE_HOME,
     EDITOR,
     EDITOR_FALLBACK,
+    PAGER,
     TEST_KILL_AT,
     TEST_KILL_PGID,
     TEST_BATCH_DELAY,

@@ -84,7 +84,7 @@ def test_check_is_not_fooled_by_a_syntax_error_into_wrong_positions(session: ice
     sql = "SHOW SINKS;\r\n\r\nCREAT SINK;\r\n  DROP SINK nowhere;\nCREATE SOURCE s FROM FILES 42;"
     lines = [e.render().splitlines()[0] for e in session.check(sql, filename="f.sql")]
     assert lines == [
-        "f.sql:3:1: error: expected a statement (CREATE, ALTER, DROP, SHOW, DESCRIBE, EXPLAIN, VALIDATE or FLUSH), found 'CREAT'",
+        "f.sql:3:1: error: expected a statement (CREATE, ALTER, DROP, SHOW, DESCRIBE, EXPLAIN, VALIDATE, FLUSH, SELECT or WITH), found 'CREAT'",
         "f.sql:4:13: error: unknown sink nowhere",
         "f.sql:5:28: error: expected string, found '42'",
     ]

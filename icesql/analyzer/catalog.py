@@ -24,13 +24,17 @@ from icesql.plan import (
     CreateObjectPlan,
     CreateSecretPlan,
     DescribePlan,
+    DescribeTablePlan,
     DropPlan,
     ExplainPlan,
     FlushSinkPlan,
     ObjectPlan,
+    SelectPlan,
     ShowCreatePlan,
     ShowPlan,
     ShowSinkStatusPlan,
+    ShowSnapshotsPlan,
+    ShowTablesPlan,
     SourcePlan,
     StatementPlan,
     ValidateConnectionPlan,
@@ -94,6 +98,10 @@ EFFECTS: dict[type[Any], Callable[[Any], tuple[Effect, ...]]] = {
     ExplainPlan: lambda p: (),
     ValidateConnectionPlan: lambda p: (),
     FlushSinkPlan: lambda p: (),
+    SelectPlan: lambda p: (),
+    ShowTablesPlan: lambda p: (),
+    DescribeTablePlan: lambda p: (),
+    ShowSnapshotsPlan: lambda p: (),
 }
 
 

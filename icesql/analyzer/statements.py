@@ -11,6 +11,12 @@ from typing import Any
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _names_hint, analyze_connection
 from icesql.analyzer.diagnostics import AnalysisWarning, Context
+from icesql.analyzer.queries import (
+    analyze_describe_table,
+    analyze_select,
+    analyze_show_snapshots,
+    analyze_show_tables,
+)
 from icesql.analyzer.redaction import canonical_sql, mask_source
 from icesql.analyzer.sinks import analyze_alter_sink, analyze_sink
 from icesql.analyzer.sources import analyze_alter_source, analyze_source, analyze_view
@@ -41,14 +47,18 @@ from icesql.syntax.ast import (
     CreateSource,
     CreateView,
     Describe,
+    DescribeTable,
     Drop,
     DropBehavior,
     Explain,
     FlushSink,
     Ident,
+    Select,
     Show,
     ShowCreate,
     ShowSinkStatus,
+    ShowSnapshots,
+    ShowTables,
     Statement,
     ValidateConnection,
 )
@@ -245,6 +255,10 @@ HANDLERS: dict[type[Statement], Callable[[Context, Any, CatalogView, str | None]
     Describe: _describe,
     ValidateConnection: _validate_connection,
     FlushSink: _flush_sink,
+    Select: lambda ctx, stmt, catalog, source: analyze_select(ctx, stmt, catalog),
+    ShowTables: lambda ctx, stmt, catalog, source: analyze_show_tables(ctx, stmt, catalog),
+    DescribeTable: lambda ctx, stmt, catalog, source: analyze_describe_table(ctx, stmt, catalog),
+    ShowSnapshots: lambda ctx, stmt, catalog, source: analyze_show_snapshots(ctx, stmt, catalog),
 }
 
 

@@ -109,6 +109,36 @@ def _read(io: Any, path: str, columns: list[str] | None = None) -> Any:
         return pq.read_table(f, columns=columns)
 
 
+def _read_columns(io: Any, path: str, schema: Any) -> Any:
+    """The columns of ``schema`` from a data file, matched by field id: a file written before
+    a column was added (schema evolution) gets that column as nulls, a renamed column its new
+    name. A file that has every column under its name reads as ``_read`` reads it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = [f.name for f in schema.fields]
+    with io.new_input(path).open() as f:
+        pf = pq.ParquetFile(f)
+        file_schema = pf.schema_arrow
+        by_id: dict[int, str] = {}
+        for fld in file_schema:
+            fid = (fld.metadata or {}).get(b"PARQUET:field_id")
+            if fid is not None:
+                by_id[int(fid)] = fld.name
+        found = [by_id.get(c.field_id) if by_id else (c.name if c.name in file_schema.names else None) for c in schema.fields]
+        if found == names:
+            return pf.read(columns=names)
+        table = pf.read(columns=[n for n in found if n is not None])
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    target = schema_to_pyarrow(schema)
+    columns = [
+        table.column(n) if n is not None else pa.nulls(table.num_rows, target.field(i).type)
+        for i, n in enumerate(found)
+    ]
+    return pa.table(columns, names=names)
+
+
 def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
     """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file.
     Delete files never change: each is read once per process (bounded cache)."""
@@ -416,39 +446,53 @@ def _surviving(table: Any, drop_positions: Any, key_sets: list[tuple[list[str], 
     return out, table.num_rows - out.num_rows
 
 
-def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], int, int]:
-    """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows, rows dropped)."""
-    import numpy as np
-    import pyarrow as pa
+class LiveRows:
+    """The rows of a snapshot's data files that its deletes leave alive: position deletes and
+    equality deletes applied as the module docstring says. Compaction rewrites them;
+    ``icesql.engine.table_reader`` reads tables with them (one definition of a deleted row)."""
 
-    from icesql.engine.writer import DataFileWriter
+    def __init__(self, io: Any, schema: Any, index: DeleteIndex) -> None:
+        self.io = io
+        self.schema = schema
+        self.index = index
+        self.names = [f.name for f in schema.fields]
+        self._keys: dict[str, tuple[list[str], Any]] = {}
 
-    assert plan.index is not None
-    schema = table.schema()
-    keys: dict[str, tuple[list[str], Any]] = {}
-
-    def equality_keys(d: LiveFile) -> tuple[list[str], Any]:
-        if d.path not in keys:
-            columns = [schema.find_column_name(i) for i in d.data_file.equality_ids or []]
+    def _equality_keys(self, d: LiveFile) -> tuple[list[str], Any]:
+        if d.path not in self._keys:
+            columns = [self.schema.find_column_name(i) for i in d.data_file.equality_ids or []]
             if not columns or any(c is None for c in columns):
                 raise ExecutionError(f"equality delete file {d.path} has unknown equality ids")
             names = [str(c) for c in columns]
-            keys[d.path] = (names, _read(table.io, d.path, names))
-        return keys[d.path]
+            self._keys[d.path] = (names, _read(self.io, d.path, names))
+        return self._keys[d.path]
 
-    names = [f.name for f in schema.fields]
+    def read(self, f: LiveFile) -> tuple[Any, int]:
+        """(the surviving rows of data file ``f``, the number of rows deleted)."""
+        import numpy as np
+        import pyarrow as pa
+
+        applicable: dict[tuple[str, ...], list[Any]] = {}
+        for d in self.index.equality(f):
+            columns, key_table = self._equality_keys(d)
+            applicable.setdefault(tuple(columns), []).append(key_table)
+        key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
+        positions = self.index.positions(f)
+        drop = np.unique(np.concatenate(positions)) if positions else None
+        return _surviving(_read_columns(self.io, f.path, self.schema), drop, key_sets)
+
+
+def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], int, int]:
+    """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows, rows dropped)."""
+    from icesql.engine.writer import DataFileWriter
+
+    assert plan.index is not None
+    live = LiveRows(table.io, table.schema(), plan.index)
     writer = DataFileWriter(write, "data")
     rows = dropped = 0
     try:
         for f in plan.rewrite:
-            applicable: dict[tuple[str, ...], list[Any]] = {}
-            for d in plan.index.equality(f):
-                columns, key_table = equality_keys(d)
-                applicable.setdefault(tuple(columns), []).append(key_table)
-            key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
-            positions = plan.index.positions(f)
-            drop = np.unique(np.concatenate(positions)) if positions else None
-            survivors, n = _surviving(_read(table.io, f.path, names), drop, key_sets)
+            survivors, n = live.read(f)
             dropped += n
             rows += survivors.num_rows
             if survivors.num_rows:
@@ -656,6 +700,7 @@ __all__ = [
     "CompactResult",
     "CompactionPlan",
     "DeleteIndex",
+    "LiveRows",
     "compact_table",
     "plan_compaction",
     "position_deletes",

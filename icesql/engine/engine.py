@@ -130,6 +130,45 @@ class Engine:
 
         return columns_of(self.relation(name).df)
 
+    # ----------------------------------------------------------------- queries and tables
+
+    def connection_catalog(self, connection: str, storage_aws: str | None = None) -> Any:
+        """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
+        its tables read files with ``storage_aws`` when given."""
+        from icesql.engine.table_reader import load_connection_catalog
+        from icesql.engine.target import aws_connection, catalog_connection
+
+        conn = catalog_connection(self.objects, connection)
+        aws = aws_connection(self.objects, conn.aws_connection)
+        storage = aws_connection(self.objects, storage_aws)
+        catalog = load_connection_catalog(conn, aws=aws, storage_aws=storage, secrets=self.secrets, home=self.home)
+        return catalog, conn, aws
+
+    def load_table(self, connection: str, namespace: tuple[str, ...], table: str, storage_aws: str | None = None) -> Any:
+        from icesql.engine.table_reader import open_table
+
+        catalog, conn, aws = self.connection_catalog(connection, storage_aws)
+        return open_table(catalog, conn, aws, self.secrets, namespace, table)
+
+    def select(self, plan: Any, storage: Any) -> Any:
+        """Run a ``SelectPlan`` (``query.run_select``); ``storage(connection)`` names the AWS
+        connection a connection's table files are read with (None: the catalog's own)."""
+        from icesql.engine.query import run_select
+        from icesql.engine.table_reader import read_rows, snapshot_of
+
+        def read(ref: Any) -> Any:
+            try:
+                table = self.load_table(ref.connection, ref.namespace, ref.table, storage(ref.connection))
+                as_of = ref.as_of_ms / 1000 if ref.as_of_ms is not None else None
+                snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, as_of)
+                travelled = ref.snapshot_id is not None or as_of is not None
+                return read_rows(table, snapshot, travelled=travelled)
+            except IcesqlError as err:
+                err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
+                raise
+
+        return run_select(self.spark, plan, self.objects.relation, read)
+
     # ----------------------------------------------------------------- sinks
 
     def _runner(self, plan: SinkPlan) -> Any:

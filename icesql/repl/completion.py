@@ -119,6 +119,10 @@ def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
         return ()
     if head[:2] == ("SHOW", "SINK") and last == "STATUS":
         return ("sink",)
+    if head[:2] == ("SHOW", "TABLES") and last == "IN":
+        return ("connection",)
+    if head[:2] == ("SHOW", "SNAPSHOTS") and last == "SINK":
+        return ("sink",)
     if head == ("CREATE", "SINK"):
         if last == "FROM":
             return ("source", "view")
@@ -186,6 +190,27 @@ def _in_group(stmt_words: list[str], group: _Group, prefix_tok: Token | None) ->
     return out
 
 
+# The name being typed at the end of a query (dotted: ``lake.analytics.ev``), and the word before.
+_QUERY_TAIL = re.compile(r"(?:^|(?<=[\s(,]))(?P<name>(?:[A-Za-z_][A-Za-z0-9_]*\.)*[A-Za-z_]?[A-Za-z0-9_]*)$")
+_LAST_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s+$")
+
+
+def _in_query(query: str) -> list[Suggestion]:
+    """Inside a SELECT's Spark SQL: after FROM or JOIN, the relations icesql knows and the
+    connections whose tables a three-part name reads; after ``connection.``, that connection's
+    tables (``table`` suggestions: the completer looks them up in its cache)."""
+    m = _QUERY_TAIL.search(query)
+    if m is None:
+        return []
+    name = m.group("name")
+    before = _LAST_WORD.search(query[: m.start()])
+    if before is None or before.group(1).upper() not in ("FROM", "JOIN"):
+        return []
+    if "." in name:
+        return [Suggestion("table", (name.split(".", 1)[0].lower(),), name)]
+    return [Suggestion("object", ("source", "view", "connection"), name)]
+
+
 def suggest(
     text_before_cursor: str,
     expected_tokens: ExpectedTokens | None = None,
@@ -211,6 +236,8 @@ def suggest(
     if tokens and (tokens[-1].open or tokens[-1].kind is TokenKind.COMMENT):
         return []  # inside a string or a comment: nothing to offer
     sig = significant(tokens)
+    if sig and sig[-1].kind is TokenKind.QUERY and sig[0].upper in ("SELECT", "WITH"):
+        return _in_query(stmt[sig[-1].start :])
     prefix_tok = None
     if sig and sig[-1].kind is TokenKind.WORD and sig[-1].end == len(stmt):
         prefix_tok = sig[-1]

@@ -65,6 +65,47 @@ def format_table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> st
     return "\n".join(out)
 
 
+def _plain(value: object) -> object:
+    """A value as JSON carries it: numbers, strings, booleans and null as they are; dates,
+    timestamps, decimals and the rest as their text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if hasattr(value, "asDict"):  # a Spark Row (a struct column)
+        return _plain(value.asDict())
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)
+
+
+def format_csv(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """RFC 4180 CSV with a header line; null is an empty field."""
+    import csv
+    import io
+    import json
+
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(
+            ["" if v is None else json.dumps(_plain(v)) if isinstance(v, (list, tuple, dict)) else _plain(v) for v in row]
+        )
+    return out.getvalue()
+
+
+def format_json_lines(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """One JSON object per row (JSON lines), keys in column order."""
+    import json
+
+    return "".join(
+        json.dumps({c: _plain(v) for c, v in zip(columns, row, strict=True)}, ensure_ascii=False) + "\n" for row in rows
+    )
+
+
 def format_result(result: Any) -> str:
     """A statement's result: its table (when it has columns) or its tag, then warnings."""
     parts = []

@@ -75,6 +75,43 @@ def _warm_up_parser() -> None:
         pass
 
 
+class TableNames:
+    """The ``connection.namespace.table`` names of each connection for completion: served from a
+    cache, refreshed in a background thread when older than ``ttl`` seconds, so that the prompt
+    never waits on a catalog (a catalog that is down keeps the names it had)."""
+
+    def __init__(self, fetch: Any, ttl: float = 30.0) -> None:
+        self._fetch = fetch
+        self._ttl = ttl
+        self._cache: dict[str, tuple[float, list[str]]] = {}
+        self._loading: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, connection: str) -> list[str]:
+        with self._lock:
+            when, names = self._cache.get(connection, (float("-inf"), []))
+            if time.monotonic() - when >= self._ttl and connection not in self._loading:
+                self._loading.add(connection)
+                threading.Thread(target=self._load, args=(connection,), name="icesql-tables", daemon=True).start()
+            return list(names)
+
+    def _load(self, connection: str) -> None:
+        try:
+            names: list[str] | None = [".".join((connection, *t)) for t in self._fetch(connection)]
+        except Exception:
+            names = None
+        with self._lock:
+            self._loading.discard(connection)
+            kept = self._cache.get(connection, (0.0, []))[1]
+            self._cache[connection] = (time.monotonic(), names if names is not None else kept)
+
+    def wait(self, timeout: float = 10.0) -> None:
+        """Until no refresh is under way (tests)."""
+        end = time.monotonic() + timeout
+        while self._loading and time.monotonic() < end:
+            time.sleep(0.05)
+
+
 class Shell:
     def __init__(
         self,
@@ -96,6 +133,7 @@ class Shell:
         self._known_sinks = set(getattr(session, "created_sinks", ()))
         self._status_cache: tuple[float, list[Any]] = (0.0, [])
         self._warmed = False
+        self.table_names = TableNames(lambda connection: session.tables(connection))
         history_path = history_path or Path(session.home) / HISTORY_FILE
         try:
             history_path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +144,7 @@ class Shell:
             multiline=Condition(lambda: not is_complete(get_app().current_buffer.text)),
             prompt_continuation=lambda width, line_number, wrap_count: [("class:continuation", CONTINUATION)],
             history=RedactingFileHistory(str(history_path)),
-            completer=IcesqlCompleter(self._object_names, self.registry.names),
+            completer=IcesqlCompleter(self._object_names, self.registry.names, self.table_names),
             complete_while_typing=True,
             lexer=IcesqlLexer(),
             style=STYLE,
@@ -167,10 +205,37 @@ class Shell:
         return ok
 
     def _show_result(self, result: Any) -> None:
-        self.echo(format_result(result))
+        text = format_result(result)
+        if not (self.interactive and result.columns and self._page(text)):
+            self.echo(text)
         for warning in result.warnings:
             text = warning if ": warning: " in warning else f"warning: {warning}"
             print_formatted_text(FormattedText([("class:warning", text)]), style=STYLE)
+
+    def _page(self, text: str) -> bool:
+        """Show ``text`` in the pager when it is taller than the terminal (``PAGER``, default
+        ``less -SRFX``: wide tables scroll sideways in it); False when it fits (a short wide
+        table prints, as before: ``less`` would wait on its chopped lines), when paging is off
+        (``PAGER`` set empty) or the pager cannot start."""
+        import shlex
+        import shutil
+        import subprocess
+
+        from icesql import settings
+
+        raw = settings.PAGER.raw()
+        if raw is not None and not raw.strip():
+            return False
+        size = shutil.get_terminal_size()
+        lines = text.split("\n")
+        if len(lines) < size.lines - 1:
+            return False
+        sys.stdout.flush()
+        try:
+            subprocess.run([*shlex.split(settings.PAGER.get() or "less -SRFX")], input=text + "\n", text=True, check=False)
+        except (OSError, ValueError):
+            return False
+        return True
 
     # ------------------------------------------------------------------ the loop
 
@@ -282,4 +347,4 @@ def run_shell(session: Any, *, verbose: bool = False) -> int:
     return Shell(session, verbose=verbose).run()
 
 
-__all__ = ["RedactingFileHistory", "Shell", "run_shell"]
+__all__ = ["RedactingFileHistory", "Shell", "TableNames", "run_shell"]

@@ -44,10 +44,14 @@ class IcesqlCompleter(Completer):
     """Completions from ``suggest``; object names come from ``object_names(kind)``."""
 
     def __init__(
-        self, object_names: Callable[[str], Iterable[str]], command_names: Callable[[], Iterable[str]]
+        self,
+        object_names: Callable[[str], Iterable[str]],
+        command_names: Callable[[], Iterable[str]],
+        table_names: Callable[[str], Iterable[str]] | None = None,
     ):
         self._object_names = object_names
         self._command_names = command_names
+        self._table_names = table_names
 
     def _candidates(self, s: Suggestion) -> Iterable[tuple[str, str]]:
         if s.kind == "object":
@@ -58,6 +62,15 @@ class IcesqlCompleter(Completer):
                     names = []
                 for name in sorted(names):
                     yield quote_ident(name), kind
+        elif s.kind == "table":
+            # ``connection.namespace.table`` names; never waits on a catalog (a cache)
+            for connection in s.values:
+                try:
+                    names = list(self._table_names(connection)) if self._table_names else []
+                except Exception:
+                    names = []
+                for name in sorted(names):
+                    yield name, "table"
         elif s.kind == "keyword":
             lower = s.prefix.islower()
             for word in s.values:

@@ -307,6 +307,39 @@ class Describe(Statement):
 
 
 @dataclass(frozen=True)
+class Select(Statement):
+    """``SELECT ...`` (or ``WITH ... SELECT ...``): Spark SQL over sources, views and the Iceberg
+    tables of connections. ``query`` is the text after the first word (``SELECT`` or ``WITH``),
+    kept verbatim for Spark; ``query_span`` is where it stands in the source."""
+
+    keyword: str  # SELECT or WITH
+    query: str
+    query_span: Span | None = field(default=None, compare=False, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class DescribeTable(Statement):
+    """``DESCRIBE connection.namespace.table``: an Iceberg table of a catalog connection."""
+
+    name: QualifiedName
+
+
+@dataclass(frozen=True)
+class ShowTables(Statement):
+    """``SHOW TABLES IN connection[.namespace]``."""
+
+    connection: Ident
+    namespace: tuple[Ident, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShowSnapshots(Statement):
+    """``SHOW SNAPSHOTS OF SINK name``: the snapshots of a sink's table."""
+
+    sink: Ident
+
+
+@dataclass(frozen=True)
 class Explain(Statement):
     statement: CreateSink
 
@@ -353,6 +386,7 @@ __all__ = [
     "CreateSource",
     "CreateView",
     "Describe",
+    "DescribeTable",
     "Drop",
     "DropBehavior",
     "Explain",
@@ -369,7 +403,10 @@ __all__ = [
     "SecretRef",
     "Show",
     "ShowCreate",
+    "Select",
     "ShowSinkStatus",
+    "ShowSnapshots",
+    "ShowTables",
     "SinkMode",
     "SourceKind",
     "Statement",

@@ -146,9 +146,9 @@ def human_expected(ip: InteractiveParser | None, fallback: Iterable[str] | None)
     return sorted(names, key=_sort_key)
 
 
-def _join(names: list[str]) -> str:
-    if len(names) > _MAX_LISTED:
-        names = names[: _MAX_LISTED - 1] + ["..."]
+def _join(names: list[str], limit: int = _MAX_LISTED) -> str:
+    if len(names) > limit:
+        names = names[: limit - 1] + ["..."]
         return ", ".join(names)
     if len(names) <= 1:
         return "".join(names)
@@ -216,11 +216,8 @@ def _hint(
     if "'|'" == f"'{found_text}'":
         return "'|' separates alternatives in the documentation; write one of the values"
     if "CREATE" in expected and "SHOW" in expected and not words and found_terminal != "$END":
-        if found_word in ("SELECT", "WITH", "VALUES", "TABLE", "FROM"):
-            return (
-                "icesql does not run queries itself; name one with CREATE VIEW name AS "
-                f"{found_word} ... and sink it with CREATE SINK"
-            )
+        if found_word in ("VALUES", "TABLE", "FROM"):
+            return "a query starts with SELECT (or WITH): SELECT * FROM relation"
         if found_word in ("INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT"):
             return "icesql writes Iceberg tables through sinks: CREATE SINK name FROM relation TO ICEBERG CATALOG ..."
         close = _closest(found_word or "", STATEMENT_KEYWORDS)
@@ -334,7 +331,7 @@ def _diagnose(exc: BaseException, text: str, filename: str | None, secret: Secre
         if "CREATE" in expected and "SHOW" in expected:
             # At the start of a statement: list the statements, not every token.
             expected = list(STATEMENT_KEYWORDS)
-            message = f"expected a statement ({_join(expected)}), found {found}"
+            message = f"expected a statement ({_join(expected, len(STATEMENT_KEYWORDS))}), found {found}"
             hint = _hint(text, pos, terminal, value, expected, ip, hidden)
             return ParseError(message, span, hint, text, filename, tuple(expected))
         if terminal == "$END":
@@ -415,7 +412,7 @@ def _unexpected_character(
     message = "unexpected character" if hidden else f"unexpected character {shown}"
     if "CREATE" in expected and "SHOW" in expected:
         expected = list(STATEMENT_KEYWORDS)
-        message += f", expected a statement ({_join(expected)})"
+        message += f", expected a statement ({_join(expected, len(STATEMENT_KEYWORDS))})"
     elif expected:
         message += f", expected {_join(expected)}"
     if char.isalpha() and not char.isascii() and not hidden:

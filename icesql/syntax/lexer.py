@@ -146,7 +146,7 @@ def tokens(text: str, start: int = 0, end: int | None = None) -> Iterator[Token]
         if head is None or not tok.significant:
             continue
         head.append(tok.upper if tok.kind is TokenKind.WORD else "\0" + tok.kind.name)
-        if head[:2] == ["CREATE", "VIEW"]:
+        if head[:2] == ["CREATE", "VIEW"] or head in (["SELECT"], ["WITH"]):
             pattern = _ALL_SPARK  # Spark's string rules from here to the end of the statement
         if _before_query(head):
             skip = SKIP_RE.match(text, pos, end)
@@ -183,7 +183,10 @@ def query_end(text: str, start: int, end: int) -> int:
 
 
 def _before_query(head: list[str]) -> bool:
-    """``CREATE VIEW [IF NOT EXISTS] name AS``: the query comes next (grammar: create_view)."""
+    """``CREATE VIEW [IF NOT EXISTS] name AS``, or a statement's ``SELECT`` or ``WITH``: the
+    query comes next (grammar: create_view, select)."""
+    if head in (["SELECT"], ["WITH"]):
+        return True
     rest = head[2:]
     if rest[:3] == ["IF", "NOT", "EXISTS"]:
         rest = rest[3:]
@@ -241,7 +244,9 @@ def is_complete(text: str) -> bool:
 
 
 # Statements start with one of these words (what a missing ';' before them looks like).
-STATEMENT_KEYWORDS = ("CREATE", "ALTER", "DROP", "SHOW", "DESCRIBE", "EXPLAIN", "VALIDATE", "FLUSH")
+STATEMENT_KEYWORDS = (
+    "CREATE", "ALTER", "DROP", "SHOW", "DESCRIBE", "EXPLAIN", "VALIDATE", "FLUSH", "SELECT", "WITH",
+)
 STATEMENT_WORDS = frozenset((*STATEMENT_KEYWORDS, "DESC"))
 
 

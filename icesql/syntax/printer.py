@@ -198,6 +198,18 @@ class _Printer:
     def _Describe(self, s: ast.Describe) -> str:
         return "DESCRIBE " + ident_sql(s.name)
 
+    def _Select(self, s: ast.Select) -> str:
+        return f"{s.keyword} {s.query}"
+
+    def _DescribeTable(self, s: ast.DescribeTable) -> str:
+        return "DESCRIBE " + self._QualifiedName(s.name)
+
+    def _ShowTables(self, s: ast.ShowTables) -> str:
+        return "SHOW TABLES IN " + ".".join(ident_sql(p) for p in (s.connection, *s.namespace))
+
+    def _ShowSnapshots(self, s: ast.ShowSnapshots) -> str:
+        return "SHOW SNAPSHOTS OF SINK " + ident_sql(s.sink)
+
     def _Explain(self, s: ast.Explain) -> str:
         return "EXPLAIN " + self._CreateSink(s.statement)
 

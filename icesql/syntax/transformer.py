@@ -460,6 +460,30 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def describe(self, children: list[Any]) -> ast.Describe:
         return ast.Describe(children[1], span=span_of(children))
 
+    def select(self, children: list[Any]) -> ast.Select:
+        head: Token = children[0]
+        tok: Token = children[-1]
+        raw = str(tok)
+        query = raw[: query_end(raw, 0, len(raw))]
+        assert tok.start_pos is not None and tok.line is not None and tok.column is not None
+        end_line = tok.line + query.count("\n")
+        end_column = len(query) - query.rfind("\n") if "\n" in query else tok.column + len(query)
+        qspan = Span(tok.start_pos, tok.start_pos + len(query), tok.line, tok.column, end_line, end_column)
+        return ast.Select(
+            str(head).upper(), query, span=span_of([head, qspan_holder(qspan)]), query_span=qspan
+        )
+
+    def describe_table(self, children: list[Any]) -> ast.DescribeTable:
+        parts = tuple(c for c in children if isinstance(c, ast.Ident))
+        return ast.DescribeTable(ast.QualifiedName(parts, span=span_of(list(parts))), span=span_of(children))
+
+    def show_tables(self, children: list[Any]) -> ast.ShowTables:
+        parts = tuple(c for c in children if isinstance(c, ast.Ident))
+        return ast.ShowTables(parts[0], parts[1:], span=span_of(children))
+
+    def show_snapshots(self, children: list[Any]) -> ast.ShowSnapshots:
+        return ast.ShowSnapshots(children[-1], span=span_of(children))
+
     def explain(self, children: list[Any]) -> ast.Explain:
         return ast.Explain(children[1], span=span_of(children))
 

@@ -166,3 +166,52 @@ def test_with_the_real_grammar() -> None:
     assert {"FILES", "GENERATOR"} <= keywords("CREATE SOURCE s FROM ")
     assert "SINKS" in keywords("SHOW SINKS; SHOW ")
     assert keywords("CREATE SECRET s AS ") == set()  # a string comes next
+
+
+def test_inside_a_select_relations_then_tables_of_a_connection() -> None:
+    assert objects("SELECT * FROM ev") == ("source", "view", "connection")
+    assert kinds("select a.id from events a JOIN ").get("object") is not None
+    assert kinds("SELECT * FROM events WHERE i") == {}
+    table = kinds("SELECT * FROM lake.analytics.ev")["table"]
+    assert table.values == ("lake",) and table.prefix == "lake.analytics.ev"
+    assert objects("SHOW TABLES IN ") == ("connection",)
+    assert objects("SHOW SNAPSHOTS OF SINK ") == ("sink",)
+
+
+def test_table_names_come_from_a_cache_refreshed_in_the_background() -> None:
+    import threading
+
+    from icesql.repl.shell import TableNames
+
+    release = threading.Event()
+    calls: list[str] = []
+
+    def fetch(connection: str) -> list[tuple[str, ...]]:
+        calls.append(connection)
+        release.wait(10)
+        return [("analytics", "events")]
+
+    names = TableNames(fetch, ttl=60)
+    assert names("lake") == []  # the first call never waits on the catalog
+    release.set()
+    names.wait()
+    assert names("lake") == ["lake.analytics.events"]
+    assert calls == ["lake"]  # fresh for ttl seconds: no second fetch
+
+
+def test_completer_offers_cached_table_names() -> None:
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from icesql.repl.widgets import IcesqlCompleter
+
+    completer = IcesqlCompleter(
+        lambda kind: ["lake"] if kind == "connection" else ["events"],
+        lambda: [],
+        lambda connection: [f"{connection}.analytics.events", f"{connection}.analytics.orders"],
+    )
+    text = "SELECT * FROM lake.analytics.o"
+    got = [c.text for c in completer.get_completions(Document(text), CompleteEvent())]
+    assert got == ["lake.analytics.orders"]
+    got = [c.text for c in completer.get_completions(Document("SELECT * FROM e"), CompleteEvent())]
+    assert got == ["events"]

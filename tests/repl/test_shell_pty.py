@@ -227,3 +227,70 @@ def test_running_sink_shows_in_the_toolbar_and_ctrl_d_commits(icesql_home: Path)
     with Session(icesql_home) as s:
         (status,) = s.status()
     assert status.rows_committed > 0  # committed on the way out: the period is an hour
+
+
+@pytest.mark.spark
+def test_select_shows_a_table_and_ctrl_c_cancels_a_long_query(icesql_home: Path) -> None:
+    term = Terminal(
+        icesql_home,
+        "--spark-master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        env={"PYSPARK_PYTHON": sys.executable},
+    )
+    try:
+        term.prompt()
+        term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT, name STRING');")
+        term.expect("CREATE SOURCE")
+        term.prompt()
+        term.line("SELECT id, name FROM gen ORDER BY id LIMIT 3;")
+        term.expect("(3 rows)", timeout=180)
+        screen = term.text.replace("\r", "")
+        assert re.search(r" id \| name\s*\n-+\+-+\n\s+0 \| name-0\n\s+1 \| name-1\n\s+2 \| name-2", screen), screen
+        term.prompt()
+        # a second per row for a thousand rows on two cores: Ctrl-C stops it, the shell stays
+        term.line("SELECT id, reflect('java.lang.Thread', 'sleep', CAST(1000 AS BIGINT)) FROM gen LIMIT 1000;")
+        term.settle(8)
+        assert "(1 row)" not in term.text
+        term.send("\x03")
+        term.expect("cancelled", timeout=60)
+        term.prompt()
+        term.line("SELECT 'still here' AS s;")
+        term.expect("still here", timeout=60)
+        term.expect("(1 row)", timeout=60)
+        assert term.exit(timeout=120) == 0
+    finally:
+        term.close()
+
+
+@pytest.mark.spark
+def test_a_long_select_result_is_paged(icesql_home: Path) -> None:
+    term = Terminal(
+        icesql_home,
+        "--spark-master",
+        "local[2]",
+        "--conf",
+        "spark.ui.enabled=false",
+        env={"PYSPARK_PYTHON": sys.executable, "PAGER": "less -SRFX"},
+    )
+    try:
+        term.prompt()
+        term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT');")
+        term.expect("CREATE SOURCE")
+        term.prompt()
+        term.line("SELECT id FROM gen ORDER BY id;")  # 100 rows on a 40-line terminal
+        term.expect(" 36", timeout=180)
+        term.settle(1)
+        assert "(100 rows)" not in term.text  # the pager holds the rest
+        term.send("G")  # to the end
+        term.expect("(100 rows)", timeout=30)
+        term.send("q")
+        term.prompt()
+        term.line("SELECT 1 AS one;")  # a short result prints without the pager
+        term.expect("(1 row)", timeout=60)
+        assert term.exit(timeout=120) == 0
+    finally:
+        term.close()
