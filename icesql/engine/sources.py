@@ -53,6 +53,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from icesql.errors import ExecutionError
@@ -399,11 +400,64 @@ def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
         # every file's columns (mergeSchema): a column only newer files have is not left out
         return spark.read.option("mergeSchema", "true").parquet(plan.path).schema
     except Exception as e:
+        widened = _widened_parquet_schema(plan)
+        if widened is not None:
+            return widened
         raise ExecutionError(
             f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
             f"({_first_line(e)})",
             hint="declare SCHEMA = '...' or put a file there first",
         ) from e
+
+
+def _widened_parquet_schema(plan: SourcePlan) -> Any:
+    """Spark's ``mergeSchema`` refuses files whose column was widened (``int`` in older files,
+    ``bigint`` in newer ones): the footers unified here instead, when every difference is a
+    widening Iceberg allows (a bigger integer or float, a decimal's precision up, new fields of a
+    struct); ``None`` otherwise (the caller reports Spark's error)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from icesql.engine.files.listing import Location, is_remote
+
+    if not plan.path or is_remote(plan.path):
+        return None
+    try:
+        location = Location(plan.path)
+        names = [f.path for f in location.list() if not Path(f.path).name.startswith(("_", "."))]
+        schemas = []
+        for name in names:
+            with location.open_input(name) as f:
+                schemas.append(pq.read_schema(f))
+        merged = pa.unify_schemas(schemas, promote_options="permissive")
+        if not schemas or not all(_widens_to(s, merged) for s in schemas):
+            return None
+        return from_arrow_schema(merged)
+    except Exception:  # noqa: BLE001 - Spark's own error says what is wrong
+        log.debug("source %s: unifying the parquet footers failed", plan.name, exc_info=True)
+        return None
+
+
+def _widens_to(old: Any, new: Any) -> bool:
+    """Whether Arrow type (or schema) ``old`` reads as ``new`` by a widening Iceberg allows."""
+    import pyarrow as pa
+    import pyarrow.types as t
+
+    if isinstance(old, pa.Schema) or t.is_struct(old):
+        fields = {f.name: f.type for f in new}
+        return all(f.name in fields and _widens_to(f.type, fields[f.name]) for f in old)
+    if old == new:
+        return True
+    if t.is_integer(old) and t.is_integer(new):
+        return t.is_signed_integer(old) and t.is_signed_integer(new) and old.bit_width <= new.bit_width
+    if t.is_floating(old) and t.is_floating(new):
+        return bool(old.bit_width <= new.bit_width)
+    if t.is_decimal(old) and t.is_decimal(new):
+        return bool(old.scale == new.scale and old.precision <= new.precision)
+    if t.is_list(old) and t.is_list(new):
+        return _widens_to(old.value_type, new.value_type)
+    return False
 
 
 # --------------------------------------------------------------------------- the Arrow path

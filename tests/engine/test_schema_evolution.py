@@ -131,3 +131,30 @@ def test_a_changed_type_is_refused_with_both_types(spark: Any, tmp_path: Path) -
     assert "'a'" in message and "string" in message and "double" in message, message
     assert "sink k" in message
     assert rows(home, wh) == [(1, "x")]
+
+
+def test_files_with_a_widened_int_are_inferred_together(spark: Any, tmp_path: Path) -> None:
+    """Spark's mergeSchema refuses int32 and int64 footers of one column; the source infers the
+    widened type instead and reads every file (the issue's `PARQUET_COLUMN_DATA_TYPE_MISMATCH`)."""
+    home, data, wh = tmp_path / "home", tmp_path / "in", tmp_path / "wh"
+    data.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int32()), "a": ["x"]}), data / "1.parquet")
+    pq.write_table(pa.table({"id": pa.array([5_000_000_000], pa.int64()), "a": ["y"]}), data / "2.parquet")
+    with icesql.Session(home=home, spark=spark) as s:
+        setup(s, data, wh)
+        s.run(once=True)
+    assert rows(home, wh) == [(1, "x"), (5_000_000_000, "y")]
+    assert fields(home, wh)[0][2] == "long"
+
+
+def test_only_widenings_iceberg_allows_unify_the_footers() -> None:
+    from icesql.engine.sources import _widens_to
+
+    assert _widens_to(pa.int32(), pa.int64()) and _widens_to(pa.float32(), pa.float64())
+    assert _widens_to(pa.decimal128(10, 2), pa.decimal128(12, 2))
+    assert not _widens_to(pa.decimal128(10, 2), pa.decimal128(12, 3))
+    assert not _widens_to(pa.int64(), pa.float64()) and not _widens_to(pa.int64(), pa.string())
+    assert not _widens_to(pa.uint32(), pa.int64())
+    old = pa.schema([("c", pa.struct([("d", pa.int32())]))])
+    assert _widens_to(old, pa.schema([("c", pa.struct([("d", pa.int64()), ("e", pa.string())]))]))
+    assert not _widens_to(old, pa.schema([("c", pa.struct([("e", pa.string())]))]))
