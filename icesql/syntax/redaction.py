@@ -403,8 +403,9 @@ def _items(
             valued = eq is not None or any(t.kind in _LITERALS for t in item)
             if valued and tok.kind is TokenKind.WORD and _starts_option(sig, i, kind):
                 break  # NAME = value NAME = value: a ',' forgotten, a new option starts
-            if valued and tok.upper in STATEMENT_WORDS and i + 1 < n and _mentions_secret_word(sig[i + 1]):
-                # `... = false CREATE SECRET s AS 'v'`: a ')' and a ';' forgotten
+            if valued and tok.upper in ("CREATE", "ALTER") and i + 1 < n and _mentions_secret_word(sig[i + 1]):
+                # `... = false CREATE SECRET s AS 'v'`: a ')' and a ';' forgotten (only CREATE and
+                # ALTER carry a secret's value: `= SHOW SECR` is a value, masked as one)
                 if options and item:
                     _item_secrets(stmt, kind, inherit, item, eq, item_secrecy, tok.start, holes)
                 _classify(stmt, sig[i:])

@@ -91,9 +91,11 @@ def test_staging_cursor_survives_restarts(tmp_path: Path) -> None:
 
 
 class _Relation:
-    """What ``Drain.take`` asks of the runner's relation: the bad-record count (none here)."""
+    """What ``Drain.take`` asks of the runner's relation: the bad-record count and the dead
+    letters' accumulators (none here)."""
 
     name = "events"
+    letters: tuple[object, ...] = ()
 
     def skipped_count(self) -> int:
         return 0
