@@ -412,9 +412,10 @@ def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
 
 def _widened_parquet_schema(plan: SourcePlan) -> Any:
     """Spark's ``mergeSchema`` refuses files whose column was widened (``int`` in older files,
-    ``bigint`` in newer ones): the footers unified here instead, when every difference is a
-    widening Iceberg allows (a bigger integer or float, a decimal's precision up, new fields of a
-    struct); ``None`` otherwise (the caller reports Spark's error)."""
+    ``bigint`` in newer ones): the footers unified here instead, when every file's columns could
+    be written to a table of the unified schema (``schema.compatibility_problems``: int -> bigint,
+    float -> double, a decimal's precision up, new fields of a struct); ``None`` otherwise (the
+    caller reports Spark's error)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -431,7 +432,8 @@ def _widened_parquet_schema(plan: SourcePlan) -> Any:
             with location.open_input(name) as f:
                 schemas.append(pq.read_schema(f))
         merged = pa.unify_schemas(schemas, promote_options="permissive")
-        if not schemas or not all(_widens_to(s, merged) for s in schemas):
+        table = _iceberg_of(merged)  # converted once, each file's schema checked against it
+        if not schemas or not all(_widens_to(s, table) for s in schemas):
             return None
         return from_arrow_schema(merged)
     except Exception:  # noqa: BLE001 - Spark's own error says what is wrong
@@ -439,25 +441,30 @@ def _widened_parquet_schema(plan: SourcePlan) -> Any:
         return None
 
 
-def _widens_to(old: Any, new: Any) -> bool:
-    """Whether Arrow type (or schema) ``old`` reads as ``new`` by a widening Iceberg allows."""
+def _iceberg_of(arrow: Any) -> Any:
+    """An Arrow type or schema as the Iceberg schema a sink would make of it (through Spark's)."""
     import pyarrow as pa
-    import pyarrow.types as t
+    from pyspark.sql.pandas.types import from_arrow_schema
 
-    if isinstance(old, pa.Schema) or t.is_struct(old):
-        fields = {f.name: f.type for f in new}
-        return all(f.name in fields and _widens_to(f.type, fields[f.name]) for f in old)
-    if old == new:
-        return True
-    if t.is_integer(old) and t.is_integer(new):
-        return t.is_signed_integer(old) and t.is_signed_integer(new) and old.bit_width <= new.bit_width
-    if t.is_floating(old) and t.is_floating(new):
-        return bool(old.bit_width <= new.bit_width)
-    if t.is_decimal(old) and t.is_decimal(new):
-        return bool(old.scale == new.scale and old.precision <= new.precision)
-    if t.is_list(old) and t.is_list(new):
-        return _widens_to(old.value_type, new.value_type)
-    return False
+    from icesql.engine.schema import spark_schema_json, spark_to_iceberg_schema
+
+    schema = arrow if isinstance(arrow, pa.Schema) else pa.schema([("v", arrow)])
+    return spark_to_iceberg_schema(spark_schema_json(from_arrow_schema(schema)))
+
+
+def _widens_to(old: Any, new: Any) -> bool:
+    """Whether Arrow type (or schema) ``old`` reads as ``new`` (Arrow, or already an Iceberg
+    schema) by a widening Iceberg allows: the rule the sink checks a source against its table
+    by (``schema.compatibility_problems``)."""
+    from pyiceberg.schema import Schema
+
+    from icesql.engine.schema import compatibility_problems
+
+    try:
+        table = new if isinstance(new, Schema) else _iceberg_of(new)
+        return not compatibility_problems(table, _iceberg_of(old))
+    except Exception:  # noqa: BLE001 - a type Spark or Iceberg has no name for (unsigned, ...)
+        return False
 
 
 # --------------------------------------------------------------------------- the Arrow path
