@@ -15,11 +15,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-import icesql
+from tests.support.evolution import run_each, steps
 from tests.support.pipeline_helpers import load_table, spark_for_tests
 from tests.support.readers import HARNESS, canonical_digest, java_available, read_duckdb, read_java
 
@@ -85,38 +83,15 @@ def test_evolved_schema_equals_iceberg_javas_and_java_reads_every_row(tmp_path: 
     home, data, wh = tmp_path / "home", tmp_path / "in", tmp_path / "wh"
     data.mkdir()
     spark = spark_for_tests()
-    steps = [
-        {"id": pa.array([1], pa.int32()), "a": ["x"]},
-        {"id": pa.array([2], pa.int32()), "a": ["y"], "b": pa.array([5], pa.int64())},
-        {
-            "id": pa.array([3], pa.int32()),
-            "a": ["z"],
-            "b": pa.array([6], pa.int64()),
-            "c": pa.array([{"d": 7}], pa.struct([("d", pa.int32())])),
-        },
-        {
-            "id": pa.array([4], pa.int32()),
-            "a": ["w"],
-            "b": pa.array([7], pa.int64()),
-            "c": pa.array([{"d": 8, "e": "new"}], pa.struct([("d", pa.int32()), ("e", pa.string())])),
-        },
-        {
-            "id": pa.array([5_000_000_000], pa.int64()),
-            "a": ["v"],
-            "b": pa.array([8], pa.int64()),
-            "c": pa.array([{"d": 9, "e": "wide"}], pa.struct([("d", pa.int32()), ("e", pa.string())])),
-        },
-    ]
-    for i, columns in enumerate(steps):
-        pq.write_table(pa.table(columns), data / f"{i}.parquet")
-        with icesql.Session(home=home, spark=spark) as s:
-            if i == 0:
-                s.execute(
-                    f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-                    f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'parquet');"
-                    "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');"
-                )
-            s.run(once=True, sinks=["k"])
+    run_each(
+        home,
+        spark,
+        data,
+        f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+        f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'parquet');"
+        "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');",
+        steps(nested_field=True),
+    )
 
     table = load_table(home, "n.t", warehouse=wh, catalog_name="lake")
     ours = json.loads(table.schema().model_dump_json(by_alias=True))

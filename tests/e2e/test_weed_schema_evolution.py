@@ -16,6 +16,7 @@ import pytest
 import icesql
 from icesql.errors import ExecutionError
 from tests.e2e.test_weed_sinks import aws_sql, read_both, rest_oauth2_sql, unique
+from tests.support.evolution import run_each, steps
 from tests.support.weed import WeedServer
 
 pytestmark = [pytest.mark.weed, pytest.mark.spark]
@@ -34,28 +35,7 @@ def test_parquet_columns_evolve_a_rest_catalog_table(weed: WeedServer, spark: An
         USING AWS CONNECTION s3;
     """
     )
-    steps = [
-        {"id": pa.array([1], pa.int32()), "a": ["x"]},
-        {"id": pa.array([2], pa.int32()), "a": ["y"], "b": pa.array([5], pa.int64())},
-        {
-            "id": pa.array([3], pa.int32()),
-            "a": ["z"],
-            "b": pa.array([6], pa.int64()),
-            "c": pa.array([{"d": 7}], pa.struct([("d", pa.int32())])),
-        },
-        {
-            "id": pa.array([5_000_000_000], pa.int64()),
-            "a": ["w"],
-            "b": pa.array([7], pa.int64()),
-            "c": pa.array([{"d": 8}], pa.struct([("d", pa.int32())])),
-        },
-    ]
-    with icesql.Session(home=home, spark=spark) as s:
-        s.execute(sql)
-    for i, columns in enumerate(steps):
-        pq.write_table(pa.table(columns), data / f"{i}.parquet")
-        with icesql.Session(home=home, spark=spark) as s:
-            s.run(once=True)
+    run_each(home, spark, data, sql, steps(nested_field=False))
 
     table = weed.rest_catalog(name="verify").load_table(f"{ns}.t")
     fields = [(f.field_id, f.name, str(f.field_type), f.required) for f in table.schema().fields]
@@ -67,7 +47,7 @@ def test_parquet_columns_evolve_a_rest_catalog_table(weed: WeedServer, spark: An
         (1, "x", None, None),
         (2, "y", 5, None),
         (3, "z", 6, (7,)),
-        (5_000_000_000, "w", 7, (8,)),
+        (5_000_000_000, "v", 8, (9,)),
     ]
     before = table.metadata_location
 
