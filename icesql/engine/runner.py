@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -719,10 +720,7 @@ class SinkRunner:
             return [], 0, {}
         if self.dead_letters is None:  # pragma: no cover - prepare opens it whenever letters exist
             raise ExecutionError(f"sink {self.name}: bad records but no dead-letter table")
-        reasons: dict[str, int] = {}
-        for letter in letters:
-            r = str(letter.get("reason") or "unparsable")
-            reasons[r] = reasons.get(r, 0) + 1
+        reasons = dict(Counter(str(letter.get("reason") or "unparsable") for letter in letters))
         log.warning(
             "sink %s: %d bad record(s) in batch %d go to the dead-letter table %s (%s)",
             self.name,
@@ -867,13 +865,12 @@ class SinkRunner:
         kill_point("dead-letters", self.dead_letters.committed)
         if result.skipped:
             return {}
-        reasons: dict[str, int] = {}
+        reasons: Counter[str] = Counter()
         for e in todo:
-            for k, v in e.dead_letter_reasons.items():
-                reasons[k] = reasons.get(k, 0) + int(v)
+            reasons.update(e.dead_letter_reasons)
         self.dead_letter_count += sum(e.dead_letters for e in todo)
         self._update(dead_letters=self.dead_letter_count)
-        return reasons
+        return dict(reasons)
 
     def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
         """The Arrow path records which source files the table holds: the newest one (by
