@@ -277,14 +277,15 @@ class SinkRunner:
             self.target = self._resolve_target()
             self.relation = self._relation_factory(self._arrow_binding())
             schema_json = spark_schema_json(self.relation.data_schema())
-            self.table = ensure_table(self.target.load_catalog(), None, schema_json, self.plan)
+            catalog = self.target.load_catalog()  # once: the dead-letter table is in it too
+            self.table = ensure_table(catalog, None, schema_json, self.plan)
             committed = committed_progress(
                 self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
             )
             if self.relation.streaming and not self.arrow and _is_local(self.checkpoint_location):
                 warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
             self.progress = recover(self.staging, committed)
-            self._open_dead_letters()
+            self._open_dead_letters(catalog)
             if self.remote and self.relation.streaming:
                 from icesql.engine.drain import Drain
                 from icesql.engine.dropbox import DropBox
@@ -303,7 +304,7 @@ class SinkRunner:
         except BaseException as e:
             raise self.fail(e) from e
 
-    def _open_dead_letters(self) -> None:
+    def _open_dead_letters(self, catalog: Any) -> None:
         """ON ERROR = 'dead-letter' (on the sink or its source): the dead-letter table beside the
         target, in the same catalog, and the progress it holds."""
         from icesql.plan import OnError
@@ -316,7 +317,7 @@ class SinkRunner:
         self.dead_letters = DeadLetters(
             self.plan,
             sink_id=self.sink_id,
-            catalog=self.target.load_catalog(),
+            catalog=catalog,
             io_properties=self.target.io_properties,
         )
         self.dead_letters.recover(int(self.version or 0))
