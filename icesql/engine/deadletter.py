@@ -69,6 +69,14 @@ REASONS = (
 )
 
 
+def arrow_schema() -> Any:
+    """``COLUMNS`` as the Arrow schema of the rows ``DeadLetters.write`` writes."""
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "long": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC")}
+    return pa.schema([(n, types[t]) for n, t in COLUMNS])
+
+
 def spark_schema_json() -> dict[str, Any]:
     return {
         "type": "struct",
@@ -140,6 +148,7 @@ class DeadLetters:
         self.name = ".".join(self.identifier)
         self.table = self._ensure(catalog)
         self._io = io_properties  # callable(table) -> FileIO properties
+        self._spec: Any = None  # writer.WriteSpec, described once (as the target's writer is)
         self.committed = -1
 
     def _ensure(self, catalog: Any) -> Any:
@@ -193,12 +202,10 @@ class DeadLetters:
             }
             for letter in letters
         ]
-        types = {"string": pa.string(), "long": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC")}
-        schema = pa.schema([(n, types[t]) for n, t in COLUMNS])
-        batch = pa.RecordBatch.from_pylist(rows, schema=schema)
-        self.table.refresh()
-        spec = WriteSpec.from_table(self.table, io_properties=dict(self._io(self.table)))
-        return [f.dumps() for f in write_batches(spec, [batch])]
+        batch = pa.RecordBatch.from_pylist(rows, schema=arrow_schema())
+        if self._spec is None:  # the table as the sink found it (each writer names its own files)
+            self._spec = WriteSpec.from_table(self.table, io_properties=dict(self._io(self.table)))
+        return [f.dumps() for f in write_batches(self._spec, [batch])]
 
     def commit(self, entries: Sequence[Any], *, version: int, reason: str) -> Any:
         """Commit the dead letters of the staged ``entries`` this table does not hold yet; returns

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -276,14 +277,15 @@ class SinkRunner:
             self.target = self._resolve_target()
             self.relation = self._relation_factory(self._arrow_binding())
             schema_json = spark_schema_json(self.relation.data_schema())
-            self.table = ensure_table(self.target.load_catalog(), None, schema_json, self.plan)
+            catalog = self.target.load_catalog()  # once: the dead-letter table is in it too
+            self.table = ensure_table(catalog, None, schema_json, self.plan)
             committed = committed_progress(
                 self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
             )
             if self.relation.streaming and not self.arrow and _is_local(self.checkpoint_location):
                 warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
             self.progress = recover(self.staging, committed)
-            self._open_dead_letters()
+            self._open_dead_letters(catalog)
             if self.remote and self.relation.streaming:
                 from icesql.engine.drain import Drain
                 from icesql.engine.dropbox import DropBox
@@ -302,7 +304,7 @@ class SinkRunner:
         except BaseException as e:
             raise self.fail(e) from e
 
-    def _open_dead_letters(self) -> None:
+    def _open_dead_letters(self, catalog: Any) -> None:
         """ON ERROR = 'dead-letter' (on the sink or its source): the dead-letter table beside the
         target, in the same catalog, and the progress it holds."""
         from icesql.plan import OnError
@@ -315,7 +317,7 @@ class SinkRunner:
         self.dead_letters = DeadLetters(
             self.plan,
             sink_id=self.sink_id,
-            catalog=self.target.load_catalog(),
+            catalog=catalog,
             io_properties=self.target.io_properties,
         )
         self.dead_letters.recover(int(self.version or 0))
@@ -719,10 +721,7 @@ class SinkRunner:
             return [], 0, {}
         if self.dead_letters is None:  # pragma: no cover - prepare opens it whenever letters exist
             raise ExecutionError(f"sink {self.name}: bad records but no dead-letter table")
-        reasons: dict[str, int] = {}
-        for letter in letters:
-            r = str(letter.get("reason") or "unparsable")
-            reasons[r] = reasons.get(r, 0) + 1
+        reasons = dict(Counter(str(letter.get("reason") or "unparsable") for letter in letters))
         log.warning(
             "sink %s: %d bad record(s) in batch %d go to the dead-letter table %s (%s)",
             self.name,
@@ -867,13 +866,12 @@ class SinkRunner:
         kill_point("dead-letters", self.dead_letters.committed)
         if result.skipped:
             return {}
-        reasons: dict[str, int] = {}
+        reasons: Counter[str] = Counter()
         for e in todo:
-            for k, v in e.dead_letter_reasons.items():
-                reasons[k] = reasons.get(k, 0) + int(v)
+            reasons.update(e.dead_letter_reasons)
         self.dead_letter_count += sum(e.dead_letters for e in todo)
         self._update(dead_letters=self.dead_letter_count)
-        return reasons
+        return dict(reasons)
 
     def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
         """The Arrow path records which source files the table holds: the newest one (by

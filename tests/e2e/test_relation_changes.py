@@ -25,18 +25,32 @@ def rows(tmp: Path, table: str, columns: str = "*") -> list[tuple[Any, ...]]:
     return got
 
 
+def create(s: icesql.Session, tmp: Path, data: Path, *statements: str) -> None:
+    """Connection ``lake`` (a local catalog under ``tmp``), source ``ev`` over the JSON files in
+    ``data`` (id BIGINT, a STRING), then ``statements`` (the views and sinks over it)."""
+    s.execute(
+        ";\n".join(
+            (
+                f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp / 'wh'}')",
+                f"CREATE SOURCE ev FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, a STRING')",
+                *statements,
+            )
+        )
+        + ";"
+    )
+
+
 def test_altered_source_and_replaced_view_evolve_their_sinks_tables(spark: Any, tmp_path: Path) -> None:
     data = tmp_path / "in"
     write_json_lines(data, "1.json", [{"id": 1, "a": "x", "b": 100}])  # b: not declared yet
     with icesql.Session(home=tmp_path / "home", spark=spark) as s:
-        s.execute(
-            f"""
-            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / "wh"}');
-            CREATE SOURCE ev FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, a STRING');
-            CREATE VIEW v AS SELECT id, upper(a) AS a FROM ev;
-            CREATE SINK direct FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'direct');
-            CREATE SINK viewed FROM v INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'viewed');
-            """
+        create(
+            s,
+            tmp_path,
+            data,
+            "CREATE VIEW v AS SELECT id, upper(a) AS a FROM ev",
+            "CREATE SINK direct FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'direct')",
+            "CREATE SINK viewed FROM v INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'viewed')",
         )
         s.run(once=True)
         assert rows(tmp_path, "ns.direct") == [(1, "x")]
@@ -62,12 +76,11 @@ def test_a_changed_type_is_refused_naming_sink_column_and_types(spark: Any, tmp_
     data = tmp_path / "in"
     write_json_lines(data, "1.json", [{"id": 1, "a": "x"}])
     with icesql.Session(home=tmp_path / "home", spark=spark) as s:
-        s.execute(
-            f"""
-            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / "wh"}');
-            CREATE SOURCE ev FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, a STRING');
-            CREATE SINK direct FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 't');
-            """
+        create(
+            s,
+            tmp_path,
+            data,
+            "CREATE SINK direct FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 't')",
         )
         s.run(once=True)
         s.execute("ALTER SOURCE ev SET (SCHEMA = 'id BIGINT, a BIGINT')")
@@ -91,12 +104,11 @@ def test_a_running_sink_restarts_and_evolves_when_its_source_changes(
     data = tmp_path / "in"
     write_json_lines(data, "1.json", [{"id": 1, "a": "x"}])
     with icesql.Session(home=tmp_path / "home", spark=spark) as s:
-        s.execute(
-            f"""
-            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / "wh"}');
-            CREATE SOURCE ev FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, a STRING');
-            CREATE SINK live FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'live');
-            """
+        create(
+            s,
+            tmp_path,
+            data,
+            "CREATE SINK live FROM ev INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 'live')",
         )
         runner = None
         if how == "start":

@@ -34,7 +34,6 @@ from pyarrow import fs as pafs
 from icesql.engine.files import decode as D
 from icesql.engine.files.pieces import FileEntry, split_parquet, split_text
 from icesql.engine.files.types import Fallback
-from tests.support.pipeline_helpers import spark_for_tests
 
 pytestmark = pytest.mark.spark
 
@@ -133,11 +132,6 @@ FALLBACK_CSV: dict[str, tuple[bool, str]] = {
     "boolean_as_digit": (False, "8,x,1,1,1,,\n"),
     "spaces_in_number": (False, "9,x, 1,1,true,,\n"),
 }
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 # --------------------------------------------------------------------------- comparison

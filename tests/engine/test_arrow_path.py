@@ -32,17 +32,11 @@ from tests.support.pipeline_helpers import (
     icesql_summaries,
     load_table,
     local_catalog,
-    spark_for_tests,
     write_json_lines,
 )
 from tests.support.readers import read_duckdb
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def run(

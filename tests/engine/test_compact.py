@@ -20,17 +20,12 @@ import pytest
 import icesql
 from icesql.engine.compact import compact_table
 from icesql.repl.format import format_compaction
-from tests.support.pipeline_helpers import changelog_file, dbz, load_table, spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import changelog_file, dbz, load_table, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def row(i: int, name: str, qty: int) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from tests.support.pipeline_helpers import (
     icesql_summaries,
     load_table,
     local_catalog,
-    spark_for_tests,
     write_json_lines,
 )
 from tests.support.readers import read_datafusion, read_duckdb
@@ -27,11 +26,6 @@ from tests.support.readers import read_datafusion, read_duckdb
 pytestmark = pytest.mark.spark
 
 SECRET = "hunter2-dead-letter-secret"  # a secret value a bad record happens to carry
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def _source(name: str, path: Path, fmt: SourceFormat, schema: str, **kw: Any) -> SourcePlan:
@@ -52,11 +46,6 @@ def _sink(name: str, relation: str, table: str, **kw: Any) -> SinkPlan:
     )
 
 
-def _write(directory: Path, name: str, lines: list[str]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / name).write_text("".join(line + "\n" for line in lines))
-
-
 def corpus(tmp: Path) -> dict[str, Any]:
     """The input files; returns what each sink must hold and dead-letter."""
     js, csv, dbz = tmp / "json", tmp / "csv", tmp / "dbz"
@@ -72,7 +61,7 @@ def corpus(tmp: Path) -> dict[str, Any]:
         ],
     )
     write_json_lines(js, "b.json", [json.dumps({"id": 6, "v": "six"}), f'{{"id": 7, "v": "{SECRET}" broken'])
-    _write(
+    write_json_lines(  # lines as they are: CSV too
         csv,
         "a.csv",
         [
@@ -81,7 +70,7 @@ def corpus(tmp: Path) -> dict[str, Any]:
             '11,"he said "no", twice"',  # broken quoting: Spark shifts the fields
         ],
     )
-    _write(csv, "b.csv", ["id,v", "12,twelve", "x13,thirteen", "14,fourteen"])
+    write_json_lines(csv, "b.csv", ["id,v", "12,twelve", "x13,thirteen", "14,fourteen"])
     write_json_lines(
         dbz,
         "a.json",

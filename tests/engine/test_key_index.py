@@ -32,7 +32,6 @@ from tests.support.pipeline_helpers import (
     State,
     load_table,
     local_catalog,
-    spark_for_tests,
     wait_for,
     write_json_lines,
 )
@@ -41,11 +40,6 @@ from tests.support.readers import read_datafusion, read_duckdb
 pytestmark = pytest.mark.spark
 
 SCHEMA = "id BIGINT, region STRING, v STRING"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def source(data: Path) -> SourcePlan:

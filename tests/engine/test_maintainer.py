@@ -32,14 +32,9 @@ import pytest
 
 from icesql.plan import MaintenancePolicy
 from tests.engine.test_key_index import c, d, engine, readers_agree, replay, sink, source, u
-from tests.support.pipeline_helpers import State, load_table, spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import State, load_table, write_json_lines
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def policy(large: bool) -> MaintenancePolicy:

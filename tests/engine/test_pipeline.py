@@ -29,7 +29,6 @@ from tests.support.pipeline_helpers import (
     icesql_summaries,
     load_table,
     local_catalog,
-    spark_for_tests,
     wait_for,
     write_json_lines,
 )
@@ -38,11 +37,6 @@ from tests.support.readers import read_datafusion, read_duckdb
 pytestmark = pytest.mark.spark
 
 UTC = dt.timezone.utc
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def events_source(path: Path, **kw: Any) -> SourcePlan:

@@ -18,15 +18,10 @@ import pytest
 
 import icesql
 from icesql.errors import ExecutionError
-from tests.support.pipeline_helpers import load_table, spark_for_tests, wait_for
+from tests.support.pipeline_helpers import load_table, wait_for
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 def setup(s: icesql.Session, data: Path, wh: Path, evolution: str | None = None) -> None:

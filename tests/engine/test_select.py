@@ -20,17 +20,12 @@ import pytest
 import icesql
 from icesql.errors import IcesqlError
 from tests.support import iceberg_tables as it
-from tests.support.pipeline_helpers import spark_for_tests, write_json_lines
+from tests.support.pipeline_helpers import write_json_lines
 from tests.support.readers import norm, read_duckdb
 
 pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    return spark_for_tests()
 
 
 @pytest.fixture

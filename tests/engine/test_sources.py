@@ -188,13 +188,6 @@ def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatc
 # --------------------------------------------------------------------------- with Spark
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    from tests.support.pipeline_helpers import spark_for_tests
-
-    return spark_for_tests()
-
-
 @pytest.mark.spark
 def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
     from icesql.engine.sources import build_relation
