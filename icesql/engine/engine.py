@@ -135,8 +135,7 @@ class Engine:
     def connection_catalog(self, connection: str, storage_aws: str | None = None) -> Any:
         """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
         its tables read files with ``storage_aws`` when given."""
-        from icesql.engine.table_reader import load_connection_catalog
-        from icesql.engine.target import aws_connection, catalog_connection
+        from icesql.engine.target import aws_connection, catalog_connection, load_connection_catalog
 
         conn = catalog_connection(self.objects, connection)
         aws = aws_connection(self.objects, conn.aws_connection)
