@@ -26,7 +26,7 @@ from icesql.plan import (
     ShowTablesPlan,
     TableRef,
 )
-from icesql.syntax.ast import DescribeTable, Ident, Node, Select, ShowSnapshots, ShowTables
+from icesql.syntax.ast import DescribeTable, Ident, Select, ShowSnapshots, ShowTables
 
 DEFAULT_LIMIT = 100
 ALIAS_PREFIX = "__icesql_table_"
@@ -172,7 +172,7 @@ def parse_timestamp(text: str) -> float | None:
         return None
 
 
-def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView, at: Node) -> CatalogConnectionPlan:
+def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView) -> CatalogConnectionPlan:
     conn = catalog.get("connection", name.name)
     if conn is None:
         raise ctx.error(f"unknown connection {name.name}", name, _names_hint(catalog, "connection", name.name))
@@ -182,13 +182,13 @@ def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView, at: Nod
 
 
 def analyze_show_tables(ctx: Context, stmt: ShowTables, catalog: CatalogView) -> ShowTablesPlan:
-    conn = _catalog_connection(ctx, stmt.connection, catalog, stmt)
+    conn = _catalog_connection(ctx, stmt.connection, catalog)
     return ShowTablesPlan(conn.name, tuple(p.name for p in stmt.namespace))
 
 
 def analyze_describe_table(ctx: Context, stmt: DescribeTable, catalog: CatalogView) -> DescribeTablePlan:
     parts = stmt.name.parts
-    conn = _catalog_connection(ctx, parts[0], catalog, stmt)
+    conn = _catalog_connection(ctx, parts[0], catalog)
     return DescribeTablePlan(conn.name, tuple(p.name for p in parts[1:-1]), parts[-1].name)
 
 

@@ -22,9 +22,7 @@ from icesql.errors import ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, SecretResolver
 
 
-def in_catalog(
-    catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, secrets: SecretResolver, action: str, fn: Any
-) -> Any:
+def in_catalog(conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, secrets: SecretResolver, action: str, fn: Any) -> Any:
     """``fn()`` with a failure turned into one line naming the connection (no secret in it)."""
     return guarded(fn, label(conn), kind_of(conn).endpoint(conn, aws), SecretValues(secrets), action)
 
@@ -44,7 +42,7 @@ def open_table(catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan
                 hint=f"SHOW TABLES IN {'.'.join((conn.name, *namespace))} lists the tables there",
             ) from None
 
-    return in_catalog(catalog, conn, aws, secrets, f"load table {name}", load)
+    return in_catalog(conn, aws, secrets, f"load table {name}", load)
 
 
 def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | None) -> Any:
