@@ -17,7 +17,7 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _names_hint
 from icesql.analyzer.diagnostics import Context
-from icesql.errors import Span
+from icesql.errors import Span, span_within
 from icesql.plan import (
     CatalogConnectionPlan,
     DescribeTablePlan,
@@ -55,19 +55,9 @@ def _parts(name: str) -> list[str]:
 
 def query_span(stmt: Select, start: int, end: int) -> Span | None:
     """The span of ``stmt.query[start:end]`` in the source (from the query's own span)."""
-    q = stmt.query_span
-    if q is None:
+    if stmt.query_span is None:
         return None
-    text = stmt.query
-
-    def at(off: int) -> tuple[int, int]:
-        nl = text.rfind("\n", 0, off)
-        line = q.line + text.count("\n", 0, off)
-        return line, (q.column + off if nl < 0 else off - nl)
-
-    line, col = at(start)
-    end_line, end_col = at(max(end, start + 1))
-    return Span(q.start + start, q.start + max(end, start + 1), line, col, end_line, end_col)
+    return span_within(stmt.query_span, stmt.query, start, max(end, start + 1))
 
 
 def analyze_select(ctx: Context, stmt: Select, catalog: CatalogView) -> SelectPlan:
