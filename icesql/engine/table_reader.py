@@ -45,8 +45,8 @@ def open_table(catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan
     return in_catalog(conn, aws, secrets, f"load table {name}", load)
 
 
-def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | None) -> Any:
-    """The snapshot to read: by id, as of a time (seconds since the epoch), or the current one."""
+def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of_ms: int | None) -> Any:
+    """The snapshot to read: by id, as of a time (milliseconds since the epoch), or the current one."""
     if snapshot_id is not None:
         snap = table.snapshot_by_id(snapshot_id)
         if snap is None:
@@ -54,8 +54,8 @@ def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | N
                 f"table {name} has no snapshot {snapshot_id}", hint="SHOW SNAPSHOTS OF SINK ... lists a sink's"
             )
         return snap
-    if as_of is not None:
-        snap = table.snapshot_as_of_timestamp(int(as_of * 1000))
+    if as_of_ms is not None:
+        snap = table.snapshot_as_of_timestamp(as_of_ms)
         if snap is None:
             raise ExecutionError(f"table {name} has no snapshot at or before that time")
         return snap
