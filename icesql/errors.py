@@ -35,6 +35,19 @@ class Span:
         return Span(start, end, line, column, end_line, end_column)
 
 
+def span_within(origin: Span, text: str, start: int, end: int) -> Span:
+    """The span of ``text[start:end]`` where ``text`` begins at ``origin`` (its offset, line
+    and column): a query kept verbatim, or a place inside one."""
+
+    def at(off: int) -> tuple[int, int]:
+        nl = text.rfind("\n", 0, off)
+        return origin.line + text.count("\n", 0, off), (origin.column + off if nl < 0 else off - nl)
+
+    line, column = at(start)
+    end_line, end_column = at(end)
+    return Span(origin.start + start, origin.start + end, line, column, end_line, end_column)
+
+
 def line_col(text: str, offset: int) -> tuple[int, int]:
     """1-based (line, column) of ``offset`` in ``text``.
 

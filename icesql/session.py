@@ -507,22 +507,22 @@ class Session:
         return Result("FLUSH SINK", "FLUSH SINK")
 
     def _apply_select(self, plan: P.SelectPlan, stmt: A.Statement, checked: bool) -> Result:
+        from icesql.analyzer.queries import query_span
         from icesql.engine.query import QueryAnalysisError, QueryError
 
         assert isinstance(stmt, A.Select)
+        # source offsets -> offsets in the query text (``plan.base`` is where that text starts)
         try:
             out = self.engine.select(plan, self._storage_aws)
         except (QueryError, QueryAnalysisError) as err:
             if err.position is not None and err.span is None:
-                start = plan.source_offset(err.position)
-                qs = stmt.query_span.start if stmt.query_span is not None else 0
-                err.span = _query_span(stmt, start - qs, start - qs + err.length)
+                start = plan.source_offset(err.position) - plan.base
+                err.span = query_span(stmt, start, start + err.length)
             raise
         except IcesqlError as err:
             ref = getattr(err, "table_ref", None)
             if ref is not None and err.span is None:
-                qs = stmt.query_span.start if stmt.query_span is not None else 0
-                err.span = _query_span(stmt, ref.start - qs, ref.end - qs)
+                err.span = query_span(stmt, ref.start - plan.base, ref.end - plan.base)
             raise
         return R.query_rows(out.columns, out.rows, plan.limit)
 
@@ -552,9 +552,7 @@ class Session:
             return [tuple(t) for ns in namespaces for t in catalog.list_tables(tuple(ns))]
 
         where = ".".join((connection, *namespace))
-        found: list[tuple[str, ...]] = in_catalog(
-            catalog, conn, aws, self._secret_value, f"list tables in {where}", listing
-        )
+        found: list[tuple[str, ...]] = in_catalog(conn, aws, self._secret_value, f"list tables in {where}", listing)
         return found
 
     def _apply_describe_table(self, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
@@ -908,12 +906,6 @@ def _located(err: IcesqlError, stmt: A.Statement | None, source: str | None, fil
         err.span = stmt.span
     err.source = _masked(source)  # the quoted line must never show a secret's value
     return err.with_source(None, filename)
-
-
-def _query_span(stmt: A.Select, start: int, end: int) -> Any:
-    from icesql.analyzer.queries import query_span
-
-    return query_span(stmt, start, end)
 
 
 def _masked(source: str | None) -> str | None:

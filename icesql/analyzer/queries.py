@@ -17,7 +17,7 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _names_hint
 from icesql.analyzer.diagnostics import Context
-from icesql.errors import Span
+from icesql.errors import Span, span_within
 from icesql.plan import (
     CatalogConnectionPlan,
     DescribeTablePlan,
@@ -26,7 +26,7 @@ from icesql.plan import (
     ShowTablesPlan,
     TableRef,
 )
-from icesql.syntax.ast import DescribeTable, Ident, Node, Select, ShowSnapshots, ShowTables
+from icesql.syntax.ast import DescribeTable, Ident, Select, ShowSnapshots, ShowTables
 
 DEFAULT_LIMIT = 100
 ALIAS_PREFIX = "__icesql_table_"
@@ -55,19 +55,9 @@ def _parts(name: str) -> list[str]:
 
 def query_span(stmt: Select, start: int, end: int) -> Span | None:
     """The span of ``stmt.query[start:end]`` in the source (from the query's own span)."""
-    q = stmt.query_span
-    if q is None:
+    if stmt.query_span is None:
         return None
-    text = stmt.query
-
-    def at(off: int) -> tuple[int, int]:
-        nl = text.rfind("\n", 0, off)
-        line = q.line + text.count("\n", 0, off)
-        return line, (q.column + off if nl < 0 else off - nl)
-
-    line, col = at(start)
-    end_line, end_col = at(max(end, start + 1))
-    return Span(q.start + start, q.start + max(end, start + 1), line, col, end_line, end_col)
+    return span_within(stmt.query_span, stmt.query, start, max(end, start + 1))
 
 
 def analyze_select(ctx: Context, stmt: Select, catalog: CatalogView) -> SelectPlan:
@@ -172,7 +162,7 @@ def parse_timestamp(text: str) -> float | None:
         return None
 
 
-def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView, at: Node) -> CatalogConnectionPlan:
+def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView) -> CatalogConnectionPlan:
     conn = catalog.get("connection", name.name)
     if conn is None:
         raise ctx.error(f"unknown connection {name.name}", name, _names_hint(catalog, "connection", name.name))
@@ -182,13 +172,13 @@ def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView, at: Nod
 
 
 def analyze_show_tables(ctx: Context, stmt: ShowTables, catalog: CatalogView) -> ShowTablesPlan:
-    conn = _catalog_connection(ctx, stmt.connection, catalog, stmt)
+    conn = _catalog_connection(ctx, stmt.connection, catalog)
     return ShowTablesPlan(conn.name, tuple(p.name for p in stmt.namespace))
 
 
 def analyze_describe_table(ctx: Context, stmt: DescribeTable, catalog: CatalogView) -> DescribeTablePlan:
     parts = stmt.name.parts
-    conn = _catalog_connection(ctx, parts[0], catalog, stmt)
+    conn = _catalog_connection(ctx, parts[0], catalog)
     return DescribeTablePlan(conn.name, tuple(p.name for p in parts[1:-1]), parts[-1].name)
 
 

@@ -135,8 +135,7 @@ class Engine:
     def connection_catalog(self, connection: str, storage_aws: str | None = None) -> Any:
         """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
         its tables read files with ``storage_aws`` when given."""
-        from icesql.engine.table_reader import load_connection_catalog
-        from icesql.engine.target import aws_connection, catalog_connection
+        from icesql.engine.target import aws_connection, catalog_connection, load_connection_catalog
 
         conn = catalog_connection(self.objects, connection)
         aws = aws_connection(self.objects, conn.aws_connection)
@@ -154,15 +153,30 @@ class Engine:
         """Run a ``SelectPlan`` (``query.run_select``); ``storage(connection)`` names the AWS
         connection a connection's table files are read with (None: the catalog's own)."""
         from icesql.engine.query import run_select
-        from icesql.engine.table_reader import read_rows, snapshot_of
+        from icesql.engine.table_reader import open_table, read_rows, snapshot_of
+
+        # within one query each connection's catalog is loaded once, each table loaded once and
+        # each (table, snapshot) read once: a self-join or two tables of a catalog cost no more I/O
+        catalogs: dict[str, Any] = {}
+        tables: dict[tuple[str, tuple[str, ...], str], Any] = {}
+        read_already: dict[tuple[Any, ...], Any] = {}
 
         def read(ref: Any) -> Any:
+            key = (ref.connection, ref.namespace, ref.table, ref.snapshot_id, ref.as_of_ms)
+            if key in read_already:
+                return read_already[key]
             try:
-                table = self.load_table(ref.connection, ref.namespace, ref.table, storage(ref.connection))
-                as_of = ref.as_of_ms / 1000 if ref.as_of_ms is not None else None
-                snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, as_of)
-                travelled = ref.snapshot_id is not None or as_of is not None
-                return read_rows(table, snapshot, travelled=travelled)
+                if ref.connection not in catalogs:
+                    catalogs[ref.connection] = self.connection_catalog(ref.connection, storage(ref.connection))
+                catalog, conn, aws = catalogs[ref.connection]
+                name = key[:3]
+                if name not in tables:
+                    tables[name] = open_table(catalog, conn, aws, self.secrets, ref.namespace, ref.table)
+                table = tables[name]
+                snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, ref.as_of_ms)
+                travelled = ref.snapshot_id is not None or ref.as_of_ms is not None
+                rows = read_already[key] = read_rows(table, snapshot, travelled=travelled)
+                return rows
             except IcesqlError as err:
                 err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
                 raise

@@ -32,23 +32,23 @@ class QueryRows:
     rows: tuple[tuple[object, ...], ...]
 
 
-class QueryError(ExecutionError):
-    """Spark failed running the query; ``position`` is the offset in the SQL Spark read, when known."""
+class _SparkPlace:
+    """Where Spark points: ``position`` is the offset in the SQL Spark read (when known), over
+    ``length`` characters."""
 
     def __init__(self, message: str, hint: str | None = None, position: int | None = None, length: int = 1) -> None:
-        super().__init__(message, hint=hint)
+        super().__init__(message, hint=hint)  # type: ignore[call-arg]  # the IcesqlError beside it
         self.position = position
         self.length = length
 
 
-class QueryAnalysisError(AnalysisError):
+class QueryError(_SparkPlace, ExecutionError):
+    """Spark failed running the query."""
+
+
+class QueryAnalysisError(_SparkPlace, AnalysisError):
     """Spark refused the query's text (a column or relation that does not exist, a syntax
     error): an SQL error, as the analyzer's are (exit code 1)."""
-
-    def __init__(self, message: str, hint: str | None = None, position: int | None = None, length: int = 1) -> None:
-        super().__init__(message, hint=hint)
-        self.position = position
-        self.length = length
 
 
 def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:

@@ -1,8 +1,9 @@
 """Reading an Iceberg table of a connection on the driver, for SELECT, DESCRIBE and SHOW.
 
-``open_table`` loads the table through icesql's own catalog loading (the connection's auth and
-secrets; storage credentials from an AWS connection when the catalog vends none), turning a
-missing table or an unreachable catalog into one-line errors with no secret in them.
+``open_table`` loads the table from a catalog loaded as a sink's is
+(``target.load_connection_catalog``: the connection's auth and secrets; storage credentials
+from an AWS connection when the catalog vends none), turning a missing table or an unreachable
+catalog into one-line errors with no secret in them.
 ``read_rows`` reads one snapshot (the current one, a snapshot id, or the snapshot current at a
 time) with every delete file applied: the snapshot's files come from its manifests and
 ``compact.LiveRows`` applies position and equality deletes, the code compaction rewrites files
@@ -12,7 +13,6 @@ that the caller hands to Spark.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from icesql.engine.catalog_kinds import kind_of, label
@@ -22,29 +22,7 @@ from icesql.errors import ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, SecretResolver
 
 
-def load_connection_catalog(
-    conn: CatalogConnectionPlan,
-    *,
-    aws: AwsConnectionPlan | None,
-    storage_aws: AwsConnectionPlan | None,
-    secrets: SecretResolver,
-    home: Path,
-) -> Any:
-    """The live catalog of ``conn``; its tables read files with ``storage_aws`` when given (the
-    ``USING AWS CONNECTION`` of a sink writing there: a catalog that vends no credentials)."""
-    from icesql.engine.catalogs import load_catalog
-
-    catalog = load_catalog(conn, aws=aws, secrets=secrets, home=home)
-    if storage_aws is not None:
-        from icesql.engine.fileio import use_sink_file_io
-
-        use_sink_file_io(catalog, storage_aws, secrets=secrets)
-    return catalog
-
-
-def in_catalog(
-    catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, secrets: SecretResolver, action: str, fn: Any
-) -> Any:
+def in_catalog(conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, secrets: SecretResolver, action: str, fn: Any) -> Any:
     """``fn()`` with a failure turned into one line naming the connection (no secret in it)."""
     return guarded(fn, label(conn), kind_of(conn).endpoint(conn, aws), SecretValues(secrets), action)
 
@@ -64,11 +42,11 @@ def open_table(catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan
                 hint=f"SHOW TABLES IN {'.'.join((conn.name, *namespace))} lists the tables there",
             ) from None
 
-    return in_catalog(catalog, conn, aws, secrets, f"load table {name}", load)
+    return in_catalog(conn, aws, secrets, f"load table {name}", load)
 
 
-def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | None) -> Any:
-    """The snapshot to read: by id, as of a time (seconds since the epoch), or the current one."""
+def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of_ms: int | None) -> Any:
+    """The snapshot to read: by id, as of a time (milliseconds since the epoch), or the current one."""
     if snapshot_id is not None:
         snap = table.snapshot_by_id(snapshot_id)
         if snap is None:
@@ -76,8 +54,8 @@ def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of: float | N
                 f"table {name} has no snapshot {snapshot_id}", hint="SHOW SNAPSHOTS OF SINK ... lists a sink's"
             )
         return snap
-    if as_of is not None:
-        snap = table.snapshot_as_of_timestamp(int(as_of * 1000))
+    if as_of_ms is not None:
+        snap = table.snapshot_as_of_timestamp(as_of_ms)
         if snap is None:
             raise ExecutionError(f"table {name} has no snapshot at or before that time")
         return snap
@@ -110,4 +88,4 @@ def read_rows(table: Any, snapshot: Any, *, travelled: bool = False) -> Any:
     return pa.concat_tables(pieces)
 
 
-__all__ = ["in_catalog", "load_connection_catalog", "open_table", "read_rows", "snapshot_of"]
+__all__ = ["in_catalog", "open_table", "read_rows", "snapshot_of"]

@@ -52,6 +52,27 @@ def aws_connection(objects: ObjectResolver, name: str | None) -> AwsConnectionPl
     return conn
 
 
+def load_connection_catalog(
+    conn: CatalogConnectionPlan,
+    *,
+    aws: AwsConnectionPlan | None,
+    storage_aws: AwsConnectionPlan | None,
+    secrets: SecretResolver,
+    home: Path,
+) -> Any:
+    """The live catalog of ``conn``; its tables read and write files with ``storage_aws`` when
+    given (the ``USING AWS CONNECTION`` of a sink writing there: a catalog that vends no
+    credentials). A sink's target and SELECT's table reader both load catalogs here."""
+    from icesql.engine.catalogs import load_catalog
+
+    catalog = load_catalog(conn, aws=aws, secrets=secrets, home=home)
+    if storage_aws is not None:
+        from icesql.engine.fileio import use_sink_file_io
+
+        use_sink_file_io(catalog, storage_aws, secrets=secrets)
+    return catalog
+
+
 @dataclass(frozen=True)
 class SinkTarget:
     """Where one sink writes: the table, its catalog connection and the storage credentials."""
@@ -64,15 +85,10 @@ class SinkTarget:
     home: Path
 
     def load_catalog(self) -> Any:
-        from icesql.engine.catalogs import load_catalog
-
-        catalog = load_catalog(self.catalog, aws=self.catalog_aws, secrets=self.secrets, home=self.home)
-        if self.sink_aws is not None:
-            from icesql.engine.fileio import use_sink_file_io
-
-            # the driver's commits (manifests, manifest lists) use the sink's storage access too
-            use_sink_file_io(catalog, self.sink_aws, secrets=self.secrets)
-        return catalog
+        # the driver's commits (manifests, manifest lists) use the sink's storage access too
+        return load_connection_catalog(
+            self.catalog, aws=self.catalog_aws, storage_aws=self.sink_aws, secrets=self.secrets, home=self.home
+        )
 
     def io_properties(self, table: Any) -> Any:
         from icesql.engine.fileio import io_properties
@@ -108,4 +124,4 @@ def resolve_target(
     )
 
 
-__all__ = ["ObjectResolver", "SinkTarget", "resolve_target"]
+__all__ = ["ObjectResolver", "SinkTarget", "load_connection_catalog", "resolve_target"]

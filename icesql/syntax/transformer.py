@@ -16,7 +16,7 @@ from typing import Any, Union
 
 from lark import Token, Transformer
 
-from icesql.errors import ParseError, Span
+from icesql.errors import ParseError, Span, span_within
 from icesql.syntax import ast
 from icesql.syntax.lexer import query_end
 
@@ -279,16 +279,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
 
     def create_view(self, children: list[Any]) -> ast.CreateView:
         name = next(c for c in children if isinstance(c, ast.Ident))
-        tok: Token = children[-1]
-        raw = str(tok)
-        query = raw[: query_end(raw, 0, len(raw))]
-        assert tok.start_pos is not None and tok.line is not None and tok.column is not None
-        end_line = tok.line + query.count("\n")
-        if "\n" in query:
-            end_column = len(query) - query.rfind("\n")
-        else:
-            end_column = tok.column + len(query)
-        qspan = Span(tok.start_pos, tok.start_pos + len(query), tok.line, tok.column, end_line, end_column)
+        query, qspan = _query(children[-1])
         stmt_span = span_of([children[0], qspan_holder(qspan)])
         return ast.CreateView(
             name,
@@ -462,13 +453,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
 
     def select(self, children: list[Any]) -> ast.Select:
         head: Token = children[0]
-        tok: Token = children[-1]
-        raw = str(tok)
-        query = raw[: query_end(raw, 0, len(raw))]
-        assert tok.start_pos is not None and tok.line is not None and tok.column is not None
-        end_line = tok.line + query.count("\n")
-        end_column = len(query) - query.rfind("\n") if "\n" in query else tok.column + len(query)
-        qspan = Span(tok.start_pos, tok.start_pos + len(query), tok.line, tok.column, end_line, end_column)
+        query, qspan = _query(children[-1])
         return ast.Select(
             str(head).upper(), query, span=span_of([head, qspan_holder(qspan)]), query_span=qspan
         )
@@ -493,6 +478,15 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def flush_sink(self, children: list[Any]) -> ast.FlushSink:
         name = children[2] if len(children) > 2 else None
         return ast.FlushSink(name, span=span_of(children))
+
+
+def _query(tok: Token) -> tuple[str, Span]:
+    """The verbatim query of a QUERY token (up to the statement's end) and its span."""
+    raw = str(tok)
+    query = raw[: query_end(raw, 0, len(raw))]
+    assert tok.start_pos is not None and tok.line is not None and tok.column is not None
+    origin = Span(tok.start_pos, tok.start_pos, tok.line, tok.column, tok.line, tok.column)
+    return query, span_within(origin, query, 0, len(query))
 
 
 @dataclass(frozen=True)

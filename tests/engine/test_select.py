@@ -157,6 +157,28 @@ def test_a_table_with_equality_deletes(session: Any) -> None:
     assert sorted(r[0] for r in got.rows) == [0, 1, 2, 3, 5, 6, 7, 8, 9]
 
 
+def test_a_table_named_twice_is_loaded_and_read_once(session: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from icesql.engine import table_reader, target
+
+    catalog, _, _ = session.engine.connection_catalog("lake")
+    table = it.sink_table(catalog, "twice", upsert=False)
+    it.sink_commit(table, 0, it.data(table, range(4)))
+    counts = {"catalogs": 0, "reads": 0}
+
+    def counted(fn: Any, what: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counts[what] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(target, "load_connection_catalog", counted(target.load_connection_catalog, "catalogs"))
+    monkeypatch.setattr(table_reader, "read_rows", counted(table_reader.read_rows, "reads"))
+    got = select(session, "SELECT a.id, b.id FROM lake.ns.twice a JOIN lake.ns.twice b ON a.id = b.id + 1")
+    assert rows_of(got) == [(1, 0), (2, 1), (3, 2)]
+    assert counts == {"catalogs": 1, "reads": 1}
+
+
 def _error(session: Any, sql: str) -> IcesqlError:
     with pytest.raises(IcesqlError) as info:
         session.execute(sql)

@@ -9,13 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_cli_spark import wait_staged
+from tests.cli.test_cli_spark import SPARK_CONF, wait_staged
 from tests.repl.terminal import Terminal
 
 LAKE = (
     "CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = './warehouse') "
     "WITH (VALIDATE = false);"
 )
+
+
+def spark_terminal(home: Path, **env: str) -> Terminal:
+    """The shell on a local Spark of two cores (the CLI tests' settings), workers on this Python."""
+    return Terminal(home, *SPARK_CONF, env={"PYSPARK_PYTHON": sys.executable, **env})
 
 
 @pytest.fixture
@@ -192,16 +197,7 @@ def test_edit_last_statement_in_editor(icesql_home: Path) -> None:
 
 @pytest.mark.spark
 def test_running_sink_shows_in_the_toolbar_and_ctrl_d_commits(icesql_home: Path) -> None:
-    term = Terminal(
-        icesql_home,
-        "--spark-master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-        env={"PYSPARK_PYTHON": sys.executable},
-    )
+    term = spark_terminal(icesql_home)
     try:
         term.prompt()
         term.line(LAKE)
@@ -231,16 +227,7 @@ def test_running_sink_shows_in_the_toolbar_and_ctrl_d_commits(icesql_home: Path)
 
 @pytest.mark.spark
 def test_select_shows_a_table_and_ctrl_c_cancels_a_long_query(icesql_home: Path) -> None:
-    term = Terminal(
-        icesql_home,
-        "--spark-master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.shuffle.partitions=2",
-        env={"PYSPARK_PYTHON": sys.executable},
-    )
+    term = spark_terminal(icesql_home)
     try:
         term.prompt()
         term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT, name STRING');")
@@ -268,14 +255,7 @@ def test_select_shows_a_table_and_ctrl_c_cancels_a_long_query(icesql_home: Path)
 
 @pytest.mark.spark
 def test_a_long_select_result_is_paged(icesql_home: Path) -> None:
-    term = Terminal(
-        icesql_home,
-        "--spark-master",
-        "local[2]",
-        "--conf",
-        "spark.ui.enabled=false",
-        env={"PYSPARK_PYTHON": sys.executable, "PAGER": "less -SRFX"},
-    )
+    term = spark_terminal(icesql_home, PAGER="less -SRFX")
     try:
         term.prompt()
         term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT');")
