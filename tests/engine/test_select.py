@@ -230,7 +230,7 @@ def test_check_of_a_select_never_starts_spark(tmp_path: Path) -> None:
     assert "RC 0 HEAVY []" in p.stdout, p.stdout + p.stderr
 
 
-def test_exec_prints_csv_and_json_lines(tmp_path: Path) -> None:
+def test_csv_and_json_lines_formats(tmp_path: Path) -> None:
     from icesql.repl.format import format_csv, format_json_lines
 
     rows = [(1, "a,b", None, dt.date(2024, 1, 2)), (2, 'q"', 1.5, None)]
@@ -294,5 +294,18 @@ def test_icesql_exec_prints_csv_and_one_line_errors(tmp_path: Path) -> None:
         " " * (at + 2) + "^^^^",
         "hint: columns there: `id`, `name`",
     ], err
+    # --format json through the CLI too: one object per row on stdout, nothing else there
+    p = icesql_cli(
+        "exec",
+        "--format",
+        "json",
+        "CREATE SOURCE IF NOT EXISTS g FROM GENERATOR (ROWS PER SECOND = 1, SCHEMA = 'id BIGINT, name STRING');"
+        "SELECT id, name FROM g ORDER BY id LIMIT 2",
+    )
+    assert p.returncode == 0, p.stderr
+    assert [json.loads(line) for line in p.stdout.splitlines()] == [
+        {"id": 0, "name": "name-0"},
+        {"id": 1, "name": "name-1"},
+    ], p.stdout
     p = icesql_cli("exec", "SELECT * FORM g")
     assert p.returncode == 1 and "Traceback" not in p.stderr and "<exec>:1:" in p.stderr, p.stderr
