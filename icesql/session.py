@@ -644,6 +644,14 @@ class Session:
         self._observe(p.name for p in plans)
         self.engine.run(plans, once=once)
 
+    def warm_up(self) -> None:
+        """Start Spark (if this session has none yet) and prepare it for running sinks in the
+        background: the Arrow path's data source is registered and Spark's Python workers import
+        the writer's modules, which otherwise delay a sink's first batch by a few seconds.
+        ``run`` and ``start`` do this themselves as they start the first sink; call it earlier
+        (for example while the program does other work) to overlap it with that work."""
+        self.engine.warm_up()
+
     def serve(self, *, once: bool = False) -> None:
         """Run every sink of the catalog store."""
         self.run(once=once, sinks=[o.name for o in self.store.list_objects("sink")])

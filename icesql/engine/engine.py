@@ -58,6 +58,7 @@ class Engine:
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)
         self._workers_warmed = False
+        self._warm_thread: threading.Thread | None = None
         self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
 
@@ -199,14 +200,19 @@ class Engine:
             listeners=self.listeners,
         )
 
-    def _warm_python_workers(self) -> None:
-        """Start Spark's Python workers in the background, once per engine.
+    def warm_up(self) -> None:
+        """Prepare Spark for running sinks, in the background, once per engine: register the
+        Arrow path's data source and start Spark's Python workers.
 
-        A fresh worker spends 1-3 s importing pyarrow and pyiceberg's writer path before it writes
-        its first row; a tiny job (one task per core) pays that while the driver prepares the sink
-        (catalog, table, recovery, query start), and Spark reuses those workers for the sink's
-        tasks (``spark.python.worker.reuse``, on by default). Best effort: any failure is ignored.
-        ``ICESQL_WARM_WORKERS=0`` turns it off.
+        Both cost Python processes that Spark starts on demand: registering a Python data source
+        makes Spark look up installed ones in a fresh Python (about 1 s), and a fresh worker spends
+        1-3 s importing pyarrow and pyiceberg's writer path before it writes its first row. Here
+        they start while the driver prepares the sink (catalog, table, recovery, query start); a
+        tiny job of two chained Arrow stages per core warms a worker for each stage of an Arrow
+        path task (the piece reader and the writer), and Spark reuses those workers for the
+        sink's tasks (``spark.python.worker.reuse``, on by default). ``start_sink`` calls this;
+        ``icesql.Session.warm_up`` lets a program call it earlier. Best effort: any failure is
+        ignored. ``ICESQL_WARM_WORKERS=0`` turns it off.
         """
         with self._lock:
             if self._workers_warmed:
@@ -219,23 +225,36 @@ class Engine:
         spark = self.spark
 
         def run() -> None:
+            from icesql.engine.files.source import register
+
+            try:
+                register(spark)  # a sink registering it meanwhile waits for this one (a lock)
+            except Exception:  # noqa: BLE001 - the sink registers it again and reports the error
+                log.debug("registering the files data source failed", exc_info=True)
             try:
                 n = int(spark.sparkContext.defaultParallelism)
             except Exception:  # Spark Connect has no SparkContext
                 n = 2
             n = max(1, min(n, 64))
             try:
-                spark.range(0, n, 1, n).mapInArrow(_warm_worker, _warm_schema()).collect()
+                schema = _warm_schema()
+                spark.range(0, n, 1, n).mapInArrow(_warm_worker, schema).mapInArrow(_warm_worker, schema).collect()
             except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
                 log.debug("warming the Python workers failed", exc_info=True)
 
-        threading.Thread(target=run, name="icesql-warm-workers", daemon=True).start()
+        self._warm_thread = threading.Thread(target=run, name="icesql-warm-up", daemon=True)
+        self._warm_thread.start()
+
+    def wait_warm(self, timeout: float | None = None) -> None:
+        """Wait for ``warm_up`` to finish (a no-op when it was never started)."""
+        if self._warm_thread is not None:
+            self._warm_thread.join(timeout)
 
     def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
         ``will_retry(error)`` says whether a failure will be retried (the sink is then
         ``retrying`` rather than ``failed``)."""
-        self._warm_python_workers()
+        self.warm_up()
         with self._lock:
             old = self._runners.get(plan.name)
         if old is not None and old.active:
@@ -467,14 +486,17 @@ def _warm_schema() -> Any:  # built here: a DDL string costs a parse by the JVM
 
 
 def _warm_worker(batches: Any) -> Any:
-    """``mapInArrow`` body of the warm-up job: import what ``FileWriterTask`` needs, emit nothing."""
+    """``mapInArrow`` body of the warm-up job: import what the sink's tasks need (``FileWriterTask``,
+    the Arrow path's piece reader and writer), emit one row per task for the next stage."""
+    import pyarrow as pa
     import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
     import pyiceberg.table.locations  # noqa: F401
 
     import icesql.engine.batch  # noqa: F401
+    import icesql.engine.files.source  # noqa: F401 - the piece reader (a Python data source)
     import icesql.engine.files.task  # noqa: F401 - the Arrow path's readers
     import icesql.engine.writer  # noqa: F401
 
     for _ in batches:
         pass
-    return iter(())
+    return iter([pa.RecordBatch.from_pydict({"ok": pa.array([1], pa.int32())})])

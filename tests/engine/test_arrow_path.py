@@ -457,3 +457,23 @@ def test_the_watermark_survives_a_compaction_of_the_table(
     write_json_lines(data, "f9.json", [{"id": 90, "v": "b"}])
     run(spark, home, source, sink("s", "t"), arrow=True, monkeypatch=monkeypatch, state=state)
     assert sorted(r["id"] for r in table_rows(home, "ns.t")) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 90]
+
+
+def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(spark: Any, tmp_path: Path) -> None:
+    """``Engine.warm_up`` (what ``Session.warm_up`` calls, and ``start_sink`` first thing):
+    the Arrow path's data source is registered in the background, once, and the warm-up job of
+    two chained Arrow stages runs to the end."""
+    from icesql.engine.files import source
+
+    source._registered.discard(id(spark))  # another test of this session may have registered it
+    eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)
+    eng.warm_up()
+    eng.warm_up()  # once per engine
+    eng.wait_warm(120)
+    assert eng._warm_thread is not None and not eng._warm_thread.is_alive()
+    assert id(spark) in source._registered
+    # registered with Spark itself: a streaming DataFrame of the source can be defined
+    df = spark.readStream.format(source.NAME).schema(source.PIECE_SCHEMA).options(
+        path=str(tmp_path), format="json", log=str(tmp_path / "log")
+    ).load()
+    assert df.isStreaming and df.columns == [f.name for f in source.PIECE_SCHEMA.fields]

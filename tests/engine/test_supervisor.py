@@ -96,7 +96,7 @@ class ScriptedEngine(Engine):
         script = self.scripts[plan.name]
         return ScriptedRunner(plan.name, script.pop(0) if script else "runs", self.state)  # type: ignore[arg-type]
 
-    def _warm_python_workers(self) -> None:
+    def warm_up(self) -> None:
         pass
 
 

@@ -376,3 +376,31 @@ def test_abort_removes_files_and_dedupe_last(catalog: SqlCatalog) -> None:
         {"id": 3, "v": "d"},
         {"id": 2, "v": "e"},
     ]
+
+
+def test_rows_buffered_into_big_row_groups_within_the_writer_budget(catalog: SqlCatalog) -> None:
+    """A file's rows are buffered up to ``row_group_bytes`` and written as one row group; across
+    open files the writer holds at most ``buffer_bytes`` unwritten (the fullest file is flushed
+    first), so many partitions cannot make a task hold a row group's worth per partition."""
+    by_region = PARTITIONS[0][0]  # identity(region)
+    table = ensure_table(catalog, "ns.rg", PART_SCHEMA, plan("rg", partition_by=(by_region,)))
+    batch = part_batch(4000)
+    size = batch.nbytes
+    # one row group per file when everything fits the buffers
+    w = DataFileWriter(WriteSpec.from_table(table), row_group_bytes=10 * size, buffer_bytes=10 * size)
+    for i in range(0, 4000, 100):
+        w.write(batch.slice(i, 100))
+    files = w.close()
+    assert len(files) == 4 and sum(x.record_count for x in files) == 4000  # eu, us, ap, null
+    assert all(pq.ParquetFile(x.file_path.removeprefix("file://")).num_row_groups == 1 for x in files)
+    # a budget of a quarter of the rows: never more than that left unwritten after a write
+    w = DataFileWriter(WriteSpec.from_table(table), row_group_bytes=10 * size, buffer_bytes=size // 4)
+    for i in range(0, 4000, 100):
+        w.write(batch.slice(i, 100))
+        pending = sum(f.pending_bytes for f in w._open.values())
+        assert pending <= size // 4 and pending == w._pending_total
+    files = w.close()
+    assert sum(x.record_count for x in files) == 4000
+    assert sum(pq.ParquetFile(x.file_path.removeprefix("file://")).num_row_groups for x in files) > 4
+    commit(table, CommitRequest(files, [], "sink", 1, 0))
+    assert len(read_duckdb(catalog.load_table("ns.rg").metadata_location)) == 4000

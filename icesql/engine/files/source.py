@@ -23,6 +23,7 @@ in as many micro-batches as the limits make, then the query ends.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -225,15 +226,18 @@ class FilesDataSource(DataSource):
 
 
 _registered: set[int] = set()
+_register_lock = threading.Lock()
 
 
 def register(spark: Any) -> None:
-    """Register the data source with ``spark`` (once per session)."""
+    """Register the data source with ``spark`` (once per session; a second caller waits for
+    the first, as the engine's warm-up registers it in the background)."""
     key = id(spark)
-    if key in _registered:
-        return
-    spark.dataSource.register(FilesDataSource)
-    _registered.add(key)
+    with _register_lock:
+        if key in _registered:
+            return
+        spark.dataSource.register(FilesDataSource)
+        _registered.add(key)
 
 
 __all__ = ["NAME", "PIECE_SCHEMA", "FilesDataSource", "io_options", "plan_pieces", "register"]
