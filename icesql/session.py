@@ -646,11 +646,13 @@ class Session:
 
     def warm_up(self) -> None:
         """Start Spark (if this session has none yet) and prepare it for running sinks in the
-        background: the Arrow path's data source is registered and Spark's Python workers import
-        the writer's modules, which otherwise delay a sink's first batch by a few seconds.
-        ``run`` and ``start`` do this themselves as they start the first sink; call it earlier
-        (for example while the program does other work) to overlap it with that work."""
-        self.engine.warm_up()
+        background: the Arrow path's data source is registered and run once by a throwaway query
+        of a one-line file, and Spark's Python workers import the writer's modules: a session's
+        first sink otherwise spends a few seconds more before its first batch. ``run`` and
+        ``start`` do part of this themselves as they start the first sink (registration and
+        workers); call it earlier (for example while the program does other work) to overlap
+        all of it with that work. ``engine.wait_warm()`` waits for it."""
+        self.engine.warm_up(query=True)
 
     def serve(self, *, once: bool = False) -> None:
         """Run every sink of the catalog store."""

@@ -59,6 +59,7 @@ class Engine:
         self._any_done = threading.Condition(self._lock)
         self._workers_warmed = False
         self._warm_thread: threading.Thread | None = None
+        self._query_warmed = False
         self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
 
@@ -200,37 +201,50 @@ class Engine:
             listeners=self.listeners,
         )
 
-    def warm_up(self) -> None:
+    def warm_up(self, *, query: bool = False) -> None:
         """Prepare Spark for running sinks, in the background, once per engine: register the
-        Arrow path's data source and start Spark's Python workers.
+        Arrow path's data source and start Spark's Python workers; with ``query``, also run one
+        throwaway streaming query of that source over a one-line file.
 
-        Both cost Python processes that Spark starts on demand: registering a Python data source
-        makes Spark look up installed ones in a fresh Python (about 1 s), and a fresh worker spends
-        1-3 s importing pyarrow and pyiceberg's writer path before it writes its first row. Here
-        they start while the driver prepares the sink (catalog, table, recovery, query start); a
-        tiny job of two chained Arrow stages per core warms a worker for each stage of an Arrow
-        path task (the piece reader and the writer), and Spark reuses those workers for the
-        sink's tasks (``spark.python.worker.reuse``, on by default). ``start_sink`` calls this;
-        ``icesql.Session.warm_up`` lets a program call it earlier. Best effort: any failure is
-        ignored. ``ICESQL_WARM_WORKERS=0`` turns it off.
+        All of it costs Python processes and JVM code that Spark starts or loads on demand:
+        registering a Python data source makes Spark look up installed ones in a fresh Python
+        (about 1 s); a session's first query of a Python streaming source spends about 2 s more
+        before its first batch than the next query does; and a fresh worker spends 1-3 s importing
+        pyarrow and pyiceberg's writer path before it writes its first row. ``start_sink`` calls
+        this (without ``query``: the sink's own query is about to pay that cost, and another at
+        the same time would only compete with it) while the driver prepares the sink (catalog,
+        table, recovery, query start); ``icesql.Session.warm_up`` (with ``query``) lets a
+        program call it earlier. A tiny job of two chained Arrow stages per core warms a worker
+        for each stage of an Arrow path task (the piece reader and the writer), and Spark reuses
+        those workers for the sink's tasks (``spark.python.worker.reuse``, on by default). Best
+        effort: any failure is ignored. ``ICESQL_WARM_WORKERS=0`` turns it off.
         """
         with self._lock:
-            if self._workers_warmed:
+            if self._workers_warmed and not (query and not self._query_warmed):
                 return
+            workers = not self._workers_warmed
             self._workers_warmed = True
+            self._query_warmed = self._query_warmed or query
         from icesql import settings
 
         if not settings.WARM_WORKERS.enabled():
             return
         spark = self.spark
+        previous = self._warm_thread
 
         def run() -> None:
             from icesql.engine.files.source import register
 
+            if previous is not None:
+                previous.join()
             try:
                 register(spark)  # a sink registering it meanwhile waits for this one (a lock)
+                if query:
+                    _warm_query(spark)
             except Exception:  # noqa: BLE001 - the sink registers it again and reports the error
-                log.debug("registering the files data source failed", exc_info=True)
+                log.debug("warming the files data source failed", exc_info=True)
+            if not workers:
+                return
             try:
                 n = int(spark.sparkContext.defaultParallelism)
             except Exception:  # Spark Connect has no SparkContext
@@ -483,6 +497,35 @@ def _warm_schema() -> Any:  # built here: a DDL string costs a parse by the JVM
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     return StructType([StructField("ok", IntegerType())])
+
+
+def _warm_query(spark: Any) -> None:
+    """Run a streaming query of the files data source over one one-line file, to the end."""
+    import shutil
+    import tempfile
+
+    from icesql.engine.files.source import NAME, PIECE_SCHEMA
+
+    scratch = Path(tempfile.mkdtemp(prefix="icesql-warm-"))
+    try:
+        (scratch / "in").mkdir()
+        (scratch / "in" / "one.json").write_text('{"a": 1}\n')
+        df = (
+            spark.readStream.format(NAME)
+            .schema(PIECE_SCHEMA)
+            .options(path=str(scratch / "in"), format="json", log=str(scratch / "log"))
+            .load()
+        )
+        writer = df.writeStream.foreachBatch(_collect_batch).queryName(f"icesql_warm_up_{scratch.name}")
+        q = writer.option("checkpointLocation", str(scratch / "checkpoint")).trigger(availableNow=True).start()
+        if not q.awaitTermination(120):
+            q.stop()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _collect_batch(batch_df: Any, batch_id: int) -> None:
+    batch_df.collect()
 
 
 def _warm_worker(batches: Any) -> Any:

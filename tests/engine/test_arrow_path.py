@@ -460,18 +460,24 @@ def test_the_watermark_survives_a_compaction_of_the_table(
 
 
 def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(spark: Any, tmp_path: Path) -> None:
-    """``Engine.warm_up`` (what ``Session.warm_up`` calls, and ``start_sink`` first thing):
-    the Arrow path's data source is registered in the background, once, and the warm-up job of
-    two chained Arrow stages runs to the end."""
+    """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``): the
+    Arrow path's data source is registered in the background, once, the warm-up job of two
+    chained Arrow stages runs to the end, and the throwaway query ends and leaves nothing."""
     from icesql.engine.files import source
 
     source._registered.discard(id(spark))  # another test of this session may have registered it
     eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)
+    import tempfile
+
+    before = set(Path(tempfile.gettempdir()).glob("icesql-warm-*"))
     eng.warm_up()
     eng.warm_up()  # once per engine
-    eng.wait_warm(120)
+    eng.warm_up(query=True)  # Session.warm_up: and a throwaway query of the source, to its end
+    eng.wait_warm(180)
     assert eng._warm_thread is not None and not eng._warm_thread.is_alive()
     assert id(spark) in source._registered
+    assert not [q.name for q in spark.streams.active if (q.name or "").startswith("icesql_warm_up")]
+    assert set(Path(tempfile.gettempdir()).glob("icesql-warm-*")) == before  # its scratch is gone
     # registered with Spark itself: a streaming DataFrame of the source can be defined
     df = spark.readStream.format(source.NAME).schema(source.PIECE_SCHEMA).options(
         path=str(tmp_path), format="json", log=str(tmp_path / "log")
