@@ -146,14 +146,21 @@ class WriteBaseTask:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        from icesql.engine.index.shard import PATH, PATH_TYPE, compact
+
+        def encoded(b: Any) -> Any:  # the path of each entry as a dictionary index, batch by batch
+            t = pa.Table.from_batches([b])
+            i = t.schema.get_field_index(PATH)
+            return t.set_column(i, pa.field(PATH, PATH_TYPE), t.column(PATH).cast(PATH_TYPE))
+
+        tables = [encoded(b) for b in batches if b.num_rows]
         if not tables:
             return
-        t = pa.concat_tables(tables)
+        t = pa.concat_tables(tables).unify_dictionaries()
         shards = t.column(SHARD)
         out = []
         for shard in sorted(set(shards.to_pylist())):
-            part = t.filter(pc.equal(shards, shard)).drop_columns([SHARD])
+            part = compact(t.filter(pc.equal(shards, shard)).drop_columns([SHARD]))
             name = shard_file(int(shard), "b", self.progress, self.version)
             self.store.write_table(name, part)
             out.append({"shard": int(shard), "name": name, "keys": part.num_rows})

@@ -1,7 +1,12 @@
 """One shard of the key index in memory: load its chain, look a batch's keys up, apply the batch.
 
 An index entry is a row of the KEY columns plus ``__path`` (the data file) and ``__pos`` (the
-row's position in it). A key normally has one entry; it has several only after another writer
+row's position in it). ``__path`` is dictionary-encoded (``dictionary<int32, string>``): a shard's
+entries point into few data files, so each entry costs a 4-byte index into one table of the
+shard's paths instead of its path (~120 bytes, which used to be most of a loaded shard). Files
+written with ``__path`` as a plain string (before this encoding) load the same (``_conform``);
+anything that sorts or writes the path as a string (the position deletes) takes ``plain_paths``.
+Acero's joins need one dictionary per column, so ``remove_keys`` and ``lookup`` unify it first. A key normally has one entry; it has several only after another writer
 appended rows with keys the table already held (then an upsert of that key deletes them all, so
 the table holds one row per key again).
 
@@ -15,10 +20,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 PATH = "__path"
 POS = "__pos"
 REMOVED = "__removed"
+
+# the in-memory (and, since it was introduced, on-disk) type of ``__path``
+PATH_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 # a chain longer than this is merged into a new base by the next batch that loads it
 MAX_CHAIN = 8
@@ -27,7 +36,7 @@ MAX_CHAIN = 8
 def entry_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
     # nullable and without field metadata: joins and concatenations meet one schema
     keys = [pa.field(f.name, f.type) for f in key_fields]
-    return pa.schema([*keys, pa.field(PATH, pa.string()), pa.field(POS, pa.int64())])
+    return pa.schema([*keys, pa.field(PATH, PATH_TYPE), pa.field(POS, pa.int64())])
 
 
 def delta_schema(key_fields: Sequence[pa.Field]) -> pa.Schema:
@@ -39,13 +48,49 @@ def empty(key_fields: Sequence[pa.Field]) -> pa.Table:
 
 
 def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    # a plain string ``__path`` (a file of an older index, a writer's positions) is encoded here
     return pa.Table.from_arrays([t.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def _joinable(t: pa.Table) -> pa.Table:
+    """``t`` with one dictionary per column (Acero refuses to join chunks of differing ones)."""
+    if (
+        PATH in t.column_names
+        and pa.types.is_dictionary(t.schema.field(PATH).type)
+        and t.column(PATH).num_chunks > 1
+    ):
+        return t.unify_dictionaries()
+    return t
+
+
+def compact(entries: pa.Table) -> pa.Table:
+    """``entries`` in one chunk, ``__path``'s dictionary holding only the paths still used
+    (removed entries leave their files' paths behind, which a cached shard would accumulate)."""
+    entries = entries.combine_chunks()
+    if PATH not in entries.column_names or entries.column(PATH).num_chunks != 1:
+        return entries
+    paths = entries.column(PATH).chunk(0)
+    if not pa.types.is_dictionary(paths.type):
+        return entries
+    used = pc.unique(paths.indices).drop_null()
+    if len(used) == len(paths.dictionary):
+        return entries
+    indices = pc.index_in(paths.indices, value_set=used).cast(paths.type.index_type)
+    pruned = pa.DictionaryArray.from_arrays(indices, paths.dictionary.take(used))
+    return entries.set_column(entries.schema.get_field_index(PATH), entries.schema.field(PATH), pruned)
+
+
+def plain_paths(t: pa.Table) -> pa.Table:
+    """``t`` with ``__path`` as a plain string column (to sort on it, or write it as a file path)."""
+    i = t.schema.get_field_index(PATH)
+    return t.set_column(i, pa.field(PATH, pa.string()), t.column(PATH).cast(pa.string()))
 
 
 def remove_keys(entries: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Table:
     """``entries`` without the entries of ``keys``."""
     if entries.num_rows == 0 or keys.num_rows == 0:
         return entries
+    entries = _joinable(entries)
     gone = keys.select(list(key)).group_by(list(key)).aggregate([])
     kept = entries.join(gone, keys=list(key), join_type="left anti", use_threads=False)
     return kept.select(entries.column_names)
@@ -63,13 +108,14 @@ def load(read: Any, chain: Sequence[str], key_fields: Sequence[pa.Field]) -> pa.
             entries = remove_keys(entries, removed, key)
             t = t.filter(pa.compute.invert(t.column(REMOVED)))
         entries = pa.concat_tables([entries, _conform(t, schema)])
-    return entries.combine_chunks()
+    return compact(entries)
 
 
 def lookup(entries: pa.Table, keys: pa.Table, key: Sequence[str]) -> pa.Table:
     """The entries of ``keys`` (the rows a batch replaces or deletes)."""
     if entries.num_rows == 0 or keys.num_rows == 0:
         return entries.slice(0, 0)
+    entries = _joinable(entries)
     wanted = keys.select(list(key)).group_by(list(key)).aggregate([])
     found = entries.join(wanted, keys=list(key), join_type="inner", use_threads=False)
     return found.select(entries.column_names)
@@ -82,32 +128,36 @@ def delta(removed_keys: pa.Table, added: pa.Table, key_fields: Sequence[pa.Field
     gone = pa.Table.from_arrays(
         [
             *(removed_keys.column(f.name).cast(f.type) for f in key_fields),
-            pa.nulls(n, pa.string()),
+            pa.nulls(n, PATH_TYPE),
             pa.nulls(n, pa.int64()),
             pa.array([True] * n, pa.bool_()),
         ],
         schema=schema,
     )
     new = _conform(added, entry_schema(key_fields)).append_column(REMOVED, pa.array([False] * added.num_rows))
-    return pa.concat_tables([gone, new.cast(schema)])
+    return pa.concat_tables([gone, new.cast(schema)]).combine_chunks()  # one dictionary per file
 
 
 def apply(entries: pa.Table, removed_keys: pa.Table, added: pa.Table, key: Sequence[str]) -> pa.Table:
     """``entries`` after a delta (the same as loading the chain with the delta appended)."""
     kept = remove_keys(entries, removed_keys, key).cast(entries.schema)
-    return pa.concat_tables([kept, added.select(entries.column_names).cast(entries.schema)]).combine_chunks()
+    added = _conform(added, entries.schema)
+    return compact(pa.concat_tables([kept, added]))
 
 
 __all__ = [
     "MAX_CHAIN",
     "PATH",
+    "PATH_TYPE",
     "POS",
     "REMOVED",
     "apply",
+    "compact",
     "delta",
     "delta_schema",
     "empty",
     "entry_schema",
     "load",
     "lookup",
+    "plain_paths",
 ]

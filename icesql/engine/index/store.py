@@ -122,6 +122,17 @@ class IndexStore:
         with self.fs.open_input_file(self.path(name)) as f:
             return pq.read_table(f, columns=list(columns) if columns is not None else None)
 
+    def read_entries(self, name: str) -> Any:
+        """A shard file (base or delta) with ``__path`` read as a dictionary, whether it was
+        written as one or as a plain string (an older index): a shard never holds a string per
+        entry of its files' paths, not even while it loads."""
+        import pyarrow.parquet as pq
+
+        from icesql.engine.index.shard import PATH
+
+        with self.fs.open_input_file(self.path(name)) as f:
+            return pq.read_table(f, read_dictionary=[PATH])
+
     def exists(self, name: str) -> bool:
         from pyarrow import fs as pafs
 

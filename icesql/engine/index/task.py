@@ -138,7 +138,7 @@ class ShardTask:
         chain = self.chains[shard] if shard < len(self.chains) else ()
         entries = _cached(self.store.root, shard, chain)
         if entries is None:
-            entries = S.load(self.store.read_table, chain, key_fields)
+            entries = S.load(self.store.read_entries, chain, key_fields)
         found = S.lookup(entries, keys, self.key)
 
         out: list[dict[str, Any]] = []
@@ -154,8 +154,10 @@ class ShardTask:
                 kill_point("write", self.batch_id)
             written = data_w.close()
             if found.num_rows:
-                deletes = found.rename_columns([*self.key, FILE_PATH, POS]).sort_by(
-                    [(FILE_PATH, "ascending"), (POS, "ascending")]
+                deletes = (
+                    S.plain_paths(found)
+                    .rename_columns([*self.key, FILE_PATH, POS])
+                    .sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
                 )
                 del_w.write(deletes)
             written += del_w.close()
