@@ -6,9 +6,11 @@ entries point into few data files, so each entry costs a 4-byte index into one t
 shard's paths instead of its path (~120 bytes, which used to be most of a loaded shard). Files
 written with ``__path`` as a plain string (before this encoding) load the same (``_conform``);
 anything that sorts or writes the path as a string (the position deletes) takes ``plain_paths``.
-Acero's joins need one dictionary per column, so ``remove_keys`` and ``lookup`` unify it first. A key normally has one entry; it has several only after another writer
-appended rows with keys the table already held (then an upsert of that key deletes them all, so
-the table holds one row per key again).
+Acero's joins need one dictionary per column, so ``remove_keys`` and ``lookup`` unify it first.
+
+A key normally has one entry; it has several only after another writer appended rows with keys
+the table already held (then an upsert of that key deletes them all, so the table holds one row
+per key again).
 
 A delta file holds the keys a batch removed (``__removed`` true: every entry of the key goes) and
 the entries it added; a base file holds entries. Loading applies a chain in order.
