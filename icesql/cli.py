@@ -634,6 +634,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_RUNTIME
 
 
+def entry() -> None:
+    """The ``icesql`` command (and ``python -m icesql``): ``main``, then a hard exit.
+
+    Once the command is done (its sinks committed and stopped, its output flushed) the process
+    ends with ``os._exit``: an ordinary interpreter exit runs the destructors of native libraries
+    (Arrow's thread pools) while daemon threads may still sit in their calls, and one upsert run in
+    about ten ended with ``terminate called without an active exception`` (SIGABRT) after its last
+    commit. Spark's JVM, a child process, exits when its standard input closes."""
+    code = main()
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            pass
+    os._exit(code if isinstance(code, int) else EXIT_RUNTIME)
+
+
 def _closed_pipe() -> int:
     """The reader of standard output went away (``icesql parse x.sql | head -1``): stop
     quietly, as Unix tools do when SIGPIPE ends them (the shell's status is 128 + SIGPIPE)."""

@@ -255,3 +255,31 @@ def test_no_engine_is_imported_for_help_parse_check(name: str, tmp_path: Path, i
         timeout=60,
     )
     assert f"RC {code} HEAVY []" in p.stdout, p.stdout + p.stderr
+
+
+def test_entry_flushes_and_exits_with_mains_code() -> None:
+    """``icesql`` ends with ``os._exit`` (no native destructors racing daemon threads): what
+    ``main`` printed, unflushed, still arrives, log records too, and ``main``'s code is the status."""
+    code = (
+        "import logging, sys, threading, time\n"
+        "import icesql.cli as cli\n"
+        "def fake_main():\n"
+        "    sys.stdout.write('out-without-newline')\n"
+        "    sys.stderr.write('err-without-newline')\n"
+        "    logging.basicConfig(stream=sys.stderr)\n"
+        "    logging.getLogger('x').warning('logged')\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()  # still running\n"
+        "    return 3\n"
+        "cli.main = fake_main\n"
+        "cli.entry()\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=60,
+    )
+    assert p.returncode == 3
+    assert p.stdout == "out-without-newline"
+    assert "err-without-newline" in p.stderr and "logged" in p.stderr
