@@ -16,6 +16,12 @@ under the sink's ``MaintenancePolicy``) and:
   committed meanwhile on rows it rewrote are carried over through the sink's keys
   (``carry_over``), so the compaction never loses the race and never undoes an upsert.
 
+A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
+no batch being written (batches are written against the key index, which it moves). A sink that
+commits by its period timer does so while its next batch is being written, so such gaps come
+only from a commit at the end of a batch: while a compaction waits for one (``wants_gap``), the
+runner commits each batch as it ends (reason ``maintenance``), before its period is over.
+
 After a step that moved rows (a compaction), the key index of an upsert sink is rebuilt before
 the next batch (the index must say where every key's row is); a step that did not (a manifest
 rewrite) only moves the index's snapshot on. Orphan-file cleanup never deletes a file a staged
@@ -81,6 +87,8 @@ class Maintainer:
         self._gap = threading.Event()
         self._turn = 0
         self._last_kind: Any = None
+        self._compaction_waits = False  # a due compaction found a batch in flight
+        self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
 
     @property
     def policy(self) -> Any:
@@ -90,6 +98,19 @@ class Maintainer:
 
     def busy(self) -> bool:
         return self._large is not None and self._large.is_alive()
+
+    def wants_gap(self) -> bool:
+        """Whether maintenance waits for a gap between the commits of an upsert sink (nothing
+        staged, no batch being written): a compaction that was due while a batch was in flight,
+        a rewrite beside the sink ready to commit, the key index to rebuild. A sink committing by
+        its period timer commits while its next batch is being written, and never leaves such a
+        gap by itself; asked at the end of each batch, which then commits at once."""
+        r = self.runner
+        if r.index is None or r.remote:
+            return False
+        if r._index_stale:
+            return True
+        return self._compaction_waits or (self._large_waits and self.busy())
 
     # ----------------------------------------------------------------- between commits
 
@@ -109,6 +130,9 @@ class Maintainer:
             return
         small = [t for t in tasks if t.weight is Weight.SMALL]
         large = [t for t in tasks if t.weight is Weight.LARGE and t.kind is StepKind.COMPACT]
+        self._compaction_waits = (
+            any(t.kind is StepKind.COMPACT for t in tasks) and not self.busy() and not self._may_compact()
+        )
         if large and not self.busy() and self._may_compact():
             self._start_large(large[0])
         small = [
@@ -211,6 +235,7 @@ class Maintainer:
             nonlocal held
             if held:
                 return
+            self._large_waits = True
             while not r.stop_event.is_set():
                 acquired = r.lock.acquire(timeout=GAP_WAIT)
                 if acquired:
@@ -218,6 +243,7 @@ class Maintainer:
                     # the key index, which the rewrite's commit moves)
                     if not r.staging.pending() and r.batch_started is None:
                         held = True
+                        self._large_waits = False
                         return
                     r.lock.release()
                 self._gap.clear()
@@ -245,6 +271,7 @@ class Maintainer:
             if not r.stop_event.is_set():
                 log.warning("sink %s: compaction beside the sink failed: %s", r.name, e)
         finally:
+            self._large_waits = False
             if held:
                 r.lock.release()
             self._large_started = None
@@ -299,17 +326,21 @@ class Maintainer:
     # ----------------------------------------------------------------- the key index
 
     def _follow_rewrite(self) -> None:
-        """Rows moved: the key index is rebuilt from the table before the next batch."""
+        """Rows moved: the key index is rebuilt from the table before the next batch (from the
+        rewrite's snapshot: another writer's rows are in it too, so a stale index is no more)."""
         r = self.runner
         if r.index is None:
             return
         r._open_index()
         r._writer = None
+        r._index_stale = False
 
     def _rows_unchanged(self) -> None:
-        """A snapshot that moved no row (a manifest rewrite): the index still describes the table."""
+        """A snapshot that moved no row (a manifest rewrite): the index still describes the table,
+        unless it was stale already (another writer's rows it does not know: the sink's commits
+        go on deleting by equality until it is rebuilt)."""
         r = self.runner
-        if r.index is not None and r.table.current_snapshot() is not None:
+        if r.index is not None and not r._index_stale and r.table.current_snapshot() is not None:
             r._index_snapshot = r.table.current_snapshot().snapshot_id
 
     # ----------------------------------------------------------------- reporting

@@ -26,7 +26,10 @@ Life of a runner
     2. executors write the files (``batch.BatchWriter``);
     3. the driver stages the files durably (``staging.Staging``) before returning;
     4. the commit clock decides whether to commit now; ``flush()`` commits now (``flush``),
-       ``stop()`` commits what is staged (``shutdown``).
+       ``stop()`` commits what is staged (``shutdown``). An upsert sink's maintenance that
+       moves rows needs a gap (nothing staged, no batch being written), which commits by the
+       period timer during the next batch never leave: when it waits for one, the batch commits
+       as it ends (``maintenance``), before its period is over.
 
 Every commit is one ``commit.commit`` call: append-only staged batches become one snapshot; when
 delete files are involved each staged batch is its own snapshot (in order, in one catalog
@@ -342,8 +345,9 @@ class SinkRunner:
 
         return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
 
-    def _open_index(self) -> None:
-        """The key index at the committed progress: a valid one, or rebuilt from the table."""
+    def _open_index(self, rebuild: bool = False) -> None:
+        """The key index at the committed progress: a valid one, or rebuilt from the table
+        (``rebuild``: rebuilt whatever the manifests say)."""
         from icesql.engine.index.upsert import open_index
         from icesql.engine.spark import parallelism
 
@@ -358,6 +362,7 @@ class SinkRunner:
             version=int(self.version or 0),
             parallelism=parallelism(self.spark),
             io_properties=dict(self.target.io_properties(self.table)),
+            rebuild=rebuild,
         )
         current = self.table.current_snapshot()
         self._index_snapshot = current.snapshot_id if current is not None else None
@@ -431,22 +436,37 @@ class SinkRunner:
 
     def _after_index_commit(self, result: Any) -> None:
         """The table's new snapshot is the one the index describes; after a commit another
-        writer's change went into, the index is rebuilt first (on Spark Connect, where the
-        index's writer lives in the server, the sink restarts to do so)."""
+        writer's change went into, the index is rebuilt from the table first (on Spark Connect,
+        where the index's writer lives in the server, the sink restarts to do so).
+
+        The rebuild is from the table, never the manifest of the batch just committed: that one
+        does not know the other writer's rows, so a later change of one of their keys would leave
+        the other writer's row beside the sink's. And it waits while a batch is being written (a
+        commit by the period timer): that batch reads and writes the index's files, which a
+        rebuild replaces and deletes, and its manifest follows from the index it started from.
+        Until a commit with no batch in flight rebuilds it, the index stays stale: every commit
+        also deletes its keys by equality (``_index_guard``)."""
         if not self._index_stale:
             if not result.skipped:
                 self._index_snapshot = result.snapshot_id
             return
-        self._index_stale = False
         if self.remote:
             from icesql.engine.failures import CatalogUnavailableError
 
+            self._index_stale = False
             raise CatalogUnavailableError(
                 f"sink {self.name}: table {self.plan.table_identifier} was changed by another writer; the "
                 "sink restarts to rebuild its key index",
                 hint="icesql serve restarts it; with icesql run, run it again",
             )
-        self._open_index()
+        if self.batch_started is not None:
+            log.info(
+                "sink %s: a batch is being written; the key index is rebuilt after a later commit",
+                self.name,
+            )
+            return
+        self._index_stale = False
+        self._open_index(rebuild=True)
         self._writer = None
 
     def _resume_files(self) -> None:
@@ -609,6 +629,8 @@ class SinkRunner:
                     kill_point("staged", batch_id)
                 self.batch_started = None
                 committed = self.apply_policy()
+                if not committed and entry is not None and self.maintainer.wants_gap():
+                    committed = self.commit("maintenance") is not None
         finally:
             self.batch_started = None
         if committed:

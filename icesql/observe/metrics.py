@@ -32,7 +32,7 @@ from icesql.engine.deadletter import REASONS as DEAD_LETTER_REASONS
 from icesql.engine.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
 from icesql.observe.health import STATES, SinkReport, judge
 
-REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "recovery")
+REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "recovery", "maintenance")
 # commit durations: a local catalog commits in ~50 ms, a remote REST catalog in 0.1-2 s
 DURATION_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 HISTORY = 60  # commits kept per sink for the status page

@@ -30,6 +30,7 @@ from icesql.plan import (
 from tests.support.pipeline_helpers import (
     Objects,
     State,
+    icesql_summaries,
     load_table,
     local_catalog,
     wait_for,
@@ -275,3 +276,85 @@ def test_a_foreign_append_before_the_first_commit(spark: Any, tmp_path: Path) ->
     eng.flush("u")
     eng.stop()
     readers_agree(home, [(1, "eu", "a"), (2, "eu", "b")])
+
+
+def test_a_key_another_writer_appended_while_the_sink_runs_is_upserted_later(
+    spark: Any, tmp_path: Path, caplog: Any
+) -> None:
+    """Another writer appends a key the sink never saw while a batch is staged; after the commit
+    the index is rebuilt from the table (not taken from the batch's manifest, which does not know
+    that row), so the sink's later update of that key replaces the other writer's row."""
+    from icesql.plan import CommitPolicy
+
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
+    engine(home, spark, data, state).run([sink()], once=True)
+    eng = engine(home, spark, data, state)
+    eng.start_sink(sink(commit=CommitPolicy(maximum_period=3600)))
+    runner = eng.runner("u")
+    write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
+    foreign_append(load_table(home, "ns.t"), 5)
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    eng.flush("u")
+    assert any("key index built" in r.getMessage() for r in caplog.records)
+    write_json_lines(data, "3.json", [u(5, "e-sink", lsn=20)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the next batch staged")
+    eng.flush("u")
+    eng.stop()
+    readers_agree(home, [(1, "eu", "a"), (2, "eu", "b2"), (5, "eu", "e-sink")])
+
+
+def test_a_commit_while_a_batch_is_written_leaves_the_index_to_that_batch(spark: Any, tmp_path: Path) -> None:
+    """The period timer (here: a flush) commits a stale batch while the next batch is being
+    written against the index: the rebuild waits for a commit with no batch in flight (it would
+    delete the index files that batch reads and writes, and the batch after it would start from
+    an index without its keys), which the batch in flight makes as it ends (reason
+    ``maintenance``, long before its period); that commit deletes its keys by equality too."""
+    import threading
+
+    from icesql.plan import CommitPolicy
+
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
+    engine(home, spark, data, state).run([sink()], once=True)
+    eng = engine(home, spark, data, state)
+    eng.start_sink(sink(commit=CommitPolicy(maximum_period=3600)))
+    runner = eng.runner("u")
+    write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
+    foreign_append(load_table(home, "ns.t"), 7)
+
+    entered, gate = threading.Event(), threading.Event()
+    real = runner.batch_writer
+
+    def gated() -> Any:
+        writer = real()
+
+        def write(df: Any, batch_id: int) -> Any:
+            entered.set()
+            assert gate.wait(120)
+            return writer(df, batch_id)
+
+        return write
+
+    runner.batch_writer = gated
+    try:
+        write_json_lines(data, "3.json", [c(3, "c", lsn=20)])
+        assert entered.wait(120), "the next batch started"
+        assert runner.batch_started is not None
+        eng.flush("u")  # commits the first batch (with equality deletes) while the next one is written
+        commits = runner.totals["commits"]
+    finally:
+        gate.set()
+    wait_for(
+        lambda: runner.totals["commits"] == commits + 1, what="the batch in flight committed as it ended"
+    )
+    reasons = [s["icesql.commit-reason"] for s in icesql_summaries(load_table(home, "ns.t"))]
+    assert reasons[-2:] == ["flush", "maintenance"]
+    write_json_lines(data, "4.json", [u(3, "c2", lsn=30), u(7, "g-sink", lsn=31)])
+    wait_for(lambda: runner.status_row()["staged_rows"] == 2, what="the last batch staged")
+    eng.flush("u")
+    eng.stop()
+    assert runner.error is None
+    readers_agree(home, [(1, "eu", "a"), (2, "eu", "b2"), (3, "eu", "c2"), (7, "eu", "g-sink")])

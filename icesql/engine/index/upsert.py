@@ -82,13 +82,16 @@ def open_index(
     version: int,
     parallelism: int,
     io_properties: dict[str, str],
+    rebuild: bool = False,
 ) -> Manifest:
-    """The index of ``table`` at the sink's committed ``progress`` (see the module docstring)."""
+    """The index of ``table`` at the sink's committed ``progress`` (see the module docstring);
+    ``rebuild``: built from the table whatever the manifests say (another writer's rows went into
+    the table together with the sink's last commit, which a batch's manifest does not know)."""
     import time
 
     from icesql.engine.index.build import build_index
 
-    m = valid_manifest(store, table, sink_id=sink_id, key=key)
+    m = None if rebuild else valid_manifest(store, table, sink_id=sink_id, key=key)
     if m is None:
         started = time.monotonic()
         m = build_index(
