@@ -401,7 +401,8 @@ def _items(
         while i < n and not (sig[i].is_punct(",") or sig[i].is_punct(")")):
             tok = sig[i]
             valued = eq is not None or any(t.kind in _LITERALS for t in item)
-            if valued and tok.kind is TokenKind.WORD and _starts_option(sig, i, kind):
+            glued = bool(item) and item[-1].end == tok.start  # `000TOKEN`: one value in two tokens
+            if valued and not glued and tok.kind is TokenKind.WORD and _starts_option(sig, i, kind):
                 break  # NAME = value NAME = value: a ',' forgotten, a new option starts
             if valued and tok.upper in ("CREATE", "ALTER") and i + 1 < n and _mentions_secret_word(sig[i + 1]):
                 # `... = false CREATE SECRET s AS 'v'`: a ')' and a ';' forgotten (only CREATE and

@@ -111,3 +111,21 @@ def test_an_unquoted_value_that_starts_like_a_statement_is_masked() -> None:
     text = "CREATE CONNECTION a TO AWS (ACCESS KEY ID = 'AKIDEXAMPLE', SECRET ACCESS KEY = SHOW SECR, REGION = 'eu-west-1')"
     out = redact_secrets(text)
     assert "SHOW" not in out and "SECR," not in out, out
+
+
+@pytest.mark.parametrize("value", ["000TOKEN", "1e5SECRET", "12abc"])
+def test_an_unquoted_value_lexed_as_a_number_and_a_word_is_masked_whole(value: str, tmp_path) -> None:
+    """Found by the property test: `PASSWORD = 000TOKEN` lexes as 000 and TOKEN; TOKEN glued to
+    the number is the rest of the value, not a new option (one needs a separator before it), so
+    neither the redacted text nor the parse error shows any of it."""
+    import icesql
+
+    text = (
+        "CREATE CONNECTION c TO ICEBERG CATALOG (TYPE = 'rest', URI = 'https://cat', USER = 'u', "
+        f"PASSWORD = {value})"
+    )
+    assert value[-4:] not in redact_secrets(text)
+    with pytest.raises(icesql.IcesqlError) as err:
+        icesql.Session(home=tmp_path).execute(text)
+    shown = err.value.render()
+    assert value[-4:] not in shown and value[:3] not in shown.split("\n", 1)[1], shown
