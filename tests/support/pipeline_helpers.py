@@ -132,13 +132,18 @@ def changelog_file(directory: Path, k: int, changes: list[dict[str, Any]]) -> Pa
 
 def load_table(home: Path, identifier: str, warehouse: Path | None = None, catalog_name: str = "cat") -> Any:
     """The table a ``local_catalog()`` of ``home`` holds."""
-    from pyiceberg.catalog.sql import SqlCatalog
-
     wh = warehouse if warehouse is not None else home / "warehouse"
     if not wh.is_absolute():
         wh = home / wh
-    cat = SqlCatalog(catalog_name, uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri())
-    return cat.load_table(identifier)
+    return sql_catalog(wh, catalog_name).load_table(identifier)
+
+
+def sql_catalog(warehouse: Path | str, name: str = "cat") -> Any:
+    """pyiceberg's view of the SQLite catalog a ``local_catalog`` on ``warehouse`` keeps."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    wh = Path(warehouse)
+    return SqlCatalog(name, uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri())
 
 
 def summaries(table: Any) -> list[dict[str, str]]:

@@ -30,25 +30,16 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from pathlib import Path
 from typing import Any
+
+from tests.support.pipeline_helpers import sql_catalog
+from tests.support.readers import _path, duckdb_connection
 
 ICEBERG_SUFFIXES = (".parquet", ".avro", ".orc", ".puffin", ".metadata.json")
 EXCLUDED_DIRS = ("data/icesql-index/", "data/icesql-staging/")  # key index, drop box: cleaned by icesql
 
 _entries: dict[str, list[str]] = {}  # manifest path -> the file paths of its entries (immutable)
 _lists: dict[str, list[str]] = {}  # manifest list -> the paths of its manifests
-
-
-def local(location: str) -> str:
-    return location[len("file://") :] if location.startswith("file://") else location
-
-
-def catalog(warehouse: Path | str, name: str = "cat") -> Any:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    wh = Path(warehouse)
-    return SqlCatalog(name, uri=f"sqlite:///{wh / 'catalog.db'}", warehouse=wh.as_uri())
 
 
 def _manifests(table: Any, snapshot: Any) -> list[Any]:
@@ -75,7 +66,7 @@ def _referenced(table: Any) -> set[str]:
             refs.update(_entries[path])
     refs.update(s.statistics_path for s in md.statistics)
     refs.update(s.statistics_path for s in getattr(md, "partition_statistics", []))
-    return {os.path.normpath(local(p)) for p in refs if p}
+    return {os.path.normpath(_path(p)) for p in refs if p}
 
 
 def _listed(root: str) -> dict[str, float]:
@@ -112,8 +103,8 @@ def table_health(
     from icesql.engine.maintenance.expire import sink_snapshots
 
     started = time.time()
-    table = catalog(warehouse).load_table(identifier)
-    root = local(table.location())
+    table = sql_catalog(warehouse).load_table(identifier)
+    root = _path(table.location())
     listed = _listed(root)  # before the table is loaded again: what a commit adds meanwhile is referenced
     table.refresh()
     md = table.metadata
@@ -193,23 +184,10 @@ def table_health(
     return out
 
 
-def duckdb_connection() -> Any:
-    import duckdb
-
-    from tests.support.readers import _duckdb_extension
-
-    con = duckdb.connect()
-    con.execute("SET TimeZone='UTC'")
-    con.execute("SET autoinstall_known_extensions=false")
-    for module in ("duckdb_extension_avro", "duckdb_extension_iceberg"):
-        con.execute(f"LOAD '{_duckdb_extension(module)}'")
-    return con
-
-
 def duckdb_arrow(metadata_location: str) -> Any:
     con = duckdb_connection()
     try:
-        return con.execute(f"SELECT * FROM iceberg_scan('{local(metadata_location)}')").to_arrow_table()
+        return con.execute(f"SELECT * FROM iceberg_scan('{_path(metadata_location)}')").to_arrow_table()
     finally:
         con.close()
 
@@ -222,7 +200,7 @@ def fresh_compaction(table: Any, *, target: int, scratch: str, name: str) -> dic
     from icesql.engine.compact import CompactMode, compact_table
 
     rows = duckdb_arrow(table.metadata_location)
-    cat = catalog(scratch, "fresh")
+    cat = sql_catalog(scratch, "fresh")
     cat.create_namespace_if_not_exists("fresh")
     copy = cat.create_table(("fresh", name), schema=table.schema(), partition_spec=table.spec())
     arrow_schema = copy.schema().as_arrow()
@@ -243,7 +221,7 @@ def fresh_compaction(table: Any, *, target: int, scratch: str, name: str) -> dic
         "data_files": files,
         "rows": rows.num_rows,
         "metadata_location": copy.metadata_location,
-        "location": local(copy.location()),
+        "location": _path(copy.location()),
     }
 
 
@@ -255,7 +233,7 @@ def duckdb_read_seconds(metadata_location: str, repeat: int = 7) -> list[float]:
         con = duckdb_connection()
         try:
             started = time.perf_counter()
-            con.execute(f"SELECT * FROM iceberg_scan('{local(metadata_location)}')").to_arrow_table()
+            con.execute(f"SELECT * FROM iceberg_scan('{_path(metadata_location)}')").to_arrow_table()
             out.append(time.perf_counter() - started)
         finally:
             con.close()
