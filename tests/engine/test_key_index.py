@@ -278,12 +278,9 @@ def test_a_foreign_append_before_the_first_commit(spark: Any, tmp_path: Path) ->
     readers_agree(home, [(1, "eu", "a"), (2, "eu", "b")])
 
 
-def test_a_key_another_writer_appended_while_the_sink_runs_is_upserted_later(
-    spark: Any, tmp_path: Path, caplog: Any
-) -> None:
-    """Another writer appends a key the sink never saw while a batch is staged; after the commit
-    the index is rebuilt from the table (not taken from the batch's manifest, which does not know
-    that row), so the sink's later update of that key replaces the other writer's row."""
+def staged_beside_a_foreign_key(spark: Any, tmp_path: Path, key: int) -> tuple[Path, Path, Any, Any]:
+    """Keys 1 and 2 committed; a running sink (period of an hour) with ``u(2, 'b2')`` staged, and
+    another writer's row of ``key`` appended meanwhile. Returns (home, input dir, engine, runner)."""
     from icesql.plan import CommitPolicy
 
     home, data, state = tmp_path / "home", tmp_path / "in", State()
@@ -294,7 +291,17 @@ def test_a_key_another_writer_appended_while_the_sink_runs_is_upserted_later(
     runner = eng.runner("u")
     write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
     wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
-    foreign_append(load_table(home, "ns.t"), 5)
+    foreign_append(load_table(home, "ns.t"), key)
+    return home, data, eng, runner
+
+
+def test_a_key_another_writer_appended_while_the_sink_runs_is_upserted_later(
+    spark: Any, tmp_path: Path, caplog: Any
+) -> None:
+    """Another writer appends a key the sink never saw while a batch is staged; after the commit
+    the index is rebuilt from the table (not taken from the batch's manifest, which does not know
+    that row), so the sink's later update of that key replaces the other writer's row."""
+    home, data, eng, runner = staged_beside_a_foreign_key(spark, tmp_path, 5)
     caplog.set_level(logging.INFO, logger="icesql.sink")
     eng.flush("u")
     assert any("key index built" in r.getMessage() for r in caplog.records)
@@ -313,17 +320,7 @@ def test_a_commit_while_a_batch_is_written_leaves_the_index_to_that_batch(spark:
     ``maintenance``, long before its period); that commit deletes its keys by equality too."""
     import threading
 
-    from icesql.plan import CommitPolicy
-
-    home, data, state = tmp_path / "home", tmp_path / "in", State()
-    write_json_lines(data, "1.json", [c(1, "a", lsn=1), c(2, "b", lsn=2)])
-    engine(home, spark, data, state).run([sink()], once=True)
-    eng = engine(home, spark, data, state)
-    eng.start_sink(sink(commit=CommitPolicy(maximum_period=3600)))
-    runner = eng.runner("u")
-    write_json_lines(data, "2.json", [u(2, "b2", lsn=10)])
-    wait_for(lambda: runner.status_row()["staged_rows"] == 1, what="the batch staged")
-    foreign_append(load_table(home, "ns.t"), 7)
+    home, data, eng, runner = staged_beside_a_foreign_key(spark, tmp_path, 7)
 
     entered, gate = threading.Event(), threading.Event()
     real = runner.batch_writer

@@ -206,10 +206,7 @@ class Feeder(threading.Thread):
             self.lsn += 1
             changes.append(c(k, hexval(self.rng), lsn=self.lsn))
             self.live.add(k)
-        self.changes += changes
-        self._write(self.cdc, changes)
-        self._write(self.events, self._append_rows(INITIAL_APPEND_ROWS))
-        self.files += 1
+        self._emit(changes, INITIAL_APPEND_ROWS)
 
     def step(self) -> None:
         changes = []
@@ -224,9 +221,13 @@ class Feeder(threading.Thread):
             else:
                 changes.append(c(k, f"{self.lsn}-{hexval(self.rng)}", lsn=self.lsn))
                 self.live.add(k)
+        self._emit(changes, APPEND_ROWS_PER_FILE)
+
+    def _emit(self, changes: list[dict[str, Any]], rows: int) -> None:
+        """One file of ``changes`` for the upsert sink, one of ``rows`` new rows for the append sink."""
         self.changes += changes
         self._write(self.cdc, changes)
-        self._write(self.events, self._append_rows(APPEND_ROWS_PER_FILE))
+        self._write(self.events, self._append_rows(rows))
         self.files += 1
 
     def run(self) -> None:
