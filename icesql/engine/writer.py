@@ -422,7 +422,6 @@ class DataFileWriter:
         # what all open files may hold unwritten together: many partitions flush smaller groups
         self._buffer_budget = max(1, buffer_bytes)
         self._row_group_bytes = min(row_group_bytes, self._buffer_budget)
-        self._pending_total = 0
         self._max_open = max(1, max_open_files)
         self._open: OrderedDict[tuple[Any, ...], _OpenFile] = OrderedDict()
         self._done: list[WrittenFile] = []
@@ -499,7 +498,6 @@ class DataFileWriter:
         if not f.pending:
             return
         data = pa.concat_tables(f.pending) if len(f.pending) > 1 else f.pending[0]
-        self._pending_total -= f.pending_bytes
         f.pending, f.pending_bytes = [], 0
         offset, n = 0, data.num_rows
         while offset < n:
@@ -603,13 +601,10 @@ class DataFileWriter:
             f = self._file_for(key)
             f.pending.append(part)
             f.pending_bytes += part.nbytes
-            self._pending_total += part.nbytes
             if f.pending_bytes >= self._row_group_bytes:
                 self._flush(key, f)
-        while self._pending_total > self._buffer_budget and self._open:  # the fullest goes first
-            key, f = max(self._open.items(), key=lambda kv: kv[1].pending_bytes)
-            if not f.pending:
-                break
+        while sum(f.pending_bytes for f in self._open.values()) > self._buffer_budget:
+            key, f = max(self._open.items(), key=lambda kv: kv[1].pending_bytes)  # the fullest first
             self._flush(key, f)
 
     def close(self) -> list[WrittenFile]:

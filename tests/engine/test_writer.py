@@ -397,8 +397,7 @@ def test_rows_buffered_into_big_row_groups_within_the_writer_budget(catalog: Sql
     w = DataFileWriter(WriteSpec.from_table(table), row_group_bytes=10 * size, buffer_bytes=size // 4)
     for i in range(0, 4000, 100):
         w.write(batch.slice(i, 100))
-        pending = sum(f.pending_bytes for f in w._open.values())
-        assert pending <= size // 4 and pending == w._pending_total
+        assert sum(f.pending_bytes for f in w._open.values()) <= size // 4
     files = w.close()
     assert sum(x.record_count for x in files) == 4000
     assert sum(pq.ParquetFile(x.file_path.removeprefix("file://")).num_row_groups for x in files) > 4
