@@ -651,7 +651,7 @@ def entry() -> None:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe or stream: nothing more to say
             pass
-    os._exit(code if isinstance(code, int) else EXIT_RUNTIME)
+    os._exit(code)
 
 
 def _closed_pipe() -> int:

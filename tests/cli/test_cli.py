@@ -258,11 +258,13 @@ def test_no_engine_is_imported_for_help_parse_check(name: str, tmp_path: Path, i
 
 
 def test_entry_flushes_and_exits_with_mains_code() -> None:
-    """``icesql`` ends with ``os._exit`` (no native destructors racing daemon threads): what
-    ``main`` printed, unflushed, still arrives, log records too, and ``main``'s code is the status."""
+    """``icesql`` ends with ``os._exit`` (no interpreter shutdown, so no native destructors racing
+    daemon threads): what ``main`` printed, unflushed, still arrives, log records too, and
+    ``main``'s code is the status."""
     code = (
-        "import logging, sys, threading, time\n"
+        "import atexit, logging, sys, threading, time\n"
         "import icesql.cli as cli\n"
+        "atexit.register(lambda: print('atexit-ran', file=sys.stderr, flush=True))\n"
         "def fake_main():\n"
         "    sys.stdout.write('out-without-newline')\n"
         "    sys.stderr.write('err-without-newline')\n"
@@ -283,3 +285,4 @@ def test_entry_flushes_and_exits_with_mains_code() -> None:
     assert p.returncode == 3
     assert p.stdout == "out-without-newline"
     assert "err-without-newline" in p.stderr and "logged" in p.stderr
+    assert "atexit-ran" not in p.stderr  # ended by os._exit: no interpreter shutdown ran
