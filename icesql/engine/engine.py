@@ -503,6 +503,7 @@ def _warm_query(spark: Any) -> None:
     """Run a streaming query of the files data source over one one-line file, to the end."""
     import shutil
     import tempfile
+    import time
 
     from icesql.engine.files.source import NAME, PIECE_SCHEMA
 
@@ -517,9 +518,11 @@ def _warm_query(spark: Any) -> None:
             .load()
         )
         writer = df.writeStream.foreachBatch(_collect_batch).queryName(f"icesql_warm_up_{scratch.name}")
+        started = time.monotonic()
         q = writer.option("checkpointLocation", str(scratch / "checkpoint")).trigger(availableNow=True).start()
         if not q.awaitTermination(120):
             q.stop()
+        log.debug("warm-up: a query of the files data source ran in %.1fs", time.monotonic() - started)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

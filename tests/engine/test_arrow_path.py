@@ -9,6 +9,7 @@ bounds, value counts, per column over the table's data files).
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -459,7 +460,9 @@ def test_the_watermark_survives_a_compaction_of_the_table(
     assert sorted(r["id"] for r in table_rows(home, "ns.t")) == [0, 1, 2, 10, 11, 12, 20, 21, 22, 90]
 
 
-def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(spark: Any, tmp_path: Path) -> None:
+def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``): the
     Arrow path's data source is registered in the background, once, the warm-up job of two
     chained Arrow stages runs to the end, and the throwaway query ends and leaves nothing."""
@@ -470,6 +473,7 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(spar
     import tempfile
 
     before = set(Path(tempfile.gettempdir()).glob("icesql-warm-*"))
+    caplog.set_level(logging.DEBUG, logger="icesql.engine")
     eng.warm_up()
     eng.warm_up()  # once per engine
     eng.warm_up(query=True)  # Session.warm_up: and a throwaway query of the source, to its end
@@ -478,6 +482,9 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(spar
     assert id(spark) in source._registered
     assert not [q.name for q in spark.streams.active if (q.name or "").startswith("icesql_warm_up")]
     assert set(Path(tempfile.gettempdir()).glob("icesql-warm-*")) == before  # its scratch is gone
+    ran = [r.getMessage() for r in caplog.records if "a query of the files data source ran" in r.getMessage()]
+    assert len(ran) == 1, ran  # the throwaway query ran to its end, once
+    assert not [r for r in caplog.records if "warming" in r.getMessage() and "failed" in r.getMessage()]
     # registered with Spark itself: a streaming DataFrame of the source can be defined
     df = spark.readStream.format(source.NAME).schema(source.PIECE_SCHEMA).options(
         path=str(tmp_path), format="json", log=str(tmp_path / "log")
