@@ -401,8 +401,11 @@ def _items(
         while i < n and not (sig[i].is_punct(",") or sig[i].is_punct(")")):
             tok = sig[i]
             valued = eq is not None or any(t.kind in _LITERALS for t in item)
-            glued = bool(item) and item[-1].end == tok.start  # `000TOKEN`: one value in two tokens
-            if valued and not glued and tok.kind is TokenKind.WORD and _starts_option(sig, i, kind):
+            if (
+                valued
+                and tok.kind is TokenKind.WORD
+                and _starts_option(sig, i, kind, eq_forgotten=not _secret_value(kind, inherit, item, eq))
+            ):
                 break  # NAME = value NAME = value: a ',' forgotten, a new option starts
             if valued and tok.upper in ("CREATE", "ALTER") and i + 1 < n and _mentions_secret_word(sig[i + 1]):
                 # `... = false CREATE SECRET s AS 'v'`: a ')' and a ';' forgotten (only CREATE and
@@ -447,9 +450,17 @@ def _items(
     return i
 
 
-def _starts_option(sig: list[Token], i: int, kind: str | None) -> bool:
+def _secret_value(kind: str | None, inherit: Secrecy | None, item: list[Token], eq: int | None) -> bool:
+    """Whether ``item`` (read so far) is an option whose value is a secret."""
+    return eq is not None and _secrecy(kind, inherit, item, eq) is Secrecy.VALUE
+
+
+def _starts_option(sig: list[Token], i: int, kind: str | None, *, eq_forgotten: bool = True) -> bool:
     """Whether ``sig[i:]`` reads ``NAME =`` for an option the list knows (any list's, when
-    the list is not known)."""
+    the list is not known); with ``eq_forgotten``, also a secret's ``NAME`` with its ``=``
+    forgotten. Inside a secret's value only ``NAME =`` ends it: the words of an unquoted value
+    (``PASSWORD = 00 TOKEN``, lexed ``000TOKEN`` too) may read like an option's name, and they
+    are masked with the value rather than shown as a name."""
     j = i
     while j < len(sig) and sig[j].kind is TokenKind.WORD:
         j += 1
@@ -457,6 +468,8 @@ def _starts_option(sig: list[Token], i: int, kind: str | None) -> bool:
     lists = [kind] if kind in LISTS else list(LISTS)
     if j < len(sig) and sig[j].is_punct("="):
         return any(known_prefix(k, words) == len(words) for k in lists)
+    if not eq_forgotten:
+        return False
     # a secret's NAME value with its '=' forgotten too
     return any(_mentions_secret(t) for t in sig[i:j]) and any(known_prefix(k, words) > 0 for k in lists)
 

@@ -113,11 +113,11 @@ def test_an_unquoted_value_that_starts_like_a_statement_is_masked() -> None:
     assert "SHOW" not in out and "SECR," not in out, out
 
 
-@pytest.mark.parametrize("value", ["000TOKEN", "1e5SECRET", "12abc"])
+@pytest.mark.parametrize("value", ["000TOKEN", "1e5SECRET", "12abc", "00 TOKEN", "7 SECRET"])
 def test_an_unquoted_value_lexed_as_a_number_and_a_word_is_masked_whole(value: str, tmp_path) -> None:
-    """Found by the property test: `PASSWORD = 000TOKEN` lexes as 000 and TOKEN; TOKEN glued to
-    the number is the rest of the value, not a new option (one needs a separator before it), so
-    neither the redacted text nor the parse error shows any of it."""
+    """Found by the property test: `PASSWORD = 000TOKEN` lexes as 000 and TOKEN (and `00 TOKEN`
+    is two tokens anyway); TOKEN reads like an option's name, but inside a secret's value only
+    `NAME =` starts a new option, so neither the redacted text nor the parse error shows any of it."""
     import icesql
 
     text = (
