@@ -246,6 +246,7 @@ class MaintenancePolicy:
     delete_ratio: float = 0.3  # a data file with this fraction of its rows deleted is rewritten
     expire_every: float = 60.0  # seconds between two expirations of a running sink
     orphan_check_every: float = 3600.0  # seconds between two orphan-file cleanups of a running sink
+    metadata_check_versions: int = 10  # metadata versions between two metadata cleanups of a running sink
     large_rewrite_bytes: int = 64 * 1024 * 1024  # a compaction reading more runs beside the sink
     expire_batch: int = 1000  # snapshots expired by one step at most
 

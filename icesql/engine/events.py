@@ -48,7 +48,7 @@ class FailureEvent:
 @dataclass(frozen=True)
 class MaintenanceEvent:
     sink: str
-    step: str  # compact, expire, remove-orphans, rewrite-manifests
+    step: str  # compact, expire, remove-metadata, remove-orphans, rewrite-manifests
     summary: str  # what it did, one line (files before/after, snapshots, bytes, time)
     duration: float
 

@@ -2,8 +2,9 @@
 
 A new table gets the schema derived from the source (``schema.spark_to_iceberg_schema``), the
 partition spec of ``PARTITION BY``, the KEY as identifier fields, ``FORMAT VERSION`` (2 by
-default) and the sink's ``PROPERTIES``. An existing table is checked with
-``schema.compatibility_problems`` and refused with an ``ExecutionError`` naming the columns.
+default) and the sink's ``PROPERTIES``, on top of ``CREATED_TABLE_PROPERTIES``. An existing table
+is checked with ``schema.compatibility_problems`` and refused with an ``ExecutionError`` naming
+the columns; its properties are left as they are.
 """
 
 from __future__ import annotations
@@ -19,6 +20,17 @@ from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
 log = logging.getLogger("icesql.sink")
 
 PARTITION_FIELD_ID_START = 1000
+
+# What a table icesql creates gets unless the sink's PROPERTIES name them. Iceberg's defaults keep
+# 100 previous metadata files in the log and delete none, so a sink committing every second would
+# leave 86,400 metadata files a day: a log of 50, and every commit (the sink's, its maintenance's,
+# any other writer's that honours the property) deletes the files that drop out of it. The
+# maintenance's metadata cleanup (``maintenance.metadata``) removes the ones a commit left behind.
+METADATA_LOG_LENGTH = 50
+CREATED_TABLE_PROPERTIES = {
+    "write.metadata.previous-versions-max": str(METADATA_LOG_LENGTH),
+    "write.metadata.delete-after-commit.enabled": "true",
+}
 
 
 def _identifier(identifier: str | Sequence[str] | None, plan: SinkPlan) -> tuple[str, ...]:
@@ -111,7 +123,9 @@ def partition_spec_for(schema: Any, partition_by: Sequence[PartitionFieldPlan]) 
 
 
 def table_properties_for(plan: SinkPlan) -> dict[str, str]:
-    props = {k: str(v) for k, v in plan.properties}
+    """The properties of the table a sink creates: ``CREATED_TABLE_PROPERTIES``, the sink's
+    ``PROPERTIES`` over them, ``FORMAT VERSION``."""
+    props = {**CREATED_TABLE_PROPERTIES, **{k: str(v) for k, v in plan.properties}}
     props["format-version"] = str(plan.format_version)
     return props
 
@@ -280,6 +294,8 @@ def explain_table(
 
 
 __all__ = [
+    "CREATED_TABLE_PROPERTIES",
+    "METADATA_LOG_LENGTH",
     "ensure_table",
     "explain_table",
     "key_field_ids",

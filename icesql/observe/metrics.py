@@ -36,7 +36,7 @@ REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "rec
 # commit durations: a local catalog commits in ~50 ms, a remote REST catalog in 0.1-2 s
 DURATION_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 HISTORY = 60  # commits kept per sink for the status page
-MAINTENANCE_STEPS = ("compact", "expire", "remove-orphans", "rewrite-manifests")
+MAINTENANCE_STEPS = ("compact", "expire", "remove-metadata", "remove-orphans", "rewrite-manifests")
 THROUGHPUT_WINDOW = 60.0  # seconds over which the status page's rows/s is averaged
 
 
@@ -123,7 +123,7 @@ class SinkMetrics:
         )
         self.maintenance = Counter(
             "icesql_sink_maintenance_runs",
-            "Table maintenance steps the running sink made, by step (compact, expire, remove-orphans, rewrite-manifests).",
+            "Table maintenance steps the running sink made, by step (compact, expire, remove-metadata, remove-orphans, rewrite-manifests).",
             ["sink", "step"],
             registry=r,
         )

@@ -174,6 +174,14 @@ def format_maintenance_step(result: Any) -> str:
             f"{would}delete {result.files_deleted:,} file(s) ({format_bytes(result.bytes_deleted)}), "
             f"{result.duration:.1f}s"
         )
+    if kind == "remove-metadata":
+        failed = f", {result.files_failed} could not be deleted" if result.files_failed else ""
+        left = f", {result.remaining:,} left for the next run" if result.remaining else ""
+        return (
+            f"remove-metadata: {would}delete {len(result.deleted):,} of {result.files_listed:,} metadata "
+            f"file(s) older than the metadata log ({format_bytes(result.bytes_deleted)}){failed}{left}, "
+            f"{result.duration:.1f}s"
+        )
     if kind == "remove-orphans":
         where = result.location.rstrip("/").rsplit("/", 1)[-1]
         kept = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from icesql.engine.maintenance import (
     expire_snapshots,
     maintain_table,
     plan_maintenance,
+    remove_old_metadata,
     remove_orphan_files,
     rewrite_manifests,
     sink_snapshots,
@@ -36,6 +38,7 @@ from icesql.engine.maintenance.files import path_key
 from icesql.engine.staging import StagedBatch, Staging
 from icesql.engine.writer import WrittenFile
 from icesql.plan import MaintenancePolicy
+from icesql.repl.format import format_maintenance_step
 from tests.support.iceberg_tables import (
     data,
     equality_deletes,
@@ -69,6 +72,29 @@ def foreign_append(table: Any, ids: list[int]) -> None:
 def files_on_disk(table: Any) -> set[str]:
     root = local(table.location())
     return {path_key(str(p)) for p in root.rglob("*") if p.is_file()}
+
+
+def metadata_files(table: Any) -> set[str]:
+    """The ``.metadata.json`` files in ``table``'s metadata directory."""
+    return {path_key(str(p)) for p in (local(table.location()) / "metadata").glob("*.metadata.json")}
+
+
+def logged_metadata(table: Any) -> set[str]:
+    """The metadata files ``table`` keeps: the current one and those its metadata log lists."""
+    table.refresh()
+    md = table.metadata
+    return {path_key(p) for p in (table.metadata_location, *(e.metadata_file for e in md.metadata_log))}
+
+
+def short_log_without_deletes(table: Any, versions: int) -> None:
+    """A metadata log of ``versions`` files whose commits delete nothing (as a table icesql did
+    not create): files older than the log are left in the metadata directory."""
+    table.transaction().set_properties(
+        {
+            "write.metadata.previous-versions-max": str(versions),
+            "write.metadata.delete-after-commit.enabled": "false",
+        }
+    ).commit_transaction()
 
 
 def referenced_exist(table: Any) -> None:
@@ -187,7 +213,7 @@ def test_orphan_cleanup_with_an_aggressive_age_spares_staged_and_dropbox_files(
     orphans), a staged batch not committed yet, and (Spark Connect) a drop-box record naming
     files the client has not taken yet. With a safety age of zero only the true orphans go."""
     table = sink_table(catalog)
-    table.transaction().set_properties({"write.metadata.previous-versions-max": "3"}).commit_transaction()
+    short_log_without_deletes(table, 3)
     for i in range(6):
         sink_commit(table, i, data(table, [i]))
     rows = read_rows(table)
@@ -202,10 +228,7 @@ def test_orphan_cleanup_with_an_aggressive_age_spares_staged_and_dropbox_files(
     orphan = data(table, [300])  # a batch killed before it staged: nothing names it
     notes = local(table.location()) / "data" / "README.txt"  # not an Iceberg file: not ours to judge
     notes.write_text("left by someone")
-    logged = {e.metadata_file for e in table.metadata.metadata_log} | {table.metadata_location}
-    old_metadata = {
-        path_key(str(p)) for p in (local(table.location()) / "metadata").glob("*.metadata.json")
-    } - {path_key(p) for p in logged}
+    old_metadata = metadata_files(table) - logged_metadata(table)
     assert old_metadata  # previous-versions-max = 3: older metadata files left the log
 
     dry = remove_orphan_files(table, time.time() + SOON, protected_paths=lambda: staged_files(home), dry_run=True)
@@ -239,6 +262,65 @@ def test_orphan_cleanup_keeps_young_files(catalog: Any) -> None:
     assert sliced.deleted == ()  # listed metadata/ only
     result = remove_orphan_files(table, time.time() - 3600, under="data")
     assert [path_key(p) for p in result.deleted] == [path_key(young[0].file_path)]
+
+
+# --------------------------------------------------------------------------- metadata files
+
+
+def test_metadata_cleanup_deletes_only_the_files_older_than_the_log(catalog: Any) -> None:
+    """The versions the metadata log dropped go, the oldest first; the current file and the log's
+    stay, and so does any file not older than the log (another writer's commit in flight, one that
+    lost a race) or whose name carries no version. Planned once versions have dropped out of the
+    log, then each time the metadata moved ``metadata_check_versions`` on."""
+    table = sink_table(catalog)
+    policy = MaintenancePolicy(metadata_check_versions=3)
+    assert StepKind.REMOVE_METADATA not in [t.kind for t in plan_maintenance(table, policy)]
+    short_log_without_deletes(table, 4)
+    for i in range(10):
+        sink_commit(table, i, data(table, [i]))
+    rows = read_rows(table)
+    kept = logged_metadata(table)
+    assert len(kept) == 5
+
+    def version(key: str) -> int:
+        return int(key.rsplit("/", 1)[-1].split("-", 1)[0])
+
+    oldest = min(version(k) for k in kept)
+    current = version(table.metadata_location)
+    directory = local(table.metadata_location).parent
+    body = local(table.metadata_location).read_bytes()
+    planted = [
+        directory / f"{current + 1:05d}-{uuid.uuid4()}.metadata.json",  # a commit in flight
+        directory / f"{oldest + 1:05d}-{uuid.uuid4()}.metadata.json",  # a commit that lost a race
+        directory / f"{uuid.uuid4()}.metadata.json",  # no version
+    ]
+    for p in planted:
+        p.write_bytes(body)
+    old = {k for k in metadata_files(table) - kept if not k.endswith(planted[2].name) and version(k) < oldest}
+    assert len(old) == current - len(kept) + 1  # every version below the log, none deleted yet
+
+    tasks = plan_maintenance(table, policy)
+    assert [t.kind for t in tasks].count(StepKind.REMOVE_METADATA) == 1
+    assert [t.kind for t in plan_maintenance(table, policy, metadata_checked=current - 2)].count(
+        StepKind.REMOVE_METADATA
+    ) == 0
+    dry = remove_old_metadata(table, dry_run=True)
+    assert dry.dry_run and {path_key(p) for p in dry.deleted} == old and metadata_files(table) >= old
+    assert format_maintenance_step(dry).startswith(
+        f"remove-metadata: would delete {len(old)} of {len(old) + 8} metadata file(s) older than the metadata log"
+    )
+    some = remove_old_metadata(table, limit=2)
+    assert [version(path_key(p)) for p in some.deleted] == sorted(version(k) for k in old)[:2]
+    assert some.remaining == len(old) - 2
+    rest = remove_old_metadata(table)
+    assert {path_key(p) for p in (*some.deleted, *rest.deleted)} == old and rest.remaining == 0
+    assert (rest.kept, rest.kept_unlogged, rest.files_failed) == (5, 3, 0)
+    assert metadata_files(table) == kept | {path_key(str(p)) for p in planted}
+    for k in kept:  # the current file and the log's are intact
+        assert json.loads(local(k).read_text())["table-uuid"] == str(table.metadata.table_uuid)
+    assert read_rows(table) == rows
+    sink_commit(table, 10, data(table, [10]))
+    assert read_rows(table) == [*rows, (10, "eu", "x")]
 
 
 # --------------------------------------------------------------------------- manifests
@@ -440,3 +522,28 @@ def test_a_running_sink_compacts_at_least_every_other_gap_and_the_other_steps_ta
     assert chosen[1::2] == [StepKind.EXPIRE, StepKind.REMOVE_ORPHANS, StepKind.REMOVE_ORPHANS]
     assert [maintainer._next([compact]).kind for _ in range(2)] == [StepKind.COMPACT] * 2
     assert maintainer._next(others).kind is StepKind.EXPIRE
+
+
+def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_versions(caplog: Any) -> None:
+    """A metadata cleanup that fails (a FileIO that cannot list, a store refusing requests) is
+    logged and due again ``metadata_check_versions`` later, not at every commit of the sink."""
+    from types import SimpleNamespace
+
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import SinkPlan
+
+    def refuse() -> None:
+        raise OSError("the store refused")
+
+    location = f"file:///wh/ns/t/metadata/00042-{uuid.uuid4()}.metadata.json"
+    runner = SimpleNamespace(
+        name="s",
+        table=SimpleNamespace(refresh=refuse, metadata_location=location),
+        plan=SinkPlan(name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t"),
+        target=SimpleNamespace(io_properties=lambda table: {}),
+    )
+    maintainer = Maintainer(runner)
+    maintainer._run(Task(StepKind.REMOVE_METADATA, Weight.SMALL, "old files"))
+    assert maintainer.metadata_checked == 42 and maintainer.runs == 0
+    assert "maintenance step remove-metadata failed: the store refused" in caplog.text

@@ -348,6 +348,28 @@ def _write_in_child(spec: WriteSpec, ids: list[int]) -> list[WrittenFile]:
     return write_batches(spec, [pa.record_batch({"id": pa.array(ids, pa.int64())})])
 
 
+def test_a_created_table_bounds_its_metadata_files_unless_the_sink_says_otherwise(catalog: SqlCatalog) -> None:
+    """A table icesql creates keeps a log of 50 metadata files and deletes those that drop out
+    of it at each commit; a sink's PROPERTIES win; an existing table's properties are its own."""
+    schema = struct(f("id", "long"))
+    created = ensure_table(catalog, None, schema, plan("t"))
+    assert created.properties["write.metadata.previous-versions-max"] == "50"
+    assert created.properties["write.metadata.delete-after-commit.enabled"] == "true"
+    assert created.properties.items() <= explain_table(schema, plan("t"))["properties"].items()
+
+    own = (
+        ("write.metadata.previous-versions-max", "7"),
+        ("write.metadata.delete-after-commit.enabled", "false"),
+    )
+    user = ensure_table(catalog, None, schema, plan("u", properties=own))
+    assert user.properties["write.metadata.previous-versions-max"] == "7"
+    assert user.properties["write.metadata.delete-after-commit.enabled"] == "false"
+
+    foreign = catalog.create_table(("ns", "v"), schema=created.schema())
+    assert ensure_table(catalog, None, schema, plan("v")).properties == foreign.properties
+    assert "write.metadata.delete-after-commit.enabled" not in foreign.properties
+
+
 def test_files_written_in_another_process_commit(catalog: SqlCatalog) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -9,6 +9,7 @@ operation                module                                      result
 =======================  ==========================================  ==========================
 compaction               ``icesql.engine.compact.compact_table``     ``CompactResult``
 snapshot expiration      ``expire.expire_snapshots``                 ``ExpireResult``
+metadata-file cleanup    ``metadata.remove_old_metadata``            ``MetadataResult``
 orphan-file cleanup      ``orphans.remove_orphan_files``             ``OrphanResult``
 manifest rewrite         ``manifests.rewrite_manifests``             ``ManifestRewriteResult``
 =======================  ==========================================  ==========================
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from icesql.engine.maintenance.expire import ExpireResult, expire_snapshots, sink_snapshots
 from icesql.engine.maintenance.manifests import ManifestRewriteResult, rewrite_manifests
+from icesql.engine.maintenance.metadata import MetadataResult, remove_old_metadata
 from icesql.engine.maintenance.orphans import OrphanResult, remove_orphan_files, staged_files
 from icesql.engine.maintenance.planner import (
     MaintenanceRun,
@@ -42,6 +44,7 @@ __all__ = [
     "ExpireResult",
     "MaintenanceRun",
     "ManifestRewriteResult",
+    "MetadataResult",
     "OrphanResult",
     "StepKind",
     "Task",
@@ -49,6 +52,7 @@ __all__ = [
     "expire_snapshots",
     "maintain_table",
     "plan_maintenance",
+    "remove_old_metadata",
     "remove_orphan_files",
     "rewrite_manifests",
     "run_task",

@@ -9,7 +9,8 @@
   listing's (``s3a://`` and ``s3://``, ``/x`` and ``file:///x`` are the same object).
 * ``list_files(io, location)``: every file under a location (pyarrow's filesystem behind
   pyiceberg's FileIO, as ``dropbox.DropBox`` lists: FileIO itself cannot list).
-* ``delete_paths(io, paths)``: deletes, a few at a time (object stores answer one per request).
+* ``delete_paths(io, paths)``: deletes, a few at a time (object stores answer one per request);
+  ``delete_listed(io, files)`` the files a listing found, or says what it would delete.
 """
 
 from __future__ import annotations
@@ -250,9 +251,32 @@ def delete_paths(io: Any, paths: Iterable[str], *, workers: int = 8) -> tuple[li
     return [p for p, ok in pairs if ok], [p for p, ok in pairs if not ok]
 
 
+@dataclass(frozen=True)
+class Deletion:
+    deleted: tuple[str, ...]  # the files deleted (in a dry run: that would be)
+    bytes_deleted: int
+    failed: int  # files that could not be deleted
+
+
+def delete_listed(
+    io: Any, files: Iterable[StoredFile], *, dry_run: bool = False, workers: int = 8
+) -> Deletion:
+    """Delete ``files`` (as ``list_files`` found them) through ``io``; a dry run deletes nothing."""
+    chosen = list(files)
+    failed: list[str] = []
+    if dry_run:
+        deleted = [f.location for f in chosen]
+    else:
+        deleted, failed = delete_paths(io, [f.location for f in chosen], workers=workers)
+    size_of = {f.location: f.size for f in chosen}
+    return Deletion(tuple(deleted), sum(size_of.get(p, 0) for p in deleted), len(failed))
+
+
 __all__ = [
+    "Deletion",
     "LiveFile",
     "StoredFile",
+    "delete_listed",
     "delete_paths",
     "entries_reader",
     "ident",

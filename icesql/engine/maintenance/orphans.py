@@ -20,9 +20,10 @@ file that
   still in flight (a batch whose files are written but not yet staged names them nowhere).
 
 A metadata file older than every one the metadata log keeps (by its version number,
-``00012-<uuid>.metadata.json``) is a previous version no catalog can return to: it is deleted
-whatever its age. One newer than the current one is never deleted before the safety age: it may
-be a commit in flight.
+``00012-<uuid>.metadata.json``; ``metadata.oldest_kept_version``) is a previous version no catalog
+can return to: it is deleted whatever its age (``metadata.remove_old_metadata`` deletes those
+alone, without reading a manifest). One newer than the current one is never deleted before the
+safety age: it may be a commit in flight.
 
 The listing happens before the reload, so a commit that lands in between has its files
 referenced; files written after the listing are not seen at all.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 
 from icesql.engine.maintenance.expire import epoch_ms
 from icesql.engine.maintenance.files import (
-    delete_paths,
+    delete_listed,
     ident,
     list_files,
     manifest_entries,
@@ -50,13 +50,13 @@ from icesql.engine.maintenance.files import (
     relative_to,
     snapshot_manifests,
 )
+from icesql.engine.maintenance.metadata import metadata_version, oldest_kept_version
 
 log = logging.getLogger("icesql.maintenance")
 
 ORPHANS_REASON = "remove-orphans"
 
 ICEBERG_SUFFIXES = (".parquet", ".avro", ".orc", ".puffin", ".metadata.json")
-_VERSION = re.compile(r"^v?(\d+)[-.]")
 
 
 @dataclass(frozen=True)
@@ -144,11 +144,6 @@ def _dropbox_files(io: Any, listed: list[Any]) -> set[str]:
     return out
 
 
-def _version(location: str) -> int | None:
-    m = _VERSION.match(location.rsplit("/", 1)[-1])
-    return int(m.group(1)) if m else None
-
-
 def remove_orphan_files(
     table: Any,
     older_than: Any,
@@ -181,9 +176,7 @@ def remove_orphan_files(
     protected |= {path_key(p) for p in _dropbox_files(table.io, records)}
     table.refresh()
     referenced = referenced_files(table)
-    logged = [v for v in (_version(e.metadata_file) for e in table.metadata.metadata_log) if v is not None]
-    current = _version(table.metadata_location or "")
-    oldest_logged = min([*logged, *([current] if current is not None else [])], default=None)
+    oldest_logged = oldest_kept_version(table.metadata, table.metadata_location)
 
     orphans: list[Any] = []
     recent = kept = 0
@@ -200,7 +193,7 @@ def remove_orphan_files(
             kept += 1
             continue
         if name.endswith(".metadata.json"):
-            version = _version(name)
+            version = metadata_version(name)
             if version is not None and oldest_logged is not None and version < oldest_logged:
                 orphans.append(f)  # a previous version the metadata log no longer keeps
                 continue
@@ -210,24 +203,19 @@ def remove_orphan_files(
         orphans.append(f)
     orphans.sort(key=lambda f: f.mtime or 0.0)
     chosen = orphans[:limit] if limit is not None else orphans
-    failed: list[str] = []
-    if dry_run:
-        deleted = [f.location for f in chosen]
-    else:
-        deleted, failed = delete_paths(table.io, [f.location for f in chosen], workers=workers)
-    size_of = {f.location: f.size for f in chosen}
+    done = delete_listed(table.io, chosen, dry_run=dry_run, workers=workers)
     return OrphanResult(
         table=ident(table),
         location=location,
         files_listed=len(listed),
         orphans=len(orphans),
-        deleted=tuple(deleted),
-        bytes_deleted=sum(size_of.get(p, 0) for p in deleted),
+        deleted=done.deleted,
+        bytes_deleted=done.bytes_deleted,
         kept_recent=recent,
         kept_protected=kept,
         duration=time.monotonic() - start,
         dry_run=dry_run,
-        files_failed=len(failed),
+        files_failed=done.failed,
     )
 
 

@@ -9,14 +9,17 @@ that are due, in the order they should run:
 2. ``rewrite-manifests`` when the current snapshot lists more than ``maximum_manifests``;
 3. ``expire`` when snapshots are older than ``snapshot_retention`` beyond the ``keep_snapshots``
    newest (at most ``expire_batch`` per step), and the last expiration is ``expire_every`` ago;
-4. ``remove-orphans`` every ``orphan_check_every``, one task per slice of the table location
+4. ``remove-metadata`` when metadata files have dropped out of the table's metadata log (its
+   oldest entry is not the table's first version) and, for a running sink (``metadata_checked``),
+   the metadata has moved ``metadata_check_versions`` versions on since the last run;
+5. ``remove-orphans`` every ``orphan_check_every``, one task per slice of the table location
    (``metadata``, then ``data``), since only listing tells whether there is anything.
 
 Each task says its weight: ``SMALL`` steps (expiration, manifest rewrite, an orphan slice, a
-compaction that reads at most ``large_rewrite_bytes``) take about as long as a commit and can run
-between two commits of the sink; a ``LARGE`` compaction should run beside the sink (its commit
-rebases on the sink's commits, see ``compact``). ``run_task`` runs one; ``maintain_table`` plans
-and runs them all (``icesql maintain``).
+compaction that reads at most ``large_rewrite_bytes``, a metadata cleanup) take about as long as
+a commit and can run between two commits of the sink; a ``LARGE`` compaction should run beside
+the sink (its commit rebases on the sink's commits, see ``compact``). ``run_task`` runs one;
+``maintain_table`` plans and runs them all (``icesql maintain``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from icesql.engine.maintenance.expire import choose, epoch_ms, expire_snapshots
 from icesql.engine.maintenance.files import ident
 from icesql.engine.maintenance.manifests import rewrite_manifests, small_manifests
+from icesql.engine.maintenance.metadata import metadata_version, oldest_kept_version, remove_old_metadata
 from icesql.engine.maintenance.orphans import remove_orphan_files
 from icesql.plan import MaintenancePolicy, SinkPlan
 
@@ -41,6 +45,7 @@ class StepKind(enum.Enum):
     COMPACT = "compact"
     REWRITE_MANIFESTS = "rewrite-manifests"
     EXPIRE = "expire"
+    REMOVE_METADATA = "remove-metadata"
     REMOVE_ORPHANS = "remove-orphans"
 
 
@@ -83,16 +88,31 @@ def _due(kind: StepKind, every: float, now: float, last_run: Mapping[StepKind, f
     return last is None or now - last >= every
 
 
+def _metadata_due(table: Any, policy: MaintenancePolicy, checked: int | None) -> str | None:
+    """Why the metadata cleanup is due (None: it is not): versions have dropped out of the
+    metadata log, and the log moved ``metadata_check_versions`` on since the version ``checked``
+    at the last run."""
+    oldest = oldest_kept_version(table.metadata, table.metadata_location)
+    current = metadata_version(table.metadata_location or "")
+    if oldest is None or current is None or oldest == 0:
+        return None  # no version has dropped out of the log (or none can be told apart)
+    if checked is not None and current - checked < policy.metadata_check_versions:
+        return None
+    return f"metadata files older than the metadata log (its oldest: version {oldest})"
+
+
 def plan_maintenance(
     table: Any,
     policy: MaintenancePolicy,
     now: float | None = None,
     *,
     last_run: Mapping[StepKind, float] | None = None,
+    metadata_checked: int | None = None,
 ) -> list[Task]:
     """The steps due on ``table`` (refresh it first) under ``policy`` at ``now`` (seconds since
     the epoch); ``last_run``: when each kind of step last ran (a running sink keeps that; without
-    it every interval counts as elapsed). See the module docstring."""
+    it every interval counts as elapsed); ``metadata_checked``: the table's metadata version when
+    the metadata cleanup last ran (None: as if never). See the module docstring."""
     from icesql.engine.compact import CompactMode, plan_compaction
 
     now = time.time() if now is None else now
@@ -123,6 +143,9 @@ def plan_maintenance(
                     f"beyond the newest {policy.keep_snapshots}",
                 )
             )
+    why = _metadata_due(table, policy, metadata_checked)
+    if why is not None:
+        tasks.append(Task(StepKind.REMOVE_METADATA, Weight.SMALL, why))
     if _due(StepKind.REMOVE_ORPHANS, policy.orphan_check_every, now, last_run):
         for part in ORPHAN_SLICES:
             tasks.append(
@@ -147,8 +170,8 @@ def run_task(
     dry_run: bool = False,
 ) -> Any:
     """Run one task; its result (``CompactResult``, ``ManifestRewriteResult``, ``ExpireResult``,
-    ``OrphanResult``). A dry run changes nothing: a compaction returns ``task`` itself, the other
-    steps what they would do."""
+    ``MetadataResult``, ``OrphanResult``). A dry run changes nothing: a compaction returns
+    ``task`` itself, the other steps what they would do."""
     from icesql.engine.compact import CompactMode, compact_table
 
     now = time.time() if now is None else now
@@ -172,6 +195,8 @@ def run_task(
             limit=policy.expire_batch,
             dry_run=dry_run,
         )
+    if task.kind is StepKind.REMOVE_METADATA:
+        return remove_old_metadata(table, dry_run=dry_run)
     if task.kind is StepKind.REMOVE_ORPHANS:
         return remove_orphan_files(
             table,
