@@ -119,8 +119,9 @@ class IcesqlError(Exception):
         return self
 
     def headline(self) -> str:
-        """``file:line:col: error: message`` — the one line a log or a CI shows."""
-        where = self.filename or "<input>"
+        """``file:line:col: error: message`` — the one line a log or a CI shows. An error of no
+        text (a sink that failed while running) says ``icesql: error: message``."""
+        where = self.filename or ("<input>" if self.span is not None else "icesql")
         if self.span is not None:
             where = f"{where}:{self.span.line}:{self.span.column}"
         return f"{where}: {self.kind}: {self.message}"

@@ -106,6 +106,14 @@ CATALOG_TIMEOUT = Setting(
     "seconds a REST catalog request may wait to connect, and for each read, before it fails (and a "
     "sink retries); `0` waits for ever",
 )
+COMMIT_RETRIES = Setting(
+    "ICESQL_COMMIT_RETRIES",
+    "3",
+    "times a sink retries a commit that failed on a transient cause (the catalog or object store "
+    "unreachable, a timeout, a server error, an answer cut short), `ICESQL_RETRY_BACKOFF` seconds "
+    "later and twice as long each next time, before the sink fails (and `run`/`serve` restart "
+    "it); `0` fails at once",
+)
 RETRY_BACKOFF = Setting(
     "ICESQL_RETRY_BACKOFF",
     "1",
@@ -167,6 +175,7 @@ ALL: tuple[Setting, ...] = (
     WARM_WORKERS,
     ARROW_PATH,
     CATALOG_TIMEOUT,
+    COMMIT_RETRIES,
     RETRY_BACKOFF,
     RETRY_BACKOFF_MAX,
     RETRY_BUDGET,

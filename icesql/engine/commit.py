@@ -162,7 +162,8 @@ def _order(snap: Any) -> tuple[int, int]:
     return (int(snap.sequence_number or 0), int(snap.timestamp_ms))
 
 
-def _properties(snap: Any) -> Mapping[str, str]:
+def snapshot_properties(snap: Any) -> Mapping[str, str]:
+    """The summary properties of a snapshot (``icesql.*`` among them)."""
     summary = snap.summary
     if summary is None:
         return {}
@@ -170,7 +171,7 @@ def _properties(snap: Any) -> Mapping[str, str]:
 
 
 def _committed(snap: Any, sink_id: str) -> Committed | None:
-    props = _properties(snap)
+    props = snapshot_properties(snap)
     if props.get(SINK_ID) == sink_id:
         try:
             version = int(props.get(SINK_VERSION, "0"))
@@ -204,7 +205,7 @@ def sink_ids(metadata: Any) -> set[str]:
     """Every sink id a snapshot of the table names (in its own summary or carried)."""
     out: set[str] = set()
     for snap in metadata.snapshots:
-        props = _properties(snap)
+        props = snapshot_properties(snap)
         if props.get(SINK_ID):
             out.add(props[SINK_ID])
         out.update(k[len(CARRIED_PROGRESS) :] for k in props if k.startswith(CARRIED_PROGRESS))
@@ -331,6 +332,8 @@ def commit(
     retries: int = 5,
     backoff: float = 0.1,
     guard: Guard | None = None,
+    transient_retries: int | None = None,
+    transient_backoff: float | None = None,
 ) -> CommitResult:
     """Commit ``request`` to ``table`` (reloaded first), exactly once per (sink, progress).
 
@@ -339,79 +342,121 @@ def commit(
     carries a progress ≥ ``request.progress``; retries ``CommitFailedException`` ``retries`` times.
     ``guard(table, groups)`` sees the reloaded table before every attempt and may return other
     groups (the key index adds equality deletes when another writer changed the table meanwhile).
+
+    A failure on a transient cause (``failures.transient_failure``: the network, a timeout, a
+    server error) is retried ``transient_retries`` times (``ICESQL_COMMIT_RETRIES``),
+    ``transient_backoff`` seconds (``ICESQL_RETRY_BACKOFF``) after the first and twice as long
+    after each next, then raised. Whether the failed attempt took effect
+    is unknown (an answer cut after the catalog committed): the next attempt reloads the table,
+    and finding this sink's version at the request's progress it returns that commit as its own.
+    The files that attempt wrote stay (the table may name them).
     """
     from pyiceberg.exceptions import CommitFailedException
 
+    from icesql import settings
+    from icesql.engine.failures import transient_failure
+
+    if transient_retries is None:
+        transient_retries = max(0, settings.COMMIT_RETRIES.get_int() or 0)
+    if transient_backoff is None:
+        transient_backoff = max(0.0, settings.RETRY_BACKOFF.get_float() or 0.0)
     start = time.monotonic()
     planned = request.all_groups()
+    groups = planned
     attempt = 0
+    lost = 0  # attempts that failed on a transient cause (their outcome is unknown)
     while True:
         attempt += 1
-        table.refresh()
-        last = last_committed_snapshot(table, request.sink_id)
-        if last is not None:
-            if last.version > request.sink_version:
-                raise FencedError(
-                    f"sink {request.sink_id} version {request.sink_version} is fenced out: version "
-                    f"{last.version} committed snapshot {last.snapshot_id} to {table.name()}",
-                    hint="another runner of this sink took over; this one stops",
-                )
-            if last.progress >= request.progress:
-                log.info(
-                    "progress %s of sink %s already committed in snapshot %s: skipping",
-                    request.progress,
-                    request.sink_id,
-                    last.snapshot_id,
-                )
-                return CommitResult(
-                    last.snapshot_id, 0, 0, 0, time.monotonic() - start, skipped=True, attempts=attempt
-                )
-        groups = guard(table, planned) if guard is not None else planned
-        tx = internals.transaction(table)
-        producers: list[Any] = []
         try:
-            for i, g in enumerate(groups):
-                props = {
-                    **{k: str(v) for k, v in request.extra_summary.items()},
-                    SINK_ID: request.sink_id,
-                    SINK_VERSION: str(request.sink_version),
-                    PROGRESS: str(
-                        request.progress if g.progress is None or i == len(groups) - 1 else g.progress
-                    ),
-                    COMMIT_REASON: request.reason,
-                }
-                producers.append(_stage_group(tx, table, g, props))
-            tx.commit_transaction()
-        except CommitFailedException as exc:
-            internals.discard_written(producers, table.io)
-            if attempt > retries:
-                raise ExecutionError(
-                    f"commit to {table.name()} failed after {attempt} attempts: {exc}",
-                    hint="another writer keeps committing to the table",
-                ) from exc
-            wait = min(backoff * (2 ** (attempt - 1)), 5.0)
-            log.warning("commit conflict on %s, retrying (%s/%s)", table.name(), attempt, retries)
-            time.sleep(wait + random.uniform(0, wait / 10))
+            table.refresh()
+            last = last_committed_snapshot(table, request.sink_id)
+            if last is not None:
+                if last.version > request.sink_version:
+                    raise FencedError(
+                        f"sink {request.sink_id} version {request.sink_version} is fenced out: version "
+                        f"{last.version} committed snapshot {last.snapshot_id} to {table.name()}",
+                        hint="another runner of this sink took over; this one stops",
+                    )
+                if last.progress >= request.progress:
+                    if lost and last.version == request.sink_version:
+                        # ours: only this runner commits this version, one commit at a time
+                        log.info(
+                            "progress %s of sink %s: the commit whose answer was lost took effect "
+                            "(snapshot %s)",
+                            request.progress,
+                            request.sink_id,
+                            last.snapshot_id,
+                        )
+                        return _result(groups, (last.snapshot_id,), start, attempt)
+                    log.info(
+                        "progress %s of sink %s already committed in snapshot %s: skipping",
+                        request.progress,
+                        request.sink_id,
+                        last.snapshot_id,
+                    )
+                    return CommitResult(
+                        last.snapshot_id, 0, 0, 0, time.monotonic() - start, skipped=True, attempts=attempt
+                    )
+            groups = guard(table, planned) if guard is not None else planned
+            tx = internals.transaction(table)
+            producers: list[Any] = []
+            try:
+                for i, g in enumerate(groups):
+                    props = {
+                        **{k: str(v) for k, v in request.extra_summary.items()},
+                        SINK_ID: request.sink_id,
+                        SINK_VERSION: str(request.sink_version),
+                        PROGRESS: str(
+                            request.progress if g.progress is None or i == len(groups) - 1 else g.progress
+                        ),
+                        COMMIT_REASON: request.reason,
+                    }
+                    producers.append(_stage_group(tx, table, g, props))
+                tx.commit_transaction()
+            except CommitFailedException as exc:
+                internals.discard_written(producers, table.io)
+                if attempt > retries:
+                    raise ExecutionError(
+                        f"commit to {table.name()} failed after {attempt} attempts: {exc}",
+                        hint="another writer keeps committing to the table",
+                    ) from exc
+                wait = min(backoff * (2 ** (attempt - 1)), 5.0)
+                log.warning("commit conflict on %s, retrying (%s/%s)", table.name(), attempt, retries)
+                time.sleep(wait + random.uniform(0, wait / 10))
+                continue
+        except ExecutionError:
+            raise
+        except Exception as exc:
+            name = ".".join(table.name())
+            cause = transient_failure(exc, label=f"commit to {name}", action="complete")
+            if cause is None or lost >= transient_retries:
+                raise
+            lost += 1
+            wait = transient_backoff * 2 ** (lost - 1)
+            log.warning("%s; retrying in %.0fs (%d/%d)", cause.message, wait, lost, transient_retries)
+            time.sleep(wait)
             continue
-        snapshot_ids = tuple(p.snapshot_id for p in producers)
-        all_files = [f for g in groups for f in (*g.data_files, *g.delete_files)]
-        data_files = [f for g in groups for f in g.data_files]
-        delete_files = [f for g in groups for f in g.delete_files]
-        rows = sum(int(f.record_count) for f in data_files)
-        nbytes = sum(int(f.file_size_in_bytes) for f in all_files)
-        result = CommitResult(
-            snapshot_ids[-1] if snapshot_ids else None,
-            rows,
-            nbytes,
-            len(all_files),
-            time.monotonic() - start,
-            snapshot_ids=snapshot_ids,
-            attempts=attempt,
-            delete_rows=sum(int(f.record_count) for f in delete_files),
-            data_files=len(data_files),
-            delete_files=len(delete_files),
-        )
-        return result
+        return _result(groups, tuple(p.snapshot_id for p in producers), start, attempt)
+
+
+def _result(
+    groups: Sequence[CommitGroup], snapshot_ids: tuple[int, ...], start: float, attempts: int
+) -> CommitResult:
+    all_files = [f for g in groups for f in (*g.data_files, *g.delete_files)]
+    data_files = [f for g in groups for f in g.data_files]
+    delete_files = [f for g in groups for f in g.delete_files]
+    return CommitResult(
+        snapshot_ids[-1] if snapshot_ids else None,
+        sum(int(f.record_count) for f in data_files),
+        sum(int(f.file_size_in_bytes) for f in all_files),
+        len(all_files),
+        time.monotonic() - start,
+        snapshot_ids=snapshot_ids,
+        attempts=attempts,
+        delete_rows=sum(int(f.record_count) for f in delete_files),
+        data_files=len(data_files),
+        delete_files=len(delete_files),
+    )
 
 
 def snapshot_summary(table: Any, snapshot_id: int | None = None) -> dict[str, str]:
@@ -439,5 +484,6 @@ __all__ = [
     "request_for_staged",
     "last_committed_snapshot",
     "sink_ids",
+    "snapshot_properties",
     "snapshot_summary",
 ]

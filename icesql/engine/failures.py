@@ -9,6 +9,11 @@ timeout, a server error) rather than a mistake in the connection's options.
 
 ``guarded(fn, ...)`` runs ``fn`` and raises any failure as such an error, outside the ``except``
 block so that no library message (which could echo a secret) rides along as ``__context__``.
+
+For a running sink, whose failures are not all a library's: ``rule_failure`` describes a failure
+only when a rule knows it, ``transient_failure`` only when it is transient, and ``service_of``
+says whether it came from the catalog's client or the object store's (so the sink's message can
+name that connection and its address, ``SinkTarget.where``).
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ _CONNECTION = (
     "IncompleteRead",
     "ChunkedEncodingError",
     "ResponseStreamingError",
+    "ResponseCutError",
 )
 _AWS_AUTH_CODES = frozenset(
     {
@@ -111,6 +117,22 @@ _AWS_SDK_TRANSIENT = re.compile(
     r"AWS Error (NETWORK_CONNECTION|SLOW_DOWN|SERVICE_UNAVAILABLE|THROTTLING|REQUEST_TIMEOUT|INTERNAL_FAILURE)\b"
     r"|AWS Error \w+ \(HTTP status (5\d\d|429)\)"
 )
+# the server's answer stopped early: the connection closed after the request went out (the
+# request may have taken effect: a commit is checked against the table before it is retried)
+_CUT = (
+    "ResponseCutError",
+    "RemoteDisconnected",
+    "BadStatusLine",
+    "IncompleteRead",
+    "ChunkedEncodingError",
+    "ResponseStreamingError",
+)
+# Spark waits 10 s (a fixed time) for a Python worker it started to connect back; on an
+# overloaded machine the worker (a Python data source's runner, say) takes longer and the query
+# fails with this, though nothing is wrong with the sink: a restart starts a new worker.
+_SPARK_WORKER_LATE = re.compile(
+    r"Python worker failed to connect back|Timed out while waiting for the Python worker to connect back"
+)
 
 
 def _unreachable(f: Failure) -> str:
@@ -119,7 +141,24 @@ def _unreachable(f: Failure) -> str:
         return "unreachable (host name does not resolve)"
     if "refused" in low:
         return "unreachable (connection refused)"
+    if f.has(*_CUT):
+        return "connection closed before the answer was complete"
+    if f.has("ConnectionResetError") or "reset by peer" in low:
+        return "connection reset"
     return "unreachable (connection failed)"
+
+
+def _json_cut_short(f: Failure) -> bool:
+    """pyiceberg parsed an answer whose JSON ends early: cut inside its headers, the answer
+    reaches pyiceberg as complete, status 200 and no body (``http.client`` takes the end of the
+    stream for the end of the headers, and without the ``Content-Length`` it never read, the
+    body is what came before the close: nothing). A cut after the headers is urllib3's
+    ``IncompleteRead`` instead."""
+    return (
+        f.has("ValidationError")
+        and bool(f.modules & {"pydantic", "pydantic_core"})
+        and "EOF while parsing" in f.raw
+    )
 
 
 def _aws_sdk_cause(f: Failure) -> str:
@@ -166,9 +205,23 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(lambda f: f.has(*_CONNECTION), _unreachable, _NETWORK_HINT, show_detail=False, transient=True),
     Rule(
+        _json_cut_short,
+        "connection closed before the answer was complete",
+        _NETWORK_HINT,
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
         lambda f: _AWS_SDK_TRANSIENT.search(f.raw) is not None,
         _aws_sdk_cause,
         "check the ENDPOINT of the AWS connection and that the object store is running",
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        lambda f: _SPARK_WORKER_LATE.search(f.raw) is not None,
+        "Spark's Python worker did not connect back in time",
+        "the machine is overloaded; the sink is restarted (icesql run/serve)",
         show_detail=False,
         transient=True,
     ),
@@ -378,15 +431,37 @@ def describe_failure(
     return cls(_one_line(msg, 400), hint=rule.hint if rule else _FALLBACK_HINT)
 
 
-def transient_failure(exc: BaseException, *, label: str, action: str) -> CatalogUnavailableError | None:
+def transient_failure(
+    exc: BaseException, *, label: str, action: str, endpoint: str | None = None
+) -> CatalogUnavailableError | None:
     """``exc`` as a ``CatalogUnavailableError`` when a transient rule matches it (the network, a
     timeout, a server error, throttling), else None."""
-    f = gather(exc)
-    rule = next((r for r in RULES if r.when(f)), None)
-    if rule is None or not rule.transient:
-        return None
-    err = describe_failure(exc, label=label, endpoint=None, action=action)
+    err = rule_failure(exc, label=label, action=action, endpoint=endpoint)
     return err if isinstance(err, CatalogUnavailableError) else None
+
+
+def rule_failure(
+    exc: BaseException, *, label: str, action: str, endpoint: str | None = None
+) -> ExecutionError | None:
+    """``exc`` described by the first rule it matches (``describe_failure``), else None: for
+    callers whose other failures are not a library's (a sink's bad record, a Spark error)."""
+    f = gather(exc)
+    if not any(r.when(f) for r in RULES):
+        return None
+    return describe_failure(exc, label=label, endpoint=endpoint, action=action)
+
+
+def service_of(exc: BaseException) -> str | None:
+    """Which side a sink's failure comes from: ``"storage"`` (pyarrow's S3 client, whose errors
+    are ``OSError`` text naming an AWS error), ``"catalog"`` (the REST client: requests, urllib3,
+    http.client, pyiceberg's answers and their parsing), or None (anything else: Spark, a
+    record, icesql itself)."""
+    f = gather(exc)
+    if "AWS Error" in f.raw:
+        return "storage"
+    if f.modules & {"requests", "urllib3", "http", "pydantic_core", "pyiceberg"}:
+        return "catalog"
+    return None
 
 
 def is_transient(error: BaseException) -> bool:
@@ -424,4 +499,7 @@ __all__ = [
     "describe_failure",
     "guarded",
     "is_transient",
+    "rule_failure",
+    "service_of",
+    "transient_failure",
 ]

@@ -97,6 +97,18 @@ class SinkTarget:
             table=table, sink_aws=self.sink_aws, catalog_aws=self.catalog_aws, secrets=self.secrets
         )
 
+    def where(self, service: str) -> tuple[str, str | None]:
+        """What a failure on ``service`` (``failures.service_of``: ``"catalog"`` or
+        ``"storage"``) names: the connection the sink used there, and its address."""
+        from icesql.engine.catalog_kinds import kind_of, label
+
+        if service == "catalog":
+            return label(self.catalog), kind_of(self.catalog).endpoint(self.catalog, self.catalog_aws)
+        aws = self.sink_aws or self.catalog_aws
+        if aws is None:  # the catalog vends the storage credentials
+            return f"the storage of {label(self.catalog)}", None
+        return f"AWS connection '{aws.name}'", aws.endpoint
+
     def load_table(self) -> Any:
         from pyiceberg.exceptions import NoSuchTableError
 

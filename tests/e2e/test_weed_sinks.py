@@ -63,12 +63,13 @@ def aws_sql(weed: WeedServer) -> str:
     """
 
 
-def rest_oauth2_sql(weed: WeedServer) -> str:
-    """Connection ``lake``: weed's REST catalog with OAuth2 client credentials (secret ``pw``)."""
+def rest_oauth2_sql(weed: WeedServer, uri: str | None = None) -> str:
+    """Connection ``lake``: weed's REST catalog with OAuth2 client credentials (secret ``pw``),
+    at ``uri`` when given (a fault proxy in front of it)."""
     return f"""
         CREATE SECRET pw AS '{weed.secret_key}';
         CREATE CONNECTION lake TO ICEBERG CATALOG (
-            TYPE = 'rest', URI = '{weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
+            TYPE = 'rest', URI = '{uri or weed.iceberg_uri}', WAREHOUSE = '{weed.table_bucket}',
             USER = '{weed.access_key}', PASSWORD = SECRET pw
         );
     """

@@ -33,8 +33,54 @@ def test_a_connection_broken_mid_response_is_transient_and_a_mistake_is_not() ->
     broken.__cause__ = RemoteDisconnected("Remote end closed connection without response")
     err = transient_failure(broken, label="sink s", action="commit")
     assert err is not None and err.transient
-    assert err.message == "sink s: cannot commit: unreachable (connection failed)"
+    assert err.message == "sink s: cannot commit: connection closed before the answer was complete"
+    reset = ConnectionError("Connection aborted.")
+    reset.__cause__ = ConnectionResetError(104, "Connection reset by peer")
+    err = transient_failure(reset, label="sink s", action="commit")
+    assert err is not None and err.message == "sink s: cannot commit: connection reset"
     assert transient_failure(ValueError("bad value"), label="sink s", action="commit") is None
+
+
+def test_an_answer_cut_inside_its_headers_is_transient_and_other_bad_json_is_not() -> None:
+    """Cut inside its headers, an answer reaches pyiceberg as status 200 with an empty body, and
+    its parse fails as pydantic's 'EOF while parsing' (tests/soak/test_cut_responses.py makes
+    the cut for real); an answer that is not JSON at all is a wrong URI."""
+    from pydantic import BaseModel, ValidationError
+
+    from icesql.engine.failures import service_of
+
+    class Answer(BaseModel):
+        x: int
+
+    def parse_error(text: str) -> ValidationError:
+        try:
+            Answer.model_validate_json(text)
+        except ValidationError as e:
+            return e
+        raise AssertionError("parsed")
+
+    for cut in ("", '{"x": 1'):
+        err = describe_failure(parse_error(cut), label="catalog connection 'c'", endpoint="http://h:1")
+        assert is_transient(err)
+        assert err.message == (
+            "catalog connection 'c': cannot connect at http://h:1: connection closed before the answer was complete"
+        )
+        assert service_of(parse_error(cut)) == "catalog"
+    html = describe_failure(parse_error("<html>"), label="catalog connection 'c'", endpoint=None)
+    assert not is_transient(html) and "not an Iceberg REST endpoint" in html.message
+
+
+def test_a_python_worker_late_on_an_overloaded_machine_is_transient() -> None:
+    from icesql.engine.failures import service_of, transient_failure
+
+    late = RuntimeError(
+        "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Python worker failed to "
+        "connect back. SQLSTATE: XXKST"
+    )
+    err = transient_failure(late, label="sink s", action="write or commit")
+    assert err is not None and err.transient
+    assert err.message == "sink s: cannot write or commit: Spark's Python worker did not connect back in time"
+    assert service_of(late) is None
 
 
 def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:

@@ -8,6 +8,9 @@ What runs
   ``FaultProxy`` (``tests/support/faultproxy.py``): icesql's catalog ``URI`` and its AWS
   connection's ``ENDPOINT`` are the proxy's ports, so every catalog call, token request and S3
   request of the driver and of Spark's executors crosses it;
+* icesql runs with ``ICESQL_CATALOG_TIMEOUT`` = ``SoakConfig.catalog_timeout`` (10 s), under the
+  operator's idle limit (below): a call stuck on a connection a blackhole killed fails and is
+  retried before the operator would take the wait for a hang;
 * one icesql home (on a small tmpfs when ``mount -t tmpfs`` works, for the full-disk fault) with
   ``pipeline.sql``: an APPEND sink (JSON files -> ``soak.events``, ``day(ts)``) and an UPSERT sink
   (Debezium JSON with the composite key ``(region, id)`` -> ``soak.orders``, ``COMMIT INTERVAL``);
@@ -214,6 +217,11 @@ class SoakConfig:
     recovery_timeout: float = 300.0  # a run up this long without both sinks committing: a stall
     stall_idle: float = 20.0  # ... or one using under stall_cpu s of CPU in this many seconds
     stall_cpu: float = 0.8
+    # icesql's ICESQL_CATALOG_TIMEOUT for the runs (its default is 30 s): a catalog call on a
+    # connection a blackhole killed waits that long, idle, before it fails and the sink retries;
+    # under ``stall_idle`` so that such a wait is not taken for a hung call (a stall), while a
+    # call that ignores the timeout still is
+    catalog_timeout: float = 10.0
     restart_delay: float = 2.0  # the operator restarts an exited sink after this
     feed_interval: tuple[float, float] = (1.5, 3.5)
     events_rows: int = 20
@@ -241,7 +249,8 @@ class SoakConfig:
         )
         return (
             f"seed={self.seed} {plan} home_loss_rounds={self.home_loss_rounds} "
-            f"token_lifetime={self.token_lifetime}s recovery_timeout={self.recovery_timeout:g}s"
+            f"token_lifetime={self.token_lifetime}s recovery_timeout={self.recovery_timeout:g}s "
+            f"catalog_timeout={self.catalog_timeout:g}s"
         )
 
 
@@ -410,6 +419,7 @@ class Child:
         env["PYSPARK_PYTHON"] = PY
         env["PYSPARK_DRIVER_PYTHON"] = PY
         env.pop("ICESQL_HOME", None)
+        env["ICESQL_CATALOG_TIMEOUT"] = f"{soak.cfg.catalog_timeout:g}"
         self.proc = subprocess.Popen(
             argv,
             cwd=soak.base,
@@ -1378,7 +1388,8 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     add(f"- **Started:** {result.started_at}; **wall time:** {result.duration / 60:.1f} min")
     add(
         f"- **Setup:** `weed mini` behind the fault proxy (catalog URI and S3 ENDPOINT are the proxy's), "
-        f"OAuth2 tokens living {cfg.token_lifetime} s, icesql home on "
+        f"OAuth2 tokens living {cfg.token_lifetime} s, catalog calls timing out after {cfg.catalog_timeout:g} s "
+        f"(`ICESQL_CATALOG_TIMEOUT`), icesql home on "
         f"{'a ' + str(cfg.tmpfs_mb) + ' MiB tmpfs' if 'disk_full' not in result.skipped_kinds else 'the normal disk'}, "
         f"one APPEND sink (`soak.events`) and one UPSERT sink (`soak.orders`, KEY (region, id), "
         f"COMMIT INTERVAL {cfg.commit_interval}), `local[2]`."

@@ -20,12 +20,10 @@ from tests.support.weed import WeedServer
 pytestmark = pytest.mark.weed
 
 
-def test_a_blackholed_catalog_call_fails_within_the_timeout(
-    weed: WeedServer, proxy: FaultProxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """icesql's catalog loading (``catalogs.load_catalog``) applies the timeout of the settings."""
-    monkeypatch.setenv("ICESQL_CATALOG_TIMEOUT", "2")
-    conn = CatalogConnectionPlan(
+def lake(weed: WeedServer, proxy: FaultProxy) -> CatalogConnectionPlan:
+    """icesql's connection ``lake`` to weed's REST catalog through the proxy, OAuth2 client
+    credentials with the secret ``pw`` (resolve it to ``weed.secret_key``)."""
+    return CatalogConnectionPlan(
         "lake",
         CatalogType.REST,
         uri=proxy.url("rest"),
@@ -34,7 +32,14 @@ def test_a_blackholed_catalog_call_fails_within_the_timeout(
         user=weed.access_key,
         password=SecretName("pw"),
     )
-    catalog = load_catalog(conn, aws=None, secrets=lambda _: weed.secret_key, home=tmp_path)
+
+
+def test_a_blackholed_catalog_call_fails_within_the_timeout(
+    weed: WeedServer, proxy: FaultProxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """icesql's catalog loading (``catalogs.load_catalog``) applies the timeout of the settings."""
+    monkeypatch.setenv("ICESQL_CATALOG_TIMEOUT", "2")
+    catalog = load_catalog(lake(weed, proxy), aws=None, secrets=lambda _: weed.secret_key, home=tmp_path)
     ns = f"timeout_{uuid.uuid4().hex[:8]}"
     catalog.create_namespace(ns)
     proxy.blackhole(20)
