@@ -10,6 +10,9 @@ under the sink's ``MaintenancePolicy``) and:
   compaction runs at least every other gap (each commit may add delete files, and those are what
   slow readers down), the other steps take turns between, so a sink committing every second
   spreads them over its commits;
+* removes the **metadata files** the table's metadata log has dropped, when due (every
+  ``metadata_check_versions`` versions): one listing of the metadata directory, no commit and no
+  manifest read, so it takes no turn and runs in the same gap, before the step;
 * starts a **large compaction** beside the sink, on a thread of its own: it reads and writes
   without the lock, then waits for a gap (the lock, nothing staged) to commit. Its commit goes on
   top of the sink's commits made meanwhile (``compact``'s rebase); position deletes the sink
@@ -22,13 +25,15 @@ commits by its period timer does so while its next batch is being written, so su
 only from a commit at the end of a batch: while a compaction waits for one (``wants_gap``), the
 runner commits each batch as it ends (reason ``maintenance``), before its period is over.
 
-After a step that moved rows (a compaction), the key index of an upsert sink is rebuilt before
-the next batch (the index must say where every key's row is); a step that did not (a manifest
+After a step that moved rows (a compaction), the key index of an upsert sink follows them before
+the next batch (the index must say where every key's row is: ``index.follow`` reads the keys of
+the files the rewrite wrote; a rebuild from the table when it cannot); a step that did not (a manifest
 rewrite) only moves the index's snapshot on. Orphan-file cleanup never deletes a file a staged
 batch names, and its safety age reaches back past the oldest batch or rewrite in flight.
 
 Every step logs one line (``maintenance sink=... step=... ``) and is counted in the sink's status
-and its listeners' ``on_maintenance`` (metrics).
+and its listeners' ``on_maintenance`` (metrics); the metadata cleanup only when it deleted (or
+failed to delete) something, since it runs every few commits and mostly finds nothing.
 """
 
 from __future__ import annotations
@@ -63,9 +68,12 @@ def describe(result: Any) -> str:
             f"step=expire snapshots={result.snapshots_before}->{result.snapshots_after} "
             f"files_deleted={result.files_deleted} bytes_removed={result.bytes_deleted} {d}"
         )
-    if kind == "remove-orphans":
+    if kind in ("remove-orphans", "remove-metadata"):
         deleted = getattr(result, "deleted", ())
-        return f"step=remove-orphans files_deleted={len(deleted)} bytes_removed={getattr(result, 'bytes_deleted', 0)} {d}"
+        failed = getattr(result, "files_failed", 0)
+        also = f" files_failed={failed}" if failed else ""
+        removed = getattr(result, "bytes_deleted", 0)
+        return f"step={kind} files_deleted={len(deleted)}{also} bytes_removed={removed} {d}"
     if kind == "rewrite-manifests":
         return (
             f"step=rewrite-manifests manifests={getattr(result, 'manifests_before', '?')}->"
@@ -80,6 +88,7 @@ class Maintainer:
     def __init__(self, runner: Any) -> None:
         self.runner = runner
         self.last_run: dict[Any, float] = {}
+        self.metadata_checked: int | None = None  # the table's metadata version at the last metadata cleanup
         self.runs = 0
         self.last: str | None = None  # the last step's line, for the status
         self._large: threading.Thread | None = None
@@ -124,10 +133,20 @@ class Maintainer:
 
         started = time.monotonic()
         try:
-            tasks = plan_maintenance(self.runner.table, policy, time.time(), last_run=self.last_run)
+            tasks = plan_maintenance(
+                self.runner.table,
+                policy,
+                time.time(),
+                last_run=self.last_run,
+                metadata_checked=self.metadata_checked,
+            )
         except Exception:  # planning never fails a sink; it is tried again after the next commit
             log.debug("sink %s: maintenance planning failed", self.runner.name, exc_info=True)
             return
+        for task in tasks:
+            if task.kind is StepKind.REMOVE_METADATA and self._budget(started) > 0:
+                self._run(task)
+        tasks = [t for t in tasks if t.kind is not StepKind.REMOVE_METADATA]
         small = [t for t in tasks if t.weight is Weight.SMALL]
         large = [t for t in tasks if t.weight is Weight.LARGE and t.kind is StepKind.COMPACT]
         self._compaction_waits = (
@@ -187,14 +206,33 @@ class Maintainer:
                 )
         except Exception as e:  # a step that fails is logged and tried again later
             log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, e)
+            if task.kind is StepKind.REMOVE_METADATA:
+                # due again once the metadata moved on, not at the very next commit
+                self.metadata_checked = self._metadata_version()
             return
         self.last_run[task.kind] = time.time()
+        if task.kind is StepKind.REMOVE_METADATA:
+            self._metadata_removed(result)
+            return
         r.table.refresh()
         if task.kind is StepKind.COMPACT and not getattr(result, "skipped", False):
             self._follow_rewrite()
         elif task.kind is StepKind.REWRITE_MANIFESTS:
             self._rows_unchanged()
         self._report(task.kind.value, result)
+
+    def _metadata_version(self) -> int | None:
+        from icesql.engine.maintenance.metadata import metadata_version
+
+        return metadata_version(self.runner.table.metadata_location or "")
+
+    def _metadata_removed(self, result: Any) -> None:
+        """After a metadata cleanup (which reloaded the table, commits nothing): due again once the
+        metadata moved on, at once while old files are left beyond its batch."""
+        if not result.remaining:
+            self.metadata_checked = self._metadata_version()
+        if result.deleted or result.files_failed:
+            self._report(result.kind, result)
 
     def _orphan_cutoff(self) -> float:
         """Files older than this may be orphans: the policy's safety age, reaching back past every
@@ -326,14 +364,14 @@ class Maintainer:
     # ----------------------------------------------------------------- the key index
 
     def _follow_rewrite(self) -> None:
-        """Rows moved: the key index is rebuilt from the table before the next batch (from the
-        rewrite's snapshot: another writer's rows are in it too, so a stale index is no more)."""
+        """Rows moved: the key index follows them before the next batch (from the files the
+        rewrite removed and wrote, and another writer's rows committed since the index's
+        snapshot, so a stale index is no more), or is rebuilt from the table."""
         r = self.runner
         if r.index is None:
             return
-        r._open_index()
-        r._writer = None
         r._index_stale = False
+        r._follow_index()
 
     def _rows_unchanged(self) -> None:
         """A snapshot that moved no row (a manifest rewrite): the index still describes the table,

@@ -61,7 +61,7 @@ from icesql.engine.batch import (
     translate_null_key,
 )
 from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
-from icesql.engine.failures import transient_failure
+from icesql.engine.failures import rule_failure, service_of, transient_failure
 from icesql.engine.hooks import batch_delay, kill_point
 from icesql.engine.policy import CommitClock, PeriodTimer
 from icesql.engine.recovery import (
@@ -215,7 +215,7 @@ class SinkRunner:
                 translate_bad_record(exc)
                 or translate_null_key(exc, self.plan.key)
                 or translate_new_columns(exc, evolve=self.plan.schema_evolution)
-                or transient_failure(exc, label=f"sink {self.name}", action="write or commit")
+                or self._library_failure(exc)
                 or _execution_error(exc)
             )
         )
@@ -232,6 +232,17 @@ class SinkRunner:
         self.stop_event.set()
         self._done.set()
         return err
+
+    def _library_failure(self, exc: BaseException) -> ExecutionError | None:
+        """A failure of the catalog's or the object store's client, named by the connection the
+        sink used there and its address, with the cause the failure rules give; otherwise (Spark,
+        ...) a cause the rules know to be transient."""
+        label = f"sink {self.name}"
+        service = service_of(exc)
+        if service is not None and self.target is not None:
+            what, endpoint = self.target.where(service)
+            return rule_failure(exc, label=label, action=f"use {what}", endpoint=endpoint)
+        return transient_failure(exc, label=label, action="write or commit")
 
     # ----------------------------------------------------------------- start
 
@@ -345,8 +356,9 @@ class SinkRunner:
 
         return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
 
-    def _open_index(self, rebuild: bool = False) -> None:
-        """The key index at the committed progress: a valid one, or rebuilt from the table
+    def _open_index(self, rebuild: bool = False, base: Any = None) -> None:
+        """The key index at the committed progress: a valid one, one followed from an older one
+        (``base``: the index and the snapshot it describes), or rebuilt from the table
         (``rebuild``: rebuilt whatever the manifests say)."""
         from icesql.engine.index.upsert import open_index
         from icesql.engine.spark import parallelism
@@ -363,6 +375,7 @@ class SinkRunner:
             parallelism=parallelism(self.spark),
             io_properties=dict(self.target.io_properties(self.table)),
             rebuild=rebuild,
+            base=base,
         )
         current = self.table.current_snapshot()
         self._index_snapshot = current.snapshot_id if current is not None else None
@@ -372,7 +385,7 @@ class SinkRunner:
         the key index describes (an append of keys the index does not know, a rewrite that moved
         rows), the positions this commit deletes may not be all of a key's rows; each batch then
         also deletes its keys by equality (which reaches every older row of the key, wherever it
-        is), and the index is rebuilt after the commit."""
+        is), and the index follows the table after the commit."""
         from icesql.engine.commit import CommitGroup
 
         current = table.current_snapshot()
@@ -381,7 +394,7 @@ class SinkRunner:
         if not self._index_stale:
             log.warning(
                 "sink %s: another writer changed table %s since the key index was built; this commit "
-                "also deletes its keys by equality, and the index is rebuilt",
+                "also deletes its keys by equality, and the index follows the table after it",
                 self.name,
                 self.plan.table_identifier,
             )
@@ -436,16 +449,16 @@ class SinkRunner:
 
     def _after_index_commit(self, result: Any) -> None:
         """The table's new snapshot is the one the index describes; after a commit another
-        writer's change went into, the index is rebuilt from the table first (on Spark Connect,
-        where the index's writer lives in the server, the sink restarts to do so).
+        writer's change went into, the index first follows the table (``_follow_index``; on Spark
+        Connect, where the index's writer lives in the server, the sink restarts to rebuild it).
 
-        The rebuild is from the table, never the manifest of the batch just committed: that one
-        does not know the other writer's rows, so a later change of one of their keys would leave
-        the other writer's row beside the sink's. And it waits while a batch is being written (a
-        commit by the period timer): that batch reads and writes the index's files, which a
-        rebuild replaces and deletes, and its manifest follows from the index it started from.
-        Until a commit with no batch in flight rebuilds it, the index stays stale: every commit
-        also deletes its keys by equality (``_index_guard``)."""
+        The index is never just the manifest of the batch just committed: that one does not know
+        the other writer's rows, so a later change of one of their keys would leave the other
+        writer's row beside the sink's. And following waits while a batch is being written (a
+        commit by the period timer): that batch reads and writes the index's files, which a new
+        index version replaces and deletes, and its manifest follows from the index it started
+        from. Until a commit with no batch in flight brings it up to date, the index stays stale:
+        every commit also deletes its keys by equality (``_index_guard``)."""
         if not self._index_stale:
             if not result.skipped:
                 self._index_snapshot = result.snapshot_id
@@ -461,13 +474,24 @@ class SinkRunner:
             )
         if self.batch_started is not None:
             log.info(
-                "sink %s: a batch is being written; the key index is rebuilt after a later commit",
+                "sink %s: a batch is being written; the key index follows the table after a later commit",
                 self.name,
             )
             return
         self._index_stale = False
-        self._open_index(rebuild=True)
+        self._follow_index()
+
+    def _follow_index(self) -> None:
+        """The key index after other writers' changes (a rewrite, an append), with no batch in
+        flight: followed from the files they removed and added (``index.follow``: the keys of
+        those files, read on the driver), or, when that cannot be done, rebuilt from the table (a
+        Spark job over every live file). The batch writer starts again from the new index."""
+        latest = getattr(getattr(self._writer, "inner", self._writer), "manifest", None) or self.index
         self._writer = None
+        if latest is None or latest.progress != self.committed_progress:
+            self._open_index(rebuild=True)
+        else:
+            self._open_index(base=(latest, self._index_snapshot))
 
     def _resume_files(self) -> None:
         """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and

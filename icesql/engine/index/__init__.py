@@ -14,12 +14,16 @@ as an S3 Tables bucket accepts under ``data/``):
   and its deltas) and is written before the batch is staged, named by progress and sink version,
   so the manifest of the progress the table holds is the index of the table; chains are merged
   into a new base when they grow;
-* **a cache of the table, never its truth**: when the manifest of the table's progress is missing,
-  refers to a missing file, or other writers committed since (an append adds its files' keys; a
-  rewrite by anyone else, S3 Tables' own maintenance included, makes the sink rebuild it from the
-  table: key columns of the live data files, minus every delete file), the index is rebuilt. A
-  position is never deleted from a file the index does not know to hold that key's row.
+* **a cache of the table, never its truth**: when other writers committed since the snapshot the
+  index describes (an append, a rewrite by icesql's maintenance or anyone else, S3 Tables' own
+  maintenance included), the index follows their commits (``follow``: the entries of the files
+  they removed go, the live rows of the files they added come in); when it cannot (equality
+  deletes by another writer, snapshots expired in between, a manifest missing or naming a missing
+  file, most of the table moved) it is rebuilt from the table: key columns of the live data files,
+  minus every delete file. A position is never deleted from a file the index does not know to
+  hold that key's row.
 
 Modules: ``store`` (files, manifests, versions), ``shard`` (load, look up, apply), ``build``
-(rebuild from the table), ``task`` (the ``mapInArrow`` body of a batch's shard).
+(rebuild from the table), ``follow`` (other writers' commits into the index), ``task`` (the
+``mapInArrow`` body of a batch's shard).
 """

@@ -38,6 +38,23 @@ def key_spark_types(table_schema: Any, key: Sequence[str]) -> list[Any]:
     return [_spark_type(table_schema.find_field(k)) for k in key]
 
 
+def key_schema(table_schema: Any, key: Sequence[str]) -> Any:
+    """The Iceberg schema of the KEY fields (their ids, names and types)."""
+    from pyiceberg.schema import Schema
+
+    return Schema(*[table_schema.find_field(k) for k in key])
+
+
+def key_arrow_fields(table_schema: Any, key: Sequence[str]) -> list[Any]:
+    """The KEY fields as the index's entries hold them (Arrow, without field metadata)."""
+    import pyarrow as pa
+
+    from icesql.engine.schema import arrow_schema
+
+    arrow = arrow_schema(key_schema(table_schema, key))
+    return [pa.field(arrow.field(k).name, arrow.field(k).type) for k in key]
+
+
 def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -90,48 +107,56 @@ class ReadKeysTask:
         self.location = location
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
         from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
 
-        from icesql.engine.index.shard import PATH, POS, remove_keys
-        from icesql.engine.schema import arrow_schema
-
         io = load_file_io(self.io_properties, self.location)
         schema = Schema.model_validate_json(self.key_fields_json)
-        key_arrow = arrow_schema(schema)
-
-        def read(path: str, columns: list[str]) -> Any:
-            with io.new_input(path).open() as f:
-                return pq.read_table(f, columns=columns)
-
         for b in batches:
             for plan in (json.loads(x) for x in b.column(0).to_pylist()):
-                path = plan["path"]
-                keys = read(path, self.key)
-                n = keys.num_rows
-                t = pa.table(
-                    {
-                        **{f.name: keys.column(f.name).cast(f.type) for f in key_arrow},
-                        PATH: pa.array([path] * n, pa.string()),
-                        POS: pa.array(range(n), pa.int64()),
-                    }
-                )
-                gone: list[Any] = []
-                for d in plan["position_deletes"]:
-                    dt = read(d, ["file_path", "pos"])
-                    gone.append(dt.filter(pc.equal(dt.column("file_path"), path)).column("pos"))
-                if gone:
-                    dead = pa.concat_arrays([c.combine_chunks() for c in gone])
-                    t = t.filter(pc.invert(pc.is_in(t.column(POS), value_set=dead)))
-                for d in plan["equality_deletes"]:
-                    names = [schema.find_column_name(i) or "" for i in d["ids"]]
-                    if sorted(names) != sorted(self.key):
-                        raise ValueError(f"equality delete file {d['path']} is not on the KEY columns")
-                    t = remove_keys(t, read(d["path"], names), self.key)
-                yield from t.to_batches()
+                yield from live_entries(io, plan, self.key, schema).to_batches()
+
+
+def live_entries(io: Any, plan: dict[str, Any], key: Sequence[str], key_schema: Any) -> Any:
+    """The (KEY, ``__path``, ``__pos``) entries of the live rows of one planned data file (a
+    ``plan_live_files`` item): its KEY columns, minus the rows its delete files remove.
+    ``key_schema``: the Iceberg schema of the KEY fields; ``__path`` is a plain string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from icesql.engine.index.shard import PATH, POS, remove_keys
+    from icesql.engine.schema import arrow_schema
+
+    key = list(key)
+
+    def read(path: str, columns: list[str]) -> Any:
+        with io.new_input(path).open() as f:
+            return pq.read_table(f, columns=columns)
+
+    path = plan["path"]
+    keys = read(path, key)
+    n = keys.num_rows
+    t = pa.table(
+        {
+            **{f.name: keys.column(f.name).cast(f.type) for f in arrow_schema(key_schema)},
+            PATH: pa.array([path] * n, pa.string()),
+            POS: pa.array(range(n), pa.int64()),
+        }
+    )
+    gone: list[Any] = []
+    for d in plan["position_deletes"]:
+        dt = read(d, ["file_path", "pos"])
+        gone.append(dt.filter(pc.equal(dt.column("file_path"), path)).column("pos"))
+    if gone:
+        dead = pa.concat_arrays([c.combine_chunks() for c in gone])
+        t = t.filter(pc.invert(pc.is_in(t.column(POS), value_set=dead)))
+    for d in plan["equality_deletes"]:
+        names = [key_schema.find_column_name(i) or "" for i in d["ids"]]
+        if sorted(names) != sorted(key):
+            raise ValueError(f"equality delete file {d['path']} is not on the KEY columns")
+        t = remove_keys(t, read(d["path"], names), key)
+    return t
 
 
 class WriteBaseTask:
@@ -181,12 +206,10 @@ def build_index(
     io_properties: dict[str, str],
 ) -> Manifest:
     """Rebuild the index of ``table`` at its current snapshot; the manifest is written last."""
-    from pyiceberg.schema import Schema
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     schema = table.schema()
     key_fields = [schema.find_field(k) for k in key]
-    key_schema = Schema(*key_fields)
     plans = plan_live_files(table)
     live = sum(p["rows"] for p in plans)
     shards = shard_count(live, parallelism)
@@ -213,7 +236,8 @@ def build_index(
         ]
     )
     entries = plan_df.mapInArrow(
-        ReadKeysTask(key, key_schema.model_dump_json(), io_properties, table.location()), entry_struct
+        ReadKeysTask(key, key_schema(schema, key).model_dump_json(), io_properties, table.location()),
+        entry_struct,
     )
     shard = shard_expression(key, key_spark_types(schema, key), shards)
     entries = entries.withColumn(SHARD, shard).repartition(shards, SHARD)
@@ -267,7 +291,10 @@ def _spark_type(field: Any) -> Any:
 __all__ = [
     "KEYS_PER_SHARD",
     "build_index",
+    "key_arrow_fields",
+    "key_schema",
     "key_spark_types",
+    "live_entries",
     "plan_live_files",
     "shard_count",
     "shard_expression",

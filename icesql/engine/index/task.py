@@ -61,7 +61,10 @@ def last_per_key(t: Any, key: Sequence[str]) -> Any:
     names = t.column_names
     order = [c for c in POSITION if c in names]
     if order:
-        t = t.sort_by([(c, "ascending") for c in order], null_placement="at_start")
+        try:  # pyarrow >= 25 takes the null placement per key (the option is deprecated there)
+            t = t.sort_by([(c, "ascending", "at_start") for c in order])
+        except (TypeError, ValueError):  # an older pyarrow: two-element keys only
+            t = t.sort_by([(c, "ascending") for c in order], null_placement="at_start")
     t = t.append_column("__i", pa.array(range(t.num_rows), pa.int64()))
     last = t.group_by(list(key), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
     return t.take(last).drop_columns(["__i"])

@@ -1,6 +1,7 @@
 """The driver side of upserts with position deletes: open the index, write a batch's changes.
 
-``open_index`` finds the index of the table at the sink's committed progress, or rebuilds it:
+``open_index`` finds the index of the table at the sink's committed progress, follows an older
+one through other writers' commits (``follow``), or rebuilds it:
 the manifest of that progress counts only if every file it names is there and it is the one
 whose data files the table's snapshot of that progress added (or, for a rebuild, if it was built
 from the table's current snapshot); and the table must not have been changed by another writer
@@ -70,6 +71,37 @@ def valid_manifest(store: IndexStore, table: Any, *, sink_id: str, key: Sequence
     return None
 
 
+def followable(
+    store: IndexStore, table: Any, *, sink_id: str, key: Sequence[str], progress: int
+) -> tuple[Manifest, int | None] | None:
+    """An index the table can be followed from (``follow``), with the snapshot it describes: the
+    manifest of the batch the sink's last commit holds, or one built or followed at that progress
+    (any later commit by the sink would be missing from it)."""
+    from icesql.engine.commit import PROGRESS, SINK_ID, snapshot_properties
+
+    # the sink's own commit of ``progress`` (not a maintenance snapshot carrying its progress)
+    last = table.current_snapshot()
+    while last is not None and snapshot_properties(last).get(SINK_ID) != sink_id:
+        parent = last.parent_snapshot_id
+        last = table.metadata.snapshot_by_id(parent) if parent is not None else None
+    if last is None or snapshot_properties(last).get(PROGRESS) != str(progress):
+        return None
+    added: set[str] | None = None
+    for p, _version, name in store.manifests():
+        if p != progress:
+            continue
+        m = store.read_manifest(name)
+        if m is None or tuple(m.key) != tuple(key) or not store.complete(m):
+            continue
+        if m.snapshot_id is not None:
+            return m, m.snapshot_id
+        if added is None:
+            added = snapshot_added_files(table, last.snapshot_id)
+        if set(m.added_files) == added:
+            return m, last.snapshot_id
+    return None
+
+
 def open_index(
     spark: Any,
     table: Any,
@@ -83,15 +115,40 @@ def open_index(
     parallelism: int,
     io_properties: dict[str, str],
     rebuild: bool = False,
+    base: tuple[Manifest, int | None] | None = None,
 ) -> Manifest:
-    """The index of ``table`` at the sink's committed ``progress`` (see the module docstring);
-    ``rebuild``: built from the table whatever the manifests say (another writer's rows went into
-    the table together with the sink's last commit, which a batch's manifest does not know)."""
+    """The index of ``table`` at the sink's committed ``progress`` (see the module docstring):
+    a valid one; else one followed from an older index (``base``: the index and the snapshot it
+    describes, from a running sink; otherwise ``followable``) through the other writers' commits
+    since (``follow``); else rebuilt from the table. ``rebuild``: rebuilt whatever the manifests
+    say."""
     import time
 
     from icesql.engine.index.build import build_index
+    from icesql.engine.index.follow import follow, table_changes, worth_following
 
-    m = None if rebuild else valid_manifest(store, table, sink_id=sink_id, key=key)
+    m = None if rebuild or base is not None else valid_manifest(store, table, sink_id=sink_id, key=key)
+    if m is None and not rebuild:
+        base = base or followable(store, table, sink_id=sink_id, key=key, progress=progress)
+        changes = table_changes(table, base[1], sink_id) if base is not None else None
+        if base is not None and changes is not None and worth_following(changes, base[0].keys):
+            started = time.monotonic()
+            try:
+                m = follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version)
+            except Exception as e:  # a follow that fails leaves it to a rebuild
+                log.warning("sink %s: the key index could not follow the table (%s); it is rebuilt", sink, e)
+                log.debug("sink %s: key index follow failed", sink, exc_info=True)
+            else:
+                log.info(
+                    "sink %s: key index followed the table: %d file(s) removed, %d added (%d row(s)), "
+                    "%d position-delete file(s), %.2fs",
+                    sink,
+                    len(changes.removed),
+                    len(changes.added),
+                    changes.added_rows,
+                    len(changes.position_deletes),
+                    time.monotonic() - started,
+                )
     if m is None:
         started = time.monotonic()
         m = build_index(
@@ -177,7 +234,10 @@ class IndexedUpsertWriter:
             relation=self.relation,
             key_enforced=self.key_enforced,
         )
-        rows = [r.asDict() for r in df.repartition(m.shards, SHARD).mapInArrow(task, files_spark_schema()).collect()]
+        rows = [
+            r.asDict()
+            for r in df.repartition(m.shards, SHARD).mapInArrow(task, files_spark_schema()).collect()
+        ]
         chains = list(m.chains)
         deltas: list[str | None] = [None] * m.shards
         shard_keys = list(m.shard_keys) or [0] * m.shards
@@ -208,4 +268,4 @@ def _added_files(rows: Sequence[dict[str, Any]]) -> set[str]:
     return {WrittenFile.loads(r["file"]).file_path for r in rows if r["content"] == 0}
 
 
-__all__ = ["IndexedUpsertWriter", "open_index", "snapshot_added_files", "valid_manifest"]
+__all__ = ["IndexedUpsertWriter", "followable", "open_index", "snapshot_added_files", "valid_manifest"]
