@@ -206,6 +206,10 @@ class Maintainer:
                 )
         except Exception as e:  # a step that fails is logged and tried again later
             log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, e)
+            # a step run on a timer (expiration, orphan cleanup) is due again after its interval,
+            # not at the next commit: a cause that lasts (a damaged staging entry) would log a
+            # warning per commit
+            self.last_run[task.kind] = time.time()
             if task.kind is StepKind.REMOVE_METADATA:
                 # due again once the metadata moved on, not at the very next commit
                 self.metadata_checked = self._metadata_version()

@@ -9,7 +9,10 @@ done even when the commit policy holds the files back for a later, larger commit
 
 Each entry is written atomically: a temporary file in the same directory, ``fsync``, rename,
 ``fsync`` of the directory. A torn write leaves only a ``.tmp`` file, which ``pending`` ignores
-and removes. Entries are discarded once a commit whose progress covers them is in the table
+and removes. Each entry carries a SHA-256 of its own content (``checksum``): an entry damaged on
+disk afterwards (truncated, emptied, overwritten) is refused with ``StagingDamaged``, naming the
+file, rather than committed or taken for something else; an entry of a release without the
+checksum is read as it is. Entries are discarded once a commit whose progress covers them is in the table
 (``discard_through``). The files an entry names are never deleted here: the files of a batch
 that crashed before staging are orphans that Iceberg maintenance (delete orphan files) cleans
 up, as the design document says.
@@ -20,6 +23,7 @@ File descriptions are opaque: the strings the writer handed back (base64 of its 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -27,8 +31,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icesql.errors import ExecutionError
+
 _SUFFIX = ".json"
 _CURSOR = "cursor"
+_CHECKSUM = "checksum"
+
+
+class StagingDamaged(ExecutionError):
+    """A staging entry that cannot be read back as it was written (see ``Staging.pending``)."""
+
+
+def _digest(d: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -64,11 +79,19 @@ class StagedBatch:
         d["data_files"] = list(self.data_files)
         d["delete_files"] = list(self.delete_files)
         d["dead_letter_files"] = list(self.dead_letter_files)
+        d[_CHECKSUM] = _digest(d)
         return json.dumps(d, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> StagedBatch:
+        """The entry ``to_json`` wrote; ``ValueError`` (or ``TypeError``) when ``text`` is not one,
+        or its checksum does not match its content."""
         d = json.loads(text)
+        if not isinstance(d, dict):
+            raise ValueError(f"a JSON {type(d).__name__}, not an object")
+        checksum = d.pop(_CHECKSUM, None)
+        if checksum is not None and checksum != _digest(d):
+            raise ValueError("its checksum does not match its content")
         d["data_files"] = tuple(d.get("data_files", ()))
         d["delete_files"] = tuple(d.get("delete_files", ()))
         d["dead_letter_files"] = tuple(d.get("dead_letter_files", ()))
@@ -86,6 +109,40 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _read_entry(path: Path) -> StagedBatch:
+    """The entry in ``path``; ``StagingDamaged`` naming the file when it is not one intact."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        cause = e.strerror or str(e)
+    else:
+        try:
+            entry = StagedBatch.from_json(data.decode("utf-8"))
+        except (ValueError, TypeError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            cause = "it is empty" if not data.strip() else _cause(e)
+        else:
+            if f"{entry.batch_id:020d}{_SUFFIX}" == path.name:
+                return entry
+            cause = f"it names batch {entry.batch_id}"
+    batch = path.name[: -len(_SUFFIX)].lstrip("0") or "0"
+    raise StagingDamaged(
+        f"staging entry {path} is damaged ({cause}): batch {batch}, written but not yet committed, "
+        "cannot be committed",
+        hint="restore the file from a backup and start the sink again; deleting it drops the "
+        "batch's rows (Spark's checkpoint has already moved past them)",
+    )
+
+
+def _cause(e: Exception) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text at byte {e.start}"
+    if isinstance(e, json.JSONDecodeError):
+        return f"not valid JSON at character {e.pos}: {e.msg}"
+    return str(e)
 
 
 class Staging:
@@ -135,14 +192,15 @@ class Staging:
             return -1
 
     def pending(self) -> list[StagedBatch]:
-        """Staged entries not yet discarded, in batch order (temporary files are ignored)."""
+        """Staged entries not yet discarded, in batch order (temporary files are ignored);
+        ``StagingDamaged`` when one of them cannot be read back intact."""
         out: list[StagedBatch] = []
         for p in sorted(self.directory.iterdir()):
             name = p.name
             if name.startswith(".") or not name.endswith(_SUFFIX):
                 continue
             try:
-                out.append(StagedBatch.from_json(p.read_text()))
+                out.append(_read_entry(p))
             except FileNotFoundError:  # discarded concurrently
                 continue
         out.sort(key=lambda e: e.batch_id)

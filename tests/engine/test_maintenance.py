@@ -35,7 +35,7 @@ from icesql.engine.maintenance import (
     staged_files,
 )
 from icesql.engine.maintenance.files import path_key
-from icesql.engine.staging import StagedBatch, Staging
+from icesql.engine.staging import StagedBatch, Staging, StagingDamaged
 from icesql.engine.writer import WrittenFile
 from icesql.plan import MaintenancePolicy
 from icesql.repl.format import format_maintenance_step
@@ -242,6 +242,16 @@ def test_orphan_cleanup_with_an_aggressive_age_spares_staged_and_dropbox_files(
     assert box.batch_ids() == [8] and notes.exists()
     referenced_exist(table)
     assert read_rows(table) == rows
+
+    # a staging entry damaged on disk: what it protects is unknown, so nothing is deleted
+    entry = home / "sinks" / "sink-a" / "staging" / "00000000000000000007.json"
+    intact = entry.read_bytes()
+    entry.write_bytes(intact[: len(intact) // 2])
+    again = data(table, [301])
+    with pytest.raises(StagingDamaged, match="00000000000000000007.json is damaged"):
+        remove_orphan_files(table, time.time() + SOON, protected_paths=lambda: staged_files(home))
+    assert local(again[0].file_path).exists() and local(staged[0].file_path).exists()
+    entry.write_bytes(intact)
 
     # the sink recovers: it commits the staged batch; the drop-box batch after it
     sink_commit(table, 7, staged)

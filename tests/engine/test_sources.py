@@ -73,6 +73,53 @@ def test_staged_batch_json() -> None:
     assert StagedBatch.from_json(e.to_json()) == e
 
 
+@pytest.mark.parametrize("how", ["truncated", "empty", "garbage", "altered", "renamed"])
+def test_a_damaged_staging_entry_is_refused_naming_the_file(tmp_path: Path, how: str) -> None:
+    """An entry damaged on disk after it was staged (the soak's staging_corrupt fault) is never
+    committed nor taken for another batch: reading it fails with one line naming the file, the
+    batch and what is wrong, and a hint; an entry the table already holds is discarded unread."""
+    from icesql.engine.recovery import recover
+    from icesql.engine.staging import StagingDamaged
+
+    st = Staging(tmp_path / "s")
+    path = st.add(StagedBatch(batch_id=13, data_files=("ZGF0YQ==",), rows=4, bytes=40))
+    st.add(StagedBatch(batch_id=14, data_files=("b",), rows=1, bytes=1))
+    original = path.read_bytes()
+    if how == "truncated":
+        path.write_bytes(original[:40])
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "garbage":
+        path.write_bytes(original[:20] + bytes([0xED, 0xA0, 0x80, 0xFF] * 4) + original[36:])
+    elif how == "altered":  # still JSON, still UTF-8: only the checksum tells
+        path.write_bytes(original.replace(b'"rows": 4', b'"rows": 5'))
+    else:  # another batch's entry under this name
+        path.write_bytes((st.directory / "00000000000000000014.json").read_bytes())
+
+    with pytest.raises(StagingDamaged) as info:
+        st.pending()
+    err = info.value
+    line = err.headline()
+    assert "\n" not in line and str(path) in line and "batch 13" in line, line
+    assert {"truncated": "not valid JSON", "empty": "it is empty", "garbage": "not UTF-8",
+            "altered": "checksum", "renamed": "names batch 14"}[how] in line, line
+    assert err.hint and "restore" in err.hint
+
+    # committed already: discarded by name, never read
+    assert recover(st, committed=13).committed == 13
+    assert [e.batch_id for e in st.pending()] == [14]
+
+
+def test_a_staging_entry_without_a_checksum_is_read(tmp_path: Path) -> None:
+    """Entries staged by a release before the checksum still commit after an upgrade."""
+    st = Staging(tmp_path / "s")
+    entry = StagedBatch(batch_id=2, data_files=("a",), rows=1)
+    d = json.loads(entry.to_json())
+    del d["checksum"]
+    (st.directory / "00000000000000000002.json").write_text(json.dumps(d))
+    assert st.pending() == [entry]
+
+
 # --------------------------------------------------------------------------- bad records (executor-side guard)
 
 

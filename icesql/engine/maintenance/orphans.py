@@ -101,8 +101,10 @@ def referenced_files(table: Any) -> set[str]:
 
 def staged_files(home: Path | str, sink_ids: Iterable[str] | None = None) -> set[str]:
     """The files named by the staged batches of the sinks of an icesql home (all when
-    ``sink_ids`` is None): written, not committed yet, needed by the next commit or recovery."""
-    from icesql.engine.staging import StagedBatch
+    ``sink_ids`` is None): written, not committed yet, needed by the next commit or recovery.
+    ``StagingDamaged`` when an entry cannot be read: what it protects is unknown, so nothing may
+    be deleted."""
+    from icesql.engine.staging import Staging
 
     root = Path(home) / "sinks"
     dirs = (
@@ -112,13 +114,7 @@ def staged_files(home: Path | str, sink_ids: Iterable[str] | None = None) -> set
     for directory in dirs:
         if not directory.is_dir():
             continue
-        for p in sorted(directory.glob("*.json")):
-            if p.name.startswith("."):
-                continue
-            try:
-                entry = StagedBatch.from_json(p.read_text())
-            except FileNotFoundError:  # committed and discarded meanwhile
-                continue
+        for entry in Staging(directory).pending():
             for text in (*entry.data_files, *entry.delete_files):
                 out.add(str(json.loads(text)["file_path"]))
     return out
