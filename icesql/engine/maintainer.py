@@ -9,7 +9,11 @@ under the sink's ``MaintenancePolicy``) and:
   it (MAXIMUM PERIOD minus what has passed, or ``SMALL_STEP_BUDGET`` without a period); a due
   compaction runs at least every other gap (each commit may add delete files, and those are what
   slow readers down), the other steps take turns between, so a sink committing every second
-  spreads them over its commits;
+  spreads them over its commits. A small compaction expected to take longer than that time runs
+  beside the sink instead, as a large one does (below): the expectation is what the compactions
+  run in a gap took lately (``_gap_seconds``, a moving average), and each compaction run beside
+  halves it, so that a machine that is busy for a while moves compactions out of the gaps and
+  one that calms down takes them back;
 * removes the **metadata files** the table's metadata log has dropped, when due (every
   ``metadata_check_versions`` versions): one listing of the metadata directory, no commit and no
   manifest read, so it takes no turn and runs in the same gap, before the step;
@@ -49,6 +53,7 @@ log = logging.getLogger("icesql.sink")
 
 SMALL_STEP_BUDGET = 5.0  # seconds a step may take between two commits of a sink without a period
 GAP_WAIT = 0.2  # how often a finished compaction looks for a gap to commit in
+GAP_AVERAGE = 0.5  # weight of the newest in-gap compaction in the moving average of their times
 
 
 def describe(result: Any) -> str:
@@ -98,6 +103,7 @@ class Maintainer:
         self._last_kind: Any = None
         self._compaction_waits = False  # a due compaction found a batch in flight
         self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
+        self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
 
     @property
     def policy(self) -> Any:
@@ -157,8 +163,17 @@ class Maintainer:
         small = [
             t for t in small if not (t.kind is StepKind.COMPACT and (self.busy() or not self._may_compact()))
         ]
-        if small and self._budget(started) > 0:
-            self._run(self._next(small))
+        if not small or self._budget(started) <= 0:
+            return
+        task = self._next(small)
+        if task.kind is StepKind.COMPACT and self._gap_seconds > self._budget(started):
+            # it would hold the sink's next commit back: beside the sink, only its commit in a gap
+            self._start_large(task)
+            others = [t for t in small if t.kind is not StepKind.COMPACT]
+            if not others:
+                return
+            task = self._next(others)
+        self._run(task)
 
     def _next(self, small: list[Any]) -> Any:
         """One step per gap: a due compaction every other gap at least (delete files are what
@@ -195,6 +210,7 @@ class Maintainer:
         from icesql.engine.maintenance import StepKind, remove_orphan_files, run_task
 
         r = self.runner
+        began = time.monotonic()
         try:
             if task.kind is StepKind.REMOVE_ORPHANS:
                 result = remove_orphan_files(
@@ -223,6 +239,9 @@ class Maintainer:
             self._follow_rewrite()
         elif task.kind is StepKind.REWRITE_MANIFESTS:
             self._rows_unchanged()
+        if task.kind is StepKind.COMPACT:
+            spent = time.monotonic() - began
+            self._gap_seconds = GAP_AVERAGE * spent + (1 - GAP_AVERAGE) * self._gap_seconds
         self._report(task.kind.value, result)
 
     def _metadata_version(self) -> int | None:
@@ -308,7 +327,8 @@ class Maintainer:
                 r.table.refresh()
                 if not result.skipped:
                     self._follow_rewrite()
-            self._report("compact", result)
+            self._gap_seconds *= 1 - GAP_AVERAGE
+            self._report("compact", result, beside=True)
         except Exception as e:
             if not r.stop_event.is_set():
                 log.warning("sink %s: compaction beside the sink failed: %s", r.name, e)
@@ -387,9 +407,11 @@ class Maintainer:
 
     # ----------------------------------------------------------------- reporting
 
-    def _report(self, step: str, result: Any) -> None:
+    def _report(self, step: str, result: Any, beside: bool = False) -> None:
         r = self.runner
         line = describe(result)
+        if beside:  # a rewrite beside the sink: only its commit took a gap
+            line = line.replace(f"step={step} ", f"step={step} beside ", 1)
         self.runs += 1
         self.last = f"{step}: {line}"
         log.info("maintenance sink=%s table=%s %s", r.name, r.plan.table_identifier, line)

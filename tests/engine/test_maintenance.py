@@ -557,3 +557,80 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
     maintainer._run(Task(StepKind.REMOVE_METADATA, Weight.SMALL, "old files"))
     assert maintainer.metadata_checked == 42 and maintainer.runs == 0
     assert "maintenance step remove-metadata failed: the store refused" in caplog.text
+
+
+
+def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
+    monkeypatch: Any, caplog: Any
+) -> None:
+    """A small compaction runs in the gap between two commits while the compactions run there
+    lately fit the time left before the next commit is due (a 0.5 s period here); one expected to
+    take longer runs beside the sink, only its commit in a gap, and another due step takes the gap.
+    Each compaction beside halves the expectation, so compactions come back into the gaps. (The
+    steps are stand-ins that take a set time: what is tested is where the maintainer runs them.)"""
+    import threading
+    from types import SimpleNamespace
+
+    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import CommitPolicy, SinkPlan
+
+    compact = Task(StepKind.COMPACT, Weight.SMALL, "12 small files")
+    expire = Task(StepKind.EXPIRE, Weight.SMALL, "old snapshots")
+    due = [compact]
+    took = [1.4]
+    ran: list[tuple[str, StepKind]] = []
+    nothing = SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    def in_gap(table: Any, task: Task, policy: Any, **kw: Any) -> Any:
+        ran.append(("gap", task.kind))
+        time.sleep(took[0] if task.kind is StepKind.COMPACT else 0.0)
+        if task.kind is StepKind.COMPACT:
+            return nothing
+        return SimpleNamespace(kind=task.kind, snapshots_before=3, snapshots_after=2, files_deleted=0,
+                               bytes_deleted=0, duration=0.0)
+
+    def beside(table: Any, before_commit: Any, **kw: Any) -> Any:
+        ran.append(("beside", StepKind.COMPACT))
+        before_commit()  # waits for a gap: the runner's lock, nothing staged, no batch
+        return nothing
+
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
+    monkeypatch.setattr(maintenance, "run_task", in_gap)
+    monkeypatch.setattr(compact_module, "compact_table", beside)
+    table = SimpleNamespace(refresh=lambda: None)
+    runner = SimpleNamespace(
+        name="s",
+        table=table,
+        index=None,
+        remote=False,
+        plan=SinkPlan(
+            name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t",
+            commit=CommitPolicy(maximum_period=0.5),
+        ),
+        clock=SimpleNamespace(since_commit=lambda: 0.0),
+        target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
+        lock=threading.Lock(),
+        staging=SimpleNamespace(pending=lambda: []),
+        batch_started=None,
+        stop_event=threading.Event(),
+        listeners=SimpleNamespace(maintenance=lambda event: None),
+    )
+    maintainer = Maintainer(runner)
+    caplog.set_level("INFO", logger="icesql.sink")
+
+    maintainer.after_commit()  # nothing known yet: in the gap, where it took 1.4 s
+    assert ran == [("gap", StepKind.COMPACT)] and maintainer._gap_seconds >= 0.7
+    due[:] = [compact, expire]
+    maintainer._last_kind = None
+    maintainer.after_commit()  # 0.7 s expected, 0.5 s left: beside; expiration takes the gap
+    maintainer.join(10)
+    assert sorted(ran[1:]) == [("beside", StepKind.COMPACT), ("gap", StepKind.EXPIRE)]
+    assert "maintenance sink=s table=ns.t step=compact beside nothing to rewrite" in caplog.text
+    assert 0.35 <= maintainer._gap_seconds < 0.5  # halved
+    due[:] = [compact]
+    took[0] = 0.0
+    maintainer.after_commit()  # 0.35 s expected: back in the gap
+    assert ran[3:] == [("gap", StepKind.COMPACT)] and maintainer._gap_seconds < 0.35

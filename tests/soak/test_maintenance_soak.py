@@ -258,6 +258,7 @@ class Lines(logging.Handler):
         self.rebuilds: dict[str, list[float]] = defaultdict(list)  # when the key index was rebuilt
         self.follow_seconds: dict[str, list[float]] = defaultdict(list)  # how long each follow took
         self.step_times: dict[str, list[float]] = defaultdict(list)  # when a maintenance step ended
+        self.step_names: dict[str, list[str]] = defaultdict(list)  # which (``compact beside 0.31s``)
 
     @staticmethod
     def _field(msg: str, name: str) -> str:
@@ -280,6 +281,8 @@ class Lines(logging.Handler):
             self.steps[sink][step] += 1
             self.step_times[sink].append(record.created)
             tail = msg.rsplit(" ", 1)[-1]
+            where = " beside" if f"step={self._field(msg, 'step')} beside " in msg else ""
+            self.step_names[sink].append(f"{step}{where} {tail}")
             if tail.endswith("s"):
                 try:
                     self.step_seconds[sink].append(float(tail[:-1]))
@@ -418,8 +421,9 @@ def gap_lines(
         what = []
         if any(a <= t <= b for t in lines.rebuilds[name]):
             what.append("key-index rebuild")
-        if any(a <= t <= b for t in lines.step_times[name]):
-            what.append("maintenance step")
+        steps = [n for t, n in zip(lines.step_times[name], lines.step_names[name], strict=False) if a <= t <= b]
+        if steps:
+            what.append(f"maintenance step: {', '.join(steps)}")
         if any(s <= b and a <= e for s, e in sampling):
             what.append("sampling")
         out.append((b - a, f"{b - a:.2f}s from t={a - t0:.1f}s ({', '.join(what) or 'nothing logged'})"))
