@@ -56,6 +56,12 @@ GAP_WAIT = 0.2  # how often a finished compaction looks for a gap to commit in
 GAP_AVERAGE = 0.5  # weight of the newest in-gap compaction in the moving average of their times
 
 
+def _one_line(e: BaseException) -> str:
+    """An error for a warning line: icesql's own by its message (``str`` would render its
+    headline and hint on lines of their own), any other as it prints."""
+    return getattr(e, "message", None) or str(e)
+
+
 def describe(result: Any) -> str:
     """What a step did, in one line (files, snapshots, bytes, time)."""
     kind = getattr(getattr(result, "kind", None), "value", getattr(result, "kind", "compact"))
@@ -221,7 +227,7 @@ class Maintainer:
                     r.table, task, self.policy, io_properties=dict(r.target.io_properties(r.table))
                 )
         except Exception as e:  # a step that fails is logged and tried again later
-            log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, e)
+            log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, _one_line(e))
             # a step run on a timer (expiration, orphan cleanup) is due again after its interval,
             # not at the next commit: a cause that lasts (a damaged staging entry) would log a
             # warning per commit
@@ -331,7 +337,7 @@ class Maintainer:
             self._report("compact", result, beside=True)
         except Exception as e:
             if not r.stop_event.is_set():
-                log.warning("sink %s: compaction beside the sink failed: %s", r.name, e)
+                log.warning("sink %s: compaction beside the sink failed: %s", r.name, _one_line(e))
         finally:
             self._large_waits = False
             if held:

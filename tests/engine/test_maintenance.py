@@ -634,3 +634,36 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     took[0] = 0.0
     maintainer.after_commit()  # 0.35 s expected: back in the gap
     assert ran[3:] == [("gap", StepKind.COMPACT)] and maintainer._gap_seconds < 0.35
+
+
+def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
+    catalog: Any, monkeypatch: Any, caplog: Any
+) -> None:
+    """An orphan cleanup that cannot run (a damaged staging entry: what it protects is unknown)
+    logs one line with icesql's message, not its rendered headline and hint, and is due again
+    after its interval, not at the sink's next commit."""
+    from types import SimpleNamespace
+
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task, plan_maintenance
+    from icesql.plan import SinkPlan
+
+    def damaged(*a: Any, **k: Any) -> Any:
+        raise StagingDamaged("staging entry /h/s/00000000000000000018.json is damaged", hint="restore it")
+
+    monkeypatch.setattr(maintenance, "remove_orphan_files", damaged)
+    plan = SinkPlan(name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t")
+    maintainer = Maintainer(SimpleNamespace(name="s", table=None, plan=plan))
+    maintainer._orphan_cutoff = lambda: 0.0  # type: ignore[method-assign]
+    maintainer._run(Task(StepKind.REMOVE_ORPHANS, Weight.SMALL, "age", under="data"))
+    warnings = [r.getMessage() for r in caplog.records if "remove-orphans failed" in r.getMessage()]
+    assert warnings == [
+        "sink s: maintenance step remove-orphans failed: staging entry /h/s/00000000000000000018.json is damaged"
+    ]
+    assert maintainer.runs == 0 and StepKind.REMOVE_ORPHANS in maintainer.last_run
+    table, policy = sink_table(catalog), MaintenancePolicy(orphan_check_every=3600.0)
+    due = {t.kind for t in plan_maintenance(table, policy, time.time() + 60, last_run=maintainer.last_run)}
+    assert StepKind.REMOVE_ORPHANS not in due
+    due = {t.kind for t in plan_maintenance(table, policy, time.time() + 3601, last_run=maintainer.last_run)}
+    assert StepKind.REMOVE_ORPHANS in due
