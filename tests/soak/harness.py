@@ -18,7 +18,8 @@ What runs
   seconds (``tests/support/cdc_changelog.py`` generates the changes and replays them);
 * the **operator**: it runs ``icesql --home H run pipeline.sql`` or ``icesql --home H serve``
   (alternating) as a subprocess in its own process group, restarts it 2 s after it exits on its
-  own, kills and restarts it when it stalls (up, but no commit of both sinks since a fault
+  own (and ``serve`` with a clean stop once it logs that a sink failed for good: it goes on
+  serving the other sink, and a failed sink waits for its operator), kills and restarts it when it stalls (up, but no commit of both sinks since a fault
   ended, and either idle -- under 0.8 s of CPU in 20 s: a hung call -- or busy for
   ``recovery_timeout``), and at the end stops it with SIGTERM and drains the input with
   ``run pipeline.sql --once``.
@@ -162,6 +163,9 @@ class ChildRun:
     java_excerpts: list[str] = field(default_factory=list)
     fault: int | None = None  # the fault in progress when it ended
     first_commit: float | None = None
+    # ``serve``: when it logged that a sink failed for good (it goes on serving the others; the
+    # operator restarts it, as ``run`` would have exited)
+    sink_failed_at: float | None = None
 
 
 @dataclass
@@ -678,6 +682,9 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
             m = SINK_FAIL_RE.search(line)
             if m:
                 run.sink_failures.append(f"sink {m.group(1)} {m.group(2)}: {m.group(3)}")
+                if run.command == "serve" and run.sink_failed_at is None:
+                    run.sink_failed_at = now
+                    run.error = run.error or line.strip()
             if ERROR_LINE_RE.search(line):
                 run.error = line.strip()
             # Python tracebacks (without -v there should be none)
@@ -716,6 +723,12 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
             self._ended(child)
         if not self.auto_restart:
             return
+        if child is not None and child.alive and child.run.sink_failed_at is not None:
+            # ``serve`` with a sink failed for good: the operator restarts the service (a clean
+            # stop: the other sinks commit what they staged), as if it had exited failing
+            child.run.ended_because = "failed"
+            child.terminate()
+            self._ended(child)
         if child is not None and child.run.ended is not None and self.restart_at is None:
             self.restart_at = now + self.cfg.restart_delay
         if self.restart_at is not None and now >= self.restart_at:
