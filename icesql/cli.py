@@ -398,6 +398,9 @@ def _run_until_stopped(session: Session, target: Callable[[], None], *, sinks: S
             _err("icesql: stopped without a final commit")
             os._exit(EXIT_RUNTIME)
         signals.append(signum)
+        # at once, not at the next poll: with the whole process group signalled (systemd),
+        # Spark's JVM is shutting down already and a batch's job is being cancelled
+        session.stopping()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     worker = threading.Thread(target=work, name="icesql-run", daemon=True)

@@ -164,6 +164,11 @@ class Session:
                 self._observer = None
             self.store.close()
 
+    def stopping(self) -> None:
+        """Say that a stop is coming (``Engine.stopping``); safe in a signal handler."""
+        if self._engine is not None:
+            self._engine.stopping()
+
     def stop(self) -> None:
         if self._engine is not None:
             self._engine.stop()

@@ -468,6 +468,17 @@ class Engine:
     def runner(self, name: str) -> Any:
         return self._runners[name]
 
+    def stopping(self) -> None:
+        """Mark every running sink as stopping, at once (a signal handler calls this before
+        ``stop``): a batch that fails from now on was interrupted by the stop - a SIGTERM to the
+        whole process group stops Spark's JVM too, which cancels the batch's job - and does not
+        fail the sink; ``stop`` still commits what is staged."""
+        with self._lock:
+            runners = list(self._runners.values())
+        for r in runners:
+            if r.active:
+                r.stopping = True
+
     def stop(self) -> None:
         """Stop every running sink with a final commit (and end the supervision of ``run``)."""
         with self._lock:
