@@ -113,9 +113,13 @@ _DNS = ("name or service not known", "nodename nor servname", "nameresolution", 
 # pyarrow's S3 filesystem (the AWS C++ SDK, used by the executors' writers) fails with an OSError
 # whose text alone names the cause: "... AWS Error NETWORK_CONNECTION during PutObject operation:
 # curlCode: 7, Could not connect to server", "AWS Error UNKNOWN (HTTP status 503) during ...".
+# A multipart upload whose parts the store does not have when it is completed ("InvalidPart",
+# "NoSuchUpload", HTTP 400) was broken by the network (a part's upload cut or reset, the store
+# restarted): writing the file again succeeds.
 _AWS_SDK_TRANSIENT = re.compile(
     r"AWS Error (NETWORK_CONNECTION|SLOW_DOWN|SERVICE_UNAVAILABLE|THROTTLING|REQUEST_TIMEOUT|INTERNAL_FAILURE)\b"
     r"|AWS Error \w+ \(HTTP status (5\d\d|429)\)"
+    r"|ExceptionName: (InvalidPart|NoSuchUpload)\b"
 )
 # the server's answer stopped early: the connection closed after the request went out (the
 # request may have taken effect: a commit is checked against the table before it is retried)
@@ -166,6 +170,8 @@ def _aws_sdk_cause(f: Failure) -> str:
     what = found.group(0) if found else "AWS Error"
     if "NETWORK_CONNECTION" in what:
         return "object store unreachable (connection failed)"
+    if what.startswith("ExceptionName: "):
+        return f"an upload to the object store broke off ({what.split(': ', 1)[1]}: a part went missing)"
     return f"object store error ({what})"
 
 

@@ -103,3 +103,14 @@ def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:
     assert err is not None and err.message.endswith("object store error (AWS Error UNKNOWN (HTTP status 503))")
     denied = OSError("When writing key 'k': AWS Error ACCESS_DENIED during PutObject operation: Access Denied")
     assert transient_failure(denied, label="sink s", action="write") is None
+    # the soak saw this after a network fault in the middle of a multipart upload (a key-index shard)
+    broken = OSError(
+        "When completing multiple part upload for key 'ns/t/data/icesql-index/s/d-1.parquet' in bucket "
+        "'b': AWS Error UNKNOWN (HTTP status 400) during CompleteMultipartUpload operation: Unable to "
+        "parse ExceptionName: InvalidPart Message: One or more of the specified parts could not be found."
+    )
+    err = transient_failure(broken, label="sink s", action="write")
+    assert err is not None and err.transient
+    assert err.message == "sink s: cannot write: an upload to the object store broke off (InvalidPart: a part went missing)"
+    bad_request = OSError("When writing key 'k': AWS Error UNKNOWN (HTTP status 400) during PutObject operation: InvalidArgument")
+    assert transient_failure(bad_request, label="sink s", action="write") is None

@@ -18,8 +18,8 @@ What runs
   seconds (``tests/support/cdc_changelog.py`` generates the changes and replays them);
 * the **operator**: it runs ``icesql --home H run pipeline.sql`` or ``icesql --home H serve``
   (alternating) as a subprocess in its own process group, restarts it 2 s after it exits on its
-  own (and ``serve`` with a clean stop once it logs that a sink failed for good: it goes on
-  serving the other sink, and a failed sink waits for its operator), kills and restarts it when it stalls (up, but no commit of both sinks since a fault
+  own (and ``run``/``serve`` with a clean stop once it logs that a sink failed for good: it goes
+  on running the other sink, and a failed sink waits for its operator), kills and restarts it when it stalls (up, but no commit of both sinks since a fault
   ended, and either idle -- under 0.8 s of CPU in 20 s: a hung call -- or busy for
   ``recovery_timeout``), and at the end stops it with SIGTERM and drains the input with
   ``run pipeline.sql --once``.
@@ -163,8 +163,8 @@ class ChildRun:
     java_excerpts: list[str] = field(default_factory=list)
     fault: int | None = None  # the fault in progress when it ended
     first_commit: float | None = None
-    # ``serve``: when it logged that a sink failed for good (it goes on serving the others; the
-    # operator restarts it, as ``run`` would have exited)
+    # ``run``/``serve`` (not ``--once``): when it logged that a sink failed for good (it goes on
+    # running the others; the operator restarts it, as if it had exited)
     sink_failed_at: float | None = None
 
 
@@ -682,7 +682,7 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
             m = SINK_FAIL_RE.search(line)
             if m:
                 run.sink_failures.append(f"sink {m.group(1)} {m.group(2)}: {m.group(3)}")
-                if run.command == "serve" and run.sink_failed_at is None:
+                if not run.command.endswith("--once") and run.sink_failed_at is None:
                     run.sink_failed_at = now
                     run.error = run.error or line.strip()
             if ERROR_LINE_RE.search(line):
@@ -724,8 +724,8 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         if not self.auto_restart:
             return
         if child is not None and child.alive and child.run.sink_failed_at is not None:
-            # ``serve`` with a sink failed for good: the operator restarts the service (a clean
-            # stop: the other sinks commit what they staged), as if it had exited failing
+            # ``run``/``serve`` with a sink failed for good: the operator restarts the service (a
+            # clean stop: the other sinks commit what they staged), as if it had exited failing
             child.run.ended_because = "failed"
             child.terminate()
             self._ended(child)
