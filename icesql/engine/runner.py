@@ -963,6 +963,19 @@ class SinkRunner:
 
     # ----------------------------------------------------------------- stop
 
+    def quiesce(self, timeout: float = 60.0) -> bool:
+        """Wait (after a failure) until nothing of this runner touches the table any more: a
+        commit in flight (the period timer's, retrying a transient failure in place) holds the
+        lock until it ends, and a rewrite beside the sink ends on ``stop_event``. A new runner of
+        the sink started before that would be fenced by this one's late commit, or fence it.
+        True when it is quiet within ``timeout``."""
+        self.stop_event.set()
+        if not self.lock.acquire(timeout=timeout):
+            return False
+        self.lock.release()
+        self.maintainer.join(timeout)
+        return not self.maintainer.busy()
+
     def stop_query(self) -> None:
         q = self.query
         if q is None:

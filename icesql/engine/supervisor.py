@@ -319,6 +319,8 @@ class Supervisor:
             old = self.engine._runners.get(plan.name)
             if old is not None:
                 old.stop_query()  # the failed query must be gone before its checkpoint is reused
+                if not old.quiesce():  # and its last commit over before a new runner recovers
+                    log.warning("sink %s: the failed run is still busy after 60s; restarting anyway", plan.name)
             log.info("sink %s: restart attempt %d", plan.name, streak.attempt)
             streak.next_at = None
             streak.restarted_at = self.clock()

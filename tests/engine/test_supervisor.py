@@ -26,7 +26,8 @@ FAST = RetryPolicy(backoff=0.05, backoff_max=0.2, budget=5.0)
 class ScriptedRunner:
     """What ``Engine`` and the supervisor use of a ``SinkRunner``. Steps: ``start-fails``
     (transient, while preparing), ``fails-later`` (transient, once running), ``bad`` (not
-    transient, once running), ``commits`` (runs and commits), ``runs``."""
+    transient, once running), ``commits`` (runs and commits), ``runs``, ``fails-mid-commit``
+    (transient, once running, while a commit of its own goes on for 0.3 s more)."""
 
     def __init__(self, name: str, step: str, state: State) -> None:
         self.name, self.step, self.state = name, step, state
@@ -35,6 +36,9 @@ class ScriptedRunner:
         self.last_commit_at: float | None = None
         self.will_retry: Any = lambda err: False
         self._done = threading.Event()
+        self._quiet = threading.Event()  # no commit of its own in flight
+        self._quiet.set()
+        self.quiet_at: float | None = None
 
     def _set(self, status: str, **fields: Any) -> None:
         self.status = status
@@ -53,6 +57,15 @@ class ScriptedRunner:
         self._set("running")
         if self.step == "commits":
             self.last_commit_at = time.time()
+        elif self.step == "fails-mid-commit":
+            self._quiet.clear()
+
+            def commit_ends() -> None:
+                self.quiet_at = time.monotonic()
+                self._quiet.set()
+
+            threading.Timer(0.05, self._fail, args=(CatalogUnavailableError("catalog unreachable"),)).start()
+            threading.Timer(0.35, commit_ends).start()
         elif self.step in ("fails-later", "bad"):
             err: IcesqlError = (
                 CatalogUnavailableError("catalog unreachable")
@@ -68,6 +81,9 @@ class ScriptedRunner:
 
     def stop_query(self) -> None:
         pass
+
+    def quiesce(self, timeout: float = 60.0) -> bool:
+        return self._quiet.wait(timeout)
 
     def await_termination(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
@@ -90,11 +106,14 @@ class ScriptedEngine(Engine):
         super().__init__(Path("unused"), objects=None, secrets=lambda n: "", state=State())  # type: ignore[arg-type]
         self.scripts = scripts
         self.starts: dict[str, list[float]] = {name: [] for name in scripts}
+        self.runners: list[ScriptedRunner] = []
 
     def _runner(self, plan: SinkPlan) -> Any:
         self.starts[plan.name].append(time.monotonic())
         script = self.scripts[plan.name]
-        return ScriptedRunner(plan.name, script.pop(0) if script else "runs", self.state)  # type: ignore[arg-type]
+        runner = ScriptedRunner(plan.name, script.pop(0) if script else "runs", self.state)  # type: ignore[arg-type]
+        self.runners.append(runner)
+        return runner
 
     def warm_up(self) -> None:
         pass
@@ -231,3 +250,18 @@ def test_a_failure_the_supervisor_had_no_time_to_look_at_does_not_stay_retrying(
     supervisor._give_up_waiting()  # what run() does on its way out
     final = engine.state.get("s")  # type: ignore[attr-defined]
     assert final["status"] == "failed" and final["last_error"].startswith("stopped while retrying: sink s")
+
+
+def test_a_restart_waits_for_the_failed_runs_commit_in_flight() -> None:
+    """A sink failing while a commit of its own is still in flight (the period timer's, retrying
+    a transient failure in place) is restarted only once that commit is over: a new runner
+    recovering meanwhile would be fenced by the old one's late commit (the soak saw 'version 10
+    is fenced out: version 11 committed'), or fence it."""
+    engine = ScriptedEngine({"s": ["fails-mid-commit", "commits"]})
+    t, outcome = run_in_thread(engine, [plan("s")], FAST)
+    wait_for(lambda: len(engine.starts["s"]) == 2 and engine.runner("s").status == "running")
+    first = engine.runners[0]
+    assert first.quiet_at is not None and engine.starts["s"][1] >= first.quiet_at
+    engine.stop()
+    t.join(5)
+    assert outcome == [None]
