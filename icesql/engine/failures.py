@@ -131,6 +131,9 @@ _CUT = (
     "ChunkedEncodingError",
     "ResponseStreamingError",
 )
+# a full disk (the icesql home: checkpoints, staging, the catalog store; a local warehouse):
+# OSError 28 from Python, the same text from Spark's JVM, SQLite's own words
+_DISK_FULL = re.compile(r"\[Errno 28\]|No space left on device|database or disk is full")
 # Spark waits 10 s (a fixed time) for a Python worker it started to connect back; on an
 # overloaded machine the worker (a Python data source's runner, say) takes longer and the query
 # fails with this, though nothing is wrong with the sink: a restart starts a new worker.
@@ -222,6 +225,13 @@ RULES: tuple[Rule, ...] = (
         _aws_sdk_cause,
         "check the ENDPOINT of the AWS connection and that the object store is running",
         show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        lambda f: _DISK_FULL.search(f.raw) is not None,
+        "no space left on the device",
+        "free space where the sink writes (the icesql home holds its checkpoints, staging and "
+        "catalog store); the sink is retried, and resumes once it fits",
         transient=True,
     ),
     Rule(

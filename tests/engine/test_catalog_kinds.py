@@ -83,6 +83,21 @@ def test_a_python_worker_late_on_an_overloaded_machine_is_transient() -> None:
     assert service_of(late) is None
 
 
+def test_a_full_disk_is_transient_and_says_so() -> None:
+    """The soak's full icesql home failed a sink with a bare '[Errno 28] No space left on
+    device'; it is retried (the space comes back when the disk is cleaned) and says what it is,
+    with the file when Python knows it; Spark's JVM says it in its own words."""
+    from icesql.engine.failures import transient_failure
+
+    full = OSError(28, "No space left on device", "/home/.icesql/sinks/s/staging/.00000000000000000007.json.1.tmp")
+    err = transient_failure(full, label="sink s", action="write or commit")
+    assert err is not None and err.transient
+    assert err.message.startswith("sink s: cannot write or commit: no space left on the device (")
+    assert "00000000000000000007.json" in err.message and err.hint and "icesql home" in err.hint
+    jvm = RuntimeError("An error occurred while calling o123.start.\n: java.io.IOException: No space left on device")
+    assert transient_failure(jvm, label="sink s", action="write or commit") is not None
+
+
 def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:
     """The executors write through pyarrow's S3 filesystem, whose failures are OSError text;
     Spark hands them to the driver wrapped in its own exception."""
