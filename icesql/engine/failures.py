@@ -113,14 +113,14 @@ _DNS = ("name or service not known", "nodename nor servname", "nameresolution", 
 # pyarrow's S3 filesystem (the AWS C++ SDK, used by the executors' writers) fails with an OSError
 # whose text alone names the cause: "... AWS Error NETWORK_CONNECTION during PutObject operation:
 # curlCode: 7, Could not connect to server", "AWS Error UNKNOWN (HTTP status 503) during ...".
-# A multipart upload whose parts the store does not have when it is completed ("InvalidPart",
-# "NoSuchUpload", HTTP 400) was broken by the network (a part's upload cut or reset, the store
-# restarted): writing the file again succeeds.
 _AWS_SDK_TRANSIENT = re.compile(
     r"AWS Error (NETWORK_CONNECTION|SLOW_DOWN|SERVICE_UNAVAILABLE|THROTTLING|REQUEST_TIMEOUT|INTERNAL_FAILURE)\b"
     r"|AWS Error \w+ \(HTTP status (5\d\d|429)\)"
-    r"|ExceptionName: (InvalidPart|NoSuchUpload)\b"
 )
+# A multipart upload whose parts the store does not have when it is completed ("InvalidPart",
+# "NoSuchUpload", HTTP 400) was broken by the network (a part's upload cut or reset, the store
+# restarted): writing the file again succeeds.
+_AWS_UPLOAD_BROKEN = re.compile(r"ExceptionName: (InvalidPart|NoSuchUpload)\b")
 # the server's answer stopped early: the connection closed after the request went out (the
 # request may have taken effect: a commit is checked against the table before it is retried)
 _CUT = (
@@ -173,9 +173,12 @@ def _aws_sdk_cause(f: Failure) -> str:
     what = found.group(0) if found else "AWS Error"
     if "NETWORK_CONNECTION" in what:
         return "object store unreachable (connection failed)"
-    if what.startswith("ExceptionName: "):
-        return f"an upload to the object store broke off ({what.split(': ', 1)[1]}: a part went missing)"
     return f"object store error ({what})"
+
+
+def _upload_broken(f: Failure) -> str:
+    found = _AWS_UPLOAD_BROKEN.search(f.raw)
+    return f"an upload to the object store broke off ({found.group(1) if found else 'a part'}: a part went missing)"
 
 
 def _is_aws_auth(f: Failure) -> bool:
@@ -198,6 +201,7 @@ def _is_server_error(f: Failure) -> bool:
 
 _REST_URI_HINT = "URI must be the catalog's base URL, the one whose '/v1/config' answers"
 _NETWORK_HINT = "check the URI/ENDPOINT host and port, and that the server is running"
+_STORE_HINT = "check the ENDPOINT of the AWS connection and that the object store is running"
 
 RULES: tuple[Rule, ...] = (
     # --- transport: refused, DNS, TLS, timeouts (requests / urllib3 / botocore / sqlalchemy)
@@ -223,7 +227,14 @@ RULES: tuple[Rule, ...] = (
     Rule(
         lambda f: _AWS_SDK_TRANSIENT.search(f.raw) is not None,
         _aws_sdk_cause,
-        "check the ENDPOINT of the AWS connection and that the object store is running",
+        _STORE_HINT,
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        lambda f: _AWS_UPLOAD_BROKEN.search(f.raw) is not None,
+        _upload_broken,
+        _STORE_HINT,
         show_detail=False,
         transient=True,
     ),
