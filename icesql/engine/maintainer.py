@@ -62,15 +62,17 @@ def _one_line(e: BaseException) -> str:
     return getattr(e, "message", None) or str(e)
 
 
-def describe(result: Any) -> str:
-    """What a step did, in one line (files, snapshots, bytes, time)."""
+def describe(result: Any, beside: bool = False) -> str:
+    """What a step did, in one line (files, snapshots, bytes, time); ``beside``: a compaction
+    that ran beside the sink (only its commit took a gap between the sink's commits)."""
     kind = getattr(getattr(result, "kind", None), "value", getattr(result, "kind", "compact"))
     d = f"{getattr(result, 'duration', 0.0):.2f}s"
     if hasattr(result, "data_files_after"):  # CompactResult
+        step = "step=compact beside" if beside else "step=compact"
         if result.skipped:
-            return f"step=compact nothing to rewrite, {d}"
+            return f"{step} nothing to rewrite, {d}"
         return (
-            f"step=compact data_files={result.data_files_before}->{result.data_files_after} "
+            f"{step} data_files={result.data_files_before}->{result.data_files_after} "
             f"delete_files={result.delete_files_before}->{getattr(result, 'delete_files_after', 0)} "
             f"bytes={result.bytes_before}->{result.bytes_after} rebased={getattr(result, 'rebased', 0)} {d}"
         )
@@ -246,9 +248,13 @@ class Maintainer:
         elif task.kind is StepKind.REWRITE_MANIFESTS:
             self._rows_unchanged()
         if task.kind is StepKind.COMPACT:
-            spent = time.monotonic() - began
-            self._gap_seconds = GAP_AVERAGE * spent + (1 - GAP_AVERAGE) * self._gap_seconds
+            self._took_in_gap(time.monotonic() - began)
         self._report(task.kind.value, result)
+
+    def _took_in_gap(self, seconds: float) -> None:
+        """A compaction took ``seconds`` of a gap between the sink's commits (one beside the sink:
+        none to speak of): the moving average the next one is judged by."""
+        self._gap_seconds = GAP_AVERAGE * seconds + (1 - GAP_AVERAGE) * self._gap_seconds
 
     def _metadata_version(self) -> int | None:
         from icesql.engine.maintenance.metadata import metadata_version
@@ -333,7 +339,7 @@ class Maintainer:
                 r.table.refresh()
                 if not result.skipped:
                     self._follow_rewrite()
-            self._gap_seconds *= 1 - GAP_AVERAGE
+            self._took_in_gap(0.0)  # only its commit took a gap
             self._report("compact", result, beside=True)
         except Exception as e:
             if not r.stop_event.is_set():
@@ -415,9 +421,7 @@ class Maintainer:
 
     def _report(self, step: str, result: Any, beside: bool = False) -> None:
         r = self.runner
-        line = describe(result)
-        if beside:  # a rewrite beside the sink: only its commit took a gap
-            line = line.replace(f"step={step} ", f"step={step} beside ", 1)
+        line = describe(result, beside=beside)
         self.runs += 1
         self.last = f"{step}: {line}"
         log.info("maintenance sink=%s table=%s %s", r.name, r.plan.table_identifier, line)
