@@ -48,6 +48,8 @@ from icesql.plan import SinkPlan
 
 log = logging.getLogger("icesql.engine")
 
+QUIESCE_TIMEOUT = 60.0  # seconds a restart waits for the failed run's last commit (``SinkRunner.quiesce``)
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -319,8 +321,11 @@ class Supervisor:
             old = self.engine._runners.get(plan.name)
             if old is not None:
                 old.stop_query()  # the failed query must be gone before its checkpoint is reused
-                if not old.quiesce():  # and its last commit over before a new runner recovers
-                    log.warning("sink %s: the failed run is still busy after 60s; restarting anyway", plan.name)
+                # and its last commit over before a new runner recovers
+                if not old.quiesce(QUIESCE_TIMEOUT):
+                    log.warning(
+                        "sink %s: the failed run is still busy after %gs; restarting anyway", plan.name, QUIESCE_TIMEOUT
+                    )
             log.info("sink %s: restart attempt %d", plan.name, streak.attempt)
             streak.next_at = None
             streak.restarted_at = self.clock()
