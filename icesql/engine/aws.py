@@ -2,7 +2,9 @@
 
 * ``credentials(aws, sec)`` -> ``access_key_id`` / ``secret_access_key`` / ``session_token``
   from the connection's keys (secrets resolved through ``sec``), STS ``AssumeRole`` (cached
-  until 5 minutes before expiry), or boto3's default credential chain;
+  until shortly before expiry: 5 minutes, or a quarter of a shorter lifetime; with an
+  ``ENDPOINT`` the STS calls go there, as MinIO and SeaweedFS serve STS on their S3 port), or
+  boto3's default credential chain;
 * ``s3_file_io(aws, sec)`` -> the ``s3.*`` FileIO properties (keys, region, endpoint,
   path-style addressing for S3-compatible stores);
 * ``client_properties(aws, sec, prefix)`` -> ``<prefix>.access-key-id`` etc. for the boto3
@@ -11,8 +13,9 @@
 
 Every secret value met here is remembered for masking (``icesql.engine.secrets``).
 
-Untested here (no AWS access on the test machines): STS ``AssumeRole`` and the default chain
-beyond environment variables.
+``AssumeRole`` is tested against SeaweedFS's STS (``weed mini`` with an IAM config, credentials
+living 20 s); AWS's own STS and the default chain beyond environment variables are untested
+here (no AWS access on the test machines).
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ def boto_config(**extra: Any) -> Any:
 def _assume_role(
     aws: AwsConnectionPlan, key: str | None, secret: str | None, token: str | None
 ) -> dict[str, str]:
-    """Temporary keys from STS AssumeRole, cached until 5 minutes before they expire.
+    """Temporary keys from STS AssumeRole, cached until shortly before they expire (``_renew_at``).
 
-    Untested here: it needs AWS STS (no network on the test machines).
+    With an ``ENDPOINT`` the call goes there (S3-compatible stores serve STS on their S3 port).
     """
     import boto3
 
@@ -56,11 +59,12 @@ def _assume_role(
     now = time.time()
     with _ROLE_CACHE_LOCK:
         hit = _ROLE_CACHE.get(cache_key)
-    if hit and hit[0] - 300 > now:
+    if hit and hit[0] > now:
         return dict(hit[1])
     sts = boto3.client(
         "sts",
         region_name=aws.signing_region,
+        endpoint_url=aws.endpoint or None,
         aws_access_key_id=key,
         aws_secret_access_key=secret,
         aws_session_token=token,
@@ -78,8 +82,21 @@ def _assume_role(
     expires = creds.get("Expiration")
     expiry = expires.timestamp() if hasattr(expires, "timestamp") else now + 3600
     with _ROLE_CACHE_LOCK:
-        _ROLE_CACHE[cache_key] = (expiry, out)
+        _ROLE_CACHE[cache_key] = (_renew_at(now, expiry), out)
     return dict(out)
+
+
+def _renew_at(issued: float, expiry: float) -> float:
+    """When cached role credentials are replaced: 5 minutes before they expire, or a quarter of
+    their lifetime before when they live under 20 minutes (a batch started just before must
+    still finish with them)."""
+    return expiry - min(300.0, max(0.0, expiry - issued) / 4)
+
+
+def forget_role_credentials() -> None:
+    """Drop every cached role credential (a store refused them: the next call assumes anew)."""
+    with _ROLE_CACHE_LOCK:
+        _ROLE_CACHE.clear()
 
 
 def credentials(aws: AwsConnectionPlan, sec: SecretValues) -> dict[str, str]:

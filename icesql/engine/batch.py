@@ -223,6 +223,12 @@ class BatchWriter:
             key_enforced=plan.key_enforced,
         )
 
+    def use_io(self, io_properties: Any) -> None:
+        """Write the next batches with ``io_properties`` (fresh credentials of an assumed role)."""
+        from dataclasses import replace
+
+        self.spec = replace(self.spec, io_properties=dict(io_properties or {}))
+
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -284,6 +290,9 @@ class ArrowBatchWriter:
         self.arrow = arrow  # sources.ArrowSource
         self.skipped = skipped  # the accumulator of skipped bad records (Spark's reader only)
         self.letters = letters  # the accumulator of dead letters (Spark's reader only)
+
+    def use_io(self, io_properties: Any) -> None:
+        self.inner.use_io(io_properties)
 
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F

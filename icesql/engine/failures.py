@@ -121,6 +121,11 @@ _AWS_SDK_TRANSIENT = re.compile(
 # "NoSuchUpload", HTTP 400) was broken by the network (a part's upload cut or reset, the store
 # restarted): writing the file again succeeds.
 _AWS_UPLOAD_BROKEN = re.compile(r"ExceptionName: (InvalidPart|NoSuchUpload)\b")
+# Temporary credentials (an assumed role's) that expired while in use: AWS answers ExpiredToken;
+# S3-compatible stores (SeaweedFS, MinIO) forget the session's key and answer InvalidAccessKeyId.
+# Only a sink whose connection assumes a role takes these as transient (``expired_role_credentials``).
+_CREDENTIALS_EXPIRED = re.compile(r"\b(ExpiredToken|ExpiredTokenException|TokenRefreshRequired|RequestExpired)\b")
+_KEY_UNKNOWN = re.compile(r"\bInvalidAccessKeyId\b")
 # the server's answer stopped early: the connection closed after the request went out (the
 # request may have taken effect: a commit is checked against the table before it is retried)
 _CUT = (
@@ -478,6 +483,24 @@ def rule_failure(
     return describe_failure(exc, label=label, endpoint=endpoint, action=action)
 
 
+def expired_role_credentials(exc: BaseException, *, label: str, action: str) -> CatalogUnavailableError | None:
+    """For a sink whose connection assumes a role: AWS's ``ExpiredToken`` or the store's "this key
+    does not exist" (``InvalidAccessKeyId``, what SeaweedFS and MinIO answer for an expired
+    session's key) as a transient "credentials expired"; None for any other failure. (Without a
+    role an expired SESSION TOKEN stays an authentication error: retrying cannot renew it.)"""
+    f = gather(exc)
+    text = f"{f.aws_code} {f.raw}"
+    found = _CREDENTIALS_EXPIRED.search(text) or _KEY_UNKNOWN.search(text)
+    if found is None:
+        return None
+    return CatalogUnavailableError(
+        f"{label}: cannot {action}: the assumed role's temporary credentials were refused "
+        f"({found.group(0)}: they expired)",
+        hint="icesql assumes the role again and retries; if this repeats, check ASSUME ROLE ARN "
+        "and the keys of the AWS connection",
+    )
+
+
 def service_of(exc: BaseException) -> str | None:
     """Which side a sink's failure comes from: ``"storage"`` (pyarrow's S3 client, whose errors
     are ``OSError`` text naming an AWS error), ``"catalog"`` (the REST client: requests, urllib3,
@@ -524,6 +547,7 @@ __all__ = [
     "Failure",
     "Rule",
     "describe_failure",
+    "expired_role_credentials",
     "guarded",
     "is_transient",
     "rule_failure",

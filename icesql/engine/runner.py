@@ -239,6 +239,14 @@ class SinkRunner:
         ...) a cause the rules know to be transient."""
         label = f"sink {self.name}"
         service = service_of(exc)
+        if self.target is not None and self.target.assumes_role:
+            from icesql.engine.aws import forget_role_credentials
+            from icesql.engine.failures import expired_role_credentials
+
+            expired = expired_role_credentials(exc, label=label, action="write or commit")
+            if expired is not None:
+                forget_role_credentials()  # the retry assumes the role anew
+                return expired
         if service is not None and self.target is not None:
             what, endpoint = self.target.where(service)
             return rule_failure(exc, label=label, action=f"use {what}", endpoint=endpoint)
@@ -662,9 +670,14 @@ class SinkRunner:
 
     def batch_writer(self) -> Any:
         """The picklable half of a batch: transform, write the files, describe them. Made once
-        per run: the key index's writer keeps the index's state from batch to batch."""
+        per run: the key index's writer keeps the index's state from batch to batch. Each batch
+        takes the FileIO properties anew: credentials of an assumed role expire during a run
+        (``aws.credentials`` caches them until shortly before they do)."""
         if self._writer is None:
             self._writer = self._make_batch_writer()
+        else:
+            assert self.target is not None and self.table is not None
+            self._writer.use_io(self.target.io_properties(self.table))
         return self._writer
 
     def _make_batch_writer(self) -> Any:

@@ -84,6 +84,12 @@ class SinkTarget:
     secrets: SecretResolver
     home: Path
 
+    @property
+    def assumes_role(self) -> bool:
+        """Whether the sink reaches the catalog or its storage with an assumed role's temporary
+        credentials (they expire during a run)."""
+        return any(a is not None and a.assume_role_arn for a in (self.catalog_aws, self.sink_aws))
+
     def load_catalog(self) -> Any:
         # the driver's commits (manifests, manifest lists) use the sink's storage access too
         return load_connection_catalog(

@@ -129,3 +129,41 @@ def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:
     assert err.message == "sink s: cannot write: an upload to the object store broke off (InvalidPart: a part went missing)"
     bad_request = OSError("When writing key 'k': AWS Error UNKNOWN (HTTP status 400) during PutObject operation: InvalidArgument")
     assert transient_failure(bad_request, label="sink s", action="write") is None
+
+
+def test_expired_role_credentials_are_transient_only_where_a_role_renews_them() -> None:
+    """An assumed role's credentials that expired in use: AWS answers ExpiredToken, SeaweedFS and
+    MinIO InvalidAccessKeyId (as pyarrow's S3 client words them). A sink whose connection assumes
+    a role retries (``expired_role_credentials``); the general rules keep them permanent (static
+    keys, or a fixed SESSION TOKEN, do not get better by retrying)."""
+    from icesql.engine.failures import expired_role_credentials, transient_failure
+
+    unknown = OSError(
+        "When writing key 'k': AWS Error UNKNOWN (HTTP status 403) during PutObject operation: Unable to "
+        "parse ExceptionName: InvalidAccessKeyId Message: The access key ID you provided does not exist"
+    )
+    wrapped = RuntimeError("An exception was thrown from the Python worker")
+    wrapped.__cause__ = unknown
+    err = expired_role_credentials(wrapped, label="sink s", action="write or commit")
+    assert err is not None and err.transient
+    assert err.message == (
+        "sink s: cannot write or commit: the assumed role's temporary credentials were refused "
+        "(InvalidAccessKeyId: they expired)"
+    )
+    expired = OSError("AWS Error UNKNOWN (HTTP status 400) during PutObject operation: ExpiredToken")
+    err = expired_role_credentials(expired, label="sink s", action="write")
+    assert err is not None and "(ExpiredToken: they expired)" in err.message
+    assert transient_failure(unknown, label="sink s", action="write") is None
+    assert transient_failure(expired, label="sink s", action="write") is None
+    denied = OSError("AWS Error ACCESS_DENIED during PutObject operation: Access Denied")
+    assert expired_role_credentials(denied, label="sink s", action="write") is None
+
+
+def test_role_credentials_are_renewed_before_they_expire() -> None:
+    """Five minutes ahead for a long session; a quarter of the lifetime for a short one."""
+    from icesql.engine.aws import _renew_at
+
+    assert _renew_at(1000.0, 1000.0 + 3600) == 1000.0 + 3300
+    assert _renew_at(1000.0, 1000.0 + 900) == 1000.0 + 675
+    assert _renew_at(1000.0, 1000.0 + 20) == 1000.0 + 15
+    assert _renew_at(1000.0, 990.0) == 990.0  # already expired: renewed at once

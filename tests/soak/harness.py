@@ -4,7 +4,9 @@ seeded schedule, an operator who restarts what fails, and an independent replay 
 What runs
 ---------
 * ``weed mini`` (S3 + Iceberg REST catalog) with a short OAuth2 token lifetime
-  (``ICEBERG_OAUTH_TOKEN_EXPIRY``, so tokens expire many times during the run), behind a
+  (``ICEBERG_OAUTH_TOKEN_EXPIRY``, so tokens expire many times during the run) and its STS
+  issuing the storage credentials (the AWS connection has ``ASSUME ROLE ARN``; they live
+  ``SoakConfig.sts_lifetime`` s, after which weed's S3 refuses them), behind a
   ``FaultProxy`` (``tests/support/faultproxy.py``): icesql's catalog ``URI`` and its AWS
   connection's ``ENDPOINT`` are the proxy's ports, so every catalog call, token request and S3
   request of the driver and of Spark's executors crosses it;
@@ -27,7 +29,9 @@ What runs
 Faults (``KINDS``), drawn in order from ``random.Random(seed)``
 -------------------------------------------------------------
 ``kill``            SIGKILL of the icesql process group (JVM and workers) at a random moment
-                    (0.5-20 s after the call, startup included), 1-3 times in a row
+                    (0.5-20 s after the call, startup included), 1-3 times in a row (3-6 once
+                    only kills are left: ``SoakConfig.kill_burst``; a kill may land during the
+                    recovery from the one before)
 ``stop``            a clean stop (SIGTERM to icesql's process, or to its whole process group as
                     systemd does) and a start: it must commit what is staged and exit 0
 ``weed_restart``    SIGKILL of weed mini, down 1-8 s, restarted on the same ports and data
@@ -97,7 +101,7 @@ from typing import Any
 from tests.support.cdc_changelog import SCHEMA as CDC_SCHEMA
 from tests.support.cdc_changelog import Change, Changelog, expected_state, write_round
 from tests.support.faultproxy import FaultProxy
-from tests.support.weed import WeedServer
+from tests.support.weed import ROLE_ARN, WeedServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -218,6 +222,9 @@ class SoakConfig:
     kinds: tuple[str, ...] = KINDS
     home_loss_rounds: int = 1
     token_lifetime: int = 30  # seconds (weed's ICEBERG_OAUTH_TOKEN_EXPIRY)
+    # seconds the storage credentials live: the AWS connection assumes a role through weed's STS
+    # (``WeedServer.start(sts_seconds=...)``); 0: the admin keys themselves
+    sts_lifetime: int = 60
     recovery_timeout: float = 300.0  # a run up this long without both sinks committing: a stall
     stall_idle: float = 20.0  # ... or one using under stall_cpu s of CPU in this many seconds
     stall_cpu: float = 0.8
@@ -242,6 +249,7 @@ class SoakConfig:
         ("spark.sql.session.timeZone", "UTC"),
     )
     min_kills: int = 0  # after ``minutes``: only kills until there were this many
+    kill_burst: tuple[int, int] = (3, 6)  # kills in a row per kill fault once only kills are left
     drain_attempts: int = 6
     once_timeout: float = 1800.0  # a --once run taking longer is a hang (as is an idle one)
 
@@ -253,7 +261,8 @@ class SoakConfig:
         )
         return (
             f"seed={self.seed} {plan} home_loss_rounds={self.home_loss_rounds} "
-            f"token_lifetime={self.token_lifetime}s recovery_timeout={self.recovery_timeout:g}s "
+            f"token_lifetime={self.token_lifetime}s sts_lifetime={self.sts_lifetime}s "
+            f"kill_burst={self.kill_burst[0]}-{self.kill_burst[1]} recovery_timeout={self.recovery_timeout:g}s "
             f"catalog_timeout={self.catalog_timeout:g}s"
         )
 
@@ -277,6 +286,8 @@ class SoakResult:
     conflict_lines: int = 0
     token_requests: int = 0
     rejected_401: int = 0  # catalog answers 401 (an expired token) seen by the proxy
+    role_requests: int = 0  # STS AssumeRole calls seen by the proxy
+    refused_keys: int = 0  # S3 answers InvalidAccessKeyId (an expired role session's key)
     proxy_stats: dict[str, Any] = field(default_factory=dict)
     drain_ok: bool = False
     drain_runs: int = 0
@@ -520,16 +531,23 @@ class Soak:
         self.commands_cycle = 0
         self.failures_since: dict[int, int] = {}
         self.auto_restart = True  # the operator restarts runs that end; off while draining
+        self.kills_only = False  # past ``minutes``: only kills (in bursts), until ``min_kills``
         self._tb: list[str] | None = None
 
     # ------------------------------------------------------------------ setup / teardown
     def setup(self) -> None:
         self._mount_tmpfs()
-        self.weed = WeedServer.start(env={"ICEBERG_OAUTH_TOKEN_EXPIRY": str(self.cfg.token_lifetime)})
+        self.weed = WeedServer.start(
+            env={"ICEBERG_OAUTH_TOKEN_EXPIRY": str(self.cfg.token_lifetime)},
+            sts_seconds=self.cfg.sts_lifetime or None,
+        )
         self.proxy = FaultProxy(
             {"s3": ("127.0.0.1", self.weed.s3_port), "rest": ("127.0.0.1", self.weed.iceberg_port)},
             seed=self.cfg.seed,
-            watch={"rest": [b"POST /v1/oauth/tokens", b"HTTP/1.1 401"]},
+            watch={
+                "rest": [b"POST /v1/oauth/tokens", b"HTTP/1.1 401"],
+                "s3": [b"Action=AssumeRole", b"<Code>InvalidAccessKeyId</Code>"],
+            },
         ).start()
         (self.base / "pipeline.sql").write_text(self.pipeline_sql())
         for _ in range(2):
@@ -572,6 +590,9 @@ class Soak:
             rest = self.result.proxy_stats.get("rest", {})
             self.result.token_requests = int(rest.get("seen:POST /v1/oauth/tokens", 0))
             self.result.rejected_401 = int(rest.get("seen:HTTP/1.1 401", 0))
+            s3 = self.result.proxy_stats.get("s3", {})
+            self.result.role_requests = int(s3.get("seen:Action=AssumeRole", 0))
+            self.result.refused_keys = int(s3.get("seen:<Code>InvalidAccessKeyId</Code>", 0))
             self.proxy.stop()
         if self.weed is not None:
             self.weed.keep_workdir = self.cfg.keep_workdir
@@ -584,11 +605,12 @@ class Soak:
     def pipeline_sql(self) -> str:
         assert self.weed is not None and self.proxy is not None
         w, p = self.weed, self.proxy
+        role = f",\n    ASSUME ROLE ARN = '{ROLE_ARN}'" if self.cfg.sts_lifetime else ""
         return f"""-- soak pipeline: every address is the fault proxy's
 CREATE SECRET IF NOT EXISTS soak_sk AS '{w.secret_key}';
 CREATE CONNECTION IF NOT EXISTS soak_s3 TO AWS (
     ACCESS KEY ID = '{w.access_key}', SECRET ACCESS KEY = SECRET soak_sk,
-    ENDPOINT = '{p.url("s3")}', REGION = '{w.region}'
+    ENDPOINT = '{p.url("s3")}', REGION = '{w.region}'{role}
 );
 CREATE CONNECTION IF NOT EXISTS soak_lake TO ICEBERG CATALOG (
     TYPE = 'rest', URI = '{p.url("rest")}', WAREHOUSE = '{w.table_bucket}',
@@ -849,15 +871,15 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
         self.start_child("run")
         self.wait_started()
         stop_at = None if self.cfg.plan else time.monotonic() + self.cfg.minutes * 60
-        kills_only = False
+        self.kills_only = False
         for item in self.schedule():
             kind, overrides = parse_plan_item(item)
             if stop_at is not None and time.monotonic() >= stop_at:
                 # past the time: only kills, until there were ``min_kills`` of them
                 if self.result.kills() >= self.cfg.min_kills:
                     break
-                kills_only = True
-            if kills_only and kind != "kill":
+                self.kills_only = True
+            if self.kills_only and kind != "kill":
                 continue
             if kind in self.result.skipped_kinds:
                 continue
@@ -894,7 +916,14 @@ CREATE SINK IF NOT EXISTS orders_sink FROM orders
     def fault_kill(self, rec: FaultRecord) -> None:
         if "delays" in rec.params:
             rec.params["times"] = len(rec.params["delays"])
-        times = int(self._draw(rec, "times", lambda: self.rng.choice([1, 1, 2, 3])))
+        lo, hi = self.cfg.kill_burst
+        times = int(
+            self._draw(
+                rec,
+                "times",
+                lambda: self.rng.randint(lo, hi) if self.kills_only else self.rng.choice([1, 1, 2, 3]),
+            )
+        )
         delays = self._draw(
             rec, "delays", lambda: [round(self.rng.uniform(0.5, 20.0), 2) for _ in range(times)]
         )
@@ -1401,7 +1430,13 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     add(f"- **Started:** {result.started_at}; **wall time:** {result.duration / 60:.1f} min")
     add(
         f"- **Setup:** `weed mini` behind the fault proxy (catalog URI and S3 ENDPOINT are the proxy's), "
-        f"OAuth2 tokens living {cfg.token_lifetime} s, catalog calls timing out after {cfg.catalog_timeout:g} s "
+        f"OAuth2 tokens living {cfg.token_lifetime} s, "
+        + (
+            f"storage credentials of a role assumed through weed's STS living {cfg.sts_lifetime} s, "
+            if cfg.sts_lifetime
+            else "storage with static keys, "
+        )
+        + f"catalog calls timing out after {cfg.catalog_timeout:g} s "
         f"(`ICESQL_CATALOG_TIMEOUT`), icesql home on "
         f"{'a ' + str(cfg.tmpfs_mb) + ' MiB tmpfs' if 'disk_full' not in result.skipped_kinds else 'the normal disk'}, "
         f"one APPEND sink (`soak.events`) and one UPSERT sink (`soak.orders`, KEY (region, id), "
@@ -1450,6 +1485,10 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
     add(
         f"| OAuth2 token requests / 401 answers (expired token) through the proxy | "
         f"{result.token_requests} / {result.rejected_401} |"
+    )
+    add(
+        f"| STS AssumeRole requests / S3 answers refusing an expired session's key, through the proxy | "
+        f"{result.role_requests} / {result.refused_keys} |"
     )
     add(
         f"| longest time from the end of a fault to recovery (both sinks committed) | "
@@ -1617,6 +1656,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-kills", type=int, default=0, help="after --minutes, only kills until this many")
     ap.add_argument("--home-loss-rounds", type=int, default=2)
     ap.add_argument("--token-lifetime", type=int, default=30)
+    ap.add_argument("--sts-lifetime", type=int, default=60, help="seconds role credentials live (0: static keys)")
     ap.add_argument("--recovery-timeout", type=float, default=300.0)
     ap.add_argument("--report", type=Path, default=None)
     ap.add_argument("--title", default="Soak run")
@@ -1631,6 +1671,7 @@ def main(argv: list[str] | None = None) -> int:
         home_loss_rounds=args.home_loss_rounds,
         min_kills=args.min_kills,
         token_lifetime=args.token_lifetime,
+        sts_lifetime=args.sts_lifetime,
         recovery_timeout=args.recovery_timeout,
         workdir=args.workdir,
         keep_workdir=args.keep,

@@ -147,6 +147,7 @@ def test_long_soak(tmp_path: Path) -> None:
         min_kills=kills,
         kinds=tuple(os.environ.get("ICESQL_SOAK_KINDS", ",".join(KINDS)).split(",")),
         home_loss_rounds=int(os.environ.get("ICESQL_SOAK_HOME_LOSS_ROUNDS", "2")),
+        sts_lifetime=int(os.environ.get("ICESQL_SOAK_STS_SECONDS", "60")),
         workdir=Path(os.environ.get("ICESQL_SOAK_WORKDIR") or tmp_path / "work"),
         keep_workdir=KEEP,
     )

