@@ -638,7 +638,13 @@ class SinkRunner:
             if self.stopping and self.error is None:
                 log.info("sink %s: batch %s interrupted by stop", self.name, batch_id)
                 raise
-            raise self.fail(e) from e
+            # Not chained: py4j hands Spark this exception's whole traceback as text, and Spark,
+            # when the query is stopping, matches it against a regular expression that recurses
+            # once per character after "Py4JJavaError: An error occurred while calling"
+            # (StreamExecution.PROXY_ERROR): a chained Spark job failure (its whole Java stack
+            # trace) overflowed the stream thread's stack (java.lang.StackOverflowError printed
+            # by the JVM). The sink's error is recorded by fail().
+            raise self.fail(e) from None
 
     def _process(self, batch_df: Any, spark_batch_id: int) -> None:
         batch_id = self.progress_base + spark_batch_id  # the sink's progress of this batch
