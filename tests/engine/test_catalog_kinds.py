@@ -83,6 +83,27 @@ def test_a_python_worker_late_on_an_overloaded_machine_is_transient() -> None:
     assert service_of(late) is None
 
 
+def test_a_spark_task_that_could_not_be_deserialised_is_transient() -> None:
+    """Both soaks' sinks once failed their first task after a restart with a bare
+    OptionalDataException; the next run went on, so the supervisor retries it."""
+    from icesql.engine.failures import transient_failure
+
+    unreadable = RuntimeError(
+        "An error occurred while calling o120.collectToPython.\n: org.apache.spark.SparkException: Job "
+        "aborted due to stage failure: Task 1 in stage 1.0 failed 1 times, most recent failure: Lost task "
+        "1.0 in stage 1.0 (TID 3) (localhost executor driver): java.io.OptionalDataException\n\tat "
+        "java.base/java.io.ObjectInputStream.readObject0(ObjectInputStream.java:1767)"
+    )
+    err = transient_failure(unreadable, label="sink s", action="write or commit")
+    assert err is not None and err.transient
+    assert err.message == (
+        "sink s: cannot write or commit: a Spark task could not be read back on the executor "
+        "(java.io.OptionalDataException)"
+    )
+    other = RuntimeError("Job aborted due to stage failure: Task 1 failed: java.lang.ArithmeticException")
+    assert transient_failure(other, label="sink s", action="write") is None
+
+
 def test_a_full_disk_is_transient_and_says_so() -> None:
     """The soak's full icesql home failed a sink with a bare '[Errno 28] No space left on
     device'; it is retried (the space comes back when the disk is cleaned) and says what it is,
