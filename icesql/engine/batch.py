@@ -225,9 +225,7 @@ class BatchWriter:
 
     def use_io(self, io_properties: Any) -> None:
         """Write the next batches with ``io_properties`` (fresh credentials of an assumed role)."""
-        from dataclasses import replace
-
-        self.spec = replace(self.spec, io_properties=dict(io_properties or {}))
+        self.spec = self.spec.with_io(io_properties)
 
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import Window

@@ -23,7 +23,7 @@ import json
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -101,6 +101,12 @@ class WriteSpec:
             spec_id=spec.spec_id,
             schema_id=meta.current_schema_id,
         )
+
+    def with_io(self, io_properties: Mapping[str, str] | None) -> WriteSpec:
+        """The same spec writing with ``io_properties`` (fresh credentials); itself when they are
+        the same."""
+        io = dict(io_properties or {})
+        return self if io == dict(self.io_properties) else replace(self, io_properties=io)
 
     def __reduce__(self) -> Any:  # plain dicts in the pickle, whatever Mapping was given
         return (

@@ -207,9 +207,7 @@ class IndexedUpsertWriter:
 
     def use_io(self, io_properties: Any) -> None:
         """Write files and reach the index with ``io_properties`` (fresh credentials)."""
-        from dataclasses import replace
-
-        self.spec = replace(self.spec, io_properties=dict(io_properties or {}))
+        self.spec = self.spec.with_io(io_properties)
         self.store.use_io(io_properties)
 
     def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
