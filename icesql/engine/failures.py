@@ -153,6 +153,11 @@ _SPARK_TASK_UNREADABLE = re.compile(
 )
 
 
+def _says(pattern: re.Pattern[str]) -> Callable[[Failure], bool]:
+    """A rule's test: the text of the exception chain matches ``pattern``."""
+    return lambda f: pattern.search(f.raw) is not None
+
+
 def _unreachable(f: Failure) -> str:
     low = f.raw.lower()
     if any(s in low for s in _DNS) or "temporary failure in name resolution" in low:
@@ -241,35 +246,35 @@ RULES: tuple[Rule, ...] = (
         transient=True,
     ),
     Rule(
-        lambda f: _AWS_SDK_TRANSIENT.search(f.raw) is not None,
+        _says(_AWS_SDK_TRANSIENT),
         _aws_sdk_cause,
         _STORE_HINT,
         show_detail=False,
         transient=True,
     ),
     Rule(
-        lambda f: _AWS_UPLOAD_BROKEN.search(f.raw) is not None,
+        _says(_AWS_UPLOAD_BROKEN),
         _upload_broken,
         _STORE_HINT,
         show_detail=False,
         transient=True,
     ),
     Rule(
-        lambda f: _DISK_FULL.search(f.raw) is not None,
+        _says(_DISK_FULL),
         "no space left on the device",
         "free space where the sink writes (the icesql home holds its checkpoints, staging and "
         "catalog store); the sink is retried, and resumes once it fits",
         transient=True,
     ),
     Rule(
-        lambda f: _SPARK_WORKER_LATE.search(f.raw) is not None,
+        _says(_SPARK_WORKER_LATE),
         "Spark's Python worker did not connect back in time",
         "the machine is overloaded; the sink is restarted (icesql run/serve)",
         show_detail=False,
         transient=True,
     ),
     Rule(
-        lambda f: _SPARK_TASK_UNREADABLE.search(f.raw) is not None,
+        _says(_SPARK_TASK_UNREADABLE),
         lambda f: f"a Spark task could not be read back on the executor ({_task_unreadable(f)})",
         "the sink is retried; if it repeats, run with -v and report the Java error",
         show_detail=False,
