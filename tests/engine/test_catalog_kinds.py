@@ -188,3 +188,32 @@ def test_role_credentials_are_renewed_before_they_expire() -> None:
     assert _renew_at(1000.0, 1000.0 + 900) == 1000.0 + 675
     assert _renew_at(1000.0, 1000.0 + 20) == 1000.0 + 15
     assert _renew_at(1000.0, 990.0) == 990.0  # already expired: renewed at once
+
+
+def test_a_sink_assuming_a_role_retries_a_refused_key_with_the_role_assumed_anew() -> None:
+    """The runner's side of ``expired_role_credentials``: only where a role is assumed, and the
+    cached credentials are dropped so that the retry assumes the role again."""
+    from types import SimpleNamespace
+
+    from icesql.engine import aws
+    from icesql.engine.runner import SinkRunner
+
+    refused = OSError(
+        "When writing key 'k': AWS Error UNKNOWN (HTTP status 403) during PutObject operation: Unable to "
+        "parse ExceptionName: InvalidAccessKeyId Message: The access key ID you provided does not exist"
+    )
+    runner = object.__new__(SinkRunner)  # only what _library_failure touches
+    runner.name = "s"
+    cached = ("c", "arn:aws:iam::1:role/r", "icesql", "AK", None)
+    try:
+        aws._ROLE_CACHE[cached] = (float("inf"), {"access_key_id": "ASIA1"})
+        runner.target = SimpleNamespace(assumes_role=True, where=lambda service: ("AWS connection 's3'", None))
+        err = runner._library_failure(refused)
+        assert err is not None and err.transient and "InvalidAccessKeyId: they expired" in err.message
+        assert cached not in aws._ROLE_CACHE
+        # the same answer to static keys is no expiry: a mistake a retry cannot mend
+        runner.target = SimpleNamespace(assumes_role=False, where=lambda service: ("AWS connection 's3'", None))
+        err = runner._library_failure(refused)
+        assert err is None or not err.transient
+    finally:
+        aws._ROLE_CACHE.pop(cached, None)
