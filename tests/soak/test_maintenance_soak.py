@@ -298,6 +298,32 @@ class Lines(logging.Handler):
             self.warnings.append(f"{record.name}: {msg[:300]}")
 
 
+LATE_STACKS = 12  # late commits per sink whose threads' stacks the report shows
+_STACK_FILES = ("icesql", "pyiceberg", "pyarrow", "py4j", "pyspark", "duckdb", "concurrent")
+
+
+def thread_stacks() -> list[str]:
+    """One line per thread of this process: its name and its innermost frames in the code that
+    matters here (icesql, pyiceberg, pyarrow, py4j, pyspark), innermost first."""
+    import sys
+    import traceback
+
+    names = {t.ident: t.name for t in threading.enumerate()}
+    lines = []
+    for ident, frame in sys._current_frames().items():
+        if ident == threading.get_ident():
+            continue
+        frames = [f for f in traceback.extract_stack(frame) if any(k in f.filename for k in _STACK_FILES)]
+        if not frames:
+            continue
+        where = " < ".join(
+            f"{f.filename.rsplit('/', 2)[-2]}/{f.filename.rsplit('/', 1)[-1]}:{f.lineno} {f.name}"
+            for f in reversed(frames[-5:])
+        )
+        lines.append(f"{names.get(ident, ident)}: {where}")
+    return sorted(lines)
+
+
 class Lateness(threading.Thread):
     """How late each sink's commits are: every 0.1 s, the time since its staged data was due
     (max(the clock's last commit + period, when the oldest pending batch was staged))."""
@@ -309,6 +335,9 @@ class Lateness(threading.Thread):
         self.worst: dict[str, float] = dict.fromkeys(runners, 0.0)
         self.worst_at: dict[str, float] = dict.fromkeys(runners, 0.0)
         self.late: dict[str, list[tuple[float, float]]] = {n: [] for n in runners}  # (when, how late)
+        # what every thread of this process was doing when a commit first turned late (the first
+        # LATE_STACKS times per sink): what held the commit back
+        self.stacks: dict[str, list[tuple[float, float, float, list[str]]]] = {n: [] for n in runners}
 
     def run(self) -> None:
         while not self.stop.wait(0.1):
@@ -323,6 +352,8 @@ class Lateness(threading.Thread):
                     self.worst[name], self.worst_at[name] = late, time.time()
                 if late > LATE_SLACK and (not self.late[name] or time.time() - self.late[name][-1][0] > 1):
                     self.late[name].append((time.time(), late))
+                    if len(self.stacks[name]) < LATE_STACKS:
+                        self.stacks[name].append((time.time(), late, os.getloadavg()[0], thread_stacks()))
 
 
 def plans(cdc: Path, events: Path) -> tuple[SinkPlan, SinkPlan, dict[str, SourcePlan]]:
@@ -409,6 +440,13 @@ class Soak:
     gaps: dict[str, list[str]] = field(default_factory=dict)  # per sink: commit gaps over the bound
 
 
+def _sampling_at(when: float | tuple[float, float], sampling: list[tuple[float, float]]) -> bool:
+    """Whether a sample (a separate process reading both tables) ran at ``when`` (a time or an
+    interval of ``time.time()``)."""
+    a, b = when if isinstance(when, tuple) else (when, when)
+    return any(s <= b and a <= e for s, e in sampling)
+
+
 def gap_lines(
     name: str, times: list[float], lines: Lines, t0: float, sampling: list[tuple[float, float]]
 ) -> list[str]:
@@ -424,7 +462,7 @@ def gap_lines(
         steps = [n for t, n in zip(lines.step_times[name], lines.step_names[name], strict=False) if a <= t <= b]
         if steps:
             what.append(f"maintenance step: {', '.join(steps)}")
-        if any(s <= b and a <= e for s, e in sampling):
+        if _sampling_at((a, b), sampling):
             what.append("sampling")
         out.append((b - a, f"{b - a:.2f}s from t={a - t0:.1f}s ({', '.join(what) or 'nothing logged'})"))
     return [line for _, line in sorted(out, reverse=True)]
@@ -662,6 +700,14 @@ def run_soak(spark: Any, tmp_path: Path) -> Soak:
         ]
         report += ["", "bounds broken: " + ("none" if not broken else str(len(broken)))]
         report += [f"  {b}" for b in broken[:40]]
+        for name, caught in sorted(lateness.stacks.items()):
+            for when, late, load, stacks in caught:
+                report += [
+                    "",
+                    f"sink {name}: late {late:.2f}s at t={when - t0_wall:.1f}s (load {load:.1f}"
+                    f"{', sampling' if _sampling_at(when, sampling) else ''}); the threads:",
+                    *(f"    {x}" for x in stacks),
+                ]
         result.report = "\n".join(report)
         print("\n" + result.report, flush=True)
         if REPORT:
