@@ -233,12 +233,12 @@ class Maintainer:
             # a step run on a timer (expiration, orphan cleanup) is due again after its interval,
             # not at the next commit: a cause that lasts (a damaged staging entry) would log a
             # warning per commit
-            self.last_run[task.kind] = time.time()
+            self.last_run[task.run_key] = time.time()
             if task.kind is StepKind.REMOVE_METADATA:
                 # due again once the metadata moved on, not at the very next commit
                 self.metadata_checked = self._metadata_version()
             return
-        self.last_run[task.kind] = time.time()
+        self.last_run[task.run_key] = time.time()
         if task.kind is StepKind.REMOVE_METADATA:
             self._metadata_removed(result)
             return

@@ -52,6 +52,9 @@ class CommitClock:
         self.last_commit = time.monotonic()
 
 
+MIN_WAIT = 0.01  # seconds the timer sleeps at least, also when a period is already over
+
+
 class PeriodTimer:
     """A thread that commits when MAXIMUM PERIOD passes, also while no batch arrives.
 
@@ -88,8 +91,12 @@ class PeriodTimer:
             period = self.clock.policy.maximum_period
             if period is None:
                 return  # ALTER SINK removed the period
+            # wake when the period is over (not on the next tick after it: a tick of period / 4
+            # made commits up to a quarter period late), and at least every tick to see a changed
+            # period or a commit made by a batch meanwhile
             tick = self.tick or max(0.05, min(1.0, period / 4))
-            if self.stop.wait(tick):
+            until_due = period - self.clock.since_commit()
+            if self.stop.wait(min(tick, max(MIN_WAIT, until_due))):
                 return
             if not self.clock.period_due():
                 continue

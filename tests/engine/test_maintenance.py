@@ -391,8 +391,17 @@ def test_plan_says_what_is_due_and_how_heavy(catalog: Any) -> None:
     heavy = plan_maintenance(table, MaintenancePolicy(large_rewrite_bytes=1, maximum_delete_files=5), now)
     assert heavy[0].kind is StepKind.COMPACT and heavy[0].weight is Weight.LARGE
     # a running sink passes when each step last ran: intervals not elapsed, nothing but compaction
-    recent = {StepKind.EXPIRE: now - 1, StepKind.REMOVE_ORPHANS: now - 1}
+    recent = {
+        StepKind.EXPIRE: now - 1,
+        (StepKind.REMOVE_ORPHANS, "metadata"): now - 1,
+        (StepKind.REMOVE_ORPHANS, "data"): now - 1,
+    }
     assert [t.kind for t in plan_maintenance(table, policy, now, last_run=recent)][-1] is not StepKind.EXPIRE
+    # each orphan slice has its own time: the data slice is due when only the metadata slice
+    # ran (two slices sharing one time were each listed only every other interval)
+    one_slice = {(StepKind.REMOVE_ORPHANS, "metadata"): now - 1}
+    due = [(t.kind, t.under) for t in plan_maintenance(table, policy, now, last_run=one_slice)]
+    assert (StepKind.REMOVE_ORPHANS, "data") in due and (StepKind.REMOVE_ORPHANS, "metadata") not in due
     off = MaintenancePolicy(compaction=False, maximum_manifests=1000)
     assert [t.kind for t in plan_maintenance(table, off, now, last_run=recent)] == []
 
@@ -661,9 +670,9 @@ def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
     assert warnings == [
         "sink s: maintenance step remove-orphans failed: staging entry /h/s/00000000000000000018.json is damaged"
     ]
-    assert maintainer.runs == 0 and StepKind.REMOVE_ORPHANS in maintainer.last_run
+    assert maintainer.runs == 0 and (StepKind.REMOVE_ORPHANS, "data") in maintainer.last_run
     table, policy = sink_table(catalog), MaintenancePolicy(orphan_check_every=3600.0)
-    due = {t.kind for t in plan_maintenance(table, policy, time.time() + 60, last_run=maintainer.last_run)}
-    assert StepKind.REMOVE_ORPHANS not in due
-    due = {t.kind for t in plan_maintenance(table, policy, time.time() + 3601, last_run=maintainer.last_run)}
-    assert StepKind.REMOVE_ORPHANS in due
+    due = {t.under for t in plan_maintenance(table, policy, time.time() + 60, last_run=maintainer.last_run)}
+    assert "data" not in due
+    due = {t.under for t in plan_maintenance(table, policy, time.time() + 3601, last_run=maintainer.last_run)}
+    assert "data" in due

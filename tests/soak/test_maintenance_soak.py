@@ -250,6 +250,7 @@ class Lines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.INFO)
         self.commits: dict[str, list[float]] = defaultdict(list)
+        self.commit_seconds: dict[str, list[float]] = defaultdict(list)  # how long each commit took
         self.reasons: dict[str, Counter[str]] = defaultdict(Counter)
         self.steps: dict[str, Counter[str]] = defaultdict(Counter)
         self.step_seconds: dict[str, list[float]] = defaultdict(list)
@@ -273,6 +274,7 @@ class Lines(logging.Handler):
             sink = self._field(msg, "sink")
             self.commits[sink].append(record.created)
             self.reasons[sink][self._field(msg, "reason")] += 1
+            self.commit_seconds[sink].append(float(self._field(msg, "duration").rstrip("s") or 0.0))
         elif msg.startswith("maintenance sink="):
             sink = self._field(msg, "sink")
             step = self._field(msg, "step")
@@ -658,6 +660,11 @@ def run_soak(spark: Any, tmp_path: Path) -> Soak:
             )
             if long:
                 report.append(f"sink {name}: longest gaps: " + "; ".join(long[:5]))
+            took = sorted(lines.commit_seconds[name]) or [0.0]
+            report.append(
+                f"sink {name}: commits took p50 {took[len(took) // 2]:.3f}s, p99 "
+                f"{took[int(0.99 * (len(took) - 1))]:.3f}s, max {took[-1]:.3f}s"
+            )
             secs = lines.step_seconds[name]
             report.append(
                 f"sink {name}: maintenance steps {dict(sorted(lines.steps[name].items()))}, "

@@ -13,7 +13,9 @@ that are due, in the order they should run:
    oldest entry is not the table's first version) and, for a running sink (``metadata_checked``),
    the metadata has moved ``metadata_check_versions`` versions on since the last run;
 5. ``remove-orphans`` every ``orphan_check_every``, one task per slice of the table location
-   (``metadata``, then ``data``), since only listing tells whether there is anything.
+   (``metadata``, then ``data``), since only listing tells whether there is anything; each slice
+   is due on its own (``Task.run_key``): a running sink runs one step per gap between its
+   commits, and two slices sharing one time left each due only every other interval.
 
 Each task says its weight: ``SMALL`` steps (expiration, manifest rewrite, an orphan slice, a
 compaction that reads at most ``large_rewrite_bytes``, a metadata cleanup) take about as long as
@@ -62,6 +64,13 @@ class Task:
     read_bytes: int = 0  # compaction: the bytes it reads
     under: str | None = None  # orphan cleanup: the slice of the table location to list
 
+    @property
+    def run_key(self) -> Any:
+        """What ``last_run`` (when each step last ran) keeps this task's time under: its kind,
+        and an orphan slice its own (each slice is due every ``orphan_check_every``, not each
+        every other interval)."""
+        return (self.kind, self.under) if self.under else self.kind
+
     def describe(self) -> str:
         where = f" under {self.under}/" if self.under else ""
         return f"{self.kind.value}{where} ({self.weight.value}): {self.reason}"
@@ -83,8 +92,8 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-def _due(kind: StepKind, every: float, now: float, last_run: Mapping[StepKind, float] | None) -> bool:
-    last = (last_run or {}).get(kind)
+def _due(key: Any, every: float, now: float, last_run: Mapping[Any, float] | None) -> bool:
+    last = (last_run or {}).get(key)
     return last is None or now - last >= every
 
 
@@ -106,7 +115,7 @@ def plan_maintenance(
     policy: MaintenancePolicy,
     now: float | None = None,
     *,
-    last_run: Mapping[StepKind, float] | None = None,
+    last_run: Mapping[Any, float] | None = None,
     metadata_checked: int | None = None,
 ) -> list[Task]:
     """The steps due on ``table`` (refresh it first) under ``policy`` at ``now`` (seconds since
@@ -146,16 +155,15 @@ def plan_maintenance(
     why = _metadata_due(table, policy, metadata_checked)
     if why is not None:
         tasks.append(Task(StepKind.REMOVE_METADATA, Weight.SMALL, why))
-    if _due(StepKind.REMOVE_ORPHANS, policy.orphan_check_every, now, last_run):
-        for part in ORPHAN_SLICES:
-            tasks.append(
-                Task(
-                    StepKind.REMOVE_ORPHANS,
-                    Weight.SMALL,
-                    f"unreferenced files older than {_duration(policy.orphan_file_age)}",
-                    under=part,
-                )
-            )
+    for part in ORPHAN_SLICES:
+        task = Task(
+            StepKind.REMOVE_ORPHANS,
+            Weight.SMALL,
+            f"unreferenced files older than {_duration(policy.orphan_file_age)}",
+            under=part,
+        )
+        if _due(task.run_key, policy.orphan_check_every, now, last_run):
+            tasks.append(task)
     return tasks
 
 
