@@ -68,15 +68,14 @@ At the end (sinks drained and stopped): DuckDB and DataFusion read exactly an in
 fed); DuckDB's full read of each table takes at most 2 x the median time of the same rows freshly
 compacted (median of interleaved reads on new connections); no sink failed (a failed commit ends
 the sink) and no commit was late: staged data is committed by max(last commit + period, when it
-was staged) + ``LATE_SLACK`` (1 s: the period timer's tick, period / 4, plus one commit), sampled
+was staged) + ``LATE_SLACK`` (1 s: one commit on this loaded machine, p99 0.55 s), sampled
 every 0.1 s. The gaps between consecutive commits of each sink are bounded too, by the period +
-``GAP_SLACK`` (2 s: the tick, a commit, and a micro-batch of this 2-core machine: a batch that
+``GAP_SLACK`` (2 s: a commit and a micro-batch of this 2-core machine: a batch that
 takes longer leaves nothing staged for the timer to commit, so a gap is also how long a batch
-takes); each gap over the bound is reported with what happened in it. The upsert sink's gaps are
-``xfail(strict=True)``: a compaction of its table runs in the gap between two of its commits and,
-with the key index following it, takes up to 3 s on this 2-core machine shared by two sinks
-(it was a Spark rebuild of the key index after every compaction, up to 8.7 s, before the index
-followed rewrites).
+takes); each gap over the bound is reported with what happened in it. (The upsert sink's gaps
+were an ``xfail`` until 24 Nov 2026: a compaction in a gap with the key index following it took
+up to 3 s, and the period timer woke up to a quarter period late; since the timer wakes when the
+period is over, the 30-minute run had no gap over the bound: docs/MAINTENANCE-SOAK.md.)
 
 One module-scoped run; one test per requirement reads its findings, so the report says them all.
 The report (one line per sample and a summary) is printed and written to
@@ -761,21 +760,7 @@ def test_no_sink_failed_and_no_commit_was_late(soak: Soak) -> None:
     assert not soak.sinks, "\n".join(soak.sinks)
 
 
-@pytest.mark.parametrize(
-    "sink",
-    [
-        "a",
-        pytest.param(
-            "u",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a compaction of the upsert sink's table (and the key index following it) runs in "
-                "the gap between two of its commits, up to 3 s on this 2-core machine: a few gaps reach "
-                "3.2-3.5 s (they were up to 8.7 s with a Spark rebuild of the index after each)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("sink", ["a", "u"])
 def test_commit_gaps_stay_within_the_period(soak: Soak, sink: str) -> None:
     """The longest gap between two consecutive commits of the sink is at most its period plus
     ``GAP_SLACK``."""
