@@ -74,8 +74,9 @@ every 0.1 s. The gaps between consecutive commits of each sink are bounded too, 
 takes longer leaves nothing staged for the timer to commit, so a gap is also how long a batch
 takes); each gap over the bound is reported with what happened in it. (The upsert sink's gaps
 were an ``xfail`` until 24 Nov 2026: a compaction in a gap with the key index following it took
-up to 3 s, and the period timer woke up to a quarter period late; since the timer wakes when the
-period is over, the 30-minute run had no gap over the bound: docs/MAINTENANCE-SOAK.md.)
+up to 3 s, and the period timer woke up to a quarter period late. Since the timer wakes when the
+period is over, one 30-minute run had no gap over the bound and the next three of 3.02-3.16 s:
+the bound is asserted, and sits at what this machine gives. docs/MAINTENANCE-SOAK.md.)
 
 One module-scoped run; one test per requirement reads its findings, so the report says them all.
 The report (one line per sample and a summary) is printed and written to
@@ -441,6 +442,12 @@ class Soak:
     gaps: dict[str, list[str]] = field(default_factory=dict)  # per sink: commit gaps over the bound
 
 
+def quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (the nearest rank below; 0 for none)."""
+    ordered = sorted(values)
+    return ordered[int(q * (len(ordered) - 1))] if ordered else 0.0
+
+
 def _sampling_at(when: float | tuple[float, float], sampling: list[tuple[float, float]]) -> bool:
     """Whether a sample (a separate process reading both tables) ran at ``when`` (a time or an
     interval of ``time.time()``)."""
@@ -645,7 +652,7 @@ def run_soak(spark: Any, tmp_path: Path) -> Soak:
         ]
         for name, times in sorted(lines.commits.items()):
             g = [b - a for a, b in zip(times, times[1:], strict=False)]
-            p99 = sorted(g)[int(0.99 * (len(g) - 1))] if g else 0.0
+            p99 = quantile(g, 0.99)
             long = result.gaps[name]
             report.append(
                 f"sink {name}: {len(times)} commits {dict(lines.reasons[name])}, commit gap max "
@@ -659,10 +666,10 @@ def run_soak(spark: Any, tmp_path: Path) -> Soak:
             )
             if long:
                 report.append(f"sink {name}: longest gaps: " + "; ".join(long[:5]))
-            took = sorted(lines.commit_seconds[name]) or [0.0]
+            took = lines.commit_seconds[name]
             report.append(
-                f"sink {name}: commits took p50 {took[len(took) // 2]:.3f}s, p99 "
-                f"{took[int(0.99 * (len(took) - 1))]:.3f}s, max {took[-1]:.3f}s"
+                f"sink {name}: commits took p50 {quantile(took, 0.5):.3f}s, p99 {quantile(took, 0.99):.3f}s, "
+                f"max {max(took, default=0.0):.3f}s"
             )
             secs = lines.step_seconds[name]
             report.append(
