@@ -299,7 +299,6 @@ class Maintainer:
     def _run_large(self, task: Any) -> None:
         """A rewrite beside the sink: read and write freely, commit in a gap between its commits."""
         from icesql.engine.compact import CompactMode, compact_table
-        from icesql.engine.maintenance import StepKind
 
         r = self.runner
         held = False
@@ -334,7 +333,7 @@ class Maintainer:
                 before_commit=wait_for_gap,
                 carry_over=self._carry_over if r.index is not None else None,
             )
-            self.last_run[StepKind.COMPACT] = time.time()
+            self.last_run[task.run_key] = time.time()
             if held:
                 r.table.refresh()
                 if not result.skipped:
