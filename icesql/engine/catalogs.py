@@ -68,11 +68,11 @@ def load_catalog(
 
     def build() -> Catalog:
         from icesql import settings
-        from icesql.engine.pyiceberg_internals import set_request_timeout
+        from icesql.engine.pyiceberg_internals import cheap_commits, set_request_timeout
 
         catalog = kind.construct(conn.name, build_properties(conn, aws, sec, home))
         set_request_timeout(catalog, settings.CATALOG_TIMEOUT.get_float() or 0.0)
-        return catalog
+        return cheap_commits(catalog)
 
     return guarded(build, label(conn), kind.endpoint(conn, aws), sec, "connect")
 
