@@ -525,6 +525,49 @@ def _rebase_conflicts(table: Any, plan: CompactionPlan) -> list[LiveFile] | None
     ]
 
 
+class _Rebase:
+    """A rewrite's commit kept on top of the table's current snapshot (``AUTO`` mode).
+
+    Each call refreshes the table and, when it moved on, checks the rewrite still fits
+    (``_rebase_conflicts``) and carries over the position deletes committed on its rows since the
+    last call, once each: called once before the commit waits for a gap between a sink's commits
+    (``before_commit``: everything committed so far, outside the sink's lock) and once in the gap
+    (only what came since), the part that holds the sink up stays small."""
+
+    def __init__(self, table: Any, plan: CompactionPlan, carry_over: CarryOver | None) -> None:
+        self.table = table
+        self.plan = plan
+        self.carry_over = carry_over
+        self.base = plan.snapshot_id  # the snapshot the commit goes on top of
+        self.moves = 0  # times the commit moved onto a newer snapshot
+        self.carried: list[Any] = []  # delete files carry_over gave
+        self.superseded: list[LiveFile] = []  # the position deletes they replace
+        self._carried_for: set[str] = set()
+
+    def __call__(self, new_files: Sequence[Any]) -> bool:
+        """True when the rewrite can commit on the current snapshot, False when it must start over
+        (a file it removes is gone, or deletes on its rows that nothing carries over)."""
+        self.table.refresh()
+        current = self.table.current_snapshot()
+        snapshot_id = current.snapshot_id if current is not None else None
+        if snapshot_id == self.base:
+            return True
+        conflicts = _rebase_conflicts(self.table, self.plan)
+        if conflicts is None:
+            return False
+        fresh = [d for d in conflicts if d.path not in self._carried_for]
+        if fresh:
+            if self.carry_over is None:
+                return False
+            self.carried += list(self.carry_over(fresh, new_files))
+            self._carried_for.update(d.path for d in fresh)
+        rewritten = {f.path for f in self.plan.rewrite}
+        self.superseded = [d for d in conflicts if set(position_deletes(self.table.io, d)) <= rewritten]
+        self.base = snapshot_id
+        self.moves += 1
+        return True
+
+
 def _remove_written(io: Any, written: Sequence[Any]) -> None:
     for f in written:
         try:
@@ -632,38 +675,42 @@ def compact_table(
         written, rows, dropped = _rewrite(table, plan, write) if plan.rewrite else ([], 0, 0)
         fv = int(table.metadata.format_version)
         new_files = [as_data_file(f, fv) for f in written]
-        if before_commit is not None:
-            before_commit()
+        rebasing = _Rebase(table, plan, carry_over) if rebase else None
         snapshot_id: int | None = None
-        carried: Sequence[Any] = ()
-        superseded: list[LiveFile] = []
-        while snapshot_id is None:
-            try:
-                snapshot_id = _commit(table, plan, new_files, carried, superseded)
-            except (CommitFailedException, internals.RewriteConflictError) as exc:
-                if attempt > retries:
-                    _remove_written(table.io, written)
-                    raise ExecutionError(
-                        f"compaction of {name} failed after {attempt} attempts: {exc}",
-                        hint="a sink keeps committing to the table; stop it, or run compact again",
-                    ) from exc
-                table.refresh()
-                conflicts = _rebase_conflicts(table, plan) if rebase else None
-                if conflicts and carry_over is not None:
-                    carried = list(carry_over(conflicts, new_files))
-                    rewritten = {f.path for f in plan.rewrite}
-                    superseded = [d for d in conflicts if set(position_deletes(table.io, d)) <= rewritten]
-                elif conflicts:
-                    conflicts = None
-                if conflicts is None:
-                    _remove_written(table.io, written)
-                    log.warning("table %s changed while compacting; compacting again", name)
+        # the bulk of the catching up before waiting for a gap, the rest in it
+        if rebasing is None or before_commit is None or rebasing(new_files):
+            if before_commit is not None:
+                before_commit()
+            while True:
+                if rebasing is not None and not rebasing(new_files):
                     break
-                attempt += 1
-                rebased += 1
-                log.info("table %s changed while compacting; committing on top of the change", name)
+                try:
+                    snapshot_id = _commit(
+                        table,
+                        plan,
+                        new_files,
+                        rebasing.carried if rebasing else (),
+                        rebasing.superseded if rebasing else (),
+                    )
+                    break
+                except (CommitFailedException, internals.RewriteConflictError) as exc:
+                    if attempt > retries:
+                        _remove_written(table.io, [*written, *(rebasing.carried if rebasing else ())])
+                        raise ExecutionError(
+                            f"compaction of {name} failed after {attempt} attempts: {exc}",
+                            hint="a sink keeps committing to the table; stop it, or run compact again",
+                        ) from exc
+                    if rebasing is None:
+                        break
+                    attempt += 1
+                    log.info("table %s changed while compacting; committing on top of the change", name)
         if snapshot_id is None:
+            _remove_written(table.io, [*written, *(rebasing.carried if rebasing else ())])
+            log.warning("table %s changed while compacting; compacting again", name)
             continue
+        rebased += rebasing.moves if rebasing else 0
+        carried: Sequence[Any] = rebasing.carried if rebasing else ()
+        superseded: Sequence[LiveFile] = rebasing.superseded if rebasing else ()
         kept = plan.keep
         removed = {d.path for d in plan.remove_deletes}
         deletes_left = [d for d in plan.deletes if d.path not in removed]

@@ -62,13 +62,15 @@ def _one_line(e: BaseException) -> str:
     return getattr(e, "message", None) or str(e)
 
 
-def describe(result: Any, beside: bool = False) -> str:
-    """What a step did, in one line (files, snapshots, bytes, time); ``beside``: a compaction
-    that ran beside the sink (only its commit took a gap between the sink's commits)."""
+def describe(result: Any, held: float | None = None) -> str:
+    """What a step did, in one line (files, snapshots, bytes, time); ``held``: a compaction that
+    ran beside the sink (only its commit took a gap between the sink's commits), and the seconds
+    it held the sink's commit lock for that."""
     kind = getattr(getattr(result, "kind", None), "value", getattr(result, "kind", "compact"))
     d = f"{getattr(result, 'duration', 0.0):.2f}s"
     if hasattr(result, "data_files_after"):  # CompactResult
-        step = "step=compact beside" if beside else "step=compact"
+        step = "step=compact" if held is None else "step=compact beside"
+        d += "" if held is None else f" held={held:.2f}s"
         if result.skipped:
             return f"{step} nothing to rewrite, {d}"
         return (
@@ -112,6 +114,7 @@ class Maintainer:
         self._compaction_waits = False  # a due compaction found a batch in flight
         self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
         self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
+        self._new_keys: dict[str, Any] = {}  # a rewrite beside the sink: keys of the files it wrote
 
     @property
     def policy(self) -> Any:
@@ -302,9 +305,10 @@ class Maintainer:
 
         r = self.runner
         held = False
+        held_at = 0.0
 
         def wait_for_gap() -> None:
-            nonlocal held
+            nonlocal held, held_at
             if held:
                 return
             self._large_waits = True
@@ -315,6 +319,7 @@ class Maintainer:
                     # the key index, which the rewrite's commit moves)
                     if not r.staging.pending() and r.batch_started is None:
                         held = True
+                        held_at = time.monotonic()
                         self._large_waits = False
                         return
                     r.lock.release()
@@ -339,12 +344,13 @@ class Maintainer:
                 if not result.skipped:
                     self._follow_rewrite()
             self._took_in_gap(0.0)  # only its commit took a gap
-            self._report("compact", result, beside=True)
+            self._report("compact", result, held=time.monotonic() - held_at if held else 0.0)
         except Exception as e:
             if not r.stop_event.is_set():
                 log.warning("sink %s: compaction beside the sink failed: %s", r.name, _one_line(e))
         finally:
             self._large_waits = False
+            self._new_keys.clear()
             if held:
                 r.lock.release()
             self._large_started = None
@@ -367,6 +373,15 @@ class Maintainer:
             with io.new_input(path).open() as f:
                 return pq.read_table(f, columns=columns)
 
+        def new_file_keys(path: str) -> pa.Table:
+            # called before the gap and in it with the same files: read once
+            rows = self._new_keys.get(path)
+            if rows is None:
+                rows = read(path, key)
+                rows = rows.append_column(POS, pa.array(range(rows.num_rows), pa.int64()))
+                self._new_keys[path] = rows
+            return rows
+
         keys: list[pa.Table] = []
         for d in conflicts:
             for path, positions in position_deletes(io, d).items():
@@ -378,9 +393,7 @@ class Maintainer:
         deletes = []
         for f in new_files:
             path = getattr(f, "file_path", None) or f.path
-            rows = read(path, key)
-            rows = rows.append_column(POS, pa.array(range(rows.num_rows), pa.int64()))
-            hit = rows.join(gone, keys=key, join_type="inner", use_threads=False)
+            hit = new_file_keys(path).join(gone, keys=key, join_type="inner", use_threads=False)
             if hit.num_rows:
                 hit = hit.append_column(FILE_PATH, pa.array([path] * hit.num_rows, pa.string()))
                 deletes.append(hit.sort_by([(POS, "ascending")]))
@@ -418,9 +431,9 @@ class Maintainer:
 
     # ----------------------------------------------------------------- reporting
 
-    def _report(self, step: str, result: Any, beside: bool = False) -> None:
+    def _report(self, step: str, result: Any, held: float | None = None) -> None:
         r = self.runner
-        line = describe(result, beside=beside)
+        line = describe(result, held=held)
         self.runs += 1
         self.last = f"{step}: {line}"
         log.info("maintenance sink=%s table=%s %s", r.name, r.plan.table_identifier, line)

@@ -170,7 +170,8 @@ def test_a_sink_commit_during_auto_compaction_is_rebased_not_lost(catalog: Any) 
         calls.append(1)
 
     result = compact_table(table, mode=CompactMode.AUTO, before_commit=the_sink_commits)
-    assert result.rebased == 1 and result.attempts == 2 and len(calls) == 1
+    # the table is reloaded after the wait: the commit goes on top at once, no attempt fails
+    assert result.rebased == 1 and result.attempts == 1 and len(calls) == 1
     rows = read_rows(table)
     assert [r for r in rows if r[0] in (3, 15, 100)] == [(3, "eu", "new"), (100, "eu", "new")]
     assert len(rows) == 60 - 1 + 1
@@ -237,6 +238,65 @@ def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook
     assert ids(read_rows(table)) == sorted(set(range(50)) - deleted_keys)
     assert table.current_snapshot().summary.operation.value == "overwrite"
     assert last_committed(table, "sink-a") == (1, 5)
+
+
+def test_deletes_are_carried_over_before_the_wait_and_only_the_new_ones_in_it(
+    catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sink deletes a rewritten row while the compaction writes, and another while it waits
+    for a gap: the first is carried over before the wait (outside the sink's lock), the gap
+    carries only the second, and both superseded position deletes go with the commit."""
+    import pyarrow.parquet as pq
+
+    import icesql.engine.compact as compact_module
+
+    table = sink_table(catalog)
+    files = []
+    for i in range(5):
+        f = data(table, range(i * 10, i * 10 + 10))
+        files += f
+        sink_commit(table, i, f)
+    sink = catalog.load_table("ns.t")
+    rewrite = compact_module._rewrite
+
+    def rewrite_then_the_sink_deletes(*args: Any, **kwargs: Any) -> Any:
+        out = rewrite(*args, **kwargs)
+        sink_commit(sink, 5, [], [position_deletes(sink, {files[0].file_path: [4]})])  # key 4
+        return out
+
+    monkeypatch.setattr(compact_module, "_rewrite", rewrite_then_the_sink_deletes)
+    calls: list[int] = []
+
+    def the_sink_deletes_while_it_waits() -> None:
+        calls.append(1)
+        sink_commit(sink, 6, [], [position_deletes(sink, {files[1].file_path: [2]})])  # key 12
+
+    carried_for: list[list[str]] = []
+
+    def carry_over(conflicts: Any, new_files: Any) -> list[Any]:
+        carried_for.append(sorted(d.path for d in conflicts))
+        gone = set()
+        for d in conflicts:
+            for path, positions in compact_module.position_deletes(table.io, d).items():
+                with table.io.new_input(path).open() as stream:
+                    keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
+                gone |= {keys[p] for p in positions}
+        out = {}
+        for f in new_files:
+            with table.io.new_input(f.file_path).open() as stream:
+                keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
+            out[f.file_path] = [i for i, k in enumerate(keys) if k in gone]
+        return [position_deletes(table, {p: ps for p, ps in out.items() if ps})]
+
+    result = compact_table(
+        table, mode=CompactMode.AUTO, before_commit=the_sink_deletes_while_it_waits, carry_over=carry_over
+    )
+    assert len(calls) == 1 and len(carried_for) == 2
+    assert len(carried_for[0]) == len(carried_for[1]) == 1 and carried_for[0] != carried_for[1]
+    assert result.carried_deletes == 2 and result.rebased == 2 and result.attempts == 1
+    assert set(carried_for[0] + carried_for[1]) <= set(result.removed_delete_files)
+    assert ids(read_rows(table)) == sorted(set(range(50)) - {4, 12})
+    assert last_committed(table, "sink-a") == (1, 6)
 
 
 def test_full_mode_refuses_to_rebase(catalog: Any) -> None:
