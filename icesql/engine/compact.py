@@ -627,6 +627,7 @@ def compact_table(
     rebase: bool | None = None,
     carry_over: CarryOver | None = None,
     before_commit: Callable[[], None] | None = None,
+    on_written: Callable[[Sequence[Any]], None] | None = None,
 ) -> CompactResult:
     """Compact ``table`` (a pyiceberg Table); see the module docstring.
 
@@ -637,7 +638,9 @@ def compact_table(
     file blocks the rebase, unless ``carry_over`` (a sink's key index knows those rows) returns
     delete files that delete the same rows from the new files: they are committed with the
     rewrite, and the position deletes they replace that name nothing else are removed.
-    ``before_commit`` is a test hook, called after the new files are written."""
+    ``before_commit`` is called after the new files are written, before the commit (a sink's
+    maintainer waits there for a gap between its commits; tests change the table there);
+    ``on_written(new_files)`` right after they are written, each time."""
     from pyiceberg.exceptions import CommitFailedException
 
     from icesql.engine import pyiceberg_internals as internals
@@ -675,6 +678,8 @@ def compact_table(
         written, rows, dropped = _rewrite(table, plan, write) if plan.rewrite else ([], 0, 0)
         fv = int(table.metadata.format_version)
         new_files = [as_data_file(f, fv) for f in written]
+        if on_written is not None and new_files:
+            on_written(new_files)
         rebasing = _Rebase(table, plan, carry_over) if rebase else None
         snapshot_id: int | None = None
         # the bulk of the catching up before waiting for a gap, the rest in it

@@ -115,6 +115,7 @@ class Maintainer:
         self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
         self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
         self._new_keys: dict[str, Any] = {}  # a rewrite beside the sink: keys of the files it wrote
+        self._hashed: Any = None  # ... and their index entries (``index.follow.hash_files``)
 
     @property
     def policy(self) -> Any:
@@ -337,12 +338,13 @@ class Maintainer:
                 max_file_size=self.policy.target_file_size,
                 before_commit=wait_for_gap,
                 carry_over=self._carry_over if r.index is not None else None,
+                on_written=self._hash_written if r.index is not None else None,
             )
             self.last_run[task.run_key] = time.time()
             if held:
                 r.table.refresh()
                 if not result.skipped:
-                    self._follow_rewrite()
+                    self._follow_rewrite(self._hashed)
             self._took_in_gap(0.0)  # only its commit took a gap
             self._report("compact", result, held=time.monotonic() - held_at if held else 0.0)
         except Exception as e:
@@ -351,6 +353,7 @@ class Maintainer:
         finally:
             self._large_waits = False
             self._new_keys.clear()
+            self._hashed = None
             if held:
                 r.lock.release()
             self._large_started = None
@@ -411,15 +414,31 @@ class Maintainer:
 
     # ----------------------------------------------------------------- the key index
 
-    def _follow_rewrite(self) -> None:
+    def _follow_rewrite(self, hashed: Any = None) -> None:
         """Rows moved: the key index follows them before the next batch (from the files the
         rewrite removed and wrote, and another writer's rows committed since the index's
-        snapshot, so a stale index is no more), or is rebuilt from the table."""
+        snapshot, so a stale index is no more), or is rebuilt from the table. ``hashed``: the
+        written files, read and hashed already."""
         r = self.runner
         if r.index is None:
             return
         r._index_stale = False
-        r._follow_index()
+        r._follow_index(hashed)
+
+    def _hash_written(self, new_files: Any) -> None:
+        """A rewrite beside the sink wrote ``new_files``: their index entries, read and hashed
+        now, outside the sink's lock, for the follow after its commit (which holds it)."""
+        from icesql.engine.index.follow import hash_files
+
+        r = self.runner
+        index = r.index
+        if index is None:
+            return
+        try:
+            paths = [getattr(f, "file_path", None) or f.path for f in new_files]
+            self._hashed = hash_files(r.spark, r.table, paths, key=r._key_columns(), shards=index.shards)
+        except Exception as e:  # the follow reads them itself
+            log.debug("sink %s: could not read the rewrite's files ahead: %s", r.name, _one_line(e))
 
     def _rows_unchanged(self) -> None:
         """A snapshot that moved no row (a manifest rewrite): the index still describes the table,

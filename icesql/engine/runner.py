@@ -364,10 +364,10 @@ class SinkRunner:
 
         return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
 
-    def _open_index(self, rebuild: bool = False, base: Any = None) -> None:
+    def _open_index(self, rebuild: bool = False, base: Any = None, hashed: Any = None) -> None:
         """The key index at the committed progress: a valid one, one followed from an older one
-        (``base``: the index and the snapshot it describes), or rebuilt from the table
-        (``rebuild``: rebuilt whatever the manifests say)."""
+        (``base``: the index and the snapshot it describes; ``hashed``: files read for it
+        already), or rebuilt from the table (``rebuild``: rebuilt whatever the manifests say)."""
         from icesql.engine.index.upsert import open_index
         from icesql.engine.spark import parallelism
 
@@ -384,6 +384,7 @@ class SinkRunner:
             io_properties=dict(self.target.io_properties(self.table)),
             rebuild=rebuild,
             base=base,
+            hashed=hashed,
         )
         current = self.table.current_snapshot()
         self._index_snapshot = current.snapshot_id if current is not None else None
@@ -489,17 +490,18 @@ class SinkRunner:
         self._index_stale = False
         self._follow_index()
 
-    def _follow_index(self) -> None:
+    def _follow_index(self, hashed: Any = None) -> None:
         """The key index after other writers' changes (a rewrite, an append), with no batch in
         flight: followed from the files they removed and added (``index.follow``: the keys of
-        those files, read on the driver), or, when that cannot be done, rebuilt from the table (a
-        Spark job over every live file). The batch writer starts again from the new index."""
+        those files, read on the driver, or given read and hashed: ``hashed``), or, when that
+        cannot be done, rebuilt from the table (a Spark job over every live file). The batch
+        writer starts again from the new index."""
         latest = getattr(getattr(self._writer, "inner", self._writer), "manifest", None) or self.index
         self._writer = None
         if latest is None or latest.progress != self.committed_progress:
             self._open_index(rebuild=True)
         else:
-            self._open_index(base=(latest, self._index_snapshot))
+            self._open_index(base=(latest, self._index_snapshot), hashed=hashed)
 
     def _resume_files(self) -> None:
         """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and

@@ -440,3 +440,64 @@ def test_a_restart_follows_what_another_writer_did_or_rebuilds(
         assert not any("key index built" in m for m in messages), messages
     readers_agree(home, replay(first + theirs + second))
     assert index_matches_the_table(spark, home, state) == len(replay(first + theirs + second))
+
+
+def test_a_follow_takes_files_read_and_hashed_ahead(spark: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """What a rewrite beside a sink does: the files it wrote are read and hashed before it waits
+    for the sink's lock (``hash_files``); the follow under the lock reads none of them, only
+    takes off the deletes committed on them since, and gives the index a plain follow gives."""
+    from icesql.engine.compact import compact_table
+    from icesql.engine.index import build
+    from icesql.engine.index import shard as S
+    from icesql.engine.index.build import key_arrow_fields, key_schema, live_entries, plan_live_files
+    from icesql.engine.index.follow import follow, hash_files, table_changes
+    from icesql.engine.index.upsert import followable
+    from tests.support.iceberg_tables import position_deletes, sink_commit
+
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    first = [c(i, f"a{i}", lsn=i) for i in range(1, 40)]
+    second = [u(i, f"b{i}", lsn=100 + i) for i in range(1, 40, 3)] + [d(i, lsn=200 + i) for i in range(2, 40, 7)]
+    write_json_lines(data, "1.json", first)
+    engine(home, spark, data, state).run([sink()], once=True)
+    write_json_lines(data, "2.json", second)
+    engine(home, spark, data, state).run([sink()], once=True)
+    key = ("id",)
+    table = load_table(home, "ns.t")
+    sink_id = state.sink_id("u")
+    store = IndexStore(table.location(), sink_id, {})
+    progress = max(p for p, _v, _n in store.manifests())
+    base = followable(store, table, sink_id=sink_id, key=key, progress=progress)
+    assert base is not None
+    rewrite = compact_table(table)  # another writer rewrites every file
+    hashed = hash_files(spark, table, rewrite.added_files, key=key, shards=base[0].shards)
+    table.refresh()
+    first_new = rewrite.added_files[0]
+    sink_commit(table, 1, [], [position_deletes(table, {first_new: [0, 2]})], sink_id="another")
+    table.refresh()
+    changes = table_changes(table, base[1], sink_id)
+    assert changes is not None and set(changes.added) == set(rewrite.added_files)
+    fields = key_arrow_fields(table.schema(), key)
+
+    def entries(m: Any) -> list[tuple[Any, ...]]:
+        return sorted(
+            tuple(r.values())
+            for chain in m.chains
+            for r in S.plain_paths(S.load(store.read_entries, chain, fields)).to_pylist()
+        )
+
+    ks = key_schema(table.schema(), key)
+    expected = sorted(
+        tuple(r.values()) for p in plan_live_files(table) for r in live_entries(table.io, p, key, ks).to_pylist()
+    )
+    version = base[0].version
+    plain = entries(follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version))
+
+    def no_read(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the follow read a file it was given read and hashed")
+
+    monkeypatch.setattr(build, "file_entries", no_read)
+    ahead = entries(
+        follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version, hashed=hashed)
+    )
+    assert ahead == plain == expected
+    assert len(expected) == len(replay(first + second)) - 2

@@ -259,7 +259,8 @@ class Lines(logging.Handler):
         self.rebuilds: dict[str, list[float]] = defaultdict(list)  # when the key index was rebuilt
         self.follow_seconds: dict[str, list[float]] = defaultdict(list)  # how long each follow took
         self.step_times: dict[str, list[float]] = defaultdict(list)  # when a maintenance step ended
-        self.step_names: dict[str, list[str]] = defaultdict(list)  # which (``compact beside 0.31s``)
+        self.held: dict[str, list[float]] = defaultdict(list)  # seconds each compaction beside held the lock
+        self.step_names: dict[str, list[str]] = defaultdict(list)  # which (``compact beside 0.31s (held 0.05s)``)
 
     @staticmethod
     def _field(msg: str, name: str) -> str:
@@ -282,9 +283,12 @@ class Lines(logging.Handler):
                 step += " (nothing)"
             self.steps[sink][step] += 1
             self.step_times[sink].append(record.created)
-            tail = msg.rsplit(" ", 1)[-1]
+            held = self._field(msg, "held")  # a compaction beside: how long it held the sink's lock
+            if held and float(held.rstrip("s")) > 0:
+                self.held[sink].append(float(held.rstrip("s")))
+            tail = msg.split()[-2 if held else -1]
             where = " beside" if f"step={self._field(msg, 'step')} beside " in msg else ""
-            self.step_names[sink].append(f"{step}{where} {tail}")
+            self.step_names[sink].append(f"{step}{where} {tail}" + (f" (held {held})" if held else ""))
             if tail.endswith("s"):
                 try:
                     self.step_seconds[sink].append(float(tail[:-1]))
@@ -674,7 +678,9 @@ def run_soak(spark: Any, tmp_path: Path) -> Soak:
             secs = lines.step_seconds[name]
             report.append(
                 f"sink {name}: maintenance steps {dict(sorted(lines.steps[name].items()))}, "
-                f"step time max {max(secs, default=0.0):.2f}s, mean {statistics.fmean(secs) if secs else 0.0:.2f}s"
+                f"step time max {max(secs, default=0.0):.2f}s, mean {statistics.fmean(secs) if secs else 0.0:.2f}s; "
+                f"compactions beside held the sink's lock max {max(lines.held[name], default=0.0):.2f}s, "
+                f"p50 {quantile(lines.held[name], 0.5):.2f}s ({len(lines.held[name])} held it)"
             )
         per_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for _, h in samples:

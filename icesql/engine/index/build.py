@@ -117,16 +117,40 @@ class ReadKeysTask:
                 yield from live_entries(io, plan, self.key, schema).to_batches()
 
 
-def live_entries(io: Any, plan: dict[str, Any], key: Sequence[str], key_schema: Any) -> Any:
+def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any:
+    """The (KEY, ``__path``, ``__pos``) entries of every row of data file ``path``, deleted or
+    not (``live_entries`` takes the deletes off). ``key_schema``: the Iceberg schema of the KEY
+    fields; ``__path`` is a plain string."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from icesql.engine.index.shard import PATH, POS
+    from icesql.engine.schema import arrow_schema
+
+    with io.new_input(path).open() as f:
+        keys = pq.read_table(f, columns=list(key))
+    n = keys.num_rows
+    return pa.table(
+        {
+            **{f.name: keys.column(f.name).cast(f.type) for f in arrow_schema(key_schema)},
+            PATH: pa.array([path] * n, pa.string()),
+            POS: pa.array(range(n), pa.int64()),
+        }
+    )
+
+
+def live_entries(
+    io: Any, plan: dict[str, Any], key: Sequence[str], key_schema: Any, entries: Any = None
+) -> Any:
     """The (KEY, ``__path``, ``__pos``) entries of the live rows of one planned data file (a
     ``plan_live_files`` item): its KEY columns, minus the rows its delete files remove.
-    ``key_schema``: the Iceberg schema of the KEY fields; ``__path`` is a plain string."""
+    ``key_schema``: the Iceberg schema of the KEY fields; ``__path`` is a plain string.
+    ``entries``: the file's ``file_entries`` read already (other columns they have stay)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from icesql.engine.index.shard import PATH, POS, remove_keys
-    from icesql.engine.schema import arrow_schema
+    from icesql.engine.index.shard import POS, remove_keys
 
     key = list(key)
 
@@ -135,15 +159,7 @@ def live_entries(io: Any, plan: dict[str, Any], key: Sequence[str], key_schema: 
             return pq.read_table(f, columns=columns)
 
     path = plan["path"]
-    keys = read(path, key)
-    n = keys.num_rows
-    t = pa.table(
-        {
-            **{f.name: keys.column(f.name).cast(f.type) for f in arrow_schema(key_schema)},
-            PATH: pa.array([path] * n, pa.string()),
-            POS: pa.array(range(n), pa.int64()),
-        }
-    )
+    t = entries if entries is not None else file_entries(io, path, key, key_schema)
     gone: list[Any] = []
     for d in plan["position_deletes"]:
         dt = read(d, ["file_path", "pos"])

@@ -25,7 +25,7 @@ quarter of the index's keys and over 50,000 rows, or over 4 million).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -118,6 +118,36 @@ def worth_following(changes: TableChanges, index_keys: int) -> bool:
     return rows <= ALWAYS_ROWS or (rows <= MAX_ROWS and rows <= MAX_SHARE * index_keys)
 
 
+@dataclass(frozen=True)
+class Hashed:
+    """Data files' KEY entries read and hashed into ``shards`` shards ahead of a follow
+    (``hash_files``): a rewrite beside a sink reads and hashes the files it wrote before it waits
+    for the sink's lock, so its follow under the lock only takes the deletes off them."""
+
+    shards: int
+    files: Mapping[str, Any]  # path -> (KEY, __path, __pos, shard) of every row of the file
+
+
+def hash_files(spark: Any, table: Any, paths: Sequence[str], *, key: Sequence[str], shards: int) -> Hashed:
+    """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
+    import pyarrow as pa
+
+    from icesql.engine.index.build import file_entries, key_schema
+    from icesql.engine.index.task import SHARD
+
+    schema = table.schema()
+    key = list(key)
+    read = {p: file_entries(table.io, p, key, key_schema(schema, key)) for p in paths}
+    if not read:
+        return Hashed(shards, {})
+    shard = _shards(spark, pa.concat_tables(read.values()).select(key), schema, key, shards)
+    files, offset = {}, 0
+    for path, t in read.items():
+        files[path] = t.append_column(SHARD, shard.slice(offset, t.num_rows))
+        offset += t.num_rows
+    return Hashed(shards, files)
+
+
 def follow(
     spark: Any,
     table: Any,
@@ -128,9 +158,11 @@ def follow(
     key: Sequence[str],
     progress: int,
     version: int,
+    hashed: Hashed | None = None,
 ) -> Manifest:
     """The index ``manifest`` after ``changes``, as a manifest of the table's current snapshot
-    (written, with a delta per shard it changes; the shards' chains are otherwise kept)."""
+    (written, with a delta per shard it changes; the shards' chains are otherwise kept).
+    ``hashed``: added files read and hashed already (used when hashed for as many shards)."""
     import time
 
     import pyarrow as pa
@@ -155,11 +187,17 @@ def follow(
     if changes.added:
         wanted = set(changes.added)
         plans = [p for p in plan_live_files(table) if p["path"] in wanted]
-        parts = [live_entries(table.io, p, key, key_schema(schema, key)) for p in plans]
+        ready = hashed.files if hashed is not None and hashed.shards == manifest.shards else {}
+        ks = key_schema(schema, key)
+        parts = [live_entries(table.io, p, key, ks, entries=ready[p["path"]]) for p in plans if p["path"] in ready]
+        unread = [live_entries(table.io, p, key, ks) for p in plans if p["path"] not in ready]
+        unread = [p for p in unread if p.num_rows]
+        if unread:
+            found = pa.concat_tables(unread)
+            parts.append(found.append_column(SHARD, _shards(spark, found.select(key), schema, key, manifest.shards)))
         parts = [p for p in parts if p.num_rows]
         if parts:
-            found = pa.concat_tables(parts)
-            new = found.append_column(SHARD, _shards(spark, found.select(key), schema, key, manifest.shards))
+            new = pa.concat_tables(parts)
     removed_at = _deleted_positions(table.io, changes.position_deletes)
     read = time.monotonic()
 
@@ -286,4 +324,4 @@ def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> 
     return pc.fill_null(mask, False)
 
 
-__all__ = ["MAX_ROWS", "TableChanges", "follow", "table_changes", "worth_following"]
+__all__ = ["MAX_ROWS", "Hashed", "TableChanges", "follow", "hash_files", "table_changes", "worth_following"]

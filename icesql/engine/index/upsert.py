@@ -20,9 +20,12 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icesql.engine.index.store import IndexStore, Manifest
+
+if TYPE_CHECKING:
+    from icesql.engine.index.follow import Hashed
 
 log = logging.getLogger("icesql.sink")
 
@@ -116,12 +119,13 @@ def open_index(
     io_properties: dict[str, str],
     rebuild: bool = False,
     base: tuple[Manifest, int | None] | None = None,
+    hashed: Hashed | None = None,
 ) -> Manifest:
     """The index of ``table`` at the sink's committed ``progress`` (see the module docstring):
     a valid one; else one followed from an older index (``base``: the index and the snapshot it
     describes, from a running sink; otherwise ``followable``) through the other writers' commits
     since (``follow``); else rebuilt from the table. ``rebuild``: rebuilt whatever the manifests
-    say."""
+    say. ``hashed``: files the follow finds read and hashed already (``follow.hash_files``)."""
     import time
 
     from icesql.engine.index.build import build_index
@@ -134,7 +138,9 @@ def open_index(
         if base is not None and changes is not None and worth_following(changes, base[0].keys):
             started = time.monotonic()
             try:
-                m = follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version)
+                m = follow(
+                    spark, table, store, base[0], changes, key=key, progress=progress, version=version, hashed=hashed
+                )
             except Exception as e:  # a follow that fails leaves it to a rebuild
                 log.warning("sink %s: the key index could not follow the table (%s); it is rebuilt", sink, e)
                 log.debug("sink %s: key index follow failed", sink, exc_info=True)
