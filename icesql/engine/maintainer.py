@@ -21,7 +21,10 @@ under the sink's ``MaintenancePolicy``) and:
   without the lock, then waits for a gap (the lock, nothing staged) to commit. Its commit goes on
   top of the sink's commits made meanwhile (``compact``'s rebase); position deletes the sink
   committed meanwhile on rows it rewrote are carried over through the sink's keys
-  (``carry_over``), so the compaction never loses the race and never undoes an upsert.
+  (``carry_over``), so the compaction never loses the race and never undoes an upsert. What it
+  can do before the gap it does before (the deletes committed so far carried over, the written
+  files' key-index entries read and hashed: ``_hash_written``); the gap holds the sink up only
+  for what came since, the commit and the index's follow (logged as ``held=``).
 
 A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
 no batch being written (batches are written against the key index, which it moves). A sink that

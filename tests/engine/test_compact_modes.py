@@ -154,6 +154,30 @@ def test_more_delete_files_than_allowed_are_applied(catalog: Any) -> None:
     assert under.skipped
 
 
+def sink_files(table: Any, commits: int) -> list[Any]:
+    """``commits`` commits of the sink, of ten ids each (0-9, 10-19, ...); their data files."""
+    files = []
+    for i in range(commits):
+        f = data(table, range(i * 10, i * 10 + 10))
+        files += f
+        sink_commit(table, i, f)
+    return files
+
+
+def file_ids(table: Any, path: str) -> list[int]:
+    """The ``id`` of each row of data file ``path``, in order."""
+    import pyarrow.parquet as pq
+
+    with table.io.new_input(path).open() as stream:
+        return pq.read_table(stream, columns=["id"]).column("id").to_pylist()
+
+
+def delete_keys_in(table: Any, new_files: Any, keys: set[int]) -> Any:
+    """A position delete file deleting the rows of ``keys`` in ``new_files`` (a sink's carry-over)."""
+    out = {f.file_path: [i for i, k in enumerate(file_ids(table, f.file_path)) if k in keys] for f in new_files}
+    return position_deletes(table, {p: ps for p, ps in out.items() if ps})
+
+
 def test_a_sink_commit_during_auto_compaction_is_rebased_not_lost(catalog: Any) -> None:
     """The sink upserts while the compaction writes: its equality deletes apply to the rewritten
     rows (they carry the sequence number of the snapshot that was read), so the compaction
@@ -180,11 +204,7 @@ def test_a_sink_commit_during_auto_compaction_is_rebased_not_lost(catalog: Any) 
 
 def test_a_position_delete_on_a_rewritten_file_makes_compaction_start_over(catalog: Any) -> None:
     table = sink_table(catalog)
-    files = []
-    for i in range(5):
-        f = data(table, range(i * 10, i * 10 + 10))
-        files += f
-        sink_commit(table, i, f)
+    files = sink_files(table, 5)
     sink = catalog.load_table("ns.t")
     calls: list[int] = []
 
@@ -201,14 +221,9 @@ def test_a_position_delete_on_a_rewritten_file_makes_compaction_start_over(catal
 def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook(catalog: Any) -> None:
     """What a sink's key index does: it knows which keys it deleted from a rewritten file, finds
     them in the files the compaction wrote and deletes them there, in the compaction's commit."""
-    import pyarrow.parquet as pq
 
     table = sink_table(catalog)
-    files = []
-    for i in range(5):
-        f = data(table, range(i * 10, i * 10 + 10))
-        files += f
-        sink_commit(table, i, f)
+    files = sink_files(table, 5)
     sink = catalog.load_table("ns.t")
     calls: list[int] = []
     deleted_keys = {4, 12}
@@ -223,12 +238,7 @@ def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook
 
     def carry_over(conflicts: Any, new_files: Any) -> list[Any]:
         seen.extend(conflicts)
-        out = {}
-        for f in new_files:
-            with table.io.new_input(f.file_path).open() as stream:
-                keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
-            out[f.file_path] = [i for i, k in enumerate(keys) if k in deleted_keys]
-        return [position_deletes(table, {p: ps for p, ps in out.items() if ps})]
+        return [delete_keys_in(table, new_files, deleted_keys)]
 
     result = compact_table(
         table, mode=CompactMode.AUTO, before_commit=the_sink_deletes_rewritten_rows, carry_over=carry_over
@@ -246,16 +256,11 @@ def test_deletes_are_carried_over_before_the_wait_and_only_the_new_ones_in_it(
     """A sink deletes a rewritten row while the compaction writes, and another while it waits
     for a gap: the first is carried over before the wait (outside the sink's lock), the gap
     carries only the second, and both superseded position deletes go with the commit."""
-    import pyarrow.parquet as pq
 
     import icesql.engine.compact as compact_module
 
     table = sink_table(catalog)
-    files = []
-    for i in range(5):
-        f = data(table, range(i * 10, i * 10 + 10))
-        files += f
-        sink_commit(table, i, f)
+    files = sink_files(table, 5)
     sink = catalog.load_table("ns.t")
     rewrite = compact_module._rewrite
 
@@ -278,15 +283,9 @@ def test_deletes_are_carried_over_before_the_wait_and_only_the_new_ones_in_it(
         gone = set()
         for d in conflicts:
             for path, positions in compact_module.position_deletes(table.io, d).items():
-                with table.io.new_input(path).open() as stream:
-                    keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
+                keys = file_ids(table, path)
                 gone |= {keys[p] for p in positions}
-        out = {}
-        for f in new_files:
-            with table.io.new_input(f.file_path).open() as stream:
-                keys = pq.read_table(stream, columns=["id"]).column("id").to_pylist()
-            out[f.file_path] = [i for i, k in enumerate(keys) if k in gone]
-        return [position_deletes(table, {p: ps for p, ps in out.items() if ps})]
+        return [delete_keys_in(table, new_files, gone)]
 
     result = compact_table(
         table, mode=CompactMode.AUTO, before_commit=the_sink_deletes_while_it_waits, carry_over=carry_over
@@ -325,11 +324,7 @@ def test_java_reads_position_deletes_applied_and_a_rebased_compaction(catalog: A
     if not java_available():
         pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     table = sink_table(catalog)
-    files = []
-    for i in range(5):
-        f = data(table, range(i * 10, i * 10 + 10))
-        files += f
-        sink_commit(table, i, f)
+    files = sink_files(table, 5)
     sink_commit(table, 5, [], [position_deletes(table, {files[1].file_path: [0, 1]})])
     sink = catalog.load_table("ns.t")
     calls: list[int] = []
