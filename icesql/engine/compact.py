@@ -711,6 +711,12 @@ def compact_table(
                     log.info("table %s changed while compacting; committing on top of the change", name)
         if snapshot_id is None:
             _remove_written(table.io, [*written, *(rebasing.carried if rebasing else ())])
+            if attempt > retries:
+                raise ExecutionError(
+                    f"compaction of {name} failed after {attempt} attempts: the table kept changing "
+                    "under the files it rewrote",
+                    hint="a sink keeps committing to the table; stop it, or run compact again",
+                )
             log.warning("table %s changed while compacting; compacting again", name)
             continue
         rebased += rebasing.moves if rebasing else 0

@@ -218,6 +218,33 @@ def test_a_position_delete_on_a_rewritten_file_makes_compaction_start_over(catal
     assert ids(read_rows(table)) == [i for i in range(50) if i != 4]
 
 
+def test_a_compaction_that_must_start_over_every_time_gives_up_after_its_retries(catalog: Any) -> None:
+    """A sink deletes a row of a rewritten file before every commit and nothing carries the
+    deletes over: the compaction starts over ``retries`` times, then fails with a message for
+    people, leaving the table as the sink made it and none of the files it wrote."""
+    from icesql.errors import ExecutionError
+
+    table = sink_table(catalog)
+    files = sink_files(table, 5)
+    sink = catalog.load_table("ns.t")
+    calls: list[int] = []
+
+    def the_sink_deletes_a_rewritten_row_each_time() -> None:
+        calls.append(1)
+        sink_commit(sink, 4 + len(calls), [], [position_deletes(sink, {files[0].file_path: [len(calls)]})])
+
+    written_before = set(live_paths(table)[0])
+    with pytest.raises(ExecutionError, match="failed after 3 attempts") as e:
+        compact_table(table, mode=CompactMode.AUTO, retries=2, before_commit=the_sink_deletes_a_rewritten_row_each_time)
+    assert e.value.hint and "stop it" in e.value.hint
+    assert len(calls) == 3
+    assert ids(read_rows(table)) == [i for i in range(50) if i not in (1, 2, 3)]
+    assert set(live_paths(table)[0]) == written_before
+    data_dir = Path(table.location().removeprefix("file://")) / "data"
+    on_disk = {str(p) for p in data_dir.rglob("*.parquet") if "pos-deletes" not in p.name}
+    assert on_disk == {p.removeprefix("file://") for p in written_before}
+
+
 def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook(catalog: Any) -> None:
     """What a sink's key index does: it knows which keys it deleted from a rewritten file, finds
     them in the files the compaction wrote and deletes them there, in the compaction's commit."""
