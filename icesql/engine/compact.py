@@ -526,18 +526,20 @@ def _rebase_conflicts(table: Any, plan: CompactionPlan) -> list[LiveFile] | None
 
 
 class _Rebase:
-    """A rewrite's commit kept on top of the table's current snapshot (``AUTO`` mode).
+    """A rewrite's commit kept on top of the table's current snapshot.
 
     Each call refreshes the table and, when it moved on, checks the rewrite still fits
     (``_rebase_conflicts``) and carries over the position deletes committed on its rows since the
     last call, once each: called once before the commit waits for a gap between a sink's commits
     (``before_commit``: everything committed so far, outside the sink's lock) and once in the gap
-    (only what came since), the part that holds the sink up stays small."""
+    (only what came since), the part that holds the sink up stays small. Without ``rebase``
+    (``FULL`` mode) any change means starting over."""
 
-    def __init__(self, table: Any, plan: CompactionPlan, carry_over: CarryOver | None) -> None:
+    def __init__(self, table: Any, plan: CompactionPlan, carry_over: CarryOver | None, rebase: bool) -> None:
         self.table = table
         self.plan = plan
         self.carry_over = carry_over
+        self.rebase = rebase
         self.base = plan.snapshot_id  # the snapshot the commit goes on top of
         self.moves = 0  # times the commit moved onto a newer snapshot
         self.carried: list[Any] = []  # delete files carry_over gave
@@ -552,6 +554,8 @@ class _Rebase:
         snapshot_id = current.snapshot_id if current is not None else None
         if snapshot_id == self.base:
             return True
+        if not self.rebase:
+            return False
         conflicts = _rebase_conflicts(self.table, self.plan)
         if conflicts is None:
             return False
@@ -680,37 +684,27 @@ def compact_table(
         new_files = [as_data_file(f, fv) for f in written]
         if on_written is not None and new_files:
             on_written(new_files)
-        rebasing = _Rebase(table, plan, carry_over) if rebase else None
+        rebasing = _Rebase(table, plan, carry_over, rebase)
+        # the bulk of the catching up before waiting for a gap (outside a sink's lock), the rest in it
+        ready = before_commit is None or rebasing(new_files)
+        if ready and before_commit is not None:
+            before_commit()
         snapshot_id: int | None = None
-        # the bulk of the catching up before waiting for a gap, the rest in it
-        if rebasing is None or before_commit is None or rebasing(new_files):
-            if before_commit is not None:
-                before_commit()
-            while True:
-                if rebasing is not None and not rebasing(new_files):
-                    break
-                try:
-                    snapshot_id = _commit(
-                        table,
-                        plan,
-                        new_files,
-                        rebasing.carried if rebasing else (),
-                        rebasing.superseded if rebasing else (),
-                    )
-                    break
-                except (CommitFailedException, internals.RewriteConflictError) as exc:
-                    if attempt > retries:
-                        _remove_written(table.io, [*written, *(rebasing.carried if rebasing else ())])
-                        raise ExecutionError(
-                            f"compaction of {name} failed after {attempt} attempts: {exc}",
-                            hint="a sink keeps committing to the table; stop it, or run compact again",
-                        ) from exc
-                    if rebasing is None:
-                        break
+        while ready and snapshot_id is None and rebasing(new_files):
+            try:
+                snapshot_id = _commit(table, plan, new_files, rebasing.carried, rebasing.superseded)
+            except (CommitFailedException, internals.RewriteConflictError) as exc:
+                if attempt > retries:
+                    _remove_written(table.io, [*written, *rebasing.carried])
+                    raise ExecutionError(
+                        f"compaction of {name} failed after {attempt} attempts: {exc}",
+                        hint="a sink keeps committing to the table; stop it, or run compact again",
+                    ) from exc
+                if rebasing.rebase:  # without, the next call finds the change and it starts over
                     attempt += 1
                     log.info("table %s changed while compacting; committing on top of the change", name)
         if snapshot_id is None:
-            _remove_written(table.io, [*written, *(rebasing.carried if rebasing else ())])
+            _remove_written(table.io, [*written, *rebasing.carried])
             if attempt > retries:
                 raise ExecutionError(
                     f"compaction of {name} failed after {attempt} attempts: the table kept changing "
@@ -719,9 +713,8 @@ def compact_table(
                 )
             log.warning("table %s changed while compacting; compacting again", name)
             continue
-        rebased += rebasing.moves if rebasing else 0
-        carried: Sequence[Any] = rebasing.carried if rebasing else ()
-        superseded: Sequence[LiveFile] = rebasing.superseded if rebasing else ()
+        rebased += rebasing.moves
+        carried, superseded = rebasing.carried, rebasing.superseded
         kept = plan.keep
         removed = {d.path for d in plan.remove_deletes}
         deletes_left = [d for d in plan.deletes if d.path not in removed]

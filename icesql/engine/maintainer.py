@@ -117,8 +117,7 @@ class Maintainer:
         self._compaction_waits = False  # a due compaction found a batch in flight
         self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
         self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
-        self._new_keys: dict[str, Any] = {}  # a rewrite beside the sink: keys of the files it wrote
-        self._hashed: Any = None  # ... and their index entries (``index.follow.hash_files``)
+        self._hashed: Any = None  # a rewrite beside the sink: the index entries of the files it wrote
 
     @property
     def policy(self) -> Any:
@@ -355,7 +354,6 @@ class Maintainer:
                 log.warning("sink %s: compaction beside the sink failed: %s", r.name, _one_line(e))
         finally:
             self._large_waits = False
-            self._new_keys.clear()
             self._hashed = None
             if held:
                 r.lock.release()
@@ -363,53 +361,47 @@ class Maintainer:
 
     def _carry_over(self, conflicts: Any, new_files: Any) -> list[Any]:
         """Position deletes the sink committed meanwhile on rows the compaction rewrote: the same
-        rows, found by KEY in the files it wrote, deleted there (in the compaction's commit)."""
+        rows, found by KEY in the files it wrote, deleted there (in the compaction's commit). The
+        written files' keys are the entries ``_hash_written`` read already, when it could."""
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from icesql.engine.compact import position_deletes
+        from icesql.engine.index import shard
+        from icesql.engine.index.build import file_entries, key_schema
         from icesql.engine.writer import FILE_PATH, POS, DataFileWriter, WriteSpec
 
         r = self.runner
         table = r.table
-        io = table.io
         key = r._key_columns()
+        ks = key_schema(table.schema(), key)
+        ahead = self._hashed.files if self._hashed is not None else {}
 
-        def read(path: str, columns: list[str]) -> pa.Table:
-            with io.new_input(path).open() as f:
-                return pq.read_table(f, columns=columns)
+        def entries(path: str) -> pa.Table:
+            found = ahead.get(path)
+            return found if found is not None else file_entries(table.io, path, key, ks)
 
-        def new_file_keys(path: str) -> pa.Table:
-            # called before the gap and in it with the same files: read once
-            rows = self._new_keys.get(path)
-            if rows is None:
-                rows = read(path, key)
-                rows = rows.append_column(POS, pa.array(range(rows.num_rows), pa.int64()))
-                self._new_keys[path] = rows
-            return rows
-
-        keys: list[pa.Table] = []
-        for d in conflicts:
-            for path, positions in position_deletes(io, d).items():
-                rows = read(path, key)
-                keys.append(rows.take(pa.array(sorted(positions), pa.int64())))
+        keys = [
+            file_entries(table.io, path, key, ks).take(pa.array(sorted(positions), pa.int64())).select(key)
+            for d in conflicts
+            for path, positions in position_deletes(table.io, d).items()
+        ]
         if not keys:
             return []
         gone = pa.concat_tables(keys).group_by(key).aggregate([])
         deletes = []
         for f in new_files:
-            path = getattr(f, "file_path", None) or f.path
-            hit = new_file_keys(path).join(gone, keys=key, join_type="inner", use_threads=False)
+            hit = entries(getattr(f, "file_path", None) or f.path).join(
+                gone, keys=key, join_type="inner", use_threads=False
+            )
             if hit.num_rows:
-                hit = hit.append_column(FILE_PATH, pa.array([path] * hit.num_rows, pa.string()))
-                deletes.append(hit.sort_by([(POS, "ascending")]))
+                deletes.append(hit.select([*key, shard.PATH, shard.POS]).rename_columns([*key, FILE_PATH, POS]))
         if not deletes:
             return []
         spec = WriteSpec.from_table(table, io_properties=dict(r.target.io_properties(table)))
         writer = DataFileWriter(spec, "position_deletes")
         try:
             all_deletes = pa.concat_tables(deletes).sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
-            writer.write(all_deletes.select([*key, FILE_PATH, POS]))
+            writer.write(all_deletes)
             return writer.close()
         except BaseException:
             writer.abort()

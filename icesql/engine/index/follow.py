@@ -187,14 +187,11 @@ def follow(
     if changes.added:
         wanted = set(changes.added)
         plans = [p for p in plan_live_files(table) if p["path"] in wanted]
-        ready = hashed.files if hashed is not None and hashed.shards == manifest.shards else {}
+        ready = dict(hashed.files) if hashed is not None and hashed.shards == manifest.shards else {}
+        unread = [p["path"] for p in plans if p["path"] not in ready]
+        ready.update(hash_files(spark, table, unread, key=key, shards=manifest.shards).files)
         ks = key_schema(schema, key)
-        parts = [live_entries(table.io, p, key, ks, entries=ready[p["path"]]) for p in plans if p["path"] in ready]
-        unread = [live_entries(table.io, p, key, ks) for p in plans if p["path"] not in ready]
-        unread = [p for p in unread if p.num_rows]
-        if unread:
-            found = pa.concat_tables(unread)
-            parts.append(found.append_column(SHARD, _shards(spark, found.select(key), schema, key, manifest.shards)))
+        parts = [live_entries(table.io, p, key, ks, entries=ready[p["path"]]) for p in plans]
         parts = [p for p in parts if p.num_rows]
         if parts:
             new = pa.concat_tables(parts)
