@@ -183,7 +183,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     table, KEY as identifier field); the base is then loaded by an APPEND sink over ``base_dir``
     into that table (``load_seconds``); then for each Debezium file, copy it into
     the inbox (untimed), then time ``s.run(once=True)`` (start the sink, one micro-batch: last change
-    per key, equality deletes + data files, one row-delta commit).
+    per key, position deletes through the key index + data files, one row-delta commit).
     """
     from benchmarks.datagen import SPARK_DDL
 
@@ -233,7 +233,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "changes": changes, "changes_per_s": round(changes / secs) if secs else None,
         "metadata": meta, "load_seconds": round(load_s, 2), "session_seconds": round(session_s, 2),
         "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
-        "engine": "icesql MODE UPSERT (equality deletes)", "expected_rows": expected_rows, **totals,
+        "engine": "icesql MODE UPSERT (position deletes from the key index)", "expected_rows": expected_rows, **totals,
     }
     out.update(file_stats(sizes=data))
     out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))

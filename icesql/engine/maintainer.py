@@ -296,6 +296,12 @@ class Maintainer:
     # ----------------------------------------------------------------- beside the sink
 
     def _start_large(self, task: Any) -> None:
+        if self.runner.once:
+            # a run that ends with its input (``run --once``) stops before such a rewrite could
+            # find a gap to commit in: it would only be written and thrown away, on the cores the
+            # run's own batches need. It is left to a running sink or ``icesql maintain``.
+            log.debug("sink %s: no rewrite beside a run that ends with its input", self.runner.name)
+            return
         self._large_started = time.time()
         self._large = threading.Thread(
             target=self._run_large, args=(task,), name=f"icesql-compact-{self.runner.name}", daemon=True

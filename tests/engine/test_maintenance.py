@@ -626,6 +626,7 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
         batch_started=None,
         stop_event=threading.Event(),
         listeners=SimpleNamespace(maintenance=lambda event: None),
+        once=False,  # a running sink
     )
     maintainer = Maintainer(runner)
     caplog.set_level("INFO", logger="icesql.sink")
@@ -643,6 +644,55 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     took[0] = 0.0
     maintainer.after_commit()  # 0.35 s expected: back in the gap
     assert ran[3:] == [("gap", StepKind.COMPACT)] and maintainer._gap_seconds < 0.35
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_a_run_that_ends_with_its_input_starts_no_rewrite_beside_it(
+    monkeypatch: pytest.MonkeyPatch, once: bool
+) -> None:
+    """``run --once`` stops when its input is committed, before a rewrite beside it could find a
+    gap to commit in: a large compaction due after its commit is not started (it would be written
+    and thrown away on the cores the run's batches need); a running sink starts it. (The rewrite
+    is a stand-in: what is tested is whether the maintainer starts it.)"""
+    import threading
+    from types import SimpleNamespace
+
+    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import SinkPlan
+
+    started: list[str] = []
+
+    def beside(table: Any, before_commit: Any, **kw: Any) -> Any:
+        started.append("beside")
+        return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    large = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite")
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [large])
+    monkeypatch.setattr(compact_module, "compact_table", beside)
+    table = SimpleNamespace(refresh=lambda: None)
+    runner = SimpleNamespace(
+        name="s",
+        table=table,
+        index=None,
+        remote=False,
+        plan=SinkPlan(name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t"),
+        clock=SimpleNamespace(since_commit=lambda: 0.0),
+        target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
+        lock=threading.Lock(),
+        staging=SimpleNamespace(pending=lambda: []),
+        batch_started=None,
+        stop_event=threading.Event(),
+        listeners=SimpleNamespace(maintenance=lambda event: None),
+        once=once,
+    )
+    maintainer = Maintainer(runner)
+    maintainer.after_commit()
+    maintainer.join(10)
+    assert started == ([] if once else ["beside"])
+    assert not maintainer.busy()
 
 
 def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
