@@ -569,6 +569,32 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
 
 
 
+def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
+    """What the maintainer asks of a sink's runner: an append sink (no key index) on table ns.t,
+    committing by ``commit``, nothing staged, no batch in flight; ``once``: a ``run --once``."""
+    import threading
+    from types import SimpleNamespace
+
+    from icesql.plan import SinkPlan
+
+    table = SimpleNamespace(refresh=lambda: None)
+    return SimpleNamespace(
+        name="s",
+        table=table,
+        index=None,
+        remote=False,
+        plan=SinkPlan(name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t", commit=commit),
+        clock=SimpleNamespace(since_commit=lambda: 0.0),
+        target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
+        lock=threading.Lock(),
+        staging=SimpleNamespace(pending=lambda: []),
+        batch_started=None,
+        stop_event=threading.Event(),
+        listeners=SimpleNamespace(maintenance=lambda event: None),
+        once=once,
+    )
+
+
 def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     monkeypatch: Any, caplog: Any
 ) -> None:
@@ -577,14 +603,13 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     take longer runs beside the sink, only its commit in a gap, and another due step takes the gap.
     Each compaction beside halves the expectation, so compactions come back into the gaps. (The
     steps are stand-ins that take a set time: what is tested is where the maintainer runs them.)"""
-    import threading
     from types import SimpleNamespace
 
     import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
     from icesql.engine.maintainer import Maintainer
     from icesql.engine.maintenance import Task
-    from icesql.plan import CommitPolicy, SinkPlan
+    from icesql.plan import CommitPolicy
 
     compact = Task(StepKind.COMPACT, Weight.SMALL, "12 small files")
     expire = Task(StepKind.EXPIRE, Weight.SMALL, "old snapshots")
@@ -609,25 +634,7 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
     monkeypatch.setattr(maintenance, "run_task", in_gap)
     monkeypatch.setattr(compact_module, "compact_table", beside)
-    table = SimpleNamespace(refresh=lambda: None)
-    runner = SimpleNamespace(
-        name="s",
-        table=table,
-        index=None,
-        remote=False,
-        plan=SinkPlan(
-            name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t",
-            commit=CommitPolicy(maximum_period=0.5),
-        ),
-        clock=SimpleNamespace(since_commit=lambda: 0.0),
-        target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
-        lock=threading.Lock(),
-        staging=SimpleNamespace(pending=lambda: []),
-        batch_started=None,
-        stop_event=threading.Event(),
-        listeners=SimpleNamespace(maintenance=lambda event: None),
-        once=False,  # a running sink
-    )
+    runner = stand_in_runner(CommitPolicy(maximum_period=0.5))  # a running sink
     maintainer = Maintainer(runner)
     caplog.set_level("INFO", logger="icesql.sink")
 
@@ -654,14 +661,13 @@ def test_a_run_that_ends_with_its_input_starts_no_rewrite_beside_it(
     gap to commit in: a large compaction due after its commit is not started (it would be written
     and thrown away on the cores the run's batches need); a running sink starts it. (The rewrite
     is a stand-in: what is tested is whether the maintainer starts it.)"""
-    import threading
     from types import SimpleNamespace
 
     import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
     from icesql.engine.maintainer import Maintainer
     from icesql.engine.maintenance import Task
-    from icesql.plan import SinkPlan
+    from icesql.plan import CommitPolicy
 
     started: list[str] = []
 
@@ -672,22 +678,7 @@ def test_a_run_that_ends_with_its_input_starts_no_rewrite_beside_it(
     large = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite")
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [large])
     monkeypatch.setattr(compact_module, "compact_table", beside)
-    table = SimpleNamespace(refresh=lambda: None)
-    runner = SimpleNamespace(
-        name="s",
-        table=table,
-        index=None,
-        remote=False,
-        plan=SinkPlan(name="s", relation="r", catalog_connection="c", namespace=("ns",), table="t"),
-        clock=SimpleNamespace(since_commit=lambda: 0.0),
-        target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
-        lock=threading.Lock(),
-        staging=SimpleNamespace(pending=lambda: []),
-        batch_started=None,
-        stop_event=threading.Event(),
-        listeners=SimpleNamespace(maintenance=lambda event: None),
-        once=once,
-    )
+    runner = stand_in_runner(CommitPolicy(), once=once)
     maintainer = Maintainer(runner)
     maintainer.after_commit()
     maintainer.join(10)
