@@ -482,7 +482,18 @@ class LiveRows:
         return _surviving(_read_columns(self.io, f.path, self.schema), drop, key_sets)
 
 
-def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], int, int]:
+class CompactionStopped(Exception):
+    """The compaction's caller stopped it (``stopped()``: its sink stopped); nothing it wrote is left."""
+
+
+def _check(stopped: Callable[[], bool] | None) -> None:
+    if stopped is not None and stopped():
+        raise CompactionStopped("stopped before its commit")
+
+
+def _rewrite(
+    table: Any, plan: CompactionPlan, write: Any, stopped: Callable[[], bool] | None = None
+) -> tuple[list[Any], int, int]:
     """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows, rows dropped)."""
     from icesql.engine.writer import DataFileWriter
 
@@ -492,6 +503,7 @@ def _rewrite(table: Any, plan: CompactionPlan, write: Any) -> tuple[list[Any], i
     rows = dropped = 0
     try:
         for f in plan.rewrite:
+            _check(stopped)
             survivors, n = live.read(f)
             dropped += n
             rows += survivors.num_rows
@@ -632,6 +644,7 @@ def compact_table(
     carry_over: CarryOver | None = None,
     before_commit: Callable[[], None] | None = None,
     on_written: Callable[[Sequence[Any]], None] | None = None,
+    stopped: Callable[[], bool] | None = None,
 ) -> CompactResult:
     """Compact ``table`` (a pyiceberg Table); see the module docstring.
 
@@ -644,7 +657,9 @@ def compact_table(
     rewrite, and the position deletes they replace that name nothing else are removed.
     ``before_commit`` is called after the new files are written, before the commit (a sink's
     maintainer waits there for a gap between its commits; tests change the table there);
-    ``on_written(new_files)`` right after they are written, each time."""
+    ``on_written(new_files)`` right after they are written, each time. ``stopped()`` true (a
+    sink's rewrite beside it, the sink stopped) ends the compaction before its commit with
+    ``CompactionStopped``, the files it wrote removed."""
     from pyiceberg.exceptions import CommitFailedException
 
     from icesql.engine import pyiceberg_internals as internals
@@ -679,16 +694,21 @@ def compact_table(
                 delete_files_after=len(plan.deletes),
             )
         write = WriteSpec.from_table(table, max_file_size=plan.target_file_size, io_properties=io_properties)
-        written, rows, dropped = _rewrite(table, plan, write) if plan.rewrite else ([], 0, 0)
+        written, rows, dropped = _rewrite(table, plan, write, stopped) if plan.rewrite else ([], 0, 0)
         fv = int(table.metadata.format_version)
         new_files = [as_data_file(f, fv) for f in written]
-        if on_written is not None and new_files:
-            on_written(new_files)
         rebasing = _Rebase(table, plan, carry_over, rebase)
-        # the bulk of the catching up before waiting for a gap (outside a sink's lock), the rest in it
-        ready = before_commit is None or rebasing(new_files)
-        if ready and before_commit is not None:
-            before_commit()
+        try:
+            if on_written is not None and new_files:
+                on_written(new_files)
+            _check(stopped)
+            # the bulk of the catching up before waiting for a gap (outside a sink's lock), the rest in it
+            ready = before_commit is None or rebasing(new_files)
+            if ready and before_commit is not None:
+                before_commit()
+        except BaseException:  # nothing references the files yet
+            _remove_written(table.io, [*written, *rebasing.carried])
+            raise
         snapshot_id: int | None = None
         while ready and snapshot_id is None and rebasing(new_files):
             try:
@@ -749,6 +769,7 @@ __all__ = [
     "CarryOver",
     "CompactMode",
     "CompactResult",
+    "CompactionStopped",
     "CompactionPlan",
     "DeleteIndex",
     "LiveRows",

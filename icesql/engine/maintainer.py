@@ -296,12 +296,6 @@ class Maintainer:
     # ----------------------------------------------------------------- beside the sink
 
     def _start_large(self, task: Any) -> None:
-        if self.runner.once:
-            # a run that ends with its input (``run --once``) stops before such a rewrite could
-            # find a gap to commit in: it would only be written and thrown away, on the cores the
-            # run's own batches need. It is left to a running sink or ``icesql maintain``.
-            log.debug("sink %s: no rewrite beside a run that ends with its input", self.runner.name)
-            return
         self._large_started = time.time()
         self._large = threading.Thread(
             target=self._run_large, args=(task,), name=f"icesql-compact-{self.runner.name}", daemon=True
@@ -347,6 +341,9 @@ class Maintainer:
                 before_commit=wait_for_gap,
                 carry_over=self._carry_over if r.index is not None else None,
                 on_written=self._hash_written if r.index is not None else None,
+                # a stopped sink (a run --once at the end of its input) has no gap left to commit
+                # in: the rewrite ends at once instead of being finished, then thrown away
+                stopped=r.stop_event.is_set,
             )
             self.last_run[task.run_key] = time.time()
             if held:

@@ -245,6 +245,32 @@ def test_a_compaction_that_must_start_over_every_time_gives_up_after_its_retries
     assert on_disk == {p.removeprefix("file://") for p in written_before}
 
 
+@pytest.mark.parametrize("when", ["writing", "waiting for a gap"])
+def test_a_stopped_compaction_ends_before_its_commit_and_leaves_no_file(catalog: Any, when: str) -> None:
+    """A rewrite beside a sink whose sink stopped (``stopped()`` true): it ends with
+    ``CompactionStopped`` while writing (before its next input file) or before it would wait for
+    a gap, the table as the sink made it and none of the files it wrote on disk."""
+    from icesql.engine.compact import CompactionStopped
+
+    table = sink_table(catalog)
+    files = sink_files(table, 5)
+    before = set(live_paths(table)[0])
+    asked: list[int] = []
+
+    def stopped() -> bool:  # the sink stops while the rewrite reads its second file, or after
+        asked.append(1)
+        return len(asked) >= (2 if when == "writing" else len(files) + 1)
+
+    waited: list[int] = []
+    with pytest.raises(CompactionStopped):
+        compact_table(table, mode=CompactMode.AUTO, before_commit=lambda: waited.append(1), stopped=stopped)
+    assert waited == []
+    assert len(asked) == (2 if when == "writing" else len(files) + 1)
+    assert set(live_paths(table)[0]) == before and ids(read_rows(table)) == list(range(50))
+    data_dir = Path(table.location().removeprefix("file://")) / "data"
+    assert {str(p) for p in data_dir.rglob("*.parquet")} == {p.removeprefix("file://") for p in before}
+
+
 def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook(catalog: Any) -> None:
     """What a sink's key index does: it knows which keys it deleted from a rewritten file, finds
     them in the files the compaction wrote and deletes them there, in the compaction's commit."""

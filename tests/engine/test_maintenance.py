@@ -653,14 +653,11 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     assert ran[3:] == [("gap", StepKind.COMPACT)] and maintainer._gap_seconds < 0.35
 
 
-@pytest.mark.parametrize("once", [False, True])
-def test_a_run_that_ends_with_its_input_starts_no_rewrite_beside_it(
-    monkeypatch: pytest.MonkeyPatch, once: bool
-) -> None:
-    """``run --once`` stops when its input is committed, before a rewrite beside it could find a
-    gap to commit in: a large compaction due after its commit is not started (it would be written
-    and thrown away on the cores the run's batches need); a running sink starts it. (The rewrite
-    is a stand-in: what is tested is whether the maintainer starts it.)"""
+def test_a_rewrite_beside_the_sink_stops_with_the_sink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sink that stops (a ``run --once`` at the end of its input, or ``stop``) has no gap left for
+    a rewrite beside it to commit in: the maintainer hands the rewrite the sink's stop, so that it
+    ends at once instead of being written to the end and thrown away while the stop waits. (The
+    rewrite is a stand-in: what is tested is what the maintainer hands it.)"""
     from types import SimpleNamespace
 
     import icesql.engine.compact as compact_module
@@ -669,21 +666,22 @@ def test_a_run_that_ends_with_its_input_starts_no_rewrite_beside_it(
     from icesql.engine.maintenance import Task
     from icesql.plan import CommitPolicy
 
-    started: list[str] = []
+    handed: list[Any] = []
 
     def beside(table: Any, before_commit: Any, **kw: Any) -> Any:
-        started.append("beside")
+        handed.append(kw["stopped"])
         return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
 
     large = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite")
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [large])
     monkeypatch.setattr(compact_module, "compact_table", beside)
-    runner = stand_in_runner(CommitPolicy(), once=once)
+    runner = stand_in_runner(CommitPolicy(), once=True)
     maintainer = Maintainer(runner)
     maintainer.after_commit()
     maintainer.join(10)
-    assert started == ([] if once else ["beside"])
-    assert not maintainer.busy()
+    assert len(handed) == 1 and handed[0]() is False
+    runner.stop_event.set()
+    assert handed[0]() is True
 
 
 def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
