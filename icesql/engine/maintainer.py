@@ -304,7 +304,7 @@ class Maintainer:
 
     def _run_large(self, task: Any) -> None:
         """A rewrite beside the sink: read and write freely, commit in a gap between its commits."""
-        from icesql.engine.compact import CompactMode, compact_table
+        from icesql.engine.compact import CompactionStopped, CompactMode, compact_table
 
         r = self.runner
         held = False
@@ -328,7 +328,7 @@ class Maintainer:
                     r.lock.release()
                 self._gap.clear()
                 self._gap.wait(GAP_WAIT)
-            raise RuntimeError("the sink stopped")
+            raise CompactionStopped("the sink stopped while the rewrite waited for a gap")
 
         try:
             table = r.target.load_catalog().load_table((*r.plan.namespace, r.plan.table))
