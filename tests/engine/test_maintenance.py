@@ -569,9 +569,9 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
 
 
 
-def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
+def stand_in_runner(commit: Any) -> Any:
     """What the maintainer asks of a sink's runner: an append sink (no key index) on table ns.t,
-    committing by ``commit``, nothing staged, no batch in flight; ``once``: a ``run --once``."""
+    committing by ``commit``, nothing staged, no batch in flight."""
     import threading
     from types import SimpleNamespace
 
@@ -591,7 +591,6 @@ def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
         batch_started=None,
         stop_event=threading.Event(),
         listeners=SimpleNamespace(maintenance=lambda event: None),
-        once=once,
     )
 
 
@@ -634,7 +633,7 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
     monkeypatch.setattr(maintenance, "run_task", in_gap)
     monkeypatch.setattr(compact_module, "compact_table", beside)
-    runner = stand_in_runner(CommitPolicy(maximum_period=0.5))  # a running sink
+    runner = stand_in_runner(CommitPolicy(maximum_period=0.5))
     maintainer = Maintainer(runner)
     caplog.set_level("INFO", logger="icesql.sink")
 
@@ -675,7 +674,7 @@ def test_a_rewrite_beside_the_sink_stops_with_the_sink(monkeypatch: pytest.Monke
     large = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite")
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [large])
     monkeypatch.setattr(compact_module, "compact_table", beside)
-    runner = stand_in_runner(CommitPolicy(), once=True)
+    runner = stand_in_runner(CommitPolicy())
     maintainer = Maintainer(runner)
     maintainer.after_commit()
     maintainer.join(10)

@@ -33,8 +33,8 @@ def test_a_cut_commit_response_keeps_the_rewrite_readable(weed: WeedServer, prox
     through = weed.rest_catalog(proxy.url("rest"), name="through-proxy").load_table(f"{ns}.t")
 
     # the commit request goes through; its response is cut after 20 bytes. The cut is armed as
-    # the commit is sent, not earlier: compact_table refreshes the table after before_commit
-    # (the catch-up in a sink's gap), and that response must arrive whole
+    # the commit is sent, not earlier: compact_table refreshes the table just before it commits,
+    # and that response must arrive whole
     commit_table = through.catalog.commit_table
 
     def cut_commit(*args: object, **kwargs: object) -> object:
@@ -44,7 +44,7 @@ def test_a_cut_commit_response_keeps_the_rewrite_readable(weed: WeedServer, prox
     through.catalog.commit_table = cut_commit
     with pytest.raises(Exception) as info:  # noqa: B017 - whatever pyiceberg makes of a cut response
         compact_table(
-            through, mode=CompactMode.FULL, io_properties=s3_props(weed), before_commit=lambda: None, retries=0
+            through, mode=CompactMode.FULL, io_properties=s3_props(weed), retries=0
         )
     proxy.clear()
     after = direct.load_table(f"{ns}.t")
