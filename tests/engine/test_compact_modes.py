@@ -271,6 +271,24 @@ def test_a_stopped_compaction_ends_before_its_commit_and_leaves_no_file(catalog:
     assert {str(p) for p in data_dir.rglob("*.parquet")} == {p.removeprefix("file://") for p in before}
 
 
+def test_a_failing_wait_for_a_gap_leaves_no_file(catalog: Any) -> None:
+    """``before_commit`` raising (a sink's maintainer whose sink stopped while it waited for a
+    gap): the compaction ends with that error, and the files it wrote are removed (no snapshot
+    references them yet)."""
+    table = sink_table(catalog)
+    sink_files(table, 5)
+    before = set(live_paths(table)[0])
+
+    def the_sink_stopped() -> None:
+        raise RuntimeError("the sink stopped")
+
+    with pytest.raises(RuntimeError, match="the sink stopped"):
+        compact_table(table, mode=CompactMode.AUTO, before_commit=the_sink_stopped)
+    assert set(live_paths(table)[0]) == before
+    data_dir = Path(table.location().removeprefix("file://")) / "data"
+    assert {str(p) for p in data_dir.rglob("*.parquet")} == {p.removeprefix("file://") for p in before}
+
+
 def test_position_deletes_committed_meanwhile_are_carried_over_by_the_sinks_hook(catalog: Any) -> None:
     """What a sink's key index does: it knows which keys it deleted from a rewritten file, finds
     them in the files the compaction wrote and deletes them there, in the compaction's commit."""
