@@ -307,11 +307,9 @@ def test_parquet_with_another_type_falls_back(spark: Any, tmp_path: Path) -> Non
 DBZ_SCHEMA = "id BIGINT, name STRING, ts TIMESTAMP"
 
 
-def test_debezium_events_decode_as_spark_path_decodes_them(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.sources import spark_files_dataframe
-    from icesql.plan import OnError, SourceFormat, SourceKind, SourcePlan
-
-    events = [
+DBZ_EVENTS = {
+    # bare events, one wrapped in Kafka Connect's {"schema", "payload"} envelope
+    "mixed": [
         {
             "op": "c",
             "after": {"id": 1, "name": "a", "ts": "2024-01-01T00:00:00Z"},
@@ -321,15 +319,50 @@ def test_debezium_events_decode_as_spark_path_decodes_them(spark: Any, tmp_path:
         {"op": "u", "before": {"id": 1}, "after": {"id": 1, "name": "b"}, "source": {"ts_ms": 20}},
         {"payload": {"op": "d", "before": {"id": 1, "name": "b"}, "ts_ms": 30}},
         {"op": "r", "after": {"id": 2, "name": "ü 🧊", "ts": "1969-01-01 00:00:00"}},
-    ]
-    path = write_json(tmp_path, "cdc", events)
+    ],
+    # no envelope anywhere: read without the wrapper's columns
+    "bare": [
+        {"op": "c", "after": {"id": 1, "name": "a"}, "source": {"lsn": 10}},
+        {"op": "d", "before": {"id": 1, "name": "a"}, "ts_ms": 30},
+    ],
+    # every event wrapped, the key spaced as some producers write it
+    "wrapped": [
+        '{"schema": {"type": "struct"}, "payload" : {"op": "c", "after": {"id": 1, "name": "a"}, "ts_ms": 5}}',
+        '{"schema": null, "payload":\t{"op": "u", "before": {"id": 1}, "after": {"id": 1, "name": "b"}}}',
+    ],
+    # a row column named payload is not the envelope
+    "row_column_named_payload": [
+        {"op": "c", "after": {"id": 1, "name": "a", "payload": "x"}, "ts_ms": 1},
+        {"op": "u", "after": {"id": 1, "name": '"payload": {'}, "ts_ms": 2},
+        {"op": "u", "after": {"id": 1, "name": "c", "payload": {"nested": 1}}, "ts_ms": 3},
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(DBZ_EVENTS))
+def test_debezium_events_decode_as_spark_path_decodes_them(spark: Any, tmp_path: Path, case: str) -> None:
+    from icesql.engine.sources import spark_files_dataframe
+    from icesql.plan import OnError, SourceFormat, SourceKind, SourcePlan
+
+    path = write_json(tmp_path, "cdc", DBZ_EVENTS[case])
     plan = SourcePlan(
         "cdc", SourceKind.FILES, path=str(path), format=SourceFormat.DEBEZIUM_JSON, schema=DBZ_SCHEMA
     )
     df, changelog = spark_files_dataframe(spark, plan, OnError.FAIL, None, streaming=False, paths=[str(path)])
     assert changelog
     expected = [norm(r.asDict(recursive=True)) for r in df.collect()]
+    assert len(expected) == len(DBZ_EVENTS[case])
     assert arrow_rows(spark, "debezium-json", path, DBZ_SCHEMA) == expected
+
+
+def test_an_envelope_the_quick_check_misses_falls_back(spark: Any, tmp_path: Path) -> None:
+    """The envelope's key written with an escape is still the envelope (Spark reads it so); the
+    check for a wrapper misses it, and the event then has no op: the file goes to Spark's path."""
+    line = r'{"pay\u006coad": {"op": "c", "after": {"id": 1, "name": "a"}}}'
+    path = write_json(tmp_path, "escaped", [line])
+    assert json.loads(line)["payload"]["op"] == "c"
+    with pytest.raises(Fallback):
+        arrow_rows(spark, "debezium-json", path, DBZ_SCHEMA)
 
 
 def test_a_debezium_event_without_op_falls_back(spark: Any, tmp_path: Path) -> None:

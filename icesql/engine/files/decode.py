@@ -94,6 +94,11 @@ def decode(piece: Piece, source: SourceFormat, fs: Any, path_in_fs: str) -> Iter
 # --------------------------------------------------------------------------- text ranges
 
 
+def _blank(data: bytes) -> bool:
+    """Only whitespace (or nothing): ``isspace`` stops at the first other byte, ``strip`` copies."""
+    return not data or data.isspace()
+
+
 @dataclass(frozen=True)
 class _Chunk:
     data: bytes  # whole lines
@@ -158,7 +163,7 @@ def _json(data: bytes, source: SourceFormat) -> pa.RecordBatch:
 
     schema = source.row_schema()
     read_schema = pa.schema([pa.field(f.name, json_read_type(f.type)) for f in schema])
-    if not data.strip():
+    if _blank(data):
         return pa.RecordBatch.from_pylist([], schema=schema)
     try:
         table = pj.read_json(
@@ -198,7 +203,7 @@ def _csv(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.
             nl = data.find(b"\n")
             data = b"" if nl < 0 else data[nl + 1 :]
         first = False
-        if not data.strip():
+        if _blank(data):
             continue
         # Spark's CSV reader escapes with a backslash and reads "" inside a field literally;
         # Arrow's follows RFC 4180: where they could differ, Spark reads the file
@@ -295,6 +300,13 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
 # --------------------------------------------------------------------------- debezium
 
 
+# Kafka Connect's JSON converter with schemas on wraps each event: {"schema": ..., "payload": {...}}.
+# A chunk with no such key anywhere is read without the wrapper's columns (about a tenth less decode).
+# Only a miss matters, and it cannot drop anything: an event read without its wrapper has no op,
+# which sends the file to Spark's path (below).
+_WRAPPED = re.compile(rb'"payload"\s*:\s*\{')
+
+
 def _envelope(row: pa.DataType) -> pa.StructType:
     source = pa.struct([("lsn", pa.int64()), ("ts_ms", pa.int64())])
     return pa.struct(
@@ -308,7 +320,10 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
     schema = source.row_schema()
     row_read = pa.struct([pa.field(f.name, json_read_type(f.type)) for f in schema])
     env = _envelope(row_read)
-    read_schema = pa.schema([*(pa.field(f.name, f.type) for f in env), pa.field("payload", env)])
+    wrapped = _WRAPPED.search(data) is not None
+    read_schema = pa.schema(
+        [*(pa.field(f.name, f.type) for f in env), *([pa.field("payload", env)] if wrapped else [])]
+    )
     out_schema = pa.schema(
         [
             *schema,
@@ -319,7 +334,7 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
             (LINE, pa.int64()),
         ]
     )
-    if not data.strip():
+    if _blank(data):
         return pa.RecordBatch.from_pylist([], schema=out_schema)
     try:
         t = pj.read_json(
@@ -332,13 +347,13 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise Fallback(str(e)) from None
     n = t.num_rows
-    payload = t.column("payload").combine_chunks()
-    has_payload = pc.is_valid(payload)
+    payload = t.column("payload").combine_chunks() if wrapped else None
 
     def ev(name: str) -> pa.Array:
         outer = t.column(name).combine_chunks()
-        inner = pc.struct_field(payload, name)
-        return pc.if_else(has_payload, inner, outer)
+        if payload is None:
+            return outer
+        return pc.if_else(pc.is_valid(payload), pc.struct_field(payload, name), outer)
 
     op = ev("op")
     before, after = ev("before"), ev("after")
