@@ -161,13 +161,17 @@ def spark_iceberg_merge(u: datagen.UpsertDataset, workdir: Path, conf: dict[str,
     return run_worker("spark35_merge", HARNESS_PY, "spark_iceberg:merge", a, workdir)
 
 
-def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None) -> dict[str, Any]:
+def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None, *,
+                  running: bool = False) -> dict[str, Any]:
+    """``running``: the sink left running (``Session.start``) while the batches arrive, instead of
+    one ``run(once=True)`` per batch."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"base_files": u.base.files, "base_dir": u.base.path, "change_files": u.change_files,
          "debezium_files": u.debezium_files, "expected_rows": u.expected_rows, "home": str(home),
-         "spark_conf": conf or {}}
-    return run_worker("icesql_upsert", PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_upsert", a, workdir)
+         "spark_conf": conf or {}, "running": running}
+    name = "icesql_running_upsert" if running else "icesql_upsert"
+    return run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_upsert", a, workdir)
 
 
 READ_TIMEOUT_S = float(os.environ.get("ICESQL_BENCH_READ_TIMEOUT", "120"))

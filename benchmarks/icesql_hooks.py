@@ -175,7 +175,8 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
 # ------------------------------------------------------------------------------------------ upsert
 def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[str],
                       debezium_files: list[str], expected_rows: int, home: str, *,
-                      spark_conf: dict[str, str] | None = None, smoke: bool = False) -> dict[str, Any]:
+                      spark_conf: dict[str, str] | None = None, smoke: bool = False,
+                      running: bool = False) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -184,6 +185,11 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     into that table (``load_seconds``); then for each Debezium file, copy it into
     the inbox (untimed), then time ``s.run(once=True)`` (start the sink, one micro-batch: last change
     per key, position deletes through the key index + data files, one row-delta commit).
+
+    ``running``: the sink runs as a user leaves it running (``Session.start``, icesql's default 1 s
+    trigger, a commit per micro-batch, its maintenance beside it); each batch is timed from the
+    file's arrival in the inbox to the commit that holds it (the wait for the next trigger
+    included), and the sink is stopped after the last batch.
     """
     from benchmarks.datagen import SPARK_DDL
 
@@ -203,17 +209,33 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     load_s = time.perf_counter() - t0
     batch_s: list[float] = []
     changes = 0
+    runner = None
+    if running:
+        s.start(["u"])
+        runner = s.engine.runner("u")
+        _wait_first_trigger(runner)
     prof = _profile_start()
     for f in debezium_files:
         with open(f, "rb") as fh:
             changes += sum(1 for _ in fh)
         tmp = inbox / ("." + Path(f).name + ".tmp")
         shutil.copyfile(f, tmp)
-        os.replace(tmp, inbox / Path(f).name)
-        t0 = time.perf_counter()
-        s.run(once=True, sinks=["u"])
+        if runner is None:
+            os.replace(tmp, inbox / Path(f).name)
+            t0 = time.perf_counter()
+            s.run(once=True, sinks=["u"])
+        else:
+            commits = runner.totals["commits"]
+            os.replace(tmp, inbox / Path(f).name)
+            t0 = time.perf_counter()
+            while runner.totals["commits"] == commits:
+                if not runner.active:
+                    raise RuntimeError(f"the running sink stopped: {runner.status_row().get('last_error')}")
+                time.sleep(0.01)
         batch_s.append(time.perf_counter() - t0)
     _profile_stop(prof)
+    if runner is not None:
+        s.stop()
     meta = _metadata(s, "u")
     totals = _sink_totals(s, "u")
     s.close()
@@ -233,11 +255,28 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "changes": changes, "changes_per_s": round(changes / secs) if secs else None,
         "metadata": meta, "load_seconds": round(load_s, 2), "session_seconds": round(session_s, 2),
         "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
-        "engine": "icesql MODE UPSERT (position deletes from the key index)", "expected_rows": expected_rows, **totals,
+        "engine": "icesql MODE UPSERT (position deletes from the key index)"
+                  + (", running sink (Session.start)" if running else ", run(once=True) per batch"),
+        "expected_rows": expected_rows, **totals,
     }
     out.update(file_stats(sizes=data))
     out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))
     return out
+
+
+def _wait_first_trigger(runner: Any, timeout: float = 300) -> float:
+    """Seconds until a started sink's query has run its first trigger (at most ``timeout``)."""
+    deadline = time.time() + timeout
+    t_start = time.time()
+    while time.time() < deadline and runner.active:
+        q = runner.query
+        try:
+            if q is not None and q.recentProgress:
+                break
+        except Exception:  # noqa: BLE001 - the query is still starting
+            pass
+        time.sleep(0.1)
+    return round(time.time() - t_start, 2)
 
 
 # ------------------------------------------------------------------------------------------ streaming
@@ -270,17 +309,7 @@ def run_icesql_streaming(source_dir: str, home: str, duration_s: float, *, max_p
     s.start(["k"])
     runner = s.engine.runner("k")
     # ready = the query ran its first (empty) trigger, as the Spark + Iceberg Java peer signals it
-    deadline = time.time() + 300
-    t_start = time.time()
-    while time.time() < deadline and runner.active:
-        q = runner.query
-        try:
-            if q is not None and q.recentProgress:
-                break
-        except Exception:  # noqa: BLE001 - the query is still starting
-            pass
-        time.sleep(0.1)
-    ready_s = round(time.time() - t_start, 2)
+    ready_s = _wait_first_trigger(runner)
     if ready_file:
         Path(ready_file).touch()
     time.sleep(duration_s)
@@ -481,7 +510,7 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
 # ------------------------------------------------------------------------------------------ smoke
 def smoke(append: dict[str, Any], upsert: dict[str, Any], home: str,
           views: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The hooks at tiny sizes in ONE process and SparkSession, no warm-up (tests/bench, < 60 s):
+    """The hooks at tiny sizes in ONE process and SparkSession, no warm-up (tests/bench, < 90 s):
     ``append`` / ``upsert`` are the keyword arguments of ``run_icesql_append`` / ``run_icesql_upsert``
     without ``home``; ``views`` those of ``workers.views_writer.write`` without ``workdir`` and
     ``method`` (both methods run); the commit path runs 5 commits on the local catalog."""
@@ -489,6 +518,8 @@ def smoke(append: dict[str, Any], upsert: dict[str, Any], home: str,
     try:
         out["append"] = run_icesql_append(**append, home=str(Path(home) / "append"), smoke=True)
         out["upsert"] = run_icesql_upsert(**upsert, home=str(Path(home) / "upsert"), smoke=True)
+        out["upsert_running"] = run_icesql_upsert(**upsert, home=str(Path(home) / "upsert-running"),
+                                                  smoke=True, running=True)
         if views is not None:
             from benchmarks.workers.views_writer import write
 

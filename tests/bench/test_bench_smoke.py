@@ -112,7 +112,8 @@ def test_pyiceberg_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_icesql_hooks_at_tiny_size(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
-    """append (day(ts)), upsert (load + one Debezium batch) and the commit path, one child process."""
+    """append (day(ts)), upsert (load + one Debezium batch; run once, then into a running sink) and
+    the commit path, one child process."""
     args = {
         "append": {"source_dir": ds.path, "files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes,
                    "partitioned": True, "spark_conf": {"spark.sql.shuffle.partitions": "2"}},
@@ -130,6 +131,9 @@ def test_icesql_hooks_at_tiny_size(ds: datagen.Dataset, upsert: datagen.UpsertDa
     u = r["upsert"]
     assert len(u["batch_seconds"]) == 1 and u["changes"] == 200 and u["snapshots"] == 1 + 1
     assert u["files"] >= 2 and u["delete_files"] >= 1 and u["metadata"].endswith(".metadata.json")
+    ur = r["upsert_running"]  # the same batch into a sink left running: timed to its commit
+    assert "running sink" in ur["engine"] and len(ur["batch_seconds"]) == 1 and ur["batch_seconds"][0] > 0
+    assert ur["changes"] == 200 and ur["sink_commits"] == 1 and ur["delete_files"] >= 1
     assert a["path"] == "arrow" and a["fallback_files"] == 0  # FILES sources take the Arrow path
     c = r["commit"]
     assert c["n"] == 5 and c["snapshots"] == 5 and 0 < c["p50_ms"] < 5_000
