@@ -203,10 +203,18 @@ def _snapshots(metadata: str) -> list[dict[str, Any]]:
 
 def streaming_metrics(metadata: str, arrivals: list[dict[str, Any]]) -> dict[str, Any]:
     """End-to-end latency (file renamed into place -> first snapshot holding all rows up to it),
-    assuming files are committed in arrival order; snapshots and data files per minute."""
-    snaps = [s for s in _snapshots(metadata) if int(s.get("summary", {}).get("added-records", 0)) > 0]
+    assuming files are committed in arrival order; snapshots and data files per minute.
+
+    Only snapshots that bring new rows count: a compaction's rewrite (operation ``replace``, e.g. a
+    running sink's maintenance) adds as many records as it removes, and counting them would make
+    files look committed before they were."""
+    all_snaps = _snapshots(metadata)
+    rewrites = [s for s in all_snaps if s.get("summary", {}).get("operation") == "replace"]
+    snaps = [s for s in all_snaps
+             if s.get("summary", {}).get("operation") != "replace"
+             and int(s.get("summary", {}).get("added-records", 0)) > 0]
     if not snaps or not arrivals:
-        return {"snapshots": len(snaps)}
+        return {"snapshots": len(snaps), "rewrite_snapshots": len(rewrites)}
     cum: list[tuple[float, int]] = []
     total = 0
     for s in snaps:
@@ -233,7 +241,8 @@ def streaming_metrics(metadata: str, arrivals: list[dict[str, Any]]) -> dict[str
         "latency_p50_s": round(statistics.median(lat), 3) if lat else None,
         "latency_p99_s": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 3) if lat else None,
         "latency_n": len(lat),
-        "snapshots": len(snaps), "snapshots_per_min": round(len(window) / minutes, 1),
+        "snapshots": len(snaps), "rewrite_snapshots": len(rewrites),
+        "snapshots_per_min": round(len(window) / minutes, 1),
         "data_files_per_min": round(files / minutes, 1),
         "commit_interval_p50_s": round(statistics.median(gaps), 3) if gaps else None,
     }

@@ -289,3 +289,20 @@ def test_full_size_suite(tmp_path: Path) -> None:
     assert run.main(["--out", str(out)]) == 0
     res = json.loads(out.read_text())
     assert res["sections"]["append"]["unpartitioned"]["pyarrow_parquet"]["status"] == "ok"
+
+
+def test_streaming_latency_ignores_a_compactions_rewrite(tmp_path: Path) -> None:
+    """A rewrite adds as many records as it removes: it must not make a file look committed."""
+
+    def snap(t: float, op: str, added: int, deleted: int = 0) -> dict[str, object]:
+        summary = {"operation": op, "added-records": str(added), "deleted-records": str(deleted),
+                   "added-data-files": "1"}
+        return {"timestamp-ms": int(t * 1000), "summary": summary}
+
+    meta = tmp_path / "m.metadata.json"
+    meta.write_text(json.dumps({"snapshots": [
+        snap(1.0, "append", 2000), snap(1.5, "replace", 2000, 2000), snap(3.0, "append", 2000)]}))
+    arrivals = [{"t": 0.5, "rows": 2000}, {"t": 1.2, "rows": 2000}]
+    m = baselines.streaming_metrics(str(meta), arrivals)
+    assert m["rows_committed"] == 4000 and m["snapshots"] == 2 and m["rewrite_snapshots"] == 1
+    assert m["latency_n"] == 2 and m["latency_p99_s"] == 1.8  # the second file waited for t=3.0
