@@ -376,8 +376,12 @@ class ArrowBatchWriter:
 
     @staticmethod
     def _consumed(pieces: Any) -> list[dict[str, Any]]:
-        files = pieces.select("seq", "path", "mtime_ms").distinct().collect()
-        return [{"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files]
+        # a few piece rows per file: collected as they are and made distinct here, which spares
+        # Spark the shuffle (a job of its own under adaptive execution) that distinct() costs
+        files = {r.path: r for r in pieces.select("seq", "path", "mtime_ms").collect()}
+        return [
+            {"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files.values()
+        ]
 
 
 class RemoteBatch:
