@@ -63,7 +63,7 @@ from icesql.engine.batch import (
 from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
 from icesql.engine.failures import rule_failure, service_of, transient_failure
 from icesql.engine.hooks import batch_delay, kill_point
-from icesql.engine.policy import CommitClock, PeriodTimer
+from icesql.engine.policy import CommitClock, PeriodTimer, until_next_trigger
 from icesql.engine.recovery import (
     Progress,
     committed_progress,
@@ -589,12 +589,12 @@ class SinkRunner:
             tick=self.period_tick,
         ).start()
 
-    def _commit_if_period_passed(self) -> None:
+    def _commit_if_period_passed(self) -> bool:
+        """The period timer's commit; False when nothing was staged (``PeriodTimer``)."""
         with self.lock:
-            if self.stop_event.is_set():
-                return
-            if self.clock.period_due() and not self.commit("period"):
-                self.clock.committed()  # nothing staged: wait a period
+            if self.stop_event.is_set() or not self.clock.period_due():
+                return True
+            return self.commit("period") is not None
 
     def _fail_and_stop(self, exc: BaseException) -> None:
         self.fail(exc)
@@ -656,10 +656,11 @@ class SinkRunner:
         batch_delay()
         if self.error is not None:
             raise self.error
+        started = time.time()
         with self.lock:
             # its files are in flight until staged (orphan cleanup), and it is written against
             # the key index as it is now: a rewrite beside the sink waits for it (maintainer)
-            self.batch_started = time.time()
+            self.batch_started = started
         try:
             entry = self.stage_rows(self.batch_writer()(batch_df, spark_batch_id), batch_id)
             with self.lock:
@@ -668,7 +669,7 @@ class SinkRunner:
                     self.progress.staged_high = batch_id
                     kill_point("staged", batch_id)
                 self.batch_started = None
-                committed = self.apply_policy()
+                committed = self.apply_policy(self._until_next_trigger(started))
                 if not committed and entry is not None and self.maintainer.wants_gap():
                     committed = self.commit("maintenance") is not None
         finally:
@@ -801,10 +802,16 @@ class SinkRunner:
 
     # ----------------------------------------------------------------- policy and commits
 
-    def apply_policy(self) -> bool:
-        """Commit if the commit clock says so; True when a commit happened."""
-        reason = self.clock.reason(lambda: self.staging.totals()[1])
+    def apply_policy(self, until_next_batch: float = 0.0) -> bool:
+        """Commit if the commit clock says so; True when a commit happened. ``until_next_batch``:
+        the least time before the query's next batch can start (``_until_next_trigger``)."""
+        reason = self.clock.reason(lambda: self.staging.totals()[1], until_next_batch)
         return reason is not None and self.commit(reason) is not None
+
+    def _until_next_trigger(self, batch_started: float) -> float:
+        """Seconds until the query's next batch can start (``policy.until_next_trigger``); 0 for
+        a query that runs its batches back to back (``once``)."""
+        return 0.0 if self.once else until_next_trigger(batch_started, self.trigger_interval, time.time())
 
     def update_plan(self, plan: SinkPlan) -> None:
         """Take a changed definition (ALTER SINK): the commit policy applies at once; other
