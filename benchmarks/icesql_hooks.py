@@ -19,7 +19,8 @@ What each must return (extra keys are kept and shown in the JSON):
 * ``measure_commit_overhead`` -> ``{"p50_ms": ..., "p99_ms": ..., "n": ...}``.
 
 Same Spark settings as the baselines: pass ``spark_conf`` (master ``local[*]``, driver memory 4g,
-UI off, UTC) to the SparkSession given to ``icesql.Session(home=..., spark=...)``;
+UI off, UTC) to the SparkSession given to ``icesql.Session(home=..., spark=...)``, plus the Python
+workers launcher ``icesql``'s own session builder uses for a local master (``_icesql_conf``);
 ``workers.common.spark_session(app, conf=spark_conf)`` builds exactly that session, and
 ``workers.common.warm_up(spark, files, scratch_dir)`` (read one input file, write it as Parquet)
 must run before the timed phase, as it does in every Spark baseline; icesql's hooks add its own
@@ -52,12 +53,22 @@ def finish_append(seconds: float, metadata: str, rows: int, arrow_bytes: int, **
     return out
 
 
+def _icesql_conf(spark_conf: dict[str, str] | None) -> dict[str, str]:
+    """The baselines' settings plus what ``icesql``'s own session builder sets for a local
+    master: Python workers through ``worker_python``'s launcher (pyspark from its package)."""
+    from icesql.engine.spark import worker_python
+
+    python = worker_python()
+    os.environ["PYSPARK_PYTHON"] = python
+    return {"spark.pyspark.python": python, **(spark_conf or {})}
+
+
 def _session(home: str, spark_conf: dict[str, str] | None) -> tuple[Any, Any, float]:
     """An ``icesql.Session`` on ``home`` with a SparkSession built like the baselines' one."""
     import icesql
     from benchmarks.workers.common import spark_session
 
-    spark, session_s = spark_session("bench-icesql", conf=spark_conf)
+    spark, session_s = spark_session("bench-icesql", conf=_icesql_conf(spark_conf))
     return icesql.Session(home=home, spark=spark), spark, session_s
 
 
@@ -483,7 +494,7 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
     table = cat.load_table("bench.k")
     from benchmarks.workers.common import spark_session
 
-    spark, session_s = spark_session("bench-icesql-index", conf=spark_conf)
+    spark, session_s = spark_session("bench-icesql-index", conf=_icesql_conf(spark_conf))
     store = IndexStore(table.location(), "bench-index", {})
     kwargs = {"key": ["id"], "progress": 0, "version": 1, "parallelism": parallelism(spark), "io_properties": {}}
     try:
