@@ -141,7 +141,18 @@ CACHE_DIR = Setting(
     "where the analysed grammar is cached; default `$XDG_CACHE_HOME/icesql` or "
     "`~/.cache/icesql`; set it empty to turn the cache off",
 )
-XDG_CACHE_HOME = Setting("XDG_CACHE_HOME", None, "the base of the default grammar cache directory")
+XDG_CACHE_HOME = Setting(
+    "XDG_CACHE_HOME",
+    None,
+    "the base of the default grammar cache directory and of the Spark workers' launcher "
+    "(`$XDG_CACHE_HOME/icesql`, else `~/.cache/icesql`)",
+)
+PYSPARK_PYTHON = Setting(
+    "PYSPARK_PYTHON",
+    None,
+    "the Python Spark's workers run; unset (or icesql's own interpreter): icesql's interpreter, "
+    "on a local master through a launcher that imports pyspark from its package, not `pyspark.zip`",
+)
 EDITOR = Setting("VISUAL", None, "the editor of the shell's `\\e` (then `$EDITOR`, then `vi`)")
 EDITOR_FALLBACK = Setting("EDITOR", "vi", "the editor of the shell's `\\e` when `$VISUAL` is unset")
 PAGER = Setting(
@@ -182,6 +193,7 @@ ALL: tuple[Setting, ...] = (
     READY_GRACE,
     CACHE_DIR,
     XDG_CACHE_HOME,
+    PYSPARK_PYTHON,
     EDITOR,
     EDITOR_FALLBACK,
     PAGER,

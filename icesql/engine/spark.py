@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from icesql.settings import SPARK_MASTER
+from icesql.settings import PYSPARK_PYTHON, SPARK_MASTER, XDG_CACHE_HOME
 
 _LOCK = threading.Lock()
 
@@ -101,7 +101,7 @@ def worker_python(python: str | None = None) -> str:
         return python
     zips = f"{_sh_quote(os.path.join(lib, 'pyspark.zip'))}|{_sh_quote(os.path.join(lib, 'py4j-'))}*{_sh_quote('-src.zip')}"
     text = _LAUNCHER.format(python=python, python_q=_sh_quote(python), zips=zips)
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = XDG_CACHE_HOME.get() or os.path.join(os.path.expanduser("~"), ".cache")
     path = os.path.join(cache, "icesql", f"worker-python-{hashlib.sha256(text.encode()).hexdigest()[:16]}")
     try:
         with open(path, encoding="utf-8") as f:
@@ -168,8 +168,9 @@ def get_spark(
             # Without it Spark warns that the host name resolves to loopback on every start.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # the workers run on this machine: on this interpreter, pyspark from its package
-            if os.environ.get("PYSPARK_PYTHON") == sys.executable:
-                settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"] = worker_python()
+            if PYSPARK_PYTHON.get() == sys.executable:
+                settings["spark.pyspark.python"] = python = worker_python()
+                os.environ.update(PYSPARK_PYTHON=python)  # what PySpark's UDFs start
         for k, v in (conf or {}).items():
             settings[str(k)] = _conf_value(v)
         builder = SparkSession.builder.appName(app_name)
