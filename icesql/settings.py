@@ -203,6 +203,12 @@ ALL: tuple[Setting, ...] = (
 )
 
 
+def user_cache_dir() -> str:
+    """icesql's directory in the user's cache: ``$XDG_CACHE_HOME/icesql``, else
+    ``~/.cache/icesql`` (the grammar cache's default and the Spark workers' launcher)."""
+    return os.path.join(XDG_CACHE_HOME.get() or os.path.join(os.path.expanduser("~"), ".cache"), "icesql")
+
+
 def markdown_table() -> str:
     """The README's table of environment variables."""
     lines = ["| variable | default | what it does |", "|---|---|---|"]

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from icesql.settings import PYSPARK_PYTHON, SPARK_MASTER, XDG_CACHE_HOME
+from icesql.settings import PYSPARK_PYTHON, SPARK_MASTER, user_cache_dir
 
 _LOCK = threading.Lock()
 
@@ -66,10 +66,6 @@ exec {python_q} "$@"
 """
 
 
-def _sh_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
 def worker_python(python: str | None = None) -> str:
     """The executable Spark should start its local Python workers with: ``python`` (default
     ``sys.executable``) behind a small launcher that takes pyspark's own ``pyspark.zip`` and
@@ -85,6 +81,7 @@ def worker_python(python: str | None = None) -> str:
     own), ``python`` itself is returned."""
     import hashlib
     import importlib.util
+    import shlex
 
     python = python or sys.executable
     if os.name != "posix":
@@ -99,10 +96,9 @@ def worker_python(python: str | None = None) -> str:
     lib = os.path.join(os.path.dirname(origin), "python", "lib")
     if not os.path.isfile(os.path.join(lib, "pyspark.zip")):
         return python
-    zips = f"{_sh_quote(os.path.join(lib, 'pyspark.zip'))}|{_sh_quote(os.path.join(lib, 'py4j-'))}*{_sh_quote('-src.zip')}"
-    text = _LAUNCHER.format(python=python, python_q=_sh_quote(python), zips=zips)
-    cache = XDG_CACHE_HOME.get() or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.path.join(cache, "icesql", f"worker-python-{hashlib.sha256(text.encode()).hexdigest()[:16]}")
+    zips = f"{shlex.quote(os.path.join(lib, 'pyspark.zip'))}|{shlex.quote(os.path.join(lib, 'py4j-'))}*{shlex.quote('-src.zip')}"
+    text = _LAUNCHER.format(python=python, python_q=shlex.quote(python), zips=zips)
+    path = os.path.join(user_cache_dir(), f"worker-python-{hashlib.sha256(text.encode()).hexdigest()[:16]}")
     try:
         with open(path, encoding="utf-8") as f:
             if f.read() == text and os.access(path, os.X_OK):
@@ -120,6 +116,14 @@ def worker_python(python: str | None = None) -> str:
         logging.getLogger("icesql.spark").debug("cannot write the worker launcher %s", path, exc_info=True)
         return python
     return path
+
+
+def _local_worker_python() -> str:
+    """What a local master's Python workers run: ``worker_python()``'s launcher while
+    ``PYSPARK_PYTHON`` is icesql's own (this interpreter, or the launcher an earlier session
+    set), else this interpreter, as on any other master."""
+    launcher = worker_python()
+    return launcher if PYSPARK_PYTHON.get() in (sys.executable, launcher) else sys.executable
 
 
 _LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
@@ -168,8 +172,9 @@ def get_spark(
             # Without it Spark warns that the host name resolves to loopback on every start.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             # the workers run on this machine: on this interpreter, pyspark from its package
-            if PYSPARK_PYTHON.get() == sys.executable:
-                settings["spark.pyspark.python"] = python = worker_python()
+            python = _local_worker_python()
+            if python != sys.executable:
+                settings["spark.pyspark.python"] = python
                 os.environ.update(PYSPARK_PYTHON=python)  # what PySpark's UDFs start
         for k, v in (conf or {}).items():
             settings[str(k)] = _conf_value(v)

@@ -89,8 +89,7 @@ def _cache_dir() -> Path | None:
     if explicit:
         base = Path(explicit)
     else:
-        xdg = settings.XDG_CACHE_HOME.get()
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "icesql"
+        base = Path(settings.user_cache_dir())
     try:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:

@@ -60,3 +60,18 @@ def test_a_local_sessions_workers_import_pyspark_from_its_package(spark: Any) ->
 
     found = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
     assert found == [pyspark.__file__]
+
+
+def test_a_later_local_session_keeps_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first local session sets PYSPARK_PYTHON to the launcher; a session started after it
+    # stopped must still use it, and a Python the user chose is not replaced by the launcher
+    from icesql.engine.spark import _local_worker_python
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    launcher = worker_python()
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    assert _local_worker_python() == launcher
+    monkeypatch.setenv("PYSPARK_PYTHON", launcher)
+    assert _local_worker_python() == launcher
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/other/python3")
+    assert _local_worker_python() == sys.executable
