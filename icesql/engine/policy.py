@@ -92,7 +92,7 @@ class PeriodTimer:
         name: str,
         clock: CommitClock,
         stop: threading.Event,
-        commit_if_due: Callable[[], bool | None],
+        commit_if_due: Callable[[], bool],
         on_error: Callable[[BaseException], None],
         tick: float | None = None,
     ) -> None:
@@ -127,7 +127,7 @@ class PeriodTimer:
                 idle = False
                 continue
             try:
-                idle = self.commit_if_due() is False
+                idle = not self.commit_if_due()
             except BaseException as e:
                 self.on_error(e)
                 return

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 
 from icesql.engine.policy import CommitClock, PeriodTimer, until_next_trigger
+from icesql.engine.runner import SinkRunner
 from icesql.plan import CommitPolicy
 
 TICK = 2.0  # far longer than the periods below: a timer that slept whole ticks commits 2 s late
@@ -25,11 +28,12 @@ def run_timer(
     stop = threading.Event()
     made: list[tuple[float, float]] = []
 
-    def commit_if_due() -> None:
+    def commit_if_due() -> bool:
         made.append((time.monotonic(), clock.since_commit()))
         clock.committed()
         if len(made) == calls:
             stop.set()
+        return True  # something was staged and committed
 
     started = time.monotonic()
     timer = PeriodTimer("t", clock, stop, commit_if_due, on_error=lambda e: stop.set(), tick=TICK).start()
@@ -81,15 +85,18 @@ def test_an_idle_period_end_does_not_reset_the_clock_and_the_timer_does_not_spin
     # nothing staged when the period ends: the timer looks again each tick (not every few
     # milliseconds), and the period stays over, so the next batch to end commits at once
     # (a reset made it wait another whole period)
+    # (the runner's own timer callback, on a stand-in runner whose commits find nothing staged)
     clock = CommitClock(CommitPolicy(maximum_period=0.2))
     stop = threading.Event()
     calls: list[float] = []
 
-    def nothing_staged() -> bool:
+    def nothing_staged(reason: str) -> None:
         calls.append(time.monotonic())
-        return False
+        return None  # what SinkRunner.commit returns with nothing staged
 
-    timer = PeriodTimer("t", clock, stop, nothing_staged, on_error=lambda e: stop.set(), tick=0.25).start()
+    runner = SimpleNamespace(lock=threading.Lock(), stop_event=threading.Event(), clock=clock, commit=nothing_staged)
+    commit_if_due = functools.partial(SinkRunner._commit_if_period_passed, runner)
+    timer = PeriodTimer("t", clock, stop, commit_if_due, on_error=lambda e: stop.set(), tick=0.25).start()
     time.sleep(1.3)
     stop.set()
     timer.join(5)
