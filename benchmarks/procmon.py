@@ -11,8 +11,11 @@ seconds it walks the descendants of the child and sums ``VmRSS`` per kind of pro
 
 Reported: the peak of the total and the peak of each kind (peaks of different kinds may occur
 at different moments, so they need not add up to the total). RSS counts shared pages once per
-process, so forked python workers are over-counted a little; the sampling misses spikes
-shorter than the interval.
+process, so a tree of many Python processes (each mapping pyarrow's libraries, forked workers
+sharing their daemon's pages) is over-counted; the proportional set size (``Pss`` of
+``/proc/<pid>/smaps_rollup``: a shared page divided among the processes mapping it) is reported
+beside it (``peak_pss_mb``). The goals are judged on RSS, PSS is context. The sampling misses
+spikes shorter than the interval.
 
 The child reports its own measurements by printing one line ``RESULT {json}`` on stdout.
 """
@@ -47,21 +50,37 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
-def _rss_and_exe(pid: int) -> tuple[int, str]:
+def _pss(pid: int) -> int:
+    """Proportional set size (bytes): each shared page divided among the processes mapping it."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0
+
+
+def _rss_and_exe(pid: int) -> tuple[int, int, str]:
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
             rss = int(f.read().split()[1]) * PAGE
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
     except (OSError, IndexError, ValueError):
-        return 0, ""
-    return rss, os.path.basename(argv0)
+        return 0, 0, ""
+    return rss, _pss(pid), os.path.basename(argv0)
 
 
-def sample_tree(root: int) -> dict[str, int]:
-    """Current RSS (bytes) of ``root`` and its descendants, by kind."""
+KINDS = ("jvm", "python_workers", "driver_python", "other")
+
+
+def sample_tree(root: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Current RSS and PSS (bytes) of ``root`` and its descendants, by kind."""
     kids = _children_map()
-    out = {"jvm": 0, "python_workers": 0, "driver_python": 0, "other": 0}
+    rss_by = dict.fromkeys(KINDS, 0)
+    pss_by = dict.fromkeys(KINDS, 0)
     stack: list[tuple[int, bool]] = [(root, False)]
     seen: set[int] = set()
     while stack:
@@ -69,17 +88,18 @@ def sample_tree(root: int) -> dict[str, int]:
         if pid in seen:
             continue
         seen.add(pid)
-        rss, exe = _rss_and_exe(pid)
+        rss, pss, exe = _rss_and_exe(pid)
         if exe == "java":
             kind = "jvm"
         elif exe.startswith("python"):
             kind = "python_workers" if under_jvm else "driver_python"
         else:
             kind = "other"
-        out[kind] += rss
+        rss_by[kind] += rss
+        pss_by[kind] += pss
         for c in kids.get(pid, ()):
             stack.append((c, under_jvm or exe == "java"))
-    return out
+    return rss_by, pss_by
 
 
 class TreeSampler:
@@ -87,7 +107,9 @@ class TreeSampler:
         self.pid = pid
         self.interval = interval
         self.peak_total = 0
-        self.peak = {"jvm": 0, "python_workers": 0, "driver_python": 0, "other": 0}
+        self.peak = dict.fromkeys(KINDS, 0)
+        self.peak_pss_total = 0
+        self.peak_pss = dict.fromkeys(KINDS, 0)
         self.samples = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -95,14 +117,16 @@ class TreeSampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                s = sample_tree(self.pid)
+                rss_by, pss_by = sample_tree(self.pid)
             except Exception:  # noqa: BLE001 - a vanished process mid-walk
-                s = {}
-            if s:
+                rss_by, pss_by = {}, {}
+            if rss_by:
                 self.samples += 1
-                self.peak_total = max(self.peak_total, sum(s.values()))
-                for k, v in s.items():
-                    self.peak[k] = max(self.peak[k], v)
+                self.peak_total = max(self.peak_total, sum(rss_by.values()))
+                self.peak_pss_total = max(self.peak_pss_total, sum(pss_by.values()))
+                for k in KINDS:
+                    self.peak[k] = max(self.peak[k], rss_by[k])
+                    self.peak_pss[k] = max(self.peak_pss[k], pss_by[k])
             self._stop.wait(self.interval)
 
     def __enter__(self) -> TreeSampler:
@@ -115,11 +139,15 @@ class TreeSampler:
 
     def report(self) -> dict[str, Any]:
         mb = 2**20
-        return {
+        out: dict[str, Any] = {
             "peak_rss_mb": round(self.peak_total / mb, 1),
             "peak_rss_mb_by_kind": {k: round(v / mb, 1) for k, v in self.peak.items() if v},
             "rss_method": f"/proc VmRSS of the process tree, sampled every {self.interval:g}s",
         }
+        if self.peak_pss_total:
+            out["peak_pss_mb"] = round(self.peak_pss_total / mb, 1)
+            out["peak_pss_mb_by_kind"] = {k: round(v / mb, 1) for k, v in self.peak_pss.items() if v}
+        return out
 
 
 def run_monitored(cmd: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,

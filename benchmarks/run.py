@@ -450,6 +450,14 @@ def _has_mem(r: Any) -> bool:
     return _ok(r) and bool(r.get("peak_rss_mb"))
 
 
+def _pss_ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return a["peak_pss_mb"] / b["peak_pss_mb"]
+
+
+def _has_pss(r: Any) -> bool:
+    return _ok(r) and bool(r.get("peak_pss_mb"))
+
+
 # The goals (issue 11 "What it must show", issue 12 for the upsert).
 APPEND_VS_JAVA, APPEND_VS_PYARROW = 2.0, 0.6
 UPSERT_VS_MERGE, READ_VS_COMPACTED = 3.0, 1.5
@@ -474,6 +482,8 @@ def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
                                f">= {APPEND_VS_PYARROW:g}x", lambda v: v >= APPEND_VS_PYARROW))
         rows.append(_ratio_row(f"append {layout}: icesql peak memory / Spark+Iceberg Java's (lower is better)",
                                ice, java, _mem_ratio, "<= 1x", lambda v: v <= 1.0, ok=_has_mem))
+        rows.append(_ratio_row(f"append {layout}: (context) icesql peak PSS / Spark+Iceberg Java's (shared pages "
+                               "counted once)", ice, java, _pss_ratio, "-", None, ok=_has_pss))
         rows.append(_ratio_row(f"append {layout}: Arrow path gain, icesql vs icesql_spark_path "
                                "(ICESQL_ARROW_PATH=0)", ice, _get(res, "icesql_spark_path"), speed, "-", None))
         rows.append(_ratio_row(f"append {layout}: (context) icesql_spark_path vs Spark+Iceberg Java",
@@ -567,6 +577,8 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(_ratio_row(f"scaling {name}: peak RSS growth {sizes[0]:,} -> {sizes[-1]:,} rows", hi, lo,
                                    _mem_ratio, f"<= {FLAT_MEMORY:g}x (flat)" if flat else "-",
                                    (lambda v: v <= FLAT_MEMORY) if flat else None, ok=_has_mem))
+            rows.append(_ratio_row(f"scaling {name}: (context) peak PSS growth {sizes[0]:,} -> {sizes[-1]:,} rows",
+                                   hi, lo, _pss_ratio, "-", None, ok=_has_pss))
     fe = sections.get("frontend", {})
     if fe:
         floor = fe.get("python_startup_floor")
@@ -664,7 +676,8 @@ def _mem(r: dict[str, Any]) -> str:
              for n, v in k.items() if n != "other" and v]
     if not r.get("peak_rss_mb"):
         return "n/a"
-    return f"{int(r['peak_rss_mb'])} ({', '.join(parts)})" if parts else f"{int(r['peak_rss_mb'])}"
+    out = f"{int(r['peak_rss_mb'])} ({', '.join(parts)})" if parts else f"{int(r['peak_rss_mb'])}"
+    return f"{out}; PSS {int(r['peak_pss_mb'])}" if r.get("peak_pss_mb") else out
 
 
 def _files(r: dict[str, Any]) -> str:
@@ -723,7 +736,9 @@ def render_markdown(res: dict[str, Any]) -> str:
                     f"{_fmt(ds.get('rows'))} rows, {ds.get('input_files')} input Parquet files "
                     f"({ds.get('input_mb')} MB snappy, {ds.get('arrow_mb')} MB in Arrow = the MB of MB/s)"
                     for ds in dsl) + ". seconds = the timed write (input read included; session start and warm-up excluded); "
-                "wall = the whole child process; memory = peak RSS of the process tree in MB (jvm, py-workers, py).",
+                "wall = the whole child process; memory = peak RSS of the process tree in MB (jvm, py-workers, py; "
+                "PSS = the peak of its proportional set size, each shared page divided among the processes "
+                "that map it, where recorded).",
                 "", _table(["section", "layout", "runner", "status", "seconds", "rows/s", "MB/s",
                             "data files (min/median/max)", "peak RSS MB", "wall s"], ap_rows)]
     e2e = secs.get("e2e")
