@@ -24,7 +24,8 @@ under the sink's ``MaintenancePolicy``) and:
   (``carry_over``), so the compaction never loses the race and never undoes an upsert. What it
   can do before the gap it does before (the deletes committed so far carried over, the written
   files' key-index entries read and hashed: ``_hash_written``); the gap holds the sink up only
-  for what came since, the commit and the index's follow (logged as ``held=``).
+  for what came since, the commit and the index's follow (logged as ``held=``). A ``run --once``
+  starts it only as its next batch begins: its last batch is followed by the stop, not by a gap.
 
 A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
 no batch being written (batches are written against the key index, which it moves). A sink that
@@ -118,6 +119,7 @@ class Maintainer:
         self._large_waits = False  # a rewrite beside the sink is written and waits for a gap
         self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
         self._hashed: Any = None  # a rewrite beside the sink: the index entries of the files it wrote
+        self._deferred: Any = None  # a run --once: the rewrite beside the sink waits for its next batch
 
     @property
     def policy(self) -> Any:
@@ -146,6 +148,7 @@ class Maintainer:
     def after_commit(self) -> None:
         """Called by the runner after each of its commits, holding its lock, nothing staged."""
         self._gap.set()
+        self._deferred = None  # planned again below, on the table as it is now
         policy = self.policy
         if not policy.automatic or self.runner.table is None:
             return
@@ -173,7 +176,7 @@ class Maintainer:
             any(t.kind is StepKind.COMPACT for t in tasks) and not self.busy() and not self._may_compact()
         )
         if large and not self.busy() and self._may_compact():
-            self._start_large(large[0])
+            self._begin_large(large[0])
         small = [
             t for t in small if not (t.kind is StepKind.COMPACT and (self.busy() or not self._may_compact()))
         ]
@@ -182,7 +185,7 @@ class Maintainer:
         task = self._next(small)
         if task.kind is StepKind.COMPACT and self._gap_seconds > self._budget(started):
             # it would hold the sink's next commit back: beside the sink, only its commit in a gap
-            self._start_large(task)
+            self._begin_large(task)
             others = [t for t in small if t.kind is not StepKind.COMPACT]
             if not others:
                 return
@@ -294,6 +297,24 @@ class Maintainer:
         return set(staged_files(self.runner.home))
 
     # ----------------------------------------------------------------- beside the sink
+
+    def _begin_large(self, task: Any) -> None:
+        """Start a rewrite beside the sink. A ``run --once`` starts it as its next batch begins
+        (``before_batch``): after its last batch the run stops, which leaves the rewrite no gap
+        to commit in, so one started then would be read and written only to be thrown away."""
+        if self.runner.once:
+            self._deferred = task
+            log.debug("sink %s: compaction beside the sink waits for the next batch", self.runner.name)
+            return
+        self._start_large(task)
+
+    def before_batch(self) -> None:
+        """Called by the runner as a batch begins, holding its lock, before the batch counts as
+        in flight: a rewrite a ``run --once`` deferred starts now, against the table the last
+        commit left (nothing was committed since, by this sink)."""
+        task, self._deferred = self._deferred, None
+        if task is not None and not self.busy() and self._may_compact():
+            self._start_large(task)
 
     def _start_large(self, task: Any) -> None:
         self._large_started = time.time()

@@ -658,6 +658,7 @@ class SinkRunner:
             raise self.error
         started = time.time()
         with self.lock:
+            self.maintainer.before_batch()  # a rewrite a run --once deferred to this batch
             # its files are in flight until staged (orphan cleanup), and it is written against
             # the key index as it is now: a rewrite beside the sink waits for it (maintainer)
             self.batch_started = started

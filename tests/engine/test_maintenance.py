@@ -569,9 +569,9 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
 
 
 
-def stand_in_runner(commit: Any) -> Any:
+def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
     """What the maintainer asks of a sink's runner: an append sink (no key index) on table ns.t,
-    committing by ``commit``, nothing staged, no batch in flight."""
+    committing by ``commit``, nothing staged, no batch in flight (``once``: a ``run --once``)."""
     import threading
     from types import SimpleNamespace
 
@@ -591,6 +591,7 @@ def stand_in_runner(commit: Any) -> Any:
         batch_started=None,
         stop_event=threading.Event(),
         listeners=SimpleNamespace(maintenance=lambda event: None),
+        once=once,
     )
 
 
@@ -681,6 +682,53 @@ def test_a_rewrite_beside_the_sink_stops_with_the_sink(monkeypatch: pytest.Monke
     assert len(handed) == 1 and handed[0]() is False
     runner.stop_event.set()
     assert handed[0]() is True
+
+
+def test_a_run_once_starts_a_rewrite_beside_the_sink_only_as_its_next_batch_begins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``run --once`` stops after its last batch, so a rewrite beside the sink started after
+    that batch's commit has no gap to commit in: it would read and write files only to be thrown
+    away (and keep the process up meanwhile). The run starts a due rewrite as its next batch
+    begins, planned again after every commit; a run whose input ends starts none. A running sink
+    starts it at once. (The rewrite is a stand-in: what is tested is when the maintainer starts it.)"""
+    from types import SimpleNamespace
+
+    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import CommitPolicy
+
+    started: list[float] = []
+
+    def beside(table: Any, before_commit: Any, **kw: Any) -> Any:
+        started.append(time.monotonic())
+        return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    due = [Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite")]
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
+    monkeypatch.setattr(compact_module, "compact_table", beside)
+
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True))
+    once.after_commit()  # the commit of a batch: the rewrite waits for the next one
+    once.join(10)
+    assert started == [] and not once.busy()
+    once.before_batch()  # another batch begins: the rewrite starts beside it
+    once.join(10)
+    assert len(started) == 1
+    once.after_commit()
+    due.clear()
+    once.after_commit()  # planned again: nothing due any more, so nothing waits
+    once.before_batch()
+    once.join(10)
+    assert len(started) == 1
+
+    due.append(Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite"))
+    running = Maintainer(stand_in_runner(CommitPolicy()))
+    running.after_commit()
+    running.join(10)
+    assert len(started) == 2
 
 
 def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
