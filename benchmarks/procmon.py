@@ -14,8 +14,11 @@ at different moments, so they need not add up to the total). RSS counts shared p
 process, so a tree of many Python processes (each mapping pyarrow's libraries, forked workers
 sharing their daemon's pages) is over-counted; the proportional set size (``Pss`` of
 ``/proc/<pid>/smaps_rollup``: a shared page divided among the processes mapping it) is reported
-beside it (``peak_pss_mb``). The goals are judged on RSS, PSS is context. The sampling misses
-spikes shorter than the interval.
+beside it (``peak_pss_mb``) when asked for (``PSS_EVERY``, ``run.py --pss SECONDS``): reading
+``smaps_rollup`` walks a process's page tables under its memory lock (13 ms for a JVM with 1 GB
+touched), so sampled every 0.1 s it took a noticeable share of a core from the measured run
+(a 10M-row ``icesql run --once`` 1.7-2.7 s slower); off by default. The goals are judged on RSS,
+PSS is context. The sampling misses spikes shorter than the interval.
 
 The child reports its own measurements by printing one line ``RESULT {json}`` on stdout.
 """
@@ -62,22 +65,23 @@ def _pss(pid: int) -> int:
     return 0
 
 
-def _rss_and_exe(pid: int) -> tuple[int, int, str]:
+def _rss_and_exe(pid: int) -> tuple[int, str]:
     try:
         with open(f"/proc/{pid}/statm", "rb") as f:
             rss = int(f.read().split()[1]) * PAGE
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
     except (OSError, IndexError, ValueError):
-        return 0, 0, ""
-    return rss, _pss(pid), os.path.basename(argv0)
+        return 0, ""
+    return rss, os.path.basename(argv0)
 
 
 KINDS = ("jvm", "python_workers", "driver_python", "other")
+PSS_EVERY: float | None = None  # seconds between PSS samples (None: RSS only; see the module docstring)
 
 
-def sample_tree(root: int) -> tuple[dict[str, int], dict[str, int]]:
-    """Current RSS and PSS (bytes) of ``root`` and its descendants, by kind."""
+def sample_tree(root: int, pss: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """Current RSS and (``pss``) PSS in bytes of ``root`` and its descendants, by kind."""
     kids = _children_map()
     rss_by = dict.fromkeys(KINDS, 0)
     pss_by = dict.fromkeys(KINDS, 0)
@@ -88,7 +92,7 @@ def sample_tree(root: int) -> tuple[dict[str, int], dict[str, int]]:
         if pid in seen:
             continue
         seen.add(pid)
-        rss, pss, exe = _rss_and_exe(pid)
+        rss, exe = _rss_and_exe(pid)
         if exe == "java":
             kind = "jvm"
         elif exe.startswith("python"):
@@ -96,16 +100,19 @@ def sample_tree(root: int) -> tuple[dict[str, int], dict[str, int]]:
         else:
             kind = "other"
         rss_by[kind] += rss
-        pss_by[kind] += pss
+        if pss:
+            pss_by[kind] += _pss(pid)
         for c in kids.get(pid, ()):
             stack.append((c, under_jvm or exe == "java"))
     return rss_by, pss_by
 
 
 class TreeSampler:
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
+    def __init__(self, pid: int, interval: float = 0.1, pss_every: float | None = None) -> None:
         self.pid = pid
         self.interval = interval
+        self.pss_every = PSS_EVERY if pss_every is None else pss_every
+        self._pss_at = 0.0
         self.peak_total = 0
         self.peak = dict.fromkeys(KINDS, 0)
         self.peak_pss_total = 0
@@ -116,8 +123,12 @@ class TreeSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            now = time.monotonic()
+            pss = bool(self.pss_every) and now - self._pss_at >= (self.pss_every or 0.0)
+            if pss:
+                self._pss_at = now
             try:
-                rss_by, pss_by = sample_tree(self.pid)
+                rss_by, pss_by = sample_tree(self.pid, pss)
             except Exception:  # noqa: BLE001 - a vanished process mid-walk
                 rss_by, pss_by = {}, {}
             if rss_by:

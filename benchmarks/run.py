@@ -868,6 +868,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="change batches the upsert's fresh-process runs apply (default all; --quick: 2)")
     ap.add_argument("--index-keys", default=None, help="comma list of key counts for the index build (default 1M,10M)")
     ap.add_argument("--views-rows", type=int, default=None, help="rows of the views writer experiment (default 1M)")
+    ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
+                    help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")
     ap.add_argument("--data-dir", default="/tmp/icesql-bench/data", help="generated datasets (cached)")
     ap.add_argument("--work-dir", default="/tmp/icesql-bench/work", help="tables written by the runs")
@@ -877,6 +879,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="only recompute ratios and tables from earlier results files (several: their sections "
                          "are combined, later files win; written to --out or the last file)")
     a = ap.parse_args(argv)
+    if a.pss:
+        from benchmarks import procmon
+
+        procmon.PSS_EVERY = a.pss
     if a.render:
         srcs = [Path(x) for x in a.render.split(",")]
         runs = [json.loads(x.read_text()) for x in srcs]
