@@ -89,6 +89,15 @@ class Terminal:
     def prompt(self, timeout: float = 30.0) -> None:
         self.expect("icesql>", timeout)
 
+    def reply(self, tag: str, timeout: float = 30.0) -> str:
+        """Wait for a statement's reply (``CREATE SOURCE``) on a line of its own. ``expect`` of the
+        bare words also matches the echo of the typed statement, which can show before the
+        statement has run: the next line typed then waits as typeahead, and the test's marks
+        fall out of step with the screen (the next ``prompt`` may match one drawn before the
+        reply)."""
+        # the reply may follow a blank drawn over the prompt's line (" \b"): spaces around it
+        return self.expect(rf"(?m)^[ \t]*{re.escape(tag)}[ \t]*$", timeout, regex=True)
+
     def send(self, keys: str) -> None:
         self.child.send(keys)
 

@@ -42,7 +42,7 @@ def test_multi_line_entry_until_semicolon(term: Terminal) -> None:
     term.line("CREATE SECRET s AS 'a;")  # inside a string
     term.expect("->")
     term.line("b';")
-    term.expect("CREATE SECRET")
+    term.reply("CREATE SECRET")
     term.prompt()
 
 
@@ -58,10 +58,10 @@ def test_completion_after_create(term: Terminal) -> None:
 
 def test_completion_of_connections_after_iceberg_catalog(term: Terminal) -> None:
     term.line(LAKE)
-    term.expect("CREATE CONNECTION")
+    term.reply("CREATE CONNECTION")
     term.prompt()
     term.line("CREATE SECRET pw AS 'x';")
-    term.expect("CREATE SECRET")
+    term.reply("CREATE SECRET")
     term.prompt()
     term.send("CREATE SINK s FROM src TO ICEBERG CATALOG ")
     term.send("\t")
@@ -97,7 +97,7 @@ def test_error_shows_a_caret_under_the_problem(term: Terminal) -> None:
 
 def test_history_file_never_holds_a_secret(term: Terminal, icesql_home: Path) -> None:
     term.line("CREATE SECRET pw AS 'hunter2-do-not-store';")
-    term.expect("CREATE SECRET")
+    term.reply("CREATE SECRET")
     term.prompt()
     term.line("SHOW SECRETS;")
     term.expect("(1 row)")
@@ -124,7 +124,7 @@ def test_drop_asks_for_confirmation(term: Terminal) -> None:
     term.line("DROP SECRET pw;")
     term.expect("Continue? [y/N]")
     term.line("y")
-    term.expect("DROP SECRET")
+    term.reply("DROP SECRET")
     term.prompt()
     term.line("SHOW SECRETS;")
     term.expect("(0 rows)")
@@ -149,7 +149,7 @@ def test_backslash_commands(term: Terminal, icesql_home: Path) -> None:
     script = icesql_home / "setup.sql"
     script.write_text("CREATE SECRET token AS 'abc';\n" + LAKE + "\n")
     term.line(f"\\i {script}")
-    term.expect("CREATE CONNECTION")
+    term.reply("CREATE CONNECTION")
     term.prompt()
     term.line("\\d")
     term.expect("connection | lake")
@@ -201,9 +201,9 @@ def test_running_sink_shows_in_the_toolbar_and_ctrl_d_commits(icesql_home: Path)
     try:
         term.prompt()
         term.line(LAKE)
-        term.expect("CREATE CONNECTION")
+        term.reply("CREATE CONNECTION")
         term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 50, SCHEMA = 'id BIGINT');")
-        term.expect("CREATE SOURCE")
+        term.reply("CREATE SOURCE")
         term.line(
             "CREATE SINK gen_sink FROM gen INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't') "
             "WITH (MAXIMUM PERIOD = '1h', MINIMUM SIZE = '1GiB');"
@@ -231,7 +231,7 @@ def test_select_shows_a_table_and_ctrl_c_cancels_a_long_query(icesql_home: Path)
     try:
         term.prompt()
         term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT, name STRING');")
-        term.expect("CREATE SOURCE")
+        term.reply("CREATE SOURCE")
         term.prompt()
         term.line("SELECT id, name FROM gen ORDER BY id LIMIT 3;")
         term.expect("(3 rows)", timeout=180)
@@ -259,7 +259,7 @@ def test_a_long_select_result_is_paged(icesql_home: Path) -> None:
     try:
         term.prompt()
         term.line("CREATE SOURCE gen FROM GENERATOR (ROWS PER SECOND = 5, SCHEMA = 'id BIGINT');")
-        term.expect("CREATE SOURCE")
+        term.reply("CREATE SOURCE")
         term.prompt()
         term.line("SELECT id FROM gen ORDER BY id;")  # 100 rows on a 40-line terminal
         term.expect(" 36", timeout=180)
