@@ -241,21 +241,27 @@ class Shell:
 
     def run(self) -> int:
         self.echo(f"icesql shell — home {self.session.home}. Type \\? for help, Ctrl-D to quit.")
-        with patch_stdout(raw=True):
-            while not self._exit:
-                default, self._next_input = self._next_input, ""
-                try:
+        while not self._exit:
+            default, self._next_input = self._next_input, ""
+            try:
+                # Output of other threads (a sink's log line) goes above the prompt while it is
+                # shown. The patch ends with the prompt: a statement's own output is written as
+                # it is printed, all of it before the next prompt is drawn. (Kept on across
+                # statements, the proxy wrote its queue from a thread of its own, which could
+                # find no prompt running and write straight over the next one: a SELECT's table
+                # printed over the new prompt, which was then not drawn again.)
+                with patch_stdout(raw=True):
                     text = self.prompt_session.prompt(
                         default=default,
                         refresh_interval=1.0 if self._started_sinks else None,
                         pre_run=self._pre_run,
                     )
-                except KeyboardInterrupt:
-                    continue
-                except EOFError:
-                    break
-                self.handle(text)
-            self.shutdown()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            self.handle(text)
+        self.shutdown()
         return 0
 
     def handle(self, text: str) -> None:
