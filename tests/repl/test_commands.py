@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,35 @@ def test_format_table_and_status_line() -> None:
         last_commit_at, last_error = 100.0, "boom\ntrace"
 
     assert status_line(S(), now=103.0) == "orders running rows=12 bytes=2.0 KiB commit 3s ago error: boom"
+
+
+def test_a_statements_output_is_written_before_the_next_prompt(icesql_home: Path) -> None:
+    """The shell's loop: only the prompt runs under ``patch_stdout``, so what a statement prints
+    goes straight to the terminal, never into the proxy's queue, whose writer thread could find
+    no prompt running and write over the next one (a SELECT's table over a prompt that was then
+    not drawn again). Output of other threads while the prompt is shown still goes above it."""
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from prompt_toolkit.patch_stdout import StdoutProxy
+
+    from icesql.repl.shell import Shell
+
+    seen: list[tuple[str, bool]] = []
+
+    class Prompt:
+        def __init__(self) -> None:
+            self.lines = ["SHOW SECRETS;"]
+
+        def prompt(self, **kw: object) -> str:
+            seen.append(("prompt", isinstance(sys.stdout, StdoutProxy)))
+            if not self.lines:
+                raise EOFError
+            return self.lines.pop()
+
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        shell = Shell(Session(icesql_home, validate=False), history_path=icesql_home / "h")
+        shell.prompt_session = Prompt()  # type: ignore[assignment]
+        shell.handle = lambda text: seen.append(("statement", isinstance(sys.stdout, StdoutProxy)))  # type: ignore[method-assign]
+        assert shell.run() == 0
+    assert seen == [("prompt", True), ("statement", False), ("prompt", True)]
