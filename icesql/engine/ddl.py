@@ -59,6 +59,12 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+def _struct(fields: list[tuple[str, Any]]) -> Any:
+    from pyspark.sql import types as T
+
+    return T.StructType([T.StructField(n, t, True) for n, t in fields])
+
+
 class _Parser:
     def __init__(self, tokens: list[str], timestamp_ntz: bool) -> None:
         self.toks = tokens
@@ -133,12 +139,9 @@ class _Parser:
             return T.MapType(key, value, True)
         if word == "struct":
             self.take("<")
-            if self.peek() == ">":
-                self.take()
-                return T.StructType([])
-            fields = self.fields(">")
+            fields = [] if self.peek() == ">" else self.fields(">")
             self.take(">")
-            return T.StructType([T.StructField(n, t, True) for n, t in fields])
+            return _struct(fields)
         raise _Unsure
 
 
@@ -146,13 +149,10 @@ def struct_from_ddl(text: str, timestamp_type: str = "TIMESTAMP_LTZ") -> Any:
     """The ``StructType`` Spark's parser makes of the column list ``text``, or None when the text
     is outside the subset this builds (see the module docstring). ``timestamp_type``: the
     session's ``spark.sql.timestampType``, which decides what a plain TIMESTAMP is."""
-    from pyspark.sql import types as T
-
     try:
         parser = _Parser(_tokens(text), timestamp_type.upper() == "TIMESTAMP_NTZ")
         if parser.peek() is None:
             return None
-        fields = parser.fields(None)
+        return _struct(parser.fields(None))
     except (_Unsure, ValueError):
         return None
-    return T.StructType([T.StructField(n, t, True) for n, t in fields])
