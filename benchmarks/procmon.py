@@ -124,7 +124,7 @@ class TreeSampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             now = time.monotonic()
-            pss = bool(self.pss_every) and now - self._pss_at >= (self.pss_every or 0.0)
+            pss = self.pss_every is not None and now - self._pss_at >= self.pss_every
             if pss:
                 self._pss_at = now
             try:
