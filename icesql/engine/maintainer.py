@@ -25,7 +25,10 @@ under the sink's ``MaintenancePolicy``) and:
   can do before the gap it does before (the deletes committed so far carried over, the written
   files' key-index entries read and hashed: ``_hash_written``); the gap holds the sink up only
   for what came since, the commit and the index's follow (logged as ``held=``). A ``run --once``
-  starts it only as its next batch begins: its last batch is followed by the stop, not by a gap.
+  starts it only as its next batch begins: its last batch is followed by the stop, not by a gap;
+* at the end of a run that ends by itself (``run --once``, a bounded relation), runs the
+  compaction that is due in the foreground (``at_end``), or lets one beside the sink finish and
+  commit: a table fed only by such runs would otherwise never see a rewrite larger than a gap.
 
 A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
 no batch being written (batches are written against the key index, which it moves). A sink that
@@ -120,6 +123,7 @@ class Maintainer:
         self._gap_seconds = 0.0  # what a compaction in a gap took lately (moving average)
         self._hashed: Any = None  # a rewrite beside the sink: the index entries of the files it wrote
         self._deferred: Any = None  # a run --once: the rewrite beside the sink waits for its next batch
+        self._unplanned = False  # a commit was made that no planning followed (a shutdown commit)
 
     @property
     def policy(self) -> Any:
@@ -149,6 +153,7 @@ class Maintainer:
         """Called by the runner after each of its commits, holding its lock, nothing staged."""
         self._gap.set()
         self._deferred = None  # planned again below, on the table as it is now
+        self._unplanned = False
         policy = self.policy
         if not policy.automatic or self.runner.table is None:
             return
@@ -315,6 +320,46 @@ class Maintainer:
         task, self._deferred = self._deferred, None
         if task is not None and not self.busy() and self._may_compact():
             self._start_large(task)
+
+    def committed_unplanned(self) -> None:
+        """The runner committed without asking for maintenance (a shutdown commit): a run that
+        ends now plans its compaction at its end (``at_end``)."""
+        self._unplanned = True
+
+    def at_end(self) -> None:
+        """A run that ends by itself (``run --once``, a bounded relation) has committed all its
+        input: the compaction its table is due runs now, in the foreground, before the run
+        returns. A rewrite already going on beside the sink is let finish (the stopped sink leaves
+        it the gap to commit in); one the last commit deferred to a next batch, or found due now,
+        is run. Without this a table fed only by ``run --once`` (from a scheduler, say) would
+        never be compacted beyond what fits in a gap: its delete files would pile up run after
+        run, and readers slow down with every one. ``MAINTENANCE = 'off'`` or
+        ``COMPACTION = 'off'`` leave it out."""
+        policy = self.policy
+        if not policy.automatic or not policy.compaction or self.runner.table is None:
+            return
+        if self.busy():
+            assert self._large is not None
+            self._large.join()
+            return
+        task, self._deferred = self._deferred, None
+        if task is None and self._unplanned:
+            task = self._due_compaction(policy)
+        self._unplanned = False
+        if task is None or not self._may_compact():
+            return
+        log.debug("sink %s: the run ends with a compaction: %s", self.runner.name, task.describe())
+        self._run(task)
+
+    def _due_compaction(self, policy: Any) -> Any:
+        from icesql.engine.maintenance import StepKind, plan_maintenance
+
+        try:
+            tasks = plan_maintenance(self.runner.table, policy, time.time(), last_run=self.last_run)
+        except Exception:  # planning never fails a sink
+            log.debug("sink %s: maintenance planning failed", self.runner.name, exc_info=True)
+            return None
+        return next((t for t in tasks if t.kind is StepKind.COMPACT), None)
 
     def _start_large(self, task: Any) -> None:
         self._large_started = time.time()

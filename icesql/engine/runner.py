@@ -605,6 +605,7 @@ class SinkRunner:
             if 0 > self.staged_high:
                 self._process(self.relation.df, 0)  # type: ignore[union-attr]
             self.commit("shutdown")
+            self.maintainer.at_end()
             self._set_status("stopped")
         except BaseException as e:
             if self.error is None:
@@ -625,6 +626,7 @@ class SinkRunner:
                     if self.drain is not None:
                         self.drain.take()  # every batch of the run has left its record by now
                     self.commit("shutdown")
+                    self.maintainer.at_end()
                     self._set_status("stopped")
                 except BaseException as e:  # noqa: BLE001
                     self.fail(e)
@@ -926,6 +928,8 @@ class SinkRunner:
                 self._after_index_commit(result)
             if self.status == "running" and not self.stopping and reason != "shutdown":
                 self.maintainer.after_commit()
+            elif not result.skipped:
+                self.maintainer.committed_unplanned()
             return result
 
     def _commit_dead_letters(self, entries: list[StagedBatch], reason: str) -> dict[str, int]:

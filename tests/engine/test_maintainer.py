@@ -282,3 +282,48 @@ def test_a_sink_committing_again_and_again_keeps_at_most_100_metadata_files(
     lines = [r.getMessage() for r in caplog.records if "step=remove-metadata" in r.getMessage()]
     assert lines and all("files_deleted=" in line for line in lines), lines
     readers_agree(home, sorted(rows + foreign.rows, key=repr))
+
+
+def live_delete_files(home: Path) -> int:
+    table = load_table(home, "ns.t")
+    return sum(
+        1
+        for m in table.current_snapshot().manifests(table.io)
+        for e in m.fetch_manifest_entry(table.io, discard_deleted=True)
+        if int(e.data_file.content) != 0
+    )
+
+
+def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
+    spark: Any, tmp_path: Path, caplog: Any
+) -> None:
+    """A sink run by ``run --once`` from a scheduler, one batch a run: a rewrite too large for the
+    gap after a commit runs beside a running sink, but a one-batch run has no next gap; it used to
+    be put off to the next batch, which such a run never has, so the table was never compacted
+    and its delete files grew by each run's (readers slow down with each). The run now ends with
+    the compaction that is due: the delete files stay near the threshold, readers and the key
+    index agree with a replay, and the log says so."""
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    rng = random.Random(29)
+    live: dict[int, str] = {}
+    # every rewrite is large (none fits in a gap), and only the delete files make one due
+    maintenance = MaintenancePolicy(
+        maximum_delete_files=3, delete_ratio=2.0, compaction_minimum_files=1000, large_rewrite_bytes=1
+    )
+    plan = sink(maintenance=maintenance)
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    events: list[dict[str, Any]] = []
+    counts: list[int] = []  # live delete files after each run
+    for i, batch in enumerate(changes(rng, 8, 0, live)):
+        write_json_lines(data, f"{i:05d}.json", batch)
+        events += batch
+        engine(home, spark, data, state).run([plan], once=True)
+        counts.append(live_delete_files(home))
+    lines = [r.getMessage() for r in caplog.records if "step=compact" in r.getMessage()]
+    assert lines and all("step=compact beside" not in line for line in lines), lines
+    # a run adds one delete file; the run that finds more than the threshold rewrites the files
+    # they apply to before it returns
+    assert max(counts) <= maintenance.maximum_delete_files + 1, (counts, lines)
+    assert any(b < a for a, b in zip(counts, counts[1:], strict=False)), counts
+    readers_agree(home, sorted(replay(events), key=repr))
+    assert index_matches_the_table(spark, home, state) == len(replay(events))
