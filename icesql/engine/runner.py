@@ -974,11 +974,13 @@ class SinkRunner:
 
     def _hint_compaction(self) -> None:
         """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
-        (default 10), past which readers slow down markedly (``icesql compact``)."""
+        (default 10), past which readers slow down markedly (``icesql compact``); for a sink
+        that compacts its table itself, only when its compactions fall behind
+        (``compaction_hint_at``)."""
         if self._compaction_hinted:
             return
         try:
-            limit = settings.COMPACT_HINT.get_int() or 0
+            limit = compaction_hint_at(self.plan.maintenance, settings.COMPACT_HINT.get_int() or 0)
             snap = self.table.current_snapshot()
             n = int((snap.summary or {}).get("total-delete-files") or 0) if snap is not None else 0
         except (ValueError, AttributeError):  # pragma: no cover - an odd summary: no hint
@@ -1086,6 +1088,17 @@ class SinkRunner:
 
 def _is_local(location: str) -> bool:
     return "://" not in location or location.startswith("file:")
+
+
+def compaction_hint_at(policy: Any, limit: int) -> int:
+    """The delete files at which a sink says ``icesql compact`` is due (0: never). ``limit`` is
+    ``ICESQL_COMPACT_HINT``. A sink whose maintenance compacts its table rewrites the files once
+    there are more than its MAXIMUM DELETE FILES, so a hint at ``limit`` would only send the user
+    to do by hand what the sink does next: it says so only past twice that number, when its
+    compactions fall behind (or fail)."""
+    if limit <= 0 or not (policy.automatic and policy.compaction):
+        return limit
+    return max(limit, 2 * policy.maximum_delete_files + 1)
 
 
 class SchemaChangedError(ExecutionError):

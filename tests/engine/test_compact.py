@@ -252,3 +252,17 @@ def test_the_sink_says_when_to_compact(
         hints[0].startswith("sink cdc_sink: table ns.items holds ")
         and "'icesql compact cdc_sink'" in hints[0]
     )
+
+
+def test_a_sink_that_compacts_its_table_hints_only_when_its_compactions_fall_behind() -> None:
+    """The hint sends the user to ``icesql compact``: right for a sink that leaves its table
+    alone, noise for one whose maintenance rewrites the files past MAXIMUM DELETE FILES (its next
+    step would do the same); that one says so only past twice the number, and 0 stays off."""
+    from icesql.engine.runner import compaction_hint_at
+    from icesql.plan import MaintenancePolicy
+
+    assert compaction_hint_at(MaintenancePolicy(automatic=False), 10) == 10
+    assert compaction_hint_at(MaintenancePolicy(compaction=False), 10) == 10
+    assert compaction_hint_at(MaintenancePolicy(), 10) == 21
+    assert compaction_hint_at(MaintenancePolicy(maximum_delete_files=2), 10) == 10
+    assert compaction_hint_at(MaintenancePolicy(), 0) == 0
