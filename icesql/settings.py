@@ -87,7 +87,8 @@ COMPACT_HINT = Setting(
     "ICESQL_COMPACT_HINT",
     "10",
     "the number of delete files in an upsert sink's table at which it logs once that "
-    "`icesql compact` is due; `0` turns the hint off",
+    "`icesql compact` is due (a sink compacting its own table: past twice its `MAXIMUM DELETE FILES` "
+    "at least); `0` turns the hint off",
 )
 WARM_WORKERS = Setting(
     "ICESQL_WARM_WORKERS",
