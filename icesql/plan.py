@@ -236,7 +236,7 @@ class MaintenancePolicy:
     automatic: bool = True  # MAINTENANCE = 'auto' | 'off': the running sink maintains its table
     compaction: bool = True  # COMPACTION = 'auto' | 'off'
     compaction_minimum_files: int = 5  # COMPACTION MINIMUM FILES: small files merged this many at a time
-    maximum_delete_files: int = 10  # MAXIMUM DELETE FILES: more, and the files they apply to are rewritten
+    maximum_delete_files: int = 4  # MAXIMUM DELETE FILES: more, and the files they apply to are rewritten
     maximum_manifests: int = 32  # MAXIMUM MANIFESTS: more, and the small ones are merged
     snapshot_retention: float = 3600.0  # SNAPSHOT RETENTION: snapshots older than this expire ...
     keep_snapshots: int = 10  # KEEP SNAPSHOTS: ... but the newest this many are kept

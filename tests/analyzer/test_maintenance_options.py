@@ -118,6 +118,6 @@ def test_explain_shows_the_maintenance_policy(tmp_path: Path) -> None:
         (result,) = s.execute(f"EXPLAIN {SINK} WITH (SNAPSHOT RETENTION = '30m', KEEP SNAPSHOTS = 3)")
     rows = dict(result.rows)
     assert rows["maintenance"] == (
-        "compaction (5 small files at a time, above 10 delete files), manifests merged above 32, "
+        "compaction (5 small files at a time, above 4 delete files), manifests merged above 32, "
         "snapshots kept 30m (at least 3), orphan files deleted after 1d"
     )

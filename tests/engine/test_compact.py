@@ -263,6 +263,6 @@ def test_a_sink_that_compacts_its_table_hints_only_when_its_compactions_fall_beh
 
     assert compaction_hint_at(MaintenancePolicy(automatic=False), 10) == 10
     assert compaction_hint_at(MaintenancePolicy(compaction=False), 10) == 10
-    assert compaction_hint_at(MaintenancePolicy(), 10) == 21
-    assert compaction_hint_at(MaintenancePolicy(maximum_delete_files=2), 10) == 10
+    assert compaction_hint_at(MaintenancePolicy(maximum_delete_files=10), 10) == 21
+    assert compaction_hint_at(MaintenancePolicy(), 10) == 10  # 4: past 8 already
     assert compaction_hint_at(MaintenancePolicy(), 0) == 0
