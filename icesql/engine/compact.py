@@ -89,6 +89,8 @@ class CompactResult:
     reasons: tuple[str, ...] = ()  # why: "12 small files", "3 files with many deleted rows", ...
     rebased: int = 0  # commits redone on top of a snapshot committed meanwhile
     carried_deletes: int = 0  # delete files ``carry_over`` gave for deletes committed meanwhile
+    # ``track``: the tracked columns of every row written, with its new ``__path`` and ``__pos``
+    moved: Any = field(default=None, repr=False, compare=False)
 
     @property
     def skipped(self) -> bool:
@@ -492,14 +494,19 @@ def _check(stopped: Callable[[], bool] | None) -> None:
 
 
 def _rewrite(
-    table: Any, plan: CompactionPlan, write: Any, stopped: Callable[[], bool] | None = None
-) -> tuple[list[Any], int, int]:
-    """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows, rows dropped)."""
+    table: Any,
+    plan: CompactionPlan,
+    write: Any,
+    stopped: Callable[[], bool] | None = None,
+    track: Sequence[str] | None = None,
+) -> tuple[list[Any], int, int, Any]:
+    """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows,
+    rows dropped, the ``track`` columns of every row written with its file and position, or None)."""
     from icesql.engine.writer import DataFileWriter
 
     assert plan.index is not None
     live = LiveRows(table.io, table.schema(), plan.index)
-    writer = DataFileWriter(write, "data")
+    writer = DataFileWriter(write, "data", track=track)
     rows = dropped = 0
     try:
         for f in plan.rewrite:
@@ -509,7 +516,8 @@ def _rewrite(
             rows += survivors.num_rows
             if survivors.num_rows:
                 writer.write(survivors)
-        return writer.close(), rows, dropped
+        written = writer.close()
+        return written, rows, dropped, writer.positions() if track else None
     except BaseException:
         writer.abort()
         raise
@@ -645,6 +653,7 @@ def compact_table(
     before_commit: Callable[[], None] | None = None,
     on_written: Callable[[Sequence[Any]], None] | None = None,
     stopped: Callable[[], bool] | None = None,
+    track: Sequence[str] | None = None,
 ) -> CompactResult:
     """Compact ``table`` (a pyiceberg Table); see the module docstring.
 
@@ -659,7 +668,9 @@ def compact_table(
     maintainer waits there for a gap between its commits; tests change the table there);
     ``on_written(new_files)`` right after they are written, each time. ``stopped()`` true (a
     sink's rewrite beside it, the sink stopped) ends the compaction before its commit with
-    ``CompactionStopped``, the files it wrote removed."""
+    ``CompactionStopped``, the files it wrote removed. ``track`` (a sink's KEY columns): the
+    result's ``moved`` holds them for every row written, with its new file and position, so that
+    the sink's key index can follow the rows without reading the files again."""
     from pyiceberg.exceptions import CommitFailedException
 
     from icesql.engine import pyiceberg_internals as internals
@@ -694,7 +705,9 @@ def compact_table(
                 delete_files_after=len(plan.deletes),
             )
         write = WriteSpec.from_table(table, max_file_size=plan.target_file_size, io_properties=io_properties)
-        written, rows, dropped = _rewrite(table, plan, write, stopped) if plan.rewrite else ([], 0, 0)
+        written, rows, dropped, moved = (
+            _rewrite(table, plan, write, stopped, track) if plan.rewrite else ([], 0, 0, None)
+        )
         fv = int(table.metadata.format_version)
         new_files = [as_data_file(f, fv) for f in written]
         rebasing = _Rebase(table, plan, carry_over, rebase)
@@ -761,6 +774,7 @@ def compact_table(
             reasons=plan.reasons,
             rebased=rebased,
             carried_deletes=len(carried),
+            moved=moved,
         )
 
 

@@ -240,7 +240,12 @@ class Maintainer:
                 )
             else:
                 result = run_task(
-                    r.table, task, self.policy, io_properties=dict(r.target.io_properties(r.table))
+                    r.table,
+                    task,
+                    self.policy,
+                    io_properties=dict(r.target.io_properties(r.table)),
+                    # the key index follows the rows to where the rewrite wrote them
+                    track=r._key_columns() if task.kind is StepKind.COMPACT and r.index is not None else None,
                 )
         except Exception as e:  # a step that fails is logged and tried again later
             log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, _one_line(e))
@@ -258,7 +263,7 @@ class Maintainer:
             return
         r.table.refresh()
         if task.kind is StepKind.COMPACT and not getattr(result, "skipped", False):
-            self._follow_rewrite()
+            self._follow_rewrite(moved=getattr(result, "moved", None))
         elif task.kind is StepKind.REWRITE_MANIFESTS:
             self._rows_unchanged()
         if task.kind is StepKind.COMPACT:
@@ -478,7 +483,7 @@ class Maintainer:
 
     # ----------------------------------------------------------------- the key index
 
-    def _follow_rewrite(self, hashed: Any = None) -> None:
+    def _follow_rewrite(self, hashed: Any = None, moved: Any = None) -> None:
         """Rows moved: the key index follows them before the next batch (from the files the
         rewrite removed and wrote, and another writer's rows committed since the index's
         snapshot, so a stale index is no more), or is rebuilt from the table. ``hashed``: the
@@ -487,7 +492,7 @@ class Maintainer:
         if r.index is None:
             return
         r._index_stale = False
-        r._follow_index(hashed)
+        r._follow_index(hashed, moved)
 
     def _hash_written(self, new_files: Any) -> None:
         """A rewrite beside the sink wrote ``new_files``: their index entries, read and hashed

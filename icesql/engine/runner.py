@@ -364,10 +364,13 @@ class SinkRunner:
 
         return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
 
-    def _open_index(self, rebuild: bool = False, base: Any = None, hashed: Any = None) -> None:
+    def _open_index(
+        self, rebuild: bool = False, base: Any = None, hashed: Any = None, moved: Any = None
+    ) -> None:
         """The key index at the committed progress: a valid one, one followed from an older one
         (``base``: the index and the snapshot it describes; ``hashed``: files read for it
-        already), or rebuilt from the table (``rebuild``: rebuilt whatever the manifests say)."""
+        already; ``moved``: where a rewrite wrote the rows), or rebuilt from the table
+        (``rebuild``: rebuilt whatever the manifests say)."""
         from icesql.engine.index.upsert import open_index
         from icesql.engine.spark import parallelism
 
@@ -385,6 +388,7 @@ class SinkRunner:
             rebuild=rebuild,
             base=base,
             hashed=hashed,
+            moved=moved,
         )
         current = self.table.current_snapshot()
         self._index_snapshot = current.snapshot_id if current is not None else None
@@ -490,7 +494,7 @@ class SinkRunner:
         self._index_stale = False
         self._follow_index()
 
-    def _follow_index(self, hashed: Any = None) -> None:
+    def _follow_index(self, hashed: Any = None, moved: Any = None) -> None:
         """The key index after other writers' changes (a rewrite, an append), with no batch in
         flight: followed from the files they removed and added (``index.follow``: the keys of
         those files, read on the driver, or given read and hashed: ``hashed``), or, when that
@@ -501,7 +505,7 @@ class SinkRunner:
         if latest is None or latest.progress != self.committed_progress:
             self._open_index(rebuild=True)
         else:
-            self._open_index(base=(latest, self._index_snapshot), hashed=hashed)
+            self._open_index(base=(latest, self._index_snapshot), hashed=hashed, moved=moved)
 
     def _resume_files(self) -> None:
         """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and

@@ -302,7 +302,8 @@ def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
     be put off to the next batch, which such a run never has, so the table was never compacted
     and its delete files grew by each run's (readers slow down with each). The run now ends with
     the compaction that is due: the delete files stay near the threshold, readers and the key
-    index agree with a replay, and the log says so."""
+    index agree with a replay (the index following each rewrite from where it wrote the rows),
+    and the log says so."""
     home, data, state = tmp_path / "home", tmp_path / "in", State()
     rng = random.Random(29)
     live: dict[int, str] = {}
@@ -311,7 +312,7 @@ def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
         maximum_delete_files=3, delete_ratio=2.0, compaction_minimum_files=1000, large_rewrite_bytes=1
     )
     plan = sink(maintenance=maintenance)
-    caplog.set_level(logging.INFO, logger="icesql.sink")
+    caplog.set_level(logging.DEBUG, logger="icesql.sink")
     events: list[dict[str, Any]] = []
     counts: list[int] = []  # live delete files after each run
     for i, batch in enumerate(changes(rng, 8, 0, live)):
@@ -326,4 +327,9 @@ def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
     assert max(counts) <= maintenance.maximum_delete_files + 1, (counts, lines)
     assert any(b < a for a, b in zip(counts, counts[1:], strict=False)), counts
     readers_agree(home, sorted(replay(events), key=repr))
+    # the key index followed each rewrite from where it wrote the rows (nothing read again), and
+    # holds exactly the table's live rows
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("moved by the rewrite, nothing read" in m for m in messages), messages
+    assert not any("could not follow" in m for m in messages)
     assert index_matches_the_table(spark, home, state) == len(replay(events))

@@ -50,6 +50,7 @@ class TableChanges:
     added: tuple[str, ...]  # data files added and still live
     position_deletes: tuple[str, ...]  # position-delete files added
     added_rows: int  # rows in ``added`` (before deletes)
+    others: int = 0  # snapshots of other writers the walk passed (a rewrite counts as one)
 
     @property
     def empty(self) -> bool:
@@ -81,9 +82,11 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
     added: dict[str, int] = {}
     removed: set[str] = set()
     deletes: list[str] = []
+    others = 0
     for s in reversed(walked):  # oldest first: a file added, then removed, is neither
         if snapshot_properties(s).get(SINK_ID) == sink_id:
             continue  # the sink's own batch: the index has it already
+        others += 1
         for manifest in s.manifests(table.io):
             if manifest.added_snapshot_id != s.snapshot_id:
                 continue
@@ -109,6 +112,7 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
         added=tuple(sorted(added)),
         position_deletes=tuple(deletes),
         added_rows=sum(added.values()),
+        others=others,
     )
 
 
@@ -148,6 +152,72 @@ def hash_files(spark: Any, table: Any, paths: Sequence[str], *, key: Sequence[st
     return Hashed(shards, files)
 
 
+def movable(changes: TableChanges, moved: Any) -> bool:
+    """Whether ``changes`` can be followed from ``moved`` alone (a rewrite's rows with their new
+    file and position, ``compact_table(track=KEY)``): the rewrite is the only other writer's
+    snapshot since the index's (rows another writer appended meanwhile could be among those it
+    rewrote, unknown to the index), the data files added are exactly the ones it wrote, and no
+    position delete was added (so every row it wrote is live). Then nothing is read: each entry
+    in a removed file moves to where its key was written."""
+    if moved is None or not changes.added or changes.position_deletes or changes.others != 1:
+        return False
+    import pyarrow.compute as pc
+
+    from icesql.engine.index.shard import PATH
+
+    written = {str(p) for p in pc.unique(moved.column(PATH)).to_pylist()}
+    return written == set(changes.added)
+
+
+class NotMoved(Exception):
+    """The index's entries in the removed files and the rows a rewrite wrote do not pair up one
+    to one (rows the index did not know, a key twice): the index is rebuilt instead."""
+
+
+class _Moves:
+    """A rewrite's ``moved`` rows, made ready to be joined with the index's entries once per shard:
+    the join carries only the KEY and a row number (strings in a join's build side made it 8x
+    slower), the new file and position are taken by that number."""
+
+    def __init__(self, moved: Any, key_fields: Sequence[Any]) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.index.shard import PATH, POS
+
+        self.key = [f.name for f in key_fields]
+        self.rows = moved.num_rows
+        self.targets = pa.table(
+            {
+                **{f.name: moved.column(f.name).cast(f.type) for f in key_fields},
+                "__i": pa.array(range(moved.num_rows), pa.int64()),
+            }
+        )
+        self.paths = pc.dictionary_encode(moved.column(PATH)).combine_chunks()
+        self.positions = moved.column(POS).combine_chunks()
+
+    def of(self, stale: Any) -> Any:
+        """Where the rows of the ``stale`` entries (in removed files) went: (KEY, path, position)
+        per entry, or ``NotMoved`` unless each one went to exactly one place."""
+        import pyarrow as pa
+
+        from icesql.engine.index.shard import PATH, POS
+
+        went = stale.select(self.key).join(self.targets, keys=self.key, join_type="inner", use_threads=False)
+        if went.num_rows != stale.num_rows:
+            raise NotMoved(
+                f"{stale.num_rows} entries in rewritten files, {went.num_rows} found among the rows written"
+            )
+        at = went.column("__i")
+        return pa.table(
+            {
+                **{k: went.column(k) for k in self.key},
+                PATH: self.paths.take(at).cast(pa.string()),
+                POS: self.positions.take(at),
+            }
+        )
+
+
 def follow(
     spark: Any,
     table: Any,
@@ -159,10 +229,14 @@ def follow(
     progress: int,
     version: int,
     hashed: Hashed | None = None,
+    moved: Any = None,
 ) -> Manifest:
     """The index ``manifest`` after ``changes``, as a manifest of the table's current snapshot
     (written, with a delta per shard it changes; the shards' chains are otherwise kept).
-    ``hashed``: added files read and hashed already (used when hashed for as many shards)."""
+    ``hashed``: added files read and hashed already (used when hashed for as many shards).
+    ``moved``: the rows a rewrite wrote, with their new file and position (``movable``): the
+    entries in the removed files move there, nothing is read or hashed; when they do not pair up
+    one to one, ``NotMoved``."""
     import time
 
     import pyarrow as pa
@@ -184,7 +258,8 @@ def follow(
 
     # the live rows of the added files, with their shards
     new = S.empty(key_fields)
-    if changes.added:
+    remap = _Moves(moved, key_fields) if movable(changes, moved) else None
+    if changes.added and remap is None:
         wanted = set(changes.added)
         plans = [p for p in plan_live_files(table) if p["path"] in wanted]
         ready = dict(hashed.files) if hashed is not None and hashed.shards == manifest.shards else {}
@@ -201,6 +276,7 @@ def follow(
     chains = list(manifest.chains)
     shard_keys = list(manifest.shard_keys) or [0] * manifest.shards
     touched = 0
+    claimed = 0  # rows of ``remap`` whose entries were found
     for shard in range(manifest.shards if not changes.empty else 0):
         incoming = S.empty(key_fields)
         if new.num_rows:
@@ -208,6 +284,9 @@ def follow(
         chain = chains[shard]
         entries = S.load(store.read_entries, chain, key_fields)
         gone = _gone(entries, changes.removed, removed_at)
+        if remap is not None and gone is not None:
+            incoming = remap.of(entries.filter(gone))
+            claimed += incoming.num_rows
         if not incoming.num_rows and not (gone is not None and pc.any(gone).as_py()):
             continue
         touched += 1
@@ -226,6 +305,10 @@ def follow(
         else:
             chains[shard] = (*chain, delta_name)
         shard_keys[shard] = after.num_rows
+    if remap is not None and claimed != remap.rows:
+        # rows written that no entry went to: rows the index did not know (nothing is referenced
+        # yet: the deltas written are left to the cleanup)
+        raise NotMoved(f"{remap.rows} rows written, {claimed} entries moved to them")
     current = table.current_snapshot()
     m = replace(
         manifest,
@@ -240,12 +323,13 @@ def follow(
     store.write_manifest(m)
     log.debug(
         "key index followed %d snapshot(s): %d shard(s) changed; %.2fs reading and hashing %d row(s), %.2fs "
-        "updating the shards",
+        "updating the shards%s",
         changes.snapshots,
         touched,
         read - started,
         new.num_rows,
         time.monotonic() - read,
+        f" ({claimed} moved by the rewrite, nothing read)" if remap is not None else "",
     )
     return m
 
@@ -321,4 +405,14 @@ def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> 
     return pc.fill_null(mask, False)
 
 
-__all__ = ["MAX_ROWS", "Hashed", "TableChanges", "follow", "hash_files", "table_changes", "worth_following"]
+__all__ = [
+    "MAX_ROWS",
+    "Hashed",
+    "NotMoved",
+    "TableChanges",
+    "follow",
+    "hash_files",
+    "movable",
+    "table_changes",
+    "worth_following",
+]

@@ -120,26 +120,42 @@ def open_index(
     rebuild: bool = False,
     base: tuple[Manifest, int | None] | None = None,
     hashed: Hashed | None = None,
+    moved: Any = None,
 ) -> Manifest:
     """The index of ``table`` at the sink's committed ``progress`` (see the module docstring):
     a valid one; else one followed from an older index (``base``: the index and the snapshot it
     describes, from a running sink; otherwise ``followable``) through the other writers' commits
     since (``follow``); else rebuilt from the table. ``rebuild``: rebuilt whatever the manifests
-    say. ``hashed``: files the follow finds read and hashed already (``follow.hash_files``)."""
+    say. ``hashed``: files the follow finds read and hashed already (``follow.hash_files``);
+    ``moved``: where a rewrite by the sink's maintenance wrote the rows (``follow.movable``: then
+    following reads nothing, and is done whatever the share of the rows moved)."""
     import time
 
     from icesql.engine.index.build import build_index
-    from icesql.engine.index.follow import follow, table_changes, worth_following
+    from icesql.engine.index.follow import follow, movable, table_changes, worth_following
 
     m = None if rebuild or base is not None else valid_manifest(store, table, sink_id=sink_id, key=key)
     if m is None and not rebuild:
         base = base or followable(store, table, sink_id=sink_id, key=key, progress=progress)
         changes = table_changes(table, base[1], sink_id) if base is not None else None
-        if base is not None and changes is not None and worth_following(changes, base[0].keys):
+        if (
+            base is not None
+            and changes is not None
+            and (worth_following(changes, base[0].keys) or movable(changes, moved))
+        ):
             started = time.monotonic()
             try:
                 m = follow(
-                    spark, table, store, base[0], changes, key=key, progress=progress, version=version, hashed=hashed
+                    spark,
+                    table,
+                    store,
+                    base[0],
+                    changes,
+                    key=key,
+                    progress=progress,
+                    version=version,
+                    hashed=hashed,
+                    moved=moved,
                 )
             except Exception as e:  # a follow that fails leaves it to a rebuild
                 log.warning("sink %s: the key index could not follow the table (%s); it is rebuilt", sink, e)

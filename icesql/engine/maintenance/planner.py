@@ -176,10 +176,12 @@ def run_task(
     protected_paths: Iterable[str] | Callable[[], Iterable[str]] = (),
     io_properties: Mapping[str, str] | None = None,
     dry_run: bool = False,
+    track: Sequence[str] | None = None,
 ) -> Any:
     """Run one task; its result (``CompactResult``, ``ManifestRewriteResult``, ``ExpireResult``,
     ``MetadataResult``, ``OrphanResult``). A dry run changes nothing: a compaction returns
-    ``task`` itself, the other steps what they would do."""
+    ``task`` itself, the other steps what they would do. ``track``: a compaction's result says
+    where the rows of these columns went (``compact_table``)."""
     from icesql.engine.compact import CompactMode, compact_table
 
     now = time.time() if now is None else now
@@ -192,6 +194,7 @@ def run_task(
             policy=policy,
             io_properties=io_properties,
             max_file_size=policy.target_file_size,
+            track=track,
         )
     if task.kind is StepKind.REWRITE_MANIFESTS:
         return rewrite_manifests(table, max_manifests=policy.maximum_manifests, dry_run=dry_run)
