@@ -291,6 +291,14 @@ class CompactionPlan:
         return sum(f.size for f in self.rewrite) + sum(d.size for d in self.deletes)
 
     @property
+    def applies_deletes(self) -> bool:
+        """Whether the rewrite applies delete files (or removes some): what slows readers down,
+        beyond the number of files."""
+        if self.remove_deletes:
+            return True
+        return self.index is not None and any(self.index.applies_to(f) for f in self.rewrite)
+
+    @property
     def keep(self) -> tuple[LiveFile, ...]:
         gone = {f.path for f in self.rewrite}
         return tuple(f for f in self.data if f.path not in gone)

@@ -114,6 +114,7 @@ class Maintainer:
         self.runs = 0
         self.last: str | None = None  # the last step's line, for the status
         self._large: threading.Thread | None = None
+        self._large_task: Any = None  # the task of the rewrite beside the sink
         self._large_started: float | None = None
         self._gap = threading.Event()
         self._turn = 0
@@ -333,25 +334,28 @@ class Maintainer:
 
     def at_end(self) -> None:
         """A run that ends by itself (``run --once``, a bounded relation) has committed all its
-        input: the compaction its table is due runs now, in the foreground, before the run
-        returns. A rewrite already going on beside the sink is let finish (the stopped sink leaves
-        it the gap to commit in); one the last commit deferred to a next batch, or found due now,
-        is run. Without this a table fed only by ``run --once`` (from a scheduler, say) would
-        never be compacted beyond what fits in a gap: its delete files would pile up run after
-        run, and readers slow down with every one. ``MAINTENANCE = 'off'`` or
-        ``COMPACTION = 'off'`` leave it out."""
+        input: a compaction its table is due that applies delete files runs now, in the
+        foreground, before the run returns. Such a rewrite already going on beside the sink is
+        let finish (the stopped sink leaves it the gap to commit in); one the last commit deferred
+        to a next batch, or found due now, is run. Without this a table fed only by ``run --once``
+        (from a scheduler, say) would never be compacted beyond what fits in a gap: its delete
+        files would pile up run after run, and readers slow down with every one. A rewrite that
+        only merges files without deletes is left to the stop, as before: it would hold a bulk
+        load up to rewrite all it just wrote (10M rows: 6.6 -> 14.3 s), for little a reader
+        gains. ``MAINTENANCE = 'off'`` or ``COMPACTION = 'off'`` leave it all out."""
         policy = self.policy
         if not policy.automatic or not policy.compaction or self.runner.table is None:
             return
         if self.busy():
             assert self._large is not None
-            self._large.join()
+            if getattr(self._large_task, "applies_deletes", False):
+                self._large.join()
             return
         task, self._deferred = self._deferred, None
         if task is None and self._unplanned:
             task = self._due_compaction(policy)
         self._unplanned = False
-        if task is None or not self._may_compact():
+        if task is None or not task.applies_deletes or not self._may_compact():
             return
         log.debug("sink %s: the run ends with a compaction: %s", self.runner.name, task.describe())
         self._run(task)
@@ -367,6 +371,7 @@ class Maintainer:
         return next((t for t in tasks if t.kind is StepKind.COMPACT), None)
 
     def _start_large(self, task: Any) -> None:
+        self._large_task = task
         self._large_started = time.time()
         self._large = threading.Thread(
             target=self._run_large, args=(task,), name=f"icesql-compact-{self.runner.name}", daemon=True

@@ -731,6 +731,42 @@ def test_a_run_once_starts_a_rewrite_beside_the_sink_only_as_its_next_batch_begi
     assert len(started) == 2
 
 
+@pytest.mark.parametrize("applies_deletes", [True, False])
+def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
+    monkeypatch: pytest.MonkeyPatch, applies_deletes: bool
+) -> None:
+    """A one-batch ``run --once`` has no gap after its commit for a rewrite too large for one:
+    it runs a rewrite that applies delete files before it returns (else a table fed only by such
+    runs would pile its delete files up), and leaves one that only merges files to the stop (it
+    would hold a bulk load up to rewrite what it just wrote). The real path, a real sink and
+    rewrite, is ``test_maintainer.py::test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run``;
+    here the rewrite is a stand-in: what is tested is whether the maintainer runs it."""
+    from types import SimpleNamespace
+
+    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import CommitPolicy
+
+    ran: list[Any] = []
+
+    def rewrite(table: Any, **kw: Any) -> Any:
+        ran.append(kw)
+        return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    task = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite", applies_deletes=applies_deletes)
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [task])
+    monkeypatch.setattr(compact_module, "compact_table", rewrite)
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True))
+    once.after_commit()  # the batch's commit: put off to a next batch the run will not have
+    once.join(10)
+    assert ran == []
+    once.at_end()
+    assert len(ran) == (1 if applies_deletes else 0)
+    assert not once.busy()
+
+
 def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
     catalog: Any, monkeypatch: Any, caplog: Any
 ) -> None:

@@ -62,6 +62,7 @@ class Task:
     weight: Weight
     reason: str  # what makes it due, for the log and a dry run
     read_bytes: int = 0  # compaction: the bytes it reads
+    applies_deletes: bool = False  # compaction: it applies (or removes) delete files
     under: str | None = None  # orphan cleanup: the slice of the table location to list
 
     @property
@@ -130,7 +131,15 @@ def plan_maintenance(
         plan = plan_compaction(table, mode=CompactMode.AUTO, policy=policy)
         if not plan.empty:
             weight = Weight.LARGE if plan.read_bytes > policy.large_rewrite_bytes else Weight.SMALL
-            tasks.append(Task(StepKind.COMPACT, weight, "; ".join(plan.reasons), plan.read_bytes))
+            tasks.append(
+                Task(
+                    StepKind.COMPACT,
+                    weight,
+                    "; ".join(plan.reasons),
+                    plan.read_bytes,
+                    applies_deletes=plan.applies_deletes,
+                )
+            )
     small, count = small_manifests(table)
     if count > policy.maximum_manifests and small:
         tasks.append(
