@@ -158,19 +158,11 @@ class Maintainer:
         policy = self.policy
         if not policy.automatic or self.runner.table is None:
             return
-        from icesql.engine.maintenance import StepKind, Weight, plan_maintenance
+        from icesql.engine.maintenance import StepKind, Weight
 
         started = time.monotonic()
-        try:
-            tasks = plan_maintenance(
-                self.runner.table,
-                policy,
-                time.time(),
-                last_run=self.last_run,
-                metadata_checked=self.metadata_checked,
-            )
-        except Exception:  # planning never fails a sink; it is tried again after the next commit
-            log.debug("sink %s: maintenance planning failed", self.runner.name, exc_info=True)
+        tasks = self._plan(policy)
+        if tasks is None:
             return
         for task in tasks:
             if task.kind is StepKind.REMOVE_METADATA and self._budget(started) > 0:
@@ -348,27 +340,36 @@ class Maintainer:
             return
         if self.busy():
             assert self._large is not None
-            if getattr(self._large_task, "applies_deletes", False):
+            if self._large_task is not None and self._large_task.applies_deletes:
                 self._large.join()
             return
         task, self._deferred = self._deferred, None
         if task is None and self._unplanned:
-            task = self._due_compaction(policy)
+            from icesql.engine.maintenance import StepKind
+
+            task = next((t for t in self._plan(policy) or () if t.kind is StepKind.COMPACT), None)
         self._unplanned = False
         if task is None or not task.applies_deletes or not self._may_compact():
             return
         log.debug("sink %s: the run ends with a compaction: %s", self.runner.name, task.describe())
         self._run(task)
 
-    def _due_compaction(self, policy: Any) -> Any:
-        from icesql.engine.maintenance import StepKind, plan_maintenance
+    def _plan(self, policy: Any) -> list[Any] | None:
+        """The steps due on the sink's table now; None when planning failed (it never fails a
+        sink: it is tried again after the next commit)."""
+        from icesql.engine.maintenance import plan_maintenance
 
         try:
-            tasks = plan_maintenance(self.runner.table, policy, time.time(), last_run=self.last_run)
-        except Exception:  # planning never fails a sink
+            return plan_maintenance(
+                self.runner.table,
+                policy,
+                time.time(),
+                last_run=self.last_run,
+                metadata_checked=self.metadata_checked,
+            )
+        except Exception:
             log.debug("sink %s: maintenance planning failed", self.runner.name, exc_info=True)
             return None
-        return next((t for t in tasks if t.kind is StepKind.COMPACT), None)
 
     def _start_large(self, task: Any) -> None:
         self._large_task = task

@@ -284,13 +284,13 @@ def follow(
         chain = chains[shard]
         entries = S.load(store.read_entries, chain, key_fields)
         gone = _gone(entries, changes.removed, removed_at)
-        if remap is not None and gone is not None:
-            incoming = remap.of(entries.filter(gone))
+        stale = entries.filter(gone) if gone is not None else entries.slice(0, 0)
+        if remap is not None:
+            incoming = remap.of(stale)
             claimed += incoming.num_rows
-        if not incoming.num_rows and not (gone is not None and pc.any(gone).as_py()):
+        if not incoming.num_rows and not stale.num_rows:
             continue
         touched += 1
-        stale = entries.filter(gone) if gone is not None else entries.slice(0, 0)
         affected = pa.concat_tables([stale.select(key), incoming.select(key).cast(stale.select(key).schema)])
         affected = affected.group_by(key).aggregate([])
         staying = S.lookup(entries.filter(pc.invert(gone)) if gone is not None else entries, affected, key)
