@@ -55,12 +55,13 @@ def finish_append(seconds: float, metadata: str, rows: int, arrow_bytes: int, **
 
 def _icesql_conf(spark_conf: dict[str, str] | None) -> dict[str, str]:
     """The baselines' settings plus what ``icesql``'s own session builder sets for a local
-    master: Python workers through ``worker_python``'s launcher (pyspark from its package)."""
-    from icesql.engine.spark import worker_python
+    master: Python workers through ``worker_python``'s launcher (pyspark from its package), and
+    the driver JVM's collector (``DRIVER_GC``; Spark's logging is left as the baselines have it)."""
+    from icesql.engine.spark import DRIVER_GC, worker_python
 
     python = worker_python()
     os.environ["PYSPARK_PYTHON"] = python
-    return {"spark.pyspark.python": python, **(spark_conf or {})}
+    return {"spark.pyspark.python": python, "spark.driver.extraJavaOptions": DRIVER_GC, **(spark_conf or {})}
 
 
 def _session(home: str, spark_conf: dict[str, str] | None) -> tuple[Any, Any, float]:
