@@ -767,6 +767,51 @@ def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
     assert not once.busy()
 
 
+@pytest.mark.parametrize("applies_deletes", [True, False])
+def test_a_run_once_ending_beside_a_rewrite_waits_for_it_only_when_it_applies_deletes(
+    monkeypatch: pytest.MonkeyPatch, applies_deletes: bool
+) -> None:
+    """A multi-batch ``run --once`` whose input ends while a rewrite runs beside it: a rewrite
+    that applies delete files is let finish (the stopped sink leaves it the gap to commit in),
+    or the table's delete files would pile up run after run; one that only merges files is left
+    to the stop, so that the run returns at once. (The rewrite is a stand-in that runs until
+    released: what is tested is whether the run's end waits for it.)"""
+    import threading
+    from types import SimpleNamespace
+
+    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintainer import Maintainer
+    from icesql.engine.maintenance import Task
+    from icesql.plan import CommitPolicy
+
+    started, release = threading.Event(), threading.Event()
+
+    def beside(table: Any, **kw: Any) -> Any:
+        started.set()
+        release.wait(10)
+        return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    task = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite", applies_deletes=applies_deletes)
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [task])
+    monkeypatch.setattr(compact_module, "compact_table", beside)
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True))
+    once.after_commit()
+    once.before_batch()  # the next batch begins: the rewrite starts beside it
+    assert started.wait(10) and once.busy()
+    end = threading.Thread(target=once.at_end)  # that batch was the last
+    end.start()
+    end.join(0.5)
+    try:
+        assert end.is_alive() is applies_deletes
+        assert once.busy()
+    finally:
+        release.set()
+    end.join(10)
+    once.join(10)
+    assert not end.is_alive() and not once.busy()
+
+
 def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
     catalog: Any, monkeypatch: Any, caplog: Any
 ) -> None:
