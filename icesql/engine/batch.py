@@ -136,7 +136,7 @@ class FileWriterTask:
     def __call__(self, batches: Any) -> Any:
         import pyarrow.compute as pc
 
-        from icesql.engine.writer import DataFileWriter
+        from icesql.engine.writer import DataFileWriter, release_task_memory
 
         data_w = DataFileWriter(self.spec, "data")
         del_w = DataFileWriter(self.spec, "equality_deletes", self.equality_ids) if self.upsert else None
@@ -170,6 +170,8 @@ class FileWriterTask:
             if del_w is not None:
                 del_w.abort()
             raise
+        finally:
+            release_task_memory()
         rows = [file_row(f) for f in files]
         if dropped:
             rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})

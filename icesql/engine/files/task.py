@@ -72,11 +72,16 @@ class DecodeTask:
         self.location = location
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        for piece in pieces_of(batches):
-            try:
-                yield from decode(piece, self.source, self.location.fs, self.location.fs_path(piece.path))
-            except Fallback as e:
-                raise _fallback(piece, str(e)) from None
+        from icesql.engine.writer import release_task_memory
+
+        try:
+            for piece in pieces_of(batches):
+                try:
+                    yield from decode(piece, self.source, self.location.fs, self.location.fs_path(piece.path))
+                except Fallback as e:
+                    raise _fallback(piece, str(e)) from None
+        finally:
+            release_task_memory()
 
 
 class WriteTask:
@@ -90,7 +95,7 @@ class WriteTask:
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
 
-        from icesql.engine.writer import DataFileWriter
+        from icesql.engine.writer import DataFileWriter, release_task_memory
 
         writer = DataFileWriter(self.spec, "data")
         consumed: dict[str, tuple[int, int]] = {}  # path -> (seq, mtime_ms)
@@ -111,6 +116,8 @@ class WriteTask:
         except BaseException:
             writer.abort()
             raise
+        finally:
+            release_task_memory()
         rows = [file_row(f) for f in files]
         rows += [{"content": CONSUMED, "file": p, "rows": s, "bytes": m} for p, (s, m) in consumed.items()]
         if rows:

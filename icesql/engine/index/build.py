@@ -110,11 +110,16 @@ class ReadKeysTask:
         from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
 
-        io = load_file_io(self.io_properties, self.location)
-        schema = Schema.model_validate_json(self.key_fields_json)
-        for b in batches:
-            for plan in (json.loads(x) for x in b.column(0).to_pylist()):
-                yield from live_entries(io, plan, self.key, schema).to_batches()
+        from icesql.engine.writer import release_task_memory
+
+        try:
+            io = load_file_io(self.io_properties, self.location)
+            schema = Schema.model_validate_json(self.key_fields_json)
+            for b in batches:
+                for plan in (json.loads(x) for x in b.column(0).to_pylist()):
+                    yield from live_entries(io, plan, self.key, schema).to_batches()
+        finally:
+            release_task_memory()
 
 
 def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any:
@@ -188,26 +193,30 @@ class WriteBaseTask:
         import pyarrow.compute as pc
 
         from icesql.engine.index.shard import PATH, PATH_TYPE, compact
+        from icesql.engine.writer import release_task_memory
 
         def encoded(b: Any) -> Any:  # the path of each entry as a dictionary index, batch by batch
             t = pa.Table.from_batches([b])
             i = t.schema.get_field_index(PATH)
             return t.set_column(i, pa.field(PATH, PATH_TYPE), t.column(PATH).cast(PATH_TYPE))
 
-        tables = [encoded(b) for b in batches if b.num_rows]
-        if not tables:
-            return
-        t = pa.concat_tables(tables).unify_dictionaries()
-        shards = t.column(SHARD)
-        out = []
-        for shard in sorted(set(shards.to_pylist())):
-            part = compact(t.filter(pc.equal(shards, shard)).drop_columns([SHARD]))
-            name = shard_file(int(shard), "b", self.progress, self.version)
-            self.store.write_table(name, part)
-            out.append({"shard": int(shard), "name": name, "keys": part.num_rows})
-        yield pa.RecordBatch.from_pylist(
-            out, schema=pa.schema([("shard", pa.int32()), ("name", pa.string()), ("keys", pa.int64())])
-        )
+        try:
+            tables = [encoded(b) for b in batches if b.num_rows]
+            if not tables:
+                return
+            t = pa.concat_tables(tables).unify_dictionaries()
+            shards = t.column(SHARD)
+            out = []
+            for shard in sorted(set(shards.to_pylist())):
+                part = compact(t.filter(pc.equal(shards, shard)).drop_columns([SHARD]))
+                name = shard_file(int(shard), "b", self.progress, self.version)
+                self.store.write_table(name, part)
+                out.append({"shard": int(shard), "name": name, "keys": part.num_rows})
+            yield pa.RecordBatch.from_pylist(
+                out, schema=pa.schema([("shard", pa.int32()), ("name", pa.string()), ("keys", pa.int64())])
+            )
+        finally:
+            release_task_memory()
 
 
 def build_index(

@@ -104,22 +104,27 @@ class ShardTask:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        rows: list[dict[str, Any]] = []
-        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-        if tables:
-            changes = pa.concat_tables(tables, promote_options="default")
-            changes, dropped = drop_null_keys(
-                changes, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation
-            )
-            if dropped:
-                rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
-            if changes.num_rows:
-                shards = changes.column(SHARD)
-                for shard in sorted(set(shards.to_pylist())):
-                    part = changes.filter(pc.equal(shards, shard))
-                    rows.extend(self._shard(int(shard), part))
-        if rows:
-            yield files_batch(rows)
+        from icesql.engine.writer import release_task_memory
+
+        try:
+            rows: list[dict[str, Any]] = []
+            tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+            if tables:
+                changes = pa.concat_tables(tables, promote_options="default")
+                changes, dropped = drop_null_keys(
+                    changes, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation
+                )
+                if dropped:
+                    rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
+                if changes.num_rows:
+                    shards = changes.column(SHARD)
+                    for shard in sorted(set(shards.to_pylist())):
+                        part = changes.filter(pc.equal(shards, shard))
+                        rows.extend(self._shard(int(shard), part))
+            if rows:
+                yield files_batch(rows)
+        finally:
+            release_task_memory()
 
     def _key_fields(self) -> list[Any]:
         from icesql.engine.schema import arrow_schema
