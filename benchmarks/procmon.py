@@ -9,6 +9,10 @@ seconds it walks the descendants of the child and sums ``VmRSS`` per kind of pro
   or the whole pyarrow / pyiceberg run),
 * ``other``          -- anything else (e.g. ``weed``).
 
+A ``java`` process below a JVM is not counted: it is the JVM's child between fork and exec (its
+pages and command line are the JVM's), and counting it added the JVM's RSS a second time to
+about four runs in ten until 25 Nov 2026 (see benchmarks/README.md, "twelfth look").
+
 Reported: the peak of the total and the peak of each kind (peaks of different kinds may occur
 at different moments, so they need not add up to the total). RSS counts shared pages once per
 process, so a tree of many Python processes (each mapping pyarrow's libraries, forked workers
@@ -93,6 +97,13 @@ def sample_tree(root: int, pss: bool = False) -> tuple[dict[str, int], dict[str,
             continue
         seen.add(pid)
         rss, exe = _rss_and_exe(pid)
+        if exe == "java" and under_jvm:
+            # a JVM's child between its fork and its exec (a Python worker, a shell command being
+            # started): it still maps the JVM's pages and names the JVM's command line, so its
+            # RSS is the JVM's own counted a second time (25 Nov 2026: a sampler at 10 ms saw
+            # such children, ~800 MB each, in every upsert run). A JVM never starts another JVM
+            # in these runs, so a java below a java is always that.
+            continue
         if exe == "java":
             kind = "jvm"
         elif exe.startswith("python"):

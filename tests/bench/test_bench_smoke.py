@@ -326,3 +326,34 @@ def test_the_tree_sampler_reports_pss_only_when_asked() -> None:
     finally:
         procmon.PSS_EVERY = old
     assert 64 < pss["peak_pss_mb"] <= pss["peak_rss_mb"]  # never more than RSS
+
+
+def test_a_jvms_child_before_its_exec_is_not_counted_twice() -> None:
+    """Between fork and exec a JVM's child names the JVM's command line and maps its pages; the
+    sampler must count the JVM once. Stand-ins: a shell whose argv[0] is ``java`` starting a
+    ``sleep`` whose argv[0] is ``java`` too (what a JVM's not-yet-exec'd child looks like in
+    ``/proc``), and a real child below it that is not a JVM."""
+    import subprocess
+    import time
+
+    from benchmarks import procmon
+
+    script = "(exec -a java sleep 5) & (exec -a python3 sleep 5) & wait"
+    parent = subprocess.Popen(["java", "-c", script], executable="/bin/bash")
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            kids = procmon._children_map().get(parent.pid, [])
+            if len(kids) == 2 and all(procmon._rss_and_exe(k)[1] in ("java", "python3") for k in kids):
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the stand-in children did not start")
+        own, _ = procmon._rss_and_exe(parent.pid)
+        rss, _ = procmon.sample_tree(parent.pid)
+        assert rss["jvm"] == own  # the parent alone; the java below it is not counted
+        assert rss["python_workers"] > 0  # other processes below a JVM still are
+    finally:
+        subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
+        parent.kill()
+        parent.wait()
