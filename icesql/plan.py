@@ -100,6 +100,12 @@ class DeleteMode(enum.Enum):
     EQUALITY = "equality"  # equality deletes on the KEY
 
 
+class CleanSource(enum.Enum):
+    OFF = "off"
+    ARCHIVE = "archive"  # moved under ARCHIVE DIRECTORY, keeping its path
+    DELETE = "delete"
+
+
 class OnError(enum.Enum):
     FAIL = "fail"
     SKIP = "skip"
@@ -172,6 +178,10 @@ class SourcePlan:
     options: tuple[tuple[str, str], ...] = ()  # other reader options passed to Spark
     # FILES on object storage: the AWS connection whose keys, region and endpoint list and read it
     aws_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    max_bytes_per_trigger: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    # what becomes of a file once the batch that read it is committed: kept, moved, deleted
+    clean_source: CleanSource = field(default=CleanSource.OFF, metadata=OMIT_AT_DEFAULT)
+    archive_directory: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)  # CLEAN SOURCE = 'archive'
 
 
 @dataclass(frozen=True)
@@ -506,7 +516,17 @@ _PLAN_TYPES: dict[str, type[Any]] = {
 }
 _ENUMS: dict[str, type[enum.Enum]] = {
     t.__name__: t
-    for t in (CatalogType, RestAuth, SourceFormat, SourceKind, SinkMode, OnError, Transform, DeleteMode)
+    for t in (
+        CatalogType,
+        RestAuth,
+        SourceFormat,
+        SourceKind,
+        SinkMode,
+        OnError,
+        CleanSource,
+        Transform,
+        DeleteMode,
+    )
 }
 
 

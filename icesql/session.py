@@ -387,6 +387,8 @@ class Session:
         if plan.if_not_exists and self.store.get_object(kind, d.name) is not None:
             self._remember_sink(kind, d.name)
             return Result(label, f"{kind} {d.name!r} already exists, skipping")
+        if kind == "sink":
+            self._check_cleaned_sources(d.name, plan.dependencies)
         if plan.replace and self.store.get_object(kind, d.name) is not None:
             self.store.replace_object(kind, d.name, plan.sql, P.to_dict(d), plan.dependencies)
             restarted = self._relation_changed(kind, d.name)
@@ -411,6 +413,32 @@ class Session:
             self.store.create_object(kind, d.name, plan.sql, P.to_dict(d), plan.dependencies)
         self._remember_sink(kind, d.name)
         return Result(label, label)
+
+    def _check_cleaned_sources(self, sink: str, dependencies: tuple[tuple[str, str], ...]) -> None:
+        """A FILES source with CLEAN SOURCE feeds one sink: a second one would miss the files the
+        first moves away or deletes once it has committed them."""
+        stack, seen = list(dependencies), set()
+        while stack:
+            kind, name = stack.pop()
+            obj = self.store.get_object(kind, name) if (kind, name) not in seen else None
+            seen.add((kind, name))
+            if obj is None:
+                continue
+            if kind == "view":
+                stack.extend(obj.dependencies)
+                continue
+            source = P.plan_from_dict(obj.definition) if kind == "source" else None
+            if not isinstance(source, P.SourcePlan) or source.clean_source is P.CleanSource.OFF:
+                continue
+            readers = sorted({n for k, n in _all_dependents(self.store, "source", name) if k == "sink"} - {sink})
+            if readers:
+                raise CatalogError(
+                    f"source {name!r} has CLEAN SOURCE = '{source.clean_source.value}' and sink "
+                    f"{readers[0]!r} already reads it: a second sink would miss the files the first "
+                    "one moves away",
+                    hint="give each sink a source of its own (its own directory), or create the "
+                    "source without CLEAN SOURCE",
+                )
 
     def _remember_sink(self, kind: str, name: str) -> None:
         if kind == "sink":

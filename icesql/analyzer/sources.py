@@ -10,7 +10,7 @@ from icesql.analyzer.connections import PathError, _check_aws_connection, _names
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
-from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
+from icesql.plan import CleanSource, Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
 from icesql.syntax.ast import AlterSource, CreateSource, CreateView
 from icesql.syntax.ast import SourceKind as AstSourceKind
 from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS
@@ -75,6 +75,13 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         raise ctx.error(
             "MAX FILES PER TRIGGER must be a positive integer", opts.node("MAX FILES PER TRIGGER").value
         )
+    max_bytes = opts.get_int("MAX BYTES PER TRIGGER")
+    if max_files is not None and max_bytes is not None:
+        raise ctx.error(
+            "MAX FILES PER TRIGGER and MAX BYTES PER TRIGGER cannot both be set",
+            opts.node("MAX BYTES PER TRIGGER"),
+            "keep one: a trigger takes up to N files, or files up to a size",
+        )
     reader: list[tuple[str, str]] = []
     for name in opts.names():
         if name in _SPARK_NAME:
@@ -96,6 +103,7 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         resolved = resolve_path(ctx.base_dir, path)  # a URL is left as it is
     except PathError as exc:
         raise ctx.error(f"invalid FILES path: {exc}", stmt.path, "write FROM FILES 'data/events/'") from None
+    clean, archive = _clean_source(ctx, opts, resolved)
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.FILES,
@@ -108,7 +116,58 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         options=tuple(reader),
         aws_connection=aws,
+        max_bytes_per_trigger=max_bytes,
+        clean_source=clean,
+        archive_directory=archive,
     )
+
+
+def _clean_source(ctx: Context, opts: Collected, source: str) -> tuple[CleanSource, str | None]:
+    """CLEAN SOURCE and ARCHIVE DIRECTORY: the archive on the source's filesystem, outside the
+    directory the source lists."""
+    clean = CleanSource(opts.get_str("CLEAN SOURCE") or "off")
+    archive = opts.get_str("ARCHIVE DIRECTORY")
+    if clean is not CleanSource.ARCHIVE:
+        if archive is not None:
+            raise ctx.error(
+                "ARCHIVE DIRECTORY applies only with CLEAN SOURCE = 'archive'",
+                opts.node("ARCHIVE DIRECTORY"),
+                "add CLEAN SOURCE = 'archive', or leave ARCHIVE DIRECTORY out",
+            )
+        return clean, None
+    if archive is None or not archive.strip():
+        raise ctx.error(
+            "CLEAN SOURCE = 'archive' needs ARCHIVE DIRECTORY",
+            opts.node("CLEAN SOURCE"),
+            "add ARCHIVE DIRECTORY = 'data/archive/' (or use CLEAN SOURCE = 'delete')",
+        )
+    node = opts.node("ARCHIVE DIRECTORY").value
+    try:
+        resolved = resolve_path(ctx.base_dir, archive).rstrip("/")
+    except PathError as exc:
+        raise ctx.error(
+            f"invalid ARCHIVE DIRECTORY: {exc}", node, "write ARCHIVE DIRECTORY = 'data/archive/'"
+        ) from None
+    scheme = _OBJECT_STORE.match(source)
+    if (scheme is None) != (_OBJECT_STORE.match(resolved) is None) or "://" in resolved and scheme is None:
+        where = "on S3 (an s3:// URL)" if scheme is not None else "a local directory"
+        raise ctx.error(
+            f"ARCHIVE DIRECTORY must be on the source's storage: {where}",
+            node,
+            "files are moved, not copied across storages",
+        )
+    directory = source.rstrip("/")
+    if any(c in directory.rpartition("/")[2] for c in "*?["):
+        directory = directory.rpartition("/")[0]
+    inside = resolved.startswith(directory + "/") and opts.get_bool("RECURSIVE", False)
+    if resolved == directory or inside:
+        raise ctx.error(
+            "ARCHIVE DIRECTORY must not be "
+            + ("inside the directory a RECURSIVE source reads" if inside else "the source's directory"),
+            node,
+            "archive elsewhere, e.g. next to it: 'data/archive/'",
+        )
+    return clean, resolved
 
 
 def _generator(ctx: Context, stmt: CreateSource, opts: Collected) -> SourcePlan:

@@ -631,11 +631,31 @@ class SinkRunner:
                         self.drain.take()  # every batch of the run has left its record by now
                     self.commit("shutdown")
                     self.maintainer.at_end()
+                    self._clean_source()
                     self._set_status("stopped")
                 except BaseException as e:  # noqa: BLE001
                     self.fail(e)
             self.stop_event.set()
             self._done.set()
+
+    def _clean_source(self) -> None:
+        """CLEAN SOURCE at the end of a ``run --once``: the source cleans a batch's files at the
+        next trigger, which a run that has ended never has, so the files of its last batch are
+        cleaned here, from the checkpoint's commit log (``files.clean``). A failure is logged:
+        the rows are committed, and the next run cleans what is left."""
+        arrow = getattr(self.relation, "arrow", None)
+        if arrow is None or not _is_local(self.checkpoint_location):
+            return
+        from icesql.engine.files.clean import clean_committed
+        from icesql.engine.sources import source_cleaner
+
+        cleaner = source_cleaner(arrow.plan)
+        if cleaner is None:
+            return
+        try:
+            clean_committed(arrow.log_dir, arrow.location, cleaner, self.checkpoint_location)
+        except Exception as e:  # noqa: BLE001
+            log.warning("sink %s: CLEAN SOURCE of source %s stopped: %s", self.name, arrow.plan.name, e)
 
     # ----------------------------------------------------------------- batches
 

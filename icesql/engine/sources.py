@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from icesql.errors import ExecutionError
-from icesql.plan import Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
+from icesql.plan import CleanSource, Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
 
 log = logging.getLogger("icesql.sources")
 
@@ -303,6 +303,42 @@ def files_relation(
     )
 
 
+def _spark_stream_limits(plan: SourcePlan) -> dict[str, str]:
+    """Spark's file source options for a FILES source's limits per trigger and CLEAN SOURCE."""
+    opts: dict[str, str] = {}
+    if plan.max_files_per_trigger:
+        opts["maxFilesPerTrigger"] = str(plan.max_files_per_trigger)
+    if plan.max_bytes_per_trigger:
+        opts["maxBytesPerTrigger"] = str(plan.max_bytes_per_trigger)
+    if plan.clean_source is not CleanSource.OFF:
+        opts["cleanSource"] = plan.clean_source.value
+        if plan.archive_directory:
+            opts["sourceArchiveDir"] = plan.archive_directory
+    return opts
+
+
+def arrow_stream_options(plan: SourcePlan) -> dict[str, str]:
+    """The ``icesql_files`` data source's options for the same (``files.source``)."""
+    opts: dict[str, str] = {}
+    if plan.max_files_per_trigger:
+        opts["max_files"] = str(plan.max_files_per_trigger)
+    if plan.max_bytes_per_trigger:
+        opts["max_bytes"] = str(plan.max_bytes_per_trigger)
+    cleaner = source_cleaner(plan)
+    if cleaner is not None:
+        opts.update(cleaner.options())
+    return opts
+
+
+def source_cleaner(plan: SourcePlan) -> Any:
+    """The source's CLEAN SOURCE as a ``files.clean.Cleaner`` (None: off)."""
+    if plan.clean_source is CleanSource.OFF:
+        return None
+    from icesql.engine.files.clean import Cleaner
+
+    return Cleaner(plan.clean_source.value, plan.archive_directory)
+
+
 def spark_files_dataframe(
     spark: Any,
     plan: SourcePlan,
@@ -322,8 +358,8 @@ def spark_files_dataframe(
     row_schema = _row_schema(spark, plan)
     reader = spark.readStream if streaming else spark.read
     opts = dict(plan.options)
-    if plan.max_files_per_trigger and streaming:
-        opts["maxFilesPerTrigger"] = str(plan.max_files_per_trigger)
+    if streaming:
+        opts.update(_spark_stream_limits(plan))
     target: Any = plan.path if paths is None else paths
 
     if fmt is SourceFormat.PARQUET:
@@ -536,9 +572,8 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         "format": fmt.value,
         "log": binding.log_dir,
         "parallelism": str(binding.parallelism),
+        **arrow_stream_options(plan),
     }
-    if plan.max_files_per_trigger:
-        options["max_files"] = str(plan.max_files_per_trigger)
     df = (
         spark.readStream.format(NAME)
         .schema(PIECE_SCHEMA)

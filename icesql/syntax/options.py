@@ -113,6 +113,7 @@ SOURCE_FORMATS: dict[str, str] = {
     "debezium-json": "debezium-json",
 }
 ON_ERROR: dict[str, str] = {"fail": "fail", "skip": "skip", "dead-letter": "dead-letter"}
+CLEAN_SOURCE: dict[str, str] = {"off": "off", "archive": "archive", "delete": "delete"}
 
 TEXT_FORMATS = frozenset({"json", "csv", "debezium-json"})
 CSV = frozenset({"csv"})
@@ -139,6 +140,9 @@ SOURCE = (
     OptionSpec("HEADER", Kind.BOOL, applies=CSV),
     OptionSpec("ON ERROR", S, choices=ON_ERROR, applies=FILE_FORMATS),
     OptionSpec("MAX FILES PER TRIGGER", Kind.INT, applies=FILE_FORMATS),
+    OptionSpec("MAX BYTES PER TRIGGER", Kind.SIZE, applies=FILE_FORMATS),
+    OptionSpec("CLEAN SOURCE", S, choices=CLEAN_SOURCE, applies=FILE_FORMATS),
+    OptionSpec("ARCHIVE DIRECTORY", S, applies=FILE_FORMATS),
     *READER,
     OptionSpec("OPTIONS", Kind.LIST, applies=FILE_FORMATS),  # Spark reader options passed as they are
     OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=FILE_FORMATS),  # s3:// paths

@@ -7,12 +7,16 @@ replayed after a crash reads exactly the files it read before::
     <checkpoint>/icesql-files/seg-<first seq>-<last seq>.parquet   (seq, path, size, mtime_ms)
     <checkpoint>/icesql-files/seed.json                           {"through": K}: files 1..K were
                                                                    consumed before this log began
+    <checkpoint>/icesql-files/cleaned.json                        {"through": K}: CLEAN SOURCE has
+                                                                   moved or deleted files 1..K
 
 A segment is written whole (a temporary name then a rename on local disks; one PUT on object
 stores) before the offset that admits its files is returned to Spark. Reading the files of a
-batch reads only the segments whose range overlaps it, and ``compact`` merges small segments, so
-the cost of a trigger does not grow with the files seen. ``seen(paths)`` answers from a SQLite
-index in a local cache directory, rebuilt from the segments when missing.
+batch reads only the segments whose range overlaps it, and ``compact`` merges the small segments
+at the end of the log into one (never the big ones before them: a merge reads fewer than
+``COMPACT_EVERY * SMALL_SEGMENT`` entries), so the cost of a trigger does not grow with the files
+seen. ``seen(paths)`` answers from a SQLite index in a local cache directory, rebuilt from the
+segments when missing.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from icesql.engine.files.pieces import FileEntry
 DIRECTORY = "icesql-files"
 _SEG = "seg-"
 _SEED = "seed.json"
-COMPACT_EVERY = 64  # segments: beyond this many, small ones are merged
+_CLEANED = "cleaned.json"
+COMPACT_EVERY = 64  # small segments: beyond this many at the end of the log, they are merged
+SMALL_SEGMENT = 4096  # entries: a segment holding fewer is small (a merge's result is not)
 
 
 def _seg_name(first: int, last: int) -> str:
@@ -185,23 +191,43 @@ class FileLog:
             return pq.read_table(f).to_pylist()
 
     def compact(self) -> None:
-        """Merge the segments into one when they pile up (the cost of a trigger stays flat)."""
+        """Merge the small segments at the end of the log when they pile up: a trigger reads the
+        segments its batch overlaps, and a merge reads only small ones, so neither grows with the
+        files seen."""
         segs = self.segments(refresh=True)
-        if len(segs) <= COMPACT_EVERY:
+        tail: list[tuple[int, int, str]] = []
+        for seg in reversed(segs):
+            if seg[1] - seg[0] + 1 >= SMALL_SEGMENT:
+                break
+            tail.insert(0, seg)
+        if len(tail) <= COMPACT_EVERY:
             return
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        rows = [r for _, _, name in segs for r in self._read(name)]
+        rows = [r for _, _, name in tail for r in self._read(name)]
         table = pa.Table.from_pylist(rows, schema=_schema())
         sink = pa.BufferOutputStream()
         pq.write_table(table, sink, compression="zstd")
-        merged = _seg_name(segs[0][0], segs[-1][1])
+        merged = _seg_name(tail[0][0], tail[-1][1])
         self._write(merged, sink.getvalue().to_pybytes())
-        for _, _, name in segs:
+        for _, _, name in tail:
             if name != merged:
                 self._fs.delete_file(self._path(name))
         self.segments(refresh=True)
+
+    # ----------------------------------------------------------------- CLEAN SOURCE
+
+    def cleaned_through(self) -> int:
+        """Files 1..K of the log were moved or deleted by CLEAN SOURCE (0: none)."""
+        try:
+            with self._fs.open_input_stream(self._path(_CLEANED)) as f:
+                return int(json.loads(f.read().decode())["through"])
+        except (FileNotFoundError, OSError, KeyError, ValueError, TypeError):
+            return 0
+
+    def write_cleaned(self, through: int) -> None:
+        self._write(_CLEANED, json.dumps({"through": through}).encode())
 
     # ----------------------------------------------------------------- the seen index
 

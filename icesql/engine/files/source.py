@@ -14,7 +14,10 @@ Options (all strings; Spark redacts the values of options named like ``secret``,
 * ``io.<property>``: FileIO properties of the source's filesystem (``io.s3.endpoint``, ...);
 * ``piece_bytes``, ``parallelism``: the largest piece, and the cores to keep busy (as Spark
   sizes file splits: ``min(piece_bytes, max(4 MiB, batch bytes / parallelism))``);
-* ``max_files`` / ``max_bytes``: at most this much per trigger (the first file always fits).
+* ``max_files`` / ``max_bytes``: at most this much per trigger (the first file always fits);
+* ``clean_source`` ('archive' with ``archive_directory``, or 'delete'): what becomes of the files
+  of committed batches (``clean``): up to the offset each trigger starts from (Spark's committed
+  offset, a restart's first trigger included) and up to what Spark reports committed (``commit``).
 
 Trigger.AvailableNow is supported (``once``): the files listed when the query starts are read,
 in as many micro-batches as the limits make, then the query ends.
@@ -47,6 +50,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
+from icesql.engine.files.clean import Cleaner, clean_through
 from icesql.engine.files.listing import Location
 from icesql.engine.files.log import FileLog
 from icesql.engine.files.pieces import (
@@ -154,6 +158,8 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.parallelism = int(options.get("parallelism") or 2)
         self.max_files = int(options["max_files"]) if options.get("max_files") else None
         self.max_bytes = int(options["max_bytes"]) if options.get("max_bytes") else None
+        self.cleaner = Cleaner.from_options(options)
+        self._cleaned: int | None = None  # how far CLEAN SOURCE got (read from the log once)
         self._target: int | None = None
         self._dir_mtime: int | None = None
 
@@ -214,6 +220,7 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._discover()
         high = self.log.high() if self._target is None else self._target
         begin = int(start["seq"])
+        self._clean(begin)  # a trigger starts from committed offsets (a restart's first one too)
         if high <= begin:
             return {"seq": begin}
         if isinstance(limit, ReadMaxFiles):
@@ -243,7 +250,16 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield (p.seq, p.path, p.size, p.mtime_ms, p.start, p.end, rg)
 
     def commit(self, end: dict[str, int]) -> None:
-        pass
+        """Spark has committed the batches through ``end``: CLEAN SOURCE may take their files."""
+        self._clean(int(end["seq"]))
+
+    def _clean(self, through: int) -> None:
+        if self.cleaner is None:
+            return
+        if self._cleaned is None:
+            self._cleaned = self.log.cleaned_through()
+        if through > self._cleaned:
+            self._cleaned = clean_through(self.log, self.location, self.cleaner, through, self._cleaned)
 
     def stop(self) -> None:
         self.log.close()
