@@ -134,10 +134,14 @@ def test_cleaning_moves_deletes_and_never_overwrites(tmp_path: Path) -> None:
     assert archive.clean(loc, str(a))
     moved = Path(archive.archive_target(loc, str(a)))
     assert moved.read_text() == '{"id": 1}\n' and not a.exists()
-    # the same name arrives again: its archive name is taken, so it stays where it is
-    a2 = write_json_lines(data, "a.json", [{"id": 3}])
+    # a different file under an archived name: the archive name is taken, so it stays where it is
+    a2 = write_json_lines(data, "a.json", [{"id": 30}])
     assert not archive.clean(loc, str(a2))
     assert a2.exists() and moved.read_text() == '{"id": 1}\n'
+    # the same bytes in both places: a move a crash cut short between its copy and its delete
+    a3 = write_json_lines(data, "a.json", [{"id": 1}])
+    assert archive.clean(loc, str(a3))
+    assert not a3.exists() and moved.read_text() == '{"id": 1}\n'
     assert Cleaner("delete").clean(loc, str(b)) and not b.exists()
     assert Cleaner("delete").clean(loc, str(b))  # gone already (a crash before the mark): done
 

@@ -12,8 +12,10 @@ checkpoint's commit log).
 
 ``clean_through`` handles the files of the source's file log in order and records how far it got
 (``FileLog.write_cleaned``), so a restart neither repeats a file nor misses one. A file that
-cannot be moved or deleted (permissions, an archive name already taken) is logged and left where
-it is: never lost, and already in the file log, so never read twice.
+cannot be moved or deleted (permissions, an archive name taken by a different file) is logged and
+left where it is: never lost, and already in the file log, so never read twice. An archive name
+taken by a file of the same size is a move a crash cut short (on S3 a move is a copy, then a
+delete): the source's copy is deleted.
 
 ``'archive'`` moves a file to ARCHIVE DIRECTORY followed by its path without scheme and bucket
 (``data/in/f.json`` -> ``<archive>/<abs>/data/in/f.json``, ``s3://b/in/f.json`` ->
@@ -78,13 +80,18 @@ class Cleaner:
         fs = location.fs
         src = location.fs_path(path)
         try:
-            if fs.get_file_info(src).type == pafs.FileType.NotFound:
+            info = fs.get_file_info(src)
+            if info.type == pafs.FileType.NotFound:
                 return True  # cleaned before a crash let it record so
             if self.mode == DELETE:
                 fs.delete_file(src)
                 return True
             dest = self.archive_target(location, path)
-            if fs.get_file_info(dest).type != pafs.FileType.NotFound:
+            there = fs.get_file_info(dest)
+            if there.type != pafs.FileType.NotFound:
+                if there.type == pafs.FileType.File and there.size == info.size:
+                    fs.delete_file(src)  # a move (a copy, then a delete, on S3) cut short by a crash
+                    return True
                 log.warning("CLEAN SOURCE: %s left in place: %s already exists in the archive", path, dest)
                 return False
             fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
