@@ -721,6 +721,7 @@ def render_markdown(res: dict[str, Any]) -> str:
             del secs[name]
     secs = {k: {n: r for n, r in v.items() if isinstance(r, dict)} for k, v in secs.items()}
     ap_rows = []
+    fallbacks = []  # files the Arrow path left to Spark's readers, per icesql run (issue 11)
     appends = _append_sections(secs)
     for sec_name, sec in tuple(appends) + tuple(
             (f"scaling {k}", {"unpartitioned": v}) for k, v in secs.get("scaling", {}).items()):
@@ -729,6 +730,9 @@ def render_markdown(res: dict[str, Any]) -> str:
                 ap_rows.append([sec_name, layout.replace("partitioned_day_ts", "day(ts)"), r["name"],
                                 r.get("status"), r.get("seconds"), r.get("rows_per_s"), r.get("mb_per_s"),
                                 _files(r), _mem(r), r.get("wall_seconds")])
+                if r.get("path") == "arrow" and r.get("fallback_files") is not None:
+                    fallbacks.append(f"{sec_name} {layout.replace('partitioned_day_ts', 'day(ts)')} "
+                                     f"{r['name']}: {r['fallback_files']}")
     if ap_rows:
         dsl = [sec.get("dataset", {}) for _, sec in appends] or [{}]
         out += ["", "### Append (absolute)", "",
@@ -741,6 +745,9 @@ def render_markdown(res: dict[str, Any]) -> str:
                 "that map it, where recorded).",
                 "", _table(["section", "layout", "runner", "status", "seconds", "rows/s", "MB/s",
                             "data files (min/median/max)", "peak RSS MB", "wall s"], ap_rows)]
+        if fallbacks:
+            out += ["", "Files the Arrow path left to Spark's readers (fallbacks, as `SHOW SINK STATUS` "
+                    "counts them): " + "; ".join(fallbacks) + "."]
     e2e = secs.get("e2e")
     if e2e:
         erows = []
