@@ -303,22 +303,9 @@ def files_relation(
     )
 
 
-def _spark_stream_limits(plan: SourcePlan) -> dict[str, str]:
-    """Spark's file source options for a FILES source's limits per trigger and CLEAN SOURCE."""
-    opts: dict[str, str] = {}
-    if plan.max_files_per_trigger:
-        opts["maxFilesPerTrigger"] = str(plan.max_files_per_trigger)
-    if plan.max_bytes_per_trigger:
-        opts["maxBytesPerTrigger"] = str(plan.max_bytes_per_trigger)
-    if plan.clean_source is not CleanSource.OFF:
-        opts["cleanSource"] = plan.clean_source.value
-        if plan.archive_directory:
-            opts["sourceArchiveDir"] = plan.archive_directory
-    return opts
-
-
 def arrow_stream_options(plan: SourcePlan) -> dict[str, str]:
-    """The ``icesql_files`` data source's options for the same (``files.source``)."""
+    """The ``icesql_files`` data source's options for a FILES source's limits per trigger and
+    CLEAN SOURCE (``files.source``); ``_spark_stream_limits`` gives Spark's names for them."""
     opts: dict[str, str] = {}
     if plan.max_files_per_trigger:
         opts["max_files"] = str(plan.max_files_per_trigger)
@@ -328,6 +315,19 @@ def arrow_stream_options(plan: SourcePlan) -> dict[str, str]:
     if cleaner is not None:
         opts.update(cleaner.options())
     return opts
+
+
+# Spark's file source names for the same options (the same meaning and archive layout).
+_SPARK_STREAM_NAMES = {
+    "max_files": "maxFilesPerTrigger",
+    "max_bytes": "maxBytesPerTrigger",
+    "clean_source": "cleanSource",
+    "archive_directory": "sourceArchiveDir",
+}
+
+
+def _spark_stream_limits(plan: SourcePlan) -> dict[str, str]:
+    return {_SPARK_STREAM_NAMES[k]: v for k, v in arrow_stream_options(plan).items()}
 
 
 def source_cleaner(plan: SourcePlan) -> Any:
