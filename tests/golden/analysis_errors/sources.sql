@@ -67,3 +67,11 @@ CREATE SOURCE e FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT');
 ALTER SOURCE e SET (SCHEMA = 'id BIGNT');
 -- case: or_replace_and_if_not_exists
 CREATE OR REPLACE VIEW IF NOT EXISTS v AS SELECT 1;
+-- case: files_archive_needs_directory
+CREATE SOURCE s FROM FILES '/landing/in/' (FORMAT = 'json', SCHEMA = 'id BIGINT', CLEAN SOURCE = 'archive');
+-- case: files_archive_directory_is_the_source
+CREATE SOURCE s FROM FILES '/landing/in/' (FORMAT = 'json', SCHEMA = 'id BIGINT', CLEAN SOURCE = 'archive', ARCHIVE DIRECTORY = '/landing/in');
+-- case: files_clean_source_value
+CREATE SOURCE s FROM FILES '/landing/in/' (FORMAT = 'json', SCHEMA = 'id BIGINT', CLEAN SOURCE = 'remove');
+-- case: files_both_limits_per_trigger
+CREATE SOURCE s FROM FILES '/landing/in/' (FORMAT = 'json', SCHEMA = 'id BIGINT', MAX FILES PER TRIGGER = 5, MAX BYTES PER TRIGGER = '1GiB');

@@ -35,3 +35,7 @@ ALTER SOURCE events SET (SCHEMA = 'id BIGINT, kind STRING, region STRING');
 CREATE SOURCE events FROM FILES 'e' (FORMAT = 'json', SCHEMA = 'id BIGINT, kind STRING');
 CREATE VIEW clicks AS SELECT * FROM events;
 CREATE OR REPLACE VIEW clicks AS SELECT id, upper(kind) AS kind FROM events WHERE kind = 'click';
+-- case: files_clean_source_archive_and_max_bytes
+CREATE SOURCE drops FROM FILES '/landing/drops/' (FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING', MAX BYTES PER TRIGGER = '1GiB', CLEAN SOURCE = 'archive', ARCHIVE DIRECTORY = '/landing/archive/');
+-- case: files_clean_source_delete
+CREATE SOURCE drops FROM FILES 's3://landing/drops/' (FORMAT = 'parquet', CLEAN SOURCE = 'delete', MAX FILES PER TRIGGER = 100);
