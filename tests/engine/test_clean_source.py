@@ -161,6 +161,20 @@ def test_clean_through_follows_the_log_and_records_its_mark(tmp_path: Path) -> N
     flog.close()
 
 
+def test_files_a_log_was_seeded_with_are_never_cleaned(tmp_path: Path) -> None:
+    """After a lost checkpoint the seed is the files up to the table's watermark, which may hold a
+    late file no batch read: cleaning starts after the seed, so such a file is never deleted."""
+    data = tmp_path / "in"
+    late = write_json_lines(data, "late.json", [{"id": 0}])
+    new = write_json_lines(data, "new.json", [{"id": 1}])
+    flog = FileLog(str(tmp_path / "log"))
+    assert flog.write_seed([Listed(str(late), late.stat().st_size, 1)], progress_base=3) == 1
+    flog.append([Listed(str(new), new.stat().st_size, 2)])
+    assert clean_through(flog, Location(str(data)), Cleaner("delete"), 2, flog.cleaned_through()) == 2
+    assert files_in(data) == ["late.json"]
+    flog.close()
+
+
 def test_compaction_merges_only_the_small_segments_at_the_end(tmp_path: Path) -> None:
     """A log that has seen many files: the big merged segment is not read or rewritten again."""
     flog = FileLog(str(tmp_path / "log"))

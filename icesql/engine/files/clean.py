@@ -105,11 +105,13 @@ class Cleaner:
 def clean_through(file_log: FileLog, location: Location, cleaner: Cleaner, through: int, done: int) -> int:
     """Clean the files of ``file_log`` with ``done < seq <= through`` (``done``: how far an
     earlier call got, ``FileLog.cleaned_through``); returns the new mark (recorded in the log).
-    A file the log holds no entry for (an upgraded sink's seed may name files Spark's own
-    cleaner already moved) is simply absent."""
-    begin = done  # seeded files (consumed before the log began) are consumed too
+    Files the log was seeded with (``FileLog.write_seed``: taken as consumed before the log
+    began, after an upgrade or a lost checkpoint) are never cleaned: after a lost checkpoint they
+    are the files up to the table's watermark, which may include a late file that was never
+    read, and deleting it would lose it."""
+    begin = max(done, file_log.seed())  # seeded files are left alone (see below)
     if through <= begin:
-        return done
+        return max(done, begin)
     kept = 0
     for entry in file_log.entries(begin, through):
         if not cleaner.clean(location, entry.path):

@@ -17,8 +17,9 @@ so progress = ``progress_base`` + Spark batch id, with ``progress_base`` = commi
 
 A lost checkpoint can only be exact up to the watermark: a file that arrives late with an older
 modification time than the watermark while the checkpoint is gone is taken as consumed. The
-warning says how many files were taken so; ``CLEAN SOURCE`` (which moves consumed files away)
-makes even that case exact.
+warning says how many files were taken so. With ``CLEAN SOURCE`` (which moves files away once
+committed) the directory holds little besides new files, and such a file is left in place, never
+deleted: cleaning skips the files a log was seeded with (``files.clean``).
 """
 
 from __future__ import annotations
