@@ -110,7 +110,7 @@ class Engine:
                 f"source '{plan.name}' reads {plan.path} through AWS CONNECTION {plan.aws_connection}, "
                 "which only icesql's Arrow path can do",
                 hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
-                "path; a view over it, or Spark Connect, cannot)",
+                "path; a view over it cannot)",
             )
         conn = aws_connection(self.objects, plan.aws_connection)
         assert conn is not None

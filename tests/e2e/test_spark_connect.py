@@ -17,6 +17,7 @@ runs in a subprocess: a Spark Connect client marks its whole process as Connect
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -397,3 +398,60 @@ def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
     for text in (first.stdout, first.stderr, second.stdout, second.stderr, connect.logs(full=True)):
         assert weed.secret_key not in text
     assert weed.secret_key not in metadata_texts(weed, ns, "events")
+
+
+def test_files_source_on_s3_through_spark_connect(connect: ConnectServer, weed: Any, tmp_path: Path) -> None:
+    """A FILES source on S3 (``AWS CONNECTION``) read through a Spark Connect server: the server's
+    Python lists and reads the prefix with the connection's keys (carried in the data source's
+    options and the batch writer), and CLEAN SOURCE deletes what each run committed. The secret
+    key is in neither the client's output, the server's log nor the table's metadata."""
+    import uuid
+
+    from tests.e2e.test_weed_sinks import (
+        aws_sql,
+        event,
+        expected,
+        metadata_texts,
+        read_both,
+        rest_oauth2_sql,
+        unique,
+        verify_catalog,
+    )
+
+    ns = unique("cx_s3src")
+    bucket = f"landing-{uuid.uuid4().hex[:8]}"
+    s3 = weed.s3_client()
+    s3.create_bucket(Bucket=bucket)
+
+    def put(key: str, ids: range) -> None:
+        s3.put_object(Bucket=bucket, Key=key, Body="".join(f"{json.dumps(event(i))}\n" for i in ids).encode())
+
+    def keys() -> list[str]:
+        listed = s3.list_objects_v2(Bucket=bucket, Prefix="in/")
+        return [o["Key"] for o in listed.get("Contents", []) if not o["Key"].endswith("/")]
+
+    put("in/part-1.json", range(0, 12))
+    home = tmp_path / "home"
+    (tmp_path / "s.sql").write_text(
+        aws_sql(weed)
+        + rest_oauth2_sql(weed)
+        + f"""
+        CREATE SOURCE events FROM FILES 's3://{bucket}/in/'
+            (FORMAT = 'json', SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING', AWS CONNECTION = s3,
+             CLEAN SOURCE = 'delete');
+        CREATE SINK events_sink FROM events INTO ICEBERG CATALOG lake (NAMESPACE = '{ns}', TABLE = 'events')
+        USING AWS CONNECTION s3;
+        """
+    )
+    first = icesql(home, "--spark-master", connect.url, "run", "s.sql", "--once", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert keys() == []
+    put("in/part-2.json", range(12, 20))
+    second = icesql(home, "--spark-master", connect.url, "serve", "--once", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    table = verify_catalog(weed).load_table(f"{ns}.events")
+    assert read_both(weed, table.metadata_location) == expected(range(20))
+    for text in (first.stdout, first.stderr, second.stdout, second.stderr, connect.logs(full=True)):
+        assert weed.secret_key not in text
+    assert weed.secret_key not in metadata_texts(weed, ns, "events")
+    assert keys() == []  # each run deleted what it committed, its last batch's file included
