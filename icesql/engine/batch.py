@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from icesql.engine.hooks import batch_delay, kill_point
@@ -102,6 +104,38 @@ def drop_null_keys(b: Any, key: list[str], *, enforced: bool, sink: str, relatio
     return b.filter(pc.invert(mask)), n
 
 
+def release_task_memory() -> None:
+    """Hand the memory Arrow's allocator kept from a task's batches back to the OS.
+
+    Spark reuses a Python worker for later tasks and keeps more workers than cores (a task can
+    start before the last one's worker is free again), and between tasks each worker would
+    otherwise hold what its allocator kept: about 490 MB of RSS after writing a 1M-row file,
+    against 175 MB once released. Taking it back costs the next task nothing measurable (0.55 s
+    of CPU for a 1M-row file either way), because the allocator faults fresh pages for a task's
+    big buffers anyway.
+    """
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - an optimisation only
+        pass
+
+
+def releases_task_memory(call: Callable[[Any, Any], Iterator[Any]]) -> Callable[[Any, Any], Iterator[Any]]:
+    """For the ``__call__`` of an executor task that reads or writes data (a generator over
+    Arrow batches): ``release_task_memory`` once the task ends, however it ends."""
+
+    @functools.wraps(call)
+    def task(self: Any, batches: Any) -> Iterator[Any]:
+        try:
+            yield from call(self, batches)
+        finally:
+            release_task_memory()
+
+    return task
+
+
 class FileWriterTask:
     """Runs inside ``mapInArrow``: rows in, one row per written file out (picklable)."""
 
@@ -133,10 +167,11 @@ class FileWriterTask:
     def _null_keys(self, b: Any) -> Any:
         return drop_null_keys(b, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation)
 
+    @releases_task_memory
     def __call__(self, batches: Any) -> Any:
         import pyarrow.compute as pc
 
-        from icesql.engine.writer import DataFileWriter, release_task_memory
+        from icesql.engine.writer import DataFileWriter
 
         data_w = DataFileWriter(self.spec, "data")
         del_w = DataFileWriter(self.spec, "equality_deletes", self.equality_ids) if self.upsert else None
@@ -170,8 +205,6 @@ class FileWriterTask:
             if del_w is not None:
                 del_w.abort()
             raise
-        finally:
-            release_task_memory()
         rows = [file_row(f) for f in files]
         if dropped:
             rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})

@@ -22,7 +22,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from icesql.engine.batch import CONSUMED, file_row, files_batch
+from icesql.engine.batch import CONSUMED, file_row, files_batch, releases_task_memory
 from icesql.engine.files.decode import SourceFormat, decode
 from icesql.engine.files.listing import Location
 from icesql.engine.files.pieces import Piece
@@ -71,17 +71,13 @@ class DecodeTask:
         self.source = source
         self.location = location
 
+    @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from icesql.engine.writer import release_task_memory
-
-        try:
-            for piece in pieces_of(batches):
-                try:
-                    yield from decode(piece, self.source, self.location.fs, self.location.fs_path(piece.path))
-                except Fallback as e:
-                    raise _fallback(piece, str(e)) from None
-        finally:
-            release_task_memory()
+        for piece in pieces_of(batches):
+            try:
+                yield from decode(piece, self.source, self.location.fs, self.location.fs_path(piece.path))
+            except Fallback as e:
+                raise _fallback(piece, str(e)) from None
 
 
 class WriteTask:
@@ -93,9 +89,9 @@ class WriteTask:
         self.spec = spec
         self.batch_id = batch_id
 
+    @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-
-        from icesql.engine.writer import DataFileWriter, release_task_memory
+        from icesql.engine.writer import DataFileWriter
 
         writer = DataFileWriter(self.spec, "data")
         consumed: dict[str, tuple[int, int]] = {}  # path -> (seq, mtime_ms)
@@ -116,8 +112,6 @@ class WriteTask:
         except BaseException:
             writer.abort()
             raise
-        finally:
-            release_task_memory()
         rows = [file_row(f) for f in files]
         rows += [{"content": CONSUMED, "file": p, "rows": s, "bytes": m} for p, (s, m) in consumed.items()]
         if rows:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from icesql.engine.batch import releases_task_memory
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
 from icesql.engine.index.task import SHARD
 
@@ -106,20 +107,16 @@ class ReadKeysTask:
         self.io_properties = io_properties
         self.location = location
 
+    @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
 
-        from icesql.engine.writer import release_task_memory
-
-        try:
-            io = load_file_io(self.io_properties, self.location)
-            schema = Schema.model_validate_json(self.key_fields_json)
-            for b in batches:
-                for plan in (json.loads(x) for x in b.column(0).to_pylist()):
-                    yield from live_entries(io, plan, self.key, schema).to_batches()
-        finally:
-            release_task_memory()
+        io = load_file_io(self.io_properties, self.location)
+        schema = Schema.model_validate_json(self.key_fields_json)
+        for b in batches:
+            for plan in (json.loads(x) for x in b.column(0).to_pylist()):
+                yield from live_entries(io, plan, self.key, schema).to_batches()
 
 
 def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any:
@@ -188,35 +185,32 @@ class WriteBaseTask:
         self.progress = progress
         self.version = version
 
+    @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         from icesql.engine.index.shard import PATH, PATH_TYPE, compact
-        from icesql.engine.writer import release_task_memory
 
         def encoded(b: Any) -> Any:  # the path of each entry as a dictionary index, batch by batch
             t = pa.Table.from_batches([b])
             i = t.schema.get_field_index(PATH)
             return t.set_column(i, pa.field(PATH, PATH_TYPE), t.column(PATH).cast(PATH_TYPE))
 
-        try:
-            tables = [encoded(b) for b in batches if b.num_rows]
-            if not tables:
-                return
-            t = pa.concat_tables(tables).unify_dictionaries()
-            shards = t.column(SHARD)
-            out = []
-            for shard in sorted(set(shards.to_pylist())):
-                part = compact(t.filter(pc.equal(shards, shard)).drop_columns([SHARD]))
-                name = shard_file(int(shard), "b", self.progress, self.version)
-                self.store.write_table(name, part)
-                out.append({"shard": int(shard), "name": name, "keys": part.num_rows})
-            yield pa.RecordBatch.from_pylist(
-                out, schema=pa.schema([("shard", pa.int32()), ("name", pa.string()), ("keys", pa.int64())])
-            )
-        finally:
-            release_task_memory()
+        tables = [encoded(b) for b in batches if b.num_rows]
+        if not tables:
+            return
+        t = pa.concat_tables(tables).unify_dictionaries()
+        shards = t.column(SHARD)
+        out = []
+        for shard in sorted(set(shards.to_pylist())):
+            part = compact(t.filter(pc.equal(shards, shard)).drop_columns([SHARD]))
+            name = shard_file(int(shard), "b", self.progress, self.version)
+            self.store.write_table(name, part)
+            out.append({"shard": int(shard), "name": name, "keys": part.num_rows})
+        yield pa.RecordBatch.from_pylist(
+            out, schema=pa.schema([("shard", pa.int32()), ("name", pa.string()), ("keys", pa.int64())])
+        )
 
 
 def build_index(

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import DROPPED, drop_null_keys, file_row, files_batch
+from icesql.engine.batch import DROPPED, drop_null_keys, file_row, files_batch, releases_task_memory
 from icesql.engine.hooks import kill_point
 from icesql.engine.sources import OP, POSITION
 
@@ -100,31 +100,27 @@ class ShardTask:
         self.relation = relation
         self.key_enforced = key_enforced
 
+    @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from icesql.engine.writer import release_task_memory
-
-        try:
-            rows: list[dict[str, Any]] = []
-            tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
-            if tables:
-                changes = pa.concat_tables(tables, promote_options="default")
-                changes, dropped = drop_null_keys(
-                    changes, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation
-                )
-                if dropped:
-                    rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
-                if changes.num_rows:
-                    shards = changes.column(SHARD)
-                    for shard in sorted(set(shards.to_pylist())):
-                        part = changes.filter(pc.equal(shards, shard))
-                        rows.extend(self._shard(int(shard), part))
-            if rows:
-                yield files_batch(rows)
-        finally:
-            release_task_memory()
+        rows: list[dict[str, Any]] = []
+        tables = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+        if tables:
+            changes = pa.concat_tables(tables, promote_options="default")
+            changes, dropped = drop_null_keys(
+                changes, self.key, enforced=self.key_enforced, sink=self.sink, relation=self.relation
+            )
+            if dropped:
+                rows.append({"content": DROPPED, "file": "", "rows": dropped, "bytes": 0})
+            if changes.num_rows:
+                shards = changes.column(SHARD)
+                for shard in sorted(set(shards.to_pylist())):
+                    part = changes.filter(pc.equal(shards, shard))
+                    rows.extend(self._shard(int(shard), part))
+        if rows:
+            yield files_batch(rows)
 
     def _key_fields(self) -> list[Any]:
         from icesql.engine.schema import arrow_schema
