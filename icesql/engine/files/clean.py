@@ -3,8 +3,8 @@ committed, so that a directory fed for months stays as small as its backlog.
 
 When is a file done with? Every trigger asks the source for new offsets starting from the end of
 the last batch, and Spark asks only once that batch has its entry in the checkpoint's commit log
-(a restart's first trigger too); Spark also reports committed offsets as it plans a batch
-(``DataSourceStreamReader.commit``). Files up to there are in the table (or in the sink's durable
+(a restart's first trigger too; ``DataSourceStreamReader.commit`` comes later still, as Spark
+plans the next batch, so the source does not wait for it). Files up to there are in the table (or in the sink's durable
 staging, committed later) and no replay of a batch reads them again. So a running sink cleans a
 batch's files at the next trigger. A ``run --once`` ends without one, so the sink cleans the files
 of its last committed batch itself when the query has ended (``committed_seq`` reads the
@@ -34,6 +34,7 @@ from pathlib import Path
 
 from icesql.engine.files.listing import Location, is_remote
 from icesql.engine.files.log import FileLog
+from icesql.engine.files.resume import local_path
 
 log = logging.getLogger("icesql.sources")
 
@@ -125,11 +126,7 @@ def committed_seq(checkpoint: str | Path) -> int | None:
     """The source offset (``{"seq": N}``) of the newest batch in a local checkpoint's commit log,
     None when no batch was committed (or the checkpoint is not a local directory)."""
     text = str(checkpoint)
-    for prefix in ("file://", "file:"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-            break
-    root = Path(text)
+    root = Path(local_path(text) if text.startswith("file:") else text)
     try:
         batches = [int(n) for n in os.listdir(root / "commits") if n.isdigit()]
     except OSError:

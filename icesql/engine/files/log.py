@@ -69,6 +69,7 @@ class FileLog:
         self._lock = threading.Lock()
         self._cache_dir = cache_dir
         self._db: sqlite3.Connection | None = None
+        self._seed: dict[str, int] | None = None  # seed.json once read (it never changes after)
 
     # ----------------------------------------------------------------- segments
 
@@ -113,13 +114,17 @@ class FileLog:
         return int(info["through"]) if info else 0
 
     def seed_info(self) -> dict[str, int] | None:
-        """``{"through": K, "progress_base": B}`` when the log was seeded, else None."""
+        """``{"through": K, "progress_base": B}`` when the log was seeded, else None. Read once:
+        a seed is written before any reader of the log starts and never changes after."""
+        if self._seed is not None:
+            return dict(self._seed)
         try:
             with self._fs.open_input_stream(self._path(_SEED)) as f:
                 data = json.loads(f.read().decode())
-            return {"through": int(data["through"]), "progress_base": int(data.get("progress_base", 0))}
+            self._seed = {"through": int(data["through"]), "progress_base": int(data.get("progress_base", 0))}
         except (FileNotFoundError, OSError, KeyError, ValueError, TypeError):
             return None
+        return dict(self._seed)
 
     def _write(self, name: str, data: bytes) -> None:
         self._fs.create_dir(self.location.fs_path(self.directory), recursive=True)
@@ -143,6 +148,7 @@ class FileLog:
         kept = self._append_entries(entries, first=1) if entries else []
         through = len(kept)
         self._write(_SEED, json.dumps({"through": through, "progress_base": progress_base}).encode())
+        self._seed = {"through": through, "progress_base": progress_base}
         return through
 
     def append(self, listed: Iterable[Listed]) -> list[FileEntry]:

@@ -54,7 +54,7 @@ def watermark_json(mtime_ms: int, path: str) -> str:
     return json.dumps({"mtime_ms": mtime_ms, "path": path}, sort_keys=True)
 
 
-def _plain(path: str) -> str:
+def local_path(path: str) -> str:
     """A path as the source lists it: Spark's log holds URIs (``file:///a%20b``)."""
     if path.startswith("file://"):
         path = path[len("file://") :]
@@ -82,7 +82,7 @@ def spark_consumed(old_checkpoint: Path, through_batch: int) -> list[str] | None
             if not line.strip():
                 continue
             entry = json.loads(line)
-            files.setdefault(int(entry["batchId"]), []).append(_plain(entry["path"]))
+            files.setdefault(int(entry["batchId"]), []).append(local_path(entry["path"]))
     return [p for b in sorted(files) if b <= through_batch for p in files[b]]
 
 

@@ -17,7 +17,7 @@ Options (all strings; Spark redacts the values of options named like ``secret``,
 * ``max_files`` / ``max_bytes``: at most this much per trigger (the first file always fits);
 * ``clean_source`` ('archive' with ``archive_directory``, or 'delete'): what becomes of the files
   of committed batches (``clean``): up to the offset each trigger starts from (Spark's committed
-  offset, a restart's first trigger included) and up to what Spark reports committed (``commit``).
+  offset, a restart's first trigger included).
 
 Trigger.AvailableNow is supported (``once``): the files listed when the query starts are read,
 in as many micro-batches as the limits make, then the query ends.
@@ -250,8 +250,9 @@ class FilesStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield (p.seq, p.path, p.size, p.mtime_ms, p.start, p.end, rg)
 
     def commit(self, end: dict[str, int]) -> None:
-        """Spark has committed the batches through ``end``: CLEAN SOURCE may take their files."""
-        self._clean(int(end["seq"]))
+        # Spark calls this as it plans the batch after ``end``, having just asked ``latestOffset``
+        # from ``end``: CLEAN SOURCE has taken those files there already.
+        pass
 
     def _clean(self, through: int) -> None:
         if self.cleaner is None:
