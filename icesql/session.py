@@ -417,18 +417,20 @@ class Session:
     def _check_cleaned_sources(self, sink: str, dependencies: tuple[tuple[str, str], ...]) -> None:
         """A FILES source with CLEAN SOURCE feeds one sink: a second one would miss the files the
         first moves away or deletes once it has committed them."""
-        stack, seen = list(dependencies), set()
+        stack, seen = [d for d in dependencies if d[0] in ("view", "source")], set()
         while stack:
             kind, name = stack.pop()
-            obj = self.store.get_object(kind, name) if (kind, name) not in seen else None
+            if (kind, name) in seen:
+                continue
             seen.add((kind, name))
+            obj = self.store.get_object(kind, name)
             if obj is None:
                 continue
             if kind == "view":
-                stack.extend(obj.dependencies)
+                stack.extend(d for d in obj.dependencies if d[0] in ("view", "source"))
                 continue
-            source = P.plan_from_dict(obj.definition) if kind == "source" else None
-            if not isinstance(source, P.SourcePlan) or source.clean_source is P.CleanSource.OFF:
+            source = P.plan_from_dict(obj.definition)
+            if source.clean_source is P.CleanSource.OFF:
                 continue
             readers = sorted({n for k, n in _all_dependents(self.store, "source", name) if k == "sink"} - {sink})
             if readers:

@@ -148,9 +148,9 @@ def _clean_source(ctx: Context, opts: Collected, source: str) -> tuple[CleanSour
         raise ctx.error(
             f"invalid ARCHIVE DIRECTORY: {exc}", node, "write ARCHIVE DIRECTORY = 'data/archive/'"
         ) from None
-    scheme = _OBJECT_STORE.match(source)
-    if (scheme is None) != (_OBJECT_STORE.match(resolved) is None) or "://" in resolved and scheme is None:
-        where = "on S3 (an s3:// URL)" if scheme is not None else "a local directory"
+    on_s3 = _OBJECT_STORE.match(source) is not None
+    if on_s3 != (_OBJECT_STORE.match(resolved) is not None) or (not on_s3 and "://" in resolved):
+        where = "on S3 (an s3:// URL)" if on_s3 else "a local directory"
         raise ctx.error(
             f"ARCHIVE DIRECTORY must be on the source's storage: {where}",
             node,

@@ -209,7 +209,7 @@ def test_committed_seq_reads_sparks_commit_log(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_run_once_deletes_what_it_committed_and_only_that(
+def test_run_once_deletes_what_it_committed(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, data = tmp_path / "home", tmp_path / "in"
