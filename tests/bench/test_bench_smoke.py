@@ -180,7 +180,7 @@ def test_run_py_goals_met_missed_and_new_sections(tmp_path: Path) -> None:
     def run_(name: str, seconds: float, mem: float = 1000.0, **kw: object) -> dict:
         return {"name": name, "status": "ok", "seconds": seconds, "peak_rss_mb": mem, **kw}
 
-    layout = {"icesql": run_("icesql", 10, 900, peak_pss_mb=600.0), "icesql_spark_path": run_("icesql_spark_path", 20),
+    layout = {"icesql": run_("icesql", 10, 900, peak_pss_mb=600.0, path="arrow", fallback_files=2), "icesql_spark_path": run_("icesql_spark_path", 20),
               "spark35_iceberg": run_("spark35_iceberg", 25, 1000, peak_pss_mb=960.0), "pyarrow_parquet": run_("pyarrow_parquet", 5)}
     sections = {
         "append": {"dataset": {"rows": 10}, "unpartitioned": layout},
@@ -225,6 +225,7 @@ def test_run_py_goals_met_missed_and_new_sections(tmp_path: Path) -> None:
     assert "**Goals: " in md and "MISSED" in md and "| met |" in md
     assert "### End to end, fresh processes" in md and "### Key index build" in md and "n/a until the key index" in md
     assert "### Views / Spark tables" in md
+    assert "left to Spark's readers (fallbacks" in md and "append unpartitioned icesql: 2" in md
 
 
 @pytest.mark.spark
