@@ -81,11 +81,29 @@ class SourceFormat(enum.Enum):
     CSV = "csv"
     PARQUET = "parquet"
     DEBEZIUM_JSON = "debezium-json"
+    TEXT = "text"  # KAFKA: the value (or key) as one string column
+    BYTES = "bytes"  # KAFKA: the value (or key) as one binary column
 
 
 class SourceKind(enum.Enum):
     FILES = "files"
     GENERATOR = "generator"
+    KAFKA = "kafka"
+
+
+class KafkaEnvelope(enum.Enum):
+    NONE = "none"  # every record is a row
+    UPSERT = "upsert"  # the record key is the row's key; a null value (tombstone) deletes it
+
+
+class KafkaMetadata(enum.Enum):
+    """What ``INCLUDE ...`` adds to a Kafka source's rows (Materialize's clause)."""
+
+    KEY = "key"  # the record key (string for KEY FORMAT 'text', binary for 'bytes', struct for 'json')
+    PARTITION = "partition"  # int
+    OFFSET = "offset"  # bigint
+    TIMESTAMP = "timestamp"  # timestamp (the record's, as the broker gives it)
+    HEADERS = "headers"  # array<struct<key:string,value:binary>>
 
 
 class SinkMode(enum.Enum):
@@ -143,6 +161,49 @@ class AwsConnectionPlan:
 
 
 @dataclass(frozen=True)
+class KafkaConnectionPlan:
+    """CREATE CONNECTION k TO KAFKA (...): the brokers and how to authenticate to them."""
+
+    name: str
+    brokers: tuple[str, ...]  # 'host:port', at least one
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL
+    sasl_mechanism: str | None = None  # PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+    sasl_username: str | SecretName | None = None
+    sasl_password: SecretName | None = None
+    ssl_ca: str | SecretName | None = None  # SSL CERTIFICATE AUTHORITY (PEM)
+    ssl_certificate: SecretName | None = None  # client certificate (PEM)
+    ssl_key: SecretName | None = None  # client key (PEM)
+    validate: bool = True
+    kind: ClassVar[str] = "kafka"
+
+
+@dataclass(frozen=True)
+class KafkaInclude:
+    """One ``INCLUDE`` item of a Kafka source: what it adds and the column's name."""
+
+    what: KafkaMetadata
+    name: str  # ``AS name``, else ``what.value``
+
+
+@dataclass(frozen=True)
+class KafkaSourceSpec:
+    """What a ``FROM KAFKA CONNECTION k (...)`` source reads beyond the common source fields
+    (FORMAT, SCHEMA, ON ERROR and MAX BYTES PER TRIGGER stay on ``SourcePlan``)."""
+
+    connection: str  # the KAFKA connection
+    topic: str
+    start_offset: str = "earliest"  # 'earliest' | 'latest': where a new sink starts
+    start_timestamp_ms: int | None = None  # START TIMESTAMP: the first offset at or after it
+    envelope: KafkaEnvelope = KafkaEnvelope.NONE
+    key_format: SourceFormat = SourceFormat.TEXT  # text | bytes | json
+    key_schema: str | None = None  # KEY SCHEMA (Spark DDL) with KEY FORMAT = 'json'
+    key_columns: tuple[Column, ...] = ()  # parsed from key_schema (or ('key', string/binary))
+    include: tuple[KafkaInclude, ...] = ()
+    max_records_per_trigger: int | None = None
+    group_id: str | None = None  # CONSUMER GROUP: committed offsets for outside monitoring only
+
+
+@dataclass(frozen=True)
 class CatalogConnectionPlan:
     name: str
     catalog_type: CatalogType
@@ -182,6 +243,10 @@ class SourcePlan:
     # what becomes of a file once the batch that read it is committed: kept, moved, deleted
     clean_source: CleanSource = field(default=CleanSource.OFF, metadata=OMIT_AT_DEFAULT)
     archive_directory: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)  # CLEAN SOURCE = 'archive'
+    # KAFKA: the topic and how its records become rows. ``columns`` then lists every column the
+    # relation has, in order: the key columns (ENVELOPE UPSERT), the value's columns (SCHEMA;
+    # ``value`` for FORMAT 'text' / 'bytes') and the INCLUDE columns
+    kafka: KafkaSourceSpec | None = field(default=None, metadata=OMIT_AT_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -339,7 +404,7 @@ class CreateSecretPlan:
 class CreateObjectPlan:
     """CREATE CONNECTION/SOURCE/VIEW/SINK: the definition plus what it depends on."""
 
-    definition: AwsConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+    definition: AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
     sql: str  # canonical CREATE statement (secret values never appear in it)
     dependencies: tuple[tuple[str, str], ...] = ()  # (kind, name): 'secret'/'connection'/...
     if_not_exists: bool = False
@@ -494,7 +559,7 @@ StatementPlan = (
     | ShowSnapshotsPlan
 )
 
-ObjectPlan = AwsConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+ObjectPlan = AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
 
 
 # --------------------------------------------------------------------------- JSON form
@@ -503,6 +568,9 @@ _PLAN_TYPES: dict[str, type[Any]] = {
     t.__name__: t
     for t in (
         AwsConnectionPlan,
+        KafkaConnectionPlan,
+        KafkaInclude,
+        KafkaSourceSpec,
         CatalogConnectionPlan,
         SourcePlan,
         ViewPlan,
@@ -524,6 +592,8 @@ _ENUMS: dict[str, type[enum.Enum]] = {
         SinkMode,
         OnError,
         CleanSource,
+        KafkaEnvelope,
+        KafkaMetadata,
         Transform,
         DeleteMode,
     )
