@@ -52,7 +52,6 @@ from typing import Any, Protocol
 
 from icesql import settings
 from icesql.engine.batch import (
-    CONSUMED,
     DROPPED,
     FALLBACK,
     ArrowBatchWriter,
@@ -99,6 +98,7 @@ class SinkRunner:
         state: StateCallback,
         target: Callable[[], Any],
         relation: Callable[[Any], Relation],
+        relation_plan: Callable[[], Any] = lambda: None,
         trigger_interval: float = 1.0,
         period_tick: float | None = None,
         listeners: Listeners | None = None,
@@ -112,15 +112,15 @@ class SinkRunner:
         self._resolve_target = target
         self.target: Any = None  # target.SinkTarget, resolved once when the sink starts
         self._relation_factory = relation
+        self._relation_plan = relation_plan  # the source or view plan the sink reads (None: a Spark table)
+        self.source: Any = None  # source_kinds.SourceProgress: the sink's position in its source
         self.trigger_interval = trigger_interval
         self.period_tick = period_tick
         self.sink_id = state.sink_id(plan.name)
         self.sink_dir = self.home / "sinks" / self.sink_id
         self.staging = Staging(self.sink_dir / "staging")
         self.checkpoint = self.sink_dir / "checkpoint"  # Spark's path (views, Spark tables, ...)
-        self.files_checkpoint = self.sink_dir / "checkpoint-files"  # the Arrow path of FILES sources
         self.progress_base = 0  # progress = base + Spark batch id (a new checkpoint restarts at 0)
-        self.source_watermark: tuple[int, str] | None = None  # newest source file committed
         self.fallback_files = 0  # files the Arrow path left to Spark's reader
         self.index: Any = None  # index.store.Manifest: the key index of an upsert sink (position deletes)
         self._writer: Any = None  # the batch writer, kept across batches (the index writer has state)
@@ -224,7 +224,8 @@ class SinkRunner:
             status = "fenced"
         else:
             status = "retrying" if self.will_retry(err) else "failed"
-        log.error("sink %s %s: %s", self.name, status, err.message)
+        # a failure that will be retried is logged once, by the supervisor ("restarting in ...")
+        (log.debug if status == "retrying" else log.error)("sink %s %s: %s", self.name, status, err.message)
         self.listeners.failure(
             FailureEvent(self.name, type(err).__name__, err.message, bool(getattr(err, "transient", False)))
         )
@@ -255,38 +256,22 @@ class SinkRunner:
     # ----------------------------------------------------------------- start
 
     @property
-    def arrow(self) -> bool:
-        """Whether the sink reads a FILES source on the Arrow path."""
-        return getattr(self.relation, "arrow", None) is not None
-
-    @property
     def checkpoint_location(self) -> str:
-        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint`` (or
-        ``checkpoint-files`` on the Arrow path), or ``$ICESQL_CHECKPOINT_ROOT/<id>[-files]`` (a
-        directory the Spark driver can reach, e.g. when a Spark Connect server runs on another
-        machine)."""
-        return self._checkpoint_location(self.arrow)
+        """Where Spark keeps the query's checkpoint: ``<home>/sinks/<id>/checkpoint`` plus the
+        source kind's suffix (``checkpoint-files`` on the Arrow path, ``checkpoint-kafka``), or
+        ``$ICESQL_CHECKPOINT_ROOT/<id><suffix>`` (a directory the Spark driver can reach, e.g. when
+        a Spark Connect server runs on another machine)."""
+        return self.checkpoint_root(self.source.checkpoint_suffix if self.source is not None else "")
 
-    def _checkpoint_location(self, arrow: bool) -> str:
+    def checkpoint_root(self, suffix: str) -> str:
         root = settings.CHECKPOINT_ROOT.get()
         if root:
-            return f"{root.rstrip('/')}/{self.sink_id}" + ("-files" if arrow else "")
-        return str(self.files_checkpoint if arrow else self.checkpoint)
+            return f"{root.rstrip('/')}/{self.sink_id}{suffix}"
+        return f"{self.checkpoint}{suffix}"
 
-    def _arrow_binding(self) -> Any:
-        """What binds a FILES source to this sink on the Arrow path (None: Spark's path only)."""
-        if self.spark is None or not settings.ARROW_PATH.enabled():
-            return None
-        from icesql.engine.files.log import DIRECTORY
-        from icesql.engine.sources import ArrowBinding
-        from icesql.engine.spark import parallelism, session_time_zone
-
-        return ArrowBinding(
-            log_dir=f"{self._checkpoint_location(True).rstrip('/')}/{DIRECTORY}",
-            parallelism=parallelism(self.spark),
-            io_properties={},
-            session_tz=session_time_zone(self.spark),
-        )
+    @property
+    def local_checkpoint(self) -> bool:
+        return _is_local(self.checkpoint_location)
 
     def prepare(self) -> None:
         """Version, table and recovery: everything before the query starts."""
@@ -297,14 +282,18 @@ class SinkRunner:
         try:
             self.version = int(self.state.bump_version(self.name))
             self.target = self._resolve_target()
-            self.relation = self._relation_factory(self._arrow_binding())
+            from icesql.engine.source_kinds import progress_for
+
+            source = progress_for(self, self._relation_plan())
+            self.relation = self._relation_factory(source.binding())
+            self.source = source.bound(self.relation)
             schema_json = spark_schema_json(self.relation.data_schema())
             catalog = self.target.load_catalog()  # once: the dead-letter table is in it too
             self.table = ensure_table(catalog, None, schema_json, self.plan)
             committed = committed_progress(
                 self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
             )
-            if self.relation.streaming and not self.arrow and _is_local(self.checkpoint_location):
+            if self.relation.streaming and not self.source.resumes_from_table and self.local_checkpoint:
                 warn_if_checkpoint_lost(self.name, self.checkpoint, committed)
             self.progress = recover(self.staging, committed)
             self._open_dead_letters(catalog)
@@ -319,8 +308,8 @@ class SinkRunner:
             if pending:
                 log.info("sink %s: recovering %d staged batch(es)", self.name, len(pending))
                 self.commit("recovery")
-            if self.arrow:
-                self._resume_files()
+            if self.relation.streaming and self.source.resumes_from_table:
+                self._resume_source()
             if self.position_deletes:
                 self._open_index()
         except BaseException as e:
@@ -507,35 +496,15 @@ class SinkRunner:
         else:
             self._open_index(base=(latest, self._index_snapshot), hashed=hashed, moved=moved)
 
-    def _resume_files(self) -> None:
-        """The Arrow path: the source's file log, seeded when it is new (``files.resume``), and
-        the progress base of its checkpoint."""
+    def _resume_source(self) -> None:
+        """The source's start on this checkpoint (``source_kinds.SourceProgress.resume``), from
+        the summary of the table's last snapshot of this sink."""
         from icesql.engine.commit import last_committed_snapshot
-        from icesql.engine.files.log import FileLog
-        from icesql.engine.files.resume import seed_log, watermark_of
 
-        assert self.relation is not None and self.relation.arrow is not None
-        arrow = self.relation.arrow
         last = last_committed_snapshot(self.table, self.sink_id)
-        summary = dict(last.properties) if last is not None else None
-        self.source_watermark = watermark_of(summary)
-        file_log = FileLog(arrow.log_dir, arrow.location.io_properties)
-        try:
-            info = file_log.seed_info()
-            if info is not None:
-                self.progress_base = info["progress_base"]
-                return
-            old = self.checkpoint if (self.checkpoint / "offsets").is_dir() else None
-            self.progress_base = seed_log(
-                file_log,
-                arrow.location,
-                name=self.name,
-                committed=self.committed_progress,
-                summary=summary,
-                old_checkpoint=old,
-            )
-        finally:
-            file_log.close()
+        base = self.source.resume(dict(last.properties) if last is not None else None)
+        if base is not None:
+            self.progress_base = base
 
     def fenced(self, newer: int) -> Exception:
         return fenced_error(self.name, self.version, newer, self.plan.table_identifier)
@@ -553,8 +522,8 @@ class SinkRunner:
                 self._set_status("running")
                 self._batch_thread.start()
                 return
-            if _is_local(self.checkpoint_location):
-                self.checkpoint.mkdir(parents=True, exist_ok=True)
+            if self.local_checkpoint:
+                Path(self.checkpoint_location).mkdir(parents=True, exist_ok=True)
             if self.remote:
                 assert self.version is not None
                 batch: Any = RemoteBatch(
@@ -631,31 +600,12 @@ class SinkRunner:
                         self.drain.take()  # every batch of the run has left its record by now
                     self.commit("shutdown")
                     self.maintainer.at_end()
-                    self._clean_source()
+                    self.source.after_run()
                     self._set_status("stopped")
                 except BaseException as e:  # noqa: BLE001
                     self.fail(e)
             self.stop_event.set()
             self._done.set()
-
-    def _clean_source(self) -> None:
-        """CLEAN SOURCE at the end of a ``run --once``: the source cleans a batch's files at the
-        next trigger, which a run that has ended never has, so the files of its last batch are
-        cleaned here, from the checkpoint's commit log (``files.clean``). A failure is logged:
-        the rows are committed, and the next run cleans what is left."""
-        arrow = getattr(self.relation, "arrow", None)
-        if arrow is None or not _is_local(self.checkpoint_location):
-            return
-        from icesql.engine.files.clean import clean_committed
-        from icesql.engine.sources import source_cleaner
-
-        cleaner = source_cleaner(arrow.plan)
-        if cleaner is None:
-            return
-        try:
-            clean_committed(arrow.log_dir, arrow.location, cleaner, self.checkpoint_location)
-        except Exception as e:  # noqa: BLE001
-            log.warning("sink %s: CLEAN SOURCE of source %s stopped: %s", self.name, arrow.plan.name, e)
 
     # ----------------------------------------------------------------- batches
 
@@ -680,6 +630,7 @@ class SinkRunner:
             log.info("sink %s: batch %d already staged or committed, skipping", self.name, batch_id)
             return
         batch_delay()
+        kill_point("batch", batch_id)  # tests: a batch that fails (or dies) before it writes
         if self.error is not None:
             raise self.error
         started = time.time()
@@ -777,20 +728,16 @@ class SinkRunner:
         if skipped:
             self.skipped_records += skipped
             self._update(skipped_records=self.skipped_records)
-        consumed = [r for r in rows if r["content"] == CONSUMED]
+        consumed = self.source.staged(rows, batch_id - self.progress_base)
         fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
         if fallbacks:
             self.fallback_files += fallbacks
             log.info("sink %s: %d file(s) of batch %d read by Spark's reader", self.name, fallbacks, batch_id)
         rows = [r for r in rows if r["content"] >= 0]
-        source_seq = max((r["rows"] for r in consumed), default=None)
-        mark = max(((r["bytes"], r["file"]) for r in consumed), default=None)
         if not rows and not letter_files:
             return None
         return StagedBatch(
-            source_seq=source_seq,
-            source_mtime_ms=mark[0] if mark else None,
-            source_path=mark[1] if mark else None,
+            **consumed,
             batch_id=batch_id,
             data_files=tuple(r["file"] for r in rows if r["content"] == 0),
             delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
@@ -886,7 +833,7 @@ class SinkRunner:
                 sink_id=self.sink_id,
                 sink_version=self.version,
                 reason=reason,
-                extra_summary=self._source_summary(entries),
+                extra_summary=self.source.summary(entries),
                 per_batch=self.index is not None,
             )
             started = time.monotonic()
@@ -975,26 +922,6 @@ class SinkRunner:
         self.dead_letter_count += sum(e.dead_letters for e in todo)
         self._update(dead_letters=self.dead_letter_count)
         return dict(reasons)
-
-    def _source_summary(self, entries: list[StagedBatch]) -> dict[str, str]:
-        """The Arrow path records which source files the table holds: the newest one (by
-        modification time, then path), so a lost checkpoint never makes the sink skip or repeat
-        files (``files.resume``)."""
-        from icesql.engine.files.resume import SOURCE_SEQ, WATERMARK, watermark_json
-
-        marks = [
-            (int(e.source_mtime_ms or 0), str(e.source_path)) for e in entries if e.source_path is not None
-        ]
-        if self.source_watermark is not None:
-            marks.append(self.source_watermark)
-        if not marks:
-            return {}
-        self.source_watermark = max(marks)
-        out = {WATERMARK: watermark_json(*self.source_watermark)}
-        seqs = [e.source_seq for e in entries if e.source_seq is not None]
-        if seqs:
-            out[SOURCE_SEQ] = str(max(seqs))
-        return out
 
     def _hint_compaction(self) -> None:
         """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
@@ -1103,7 +1030,7 @@ class SinkRunner:
             "skipped_records": self.skipped_records,
             "dead_letters": self.dead_letter_count,
             "dead_letter_table": self.dead_letters.name if self.dead_letters is not None else None,
-            "path": "arrow" if self.arrow else "spark",
+            "path": "arrow" if getattr(self.relation, "arrow", None) is not None else "spark",
             "fallback_files": self.fallback_files,
             "maintenance_runs": self.maintainer.runs,
             "last_maintenance": self.maintainer.last,

@@ -73,6 +73,7 @@ INTERNAL_COLUMNS = frozenset((CORRUPT, *CHANGELOG_COLUMNS))
 BAD_RECORD_MARKER = "ICESQL-BAD-RECORD:"
 
 Resolver = Callable[[str], "SourcePlan | ViewPlan | None"]
+Binder = Callable[["SourcePlan", Any], Any]
 
 
 class BadRecordError(ExecutionError):
@@ -125,15 +126,18 @@ def build_relation(
     resolve: Resolver,
     *,
     on_error: OnError | None = None,
-    arrow: ArrowBinding | None = None,
+    arrow: Any = None,
+    bind: Binder | None = None,
 ) -> Relation:
     """The DataFrame a sink reading ``name`` consumes; a FILES source read directly by the sink
-    takes the Arrow path when ``arrow`` binds it (views and Spark tables keep Spark's)."""
+    takes the Arrow path when ``arrow`` binds it (views and Spark tables keep Spark's).
+    ``bind(plan, binding)`` completes the binding of a source that needs its connection's
+    credentials (KAFKA), for the source read directly and for those of a view."""
     plan = resolve(name)
     if isinstance(plan, SourcePlan):
-        return source_relation(spark, plan, on_error=on_error, arrow=arrow)
+        return source_relation(spark, plan, on_error=on_error, arrow=arrow, bind=bind)
     if isinstance(plan, ViewPlan):
-        return view_relation(spark, plan, resolve, on_error=on_error)
+        return view_relation(spark, plan, resolve, on_error=on_error, bind=bind)
     return spark_relation(spark, name)
 
 
@@ -156,6 +160,7 @@ def view_relation(
     resolve: Resolver,
     *,
     on_error: OnError | None = None,
+    bind: Binder | None = None,
     _seen: frozenset[str] = frozenset(),
 ) -> Relation:
     if plan.name in _seen:
@@ -166,9 +171,9 @@ def view_relation(
     for dep in plan.depends_on:
         dep_plan = resolve(dep)
         if isinstance(dep_plan, SourcePlan):
-            rel = source_relation(spark, dep_plan, on_error=on_error)
+            rel = source_relation(spark, dep_plan, on_error=on_error, bind=bind)
         elif isinstance(dep_plan, ViewPlan):
-            rel = view_relation(spark, dep_plan, resolve, on_error=on_error, _seen=_seen | {plan.name})
+            rel = view_relation(spark, dep_plan, resolve, on_error=on_error, bind=bind, _seen=_seen | {plan.name})
         else:
             continue  # a Spark table/view: the query resolves it itself
         rel.df.createOrReplaceTempView(_quote(dep))
@@ -214,13 +219,40 @@ def _first_line(e: BaseException) -> str:
 
 
 def source_relation(
-    spark: Any, plan: SourcePlan, *, on_error: OnError | None = None, arrow: ArrowBinding | None = None
+    spark: Any,
+    plan: SourcePlan,
+    *,
+    on_error: OnError | None = None,
+    arrow: Any = None,
+    bind: Binder | None = None,
 ) -> Relation:
-    if plan.source_kind is SourceKind.GENERATOR:
-        return Relation(name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,))
-    if plan.source_kind is SourceKind.FILES:
-        return files_relation(spark, plan, on_error=on_error, arrow=arrow)
-    raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
+    """The relation of a source, by its kind (``RELATIONS``)."""
+    make = RELATIONS.get(plan.source_kind)
+    if make is None:  # pragma: no cover - the analyzer makes only the kinds listed
+        raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
+    return make(spark, plan, on_error, arrow, bind)
+
+
+def _kafka_relation(
+    spark: Any, plan: SourcePlan, on_error: OnError | None, binding: Any, bind: Binder | None
+) -> Relation:
+    from icesql.engine.kafka.relation import kafka_relation
+
+    if bind is None:
+        raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
+    return kafka_relation(spark, plan, _policy(plan, on_error), bind(plan, binding))
+
+
+# the relation of each source kind: (spark, plan, on_error, binding from the sink, binder)
+RELATIONS: dict[SourceKind, Callable[..., Relation]] = {
+    SourceKind.GENERATOR: lambda spark, plan, on_error, arrow, bind: Relation(
+        name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,)
+    ),
+    SourceKind.FILES: lambda spark, plan, on_error, arrow, bind: files_relation(
+        spark, plan, on_error=on_error, arrow=arrow
+    ),
+    SourceKind.KAFKA: _kafka_relation,
+}
 
 
 def _row_schema(spark: Any, plan: SourcePlan) -> Any:

@@ -60,6 +60,8 @@ class StagedBatch:
     source_seq: int | None = None
     source_mtime_ms: int | None = None
     source_path: str | None = None
+    # a KAFKA source: the end offsets of the batch ({"partition": next offset}, ``kafka.offsets``)
+    source_offsets: dict[str, int] | None = None
     # ON ERROR = 'dead-letter': the data files of the dead-letter table holding the batch's bad
     # records, how many records, and how many per reason (``deadletter``)
     dead_letter_files: tuple[str, ...] = ()

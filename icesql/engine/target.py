@@ -23,6 +23,7 @@ from icesql.errors import ExecutionError
 from icesql.plan import (
     AwsConnectionPlan,
     CatalogConnectionPlan,
+    KafkaConnectionPlan,
     SecretResolver,
     SinkPlan,
     SourcePlan,
@@ -31,7 +32,7 @@ from icesql.plan import (
 
 
 class ObjectResolver(Protocol):
-    def connection(self, name: str) -> AwsConnectionPlan | CatalogConnectionPlan: ...
+    def connection(self, name: str) -> AwsConnectionPlan | CatalogConnectionPlan | KafkaConnectionPlan: ...
 
     def relation(self, name: str) -> SourcePlan | ViewPlan | None: ...
 

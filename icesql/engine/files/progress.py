@@ -1,0 +1,121 @@
+"""A FILES source's progress on the Arrow path (``source_kinds.SourceProgress``): the file log in
+the sink's checkpoint, the newest source file each commit records, resume from a lost
+checkpoint (``resume``) and CLEAN SOURCE after a bounded run (``clean``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from icesql import settings
+from icesql.engine.batch import CONSUMED
+from icesql.engine.source_kinds import SourceProgress
+
+log = logging.getLogger("icesql.sink")
+
+
+class FilesProgress(SourceProgress):
+    checkpoint_suffix = "-files"
+    resumes_from_table = True
+
+    def __init__(self, runner: Any, plan: Any = None) -> None:
+        super().__init__(runner, plan)
+        self.watermark: tuple[int, str] | None = None  # newest source file committed (mtime, path)
+
+    def binding(self) -> Any:
+        """What binds the source to this sink on the Arrow path (None: Spark's path only)."""
+        r = self.runner
+        if r.spark is None or not settings.ARROW_PATH.enabled():
+            return None
+        from icesql.engine.files.log import DIRECTORY
+        from icesql.engine.sources import ArrowBinding
+        from icesql.engine.spark import parallelism, session_time_zone
+
+        return ArrowBinding(
+            log_dir=f"{r.checkpoint_root(self.checkpoint_suffix).rstrip('/')}/{DIRECTORY}",
+            parallelism=parallelism(r.spark),
+            io_properties={},
+            session_tz=session_time_zone(r.spark),
+        )
+
+    def bound(self, relation: Any) -> SourceProgress:
+        # Spark's reader took the source (a reader option, a map column, ...): its checkpoint alone
+        return self if relation.arrow is not None else SourceProgress(self.runner, self.plan)
+
+    def resume(self, summary: dict[str, str] | None) -> int | None:
+        """The source's file log, seeded when it is new (``files.resume``), and the progress base
+        of its checkpoint."""
+        from icesql.engine.files.log import FileLog
+        from icesql.engine.files.resume import seed_log, watermark_of
+
+        r = self.runner
+        arrow = r.relation.arrow
+        self.watermark = watermark_of(summary)
+        file_log = FileLog(arrow.log_dir, arrow.location.io_properties)
+        try:
+            info = file_log.seed_info()
+            if info is not None:
+                return int(info["progress_base"])
+            old = r.checkpoint if (r.checkpoint / "offsets").is_dir() else None
+            return int(
+                seed_log(
+                    file_log,
+                    arrow.location,
+                    name=r.name,
+                    committed=r.committed_progress,
+                    summary=summary,
+                    old_checkpoint=old,
+                )
+            )
+        finally:
+            file_log.close()
+
+    def staged(self, rows: Sequence[dict[str, Any]], spark_batch_id: int) -> dict[str, Any]:
+        consumed = [r for r in rows if r["content"] == CONSUMED]
+        mark = max(((r["bytes"], r["file"]) for r in consumed), default=None)
+        return {
+            "source_seq": max((r["rows"] for r in consumed), default=None),
+            "source_mtime_ms": mark[0] if mark else None,
+            "source_path": mark[1] if mark else None,
+        }
+
+    def summary(self, entries: Sequence[Any]) -> dict[str, str]:
+        """The newest source file the table holds (by modification time, then path), so a lost
+        checkpoint never makes the sink skip or repeat files (``files.resume``)."""
+        from icesql.engine.files.resume import SOURCE_SEQ, WATERMARK, watermark_json
+
+        marks = [(int(e.source_mtime_ms or 0), str(e.source_path)) for e in entries if e.source_path is not None]
+        if self.watermark is not None:
+            marks.append(self.watermark)
+        if not marks:
+            return {}
+        self.watermark = max(marks)
+        out = {WATERMARK: watermark_json(*self.watermark)}
+        seqs = [e.source_seq for e in entries if e.source_seq is not None]
+        if seqs:
+            out[SOURCE_SEQ] = str(max(seqs))
+        return out
+
+    def after_run(self) -> None:
+        """CLEAN SOURCE at the end of a ``run --once``: the source cleans a batch's files at the
+        next trigger, which a run that has ended never has, so the files of its last batch are
+        cleaned here, from the checkpoint's commit log (``files.clean``). A failure is logged:
+        the rows are committed, and the next run cleans what is left."""
+        from icesql.engine.files.clean import clean_committed
+        from icesql.engine.sources import source_cleaner
+
+        r = self.runner
+        arrow = r.relation.arrow
+        if not r.local_checkpoint:
+            return
+        cleaner = source_cleaner(arrow.plan)
+        if cleaner is None:
+            return
+        try:
+            clean_committed(arrow.log_dir, arrow.location, cleaner, r.checkpoint_location)
+        except Exception as e:  # noqa: BLE001
+            log.warning("sink %s: CLEAN SOURCE of source %s stopped: %s", r.name, arrow.plan.name, e)
+
+
+__all__ = ["FilesProgress"]

@@ -1,0 +1,105 @@
+"""A Kafka source's progress (``source_kinds.SourceProgress``): offsets in Spark's checkpoint, in
+every staged batch and in every snapshot's summary, and a lost checkpoint resumed from the table.
+
+Spark writes a micro-batch's end offsets to its offset log (``<checkpoint>/offsets/<batch id>``)
+before it runs the batch; the runner stages them with the batch's files, and each commit records
+the newest in its snapshot's summary (``offsets.SUMMARY_KEY``). When the sink starts on a new
+checkpoint (the first start, or one that was lost - with the whole icesql home, the sink created
+again under the same name), ``resume`` writes a seed file into the checkpoint with the offsets the
+table holds and the progress the table reached; the source starts from those offsets (``source``),
+and the checkpoint's batch 0 continues the table's progress. Records of a batch that was staged
+but not committed are committed on start (``recovery``), with their offsets, before the seed is
+read from the table: nothing committed is read again, nothing uncommitted is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from icesql.engine.kafka.offsets import Offsets, dump, from_summary, merged, parse, summary_value
+from icesql.engine.source_kinds import SourceProgress
+
+log = logging.getLogger("icesql.sink")
+
+SEED = "kafka-seed.json"
+
+
+def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
+    """The end offsets Spark's offset log holds for a batch (None: not there)."""
+    path = Path(checkpoint) / "offsets" / str(spark_batch_id)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    # v1 / the batch's metadata / one line per source (a sink reads one)
+    for line in lines[2:]:
+        line = line.strip()
+        if line and line != "-":
+            return parse(json.loads(line))
+    return None
+
+
+class KafkaProgress(SourceProgress):
+    checkpoint_suffix = "-kafka"
+    resumes_from_table = True
+
+    def __init__(self, runner: Any, plan: Any = None) -> None:
+        super().__init__(runner, plan)
+        self.topic = plan.kafka.topic if plan is not None and plan.kafka is not None else ""
+        self.committed: Offsets = {}  # the offsets the table holds
+
+    @property
+    def seed_path(self) -> str:
+        return os.path.join(self.runner.checkpoint_root(self.checkpoint_suffix), SEED)
+
+    def binding(self) -> Any:
+        from icesql.engine.kafka.relation import KafkaBinding
+        from icesql.engine.spark import parallelism
+
+        return KafkaBinding(seed=self.seed_path, parallelism=parallelism(self.runner.spark))
+
+    def resume(self, summary: dict[str, str] | None) -> int | None:
+        r = self.runner
+        self.committed = from_summary(summary, self.topic) or {}
+        path = Path(self.seed_path)
+        if path.exists():
+            return int(json.loads(path.read_text())["progress_base"])
+        offsets_dir = path.parent / "offsets"
+        if offsets_dir.is_dir() and any(offsets_dir.iterdir()):
+            return 0  # a checkpoint of a release without seeds: Spark's offsets stand
+        base = r.committed_progress + 1 if r.committed_progress >= 0 else 0
+        seed = {"offsets": dump(self.committed) if self.committed else None, "progress_base": base, "topic": self.topic}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(seed, sort_keys=True))
+        os.replace(tmp, path)
+        if self.committed:
+            log.info(
+                "sink %s: new checkpoint; topic %s resumes from the offsets the table holds (%s)",
+                r.name,
+                self.topic,
+                ", ".join(f"{p}:{o}" for p, o in sorted(self.committed.items())),
+            )
+        return base
+
+    def staged(self, rows: Sequence[dict[str, Any]], spark_batch_id: int) -> dict[str, Any]:
+        offsets = batch_offsets(self.runner.checkpoint_location, spark_batch_id)
+        return {"source_offsets": dump(offsets)} if offsets is not None else {}
+
+    def summary(self, entries: Sequence[Any]) -> dict[str, str]:
+        batches = [parse(e.source_offsets) for e in entries if getattr(e, "source_offsets", None)]
+        if not batches and not self.committed:
+            return {}
+        self.committed = merged([self.committed, *batches])
+        return {"icesql.kafka-offsets": summary_value(self.topic, self.committed)}
+
+    def status(self) -> dict[str, Any]:
+        return {"source_offsets": dump(self.committed)}
+
+
+__all__ = ["SEED", "KafkaProgress", "batch_offsets"]

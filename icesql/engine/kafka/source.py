@@ -1,0 +1,548 @@
+"""``icesql_kafka``: a Kafka topic as a Spark streaming data source (a Python data source over
+confluent-kafka / librdkafka; Spark's own Kafka connector is not needed).
+
+Spark keeps the query's offsets (``offsets.py``: ``{"0": next offset, ...}`` per partition) in its
+checkpoint and asks for the latest offset once per trigger; each micro-batch is planned as
+offset ranges (``OffsetRange``), a long range split so that every core reads, and each task reads
+its ranges with its own consumer (``read_range``) and yields Arrow record batches with Spark's
+Kafka schema (``RECORD_SCHEMA``: key, value, topic, partition, offset, timestamp, timestampType,
+headers). Decoding the values into rows is the relation's work (``relation``).
+
+What makes a batch exact
+    * Reads are ``isolation.level = read_committed``: records of aborted transactions never reach
+      a batch, and offset gaps (transaction markers, compacted topics) are normal.
+    * The end of a batch is the true log end: ``log_end`` takes the larger of ListOffsets and the
+      high watermark a Fetch response carries (one broker here, tansu, answers ListOffsets with
+      the newest batch's base offset + 1, which under-reports the end of batched produces).
+    * A range is read until the first record at or past its end, or the partition's end of log at
+      or past it: the same range always yields the same records, so Spark's replay of a batch
+      after a crash reads exactly what the first attempt read.
+    * Records below a partition's log start (deleted by retention before the sink read them) fail
+      the batch with one line naming the topic, partition and lost range (``DataLossError``).
+    * Partitions added while the query runs appear at the next trigger and are read from offset 0.
+
+Options (strings). Spark redacts option values whose keys match its redaction pattern
+(``secret``, ``password``, ``token``, ...): librdkafka settings travel as ``kafka.<setting>``, and
+the secret ones as ``secret.kafka.<setting>`` so that no plan, log or UI shows them.
+
+* ``topic``; ``seed``: a JSON file (written by the sink before the query starts,
+  ``progress.KafkaProgress``) with the offsets a new checkpoint starts from when the table already
+  holds some of the topic; ``start`` ('earliest' | 'latest') and ``start_ts`` (epoch ms) otherwise;
+* ``max_records``: at most this many offsets per trigger, shared among partitions by their lag;
+* ``parallelism``: the cores to keep busy; ``piece_records``: the longest range one task reads;
+* ``group``: a consumer group the committed offsets are reported to (monitoring only: never read
+  back).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from icesql.engine.kafka.offsets import Offsets, dump, parse
+
+NAME = "icesql_kafka"
+RECORD_SCHEMA = StructType(  # Spark's own Kafka source schema
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+        StructField(
+            "headers",
+            ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+        ),
+    ]
+)
+CONF_PREFIX = "kafka."
+SECRET_PREFIX = "secret.kafka."
+DEFAULT_PIECE_RECORDS = 500_000
+MIN_PIECE_RECORDS = 20_000
+BATCH_RECORDS = 10_000  # records per Arrow batch a task yields
+METADATA_TIMEOUT = 15.0
+READ_STALL = 60.0  # seconds a range may go without a record before its task fails
+
+log = logging.getLogger("icesql.kafka")
+
+
+class DataLossError(RuntimeError):
+    """Records a batch must read are gone (retention deleted them before the sink read them)."""
+
+
+def kafka_options(conf: Mapping[str, Any], secret_keys: frozenset[str]) -> dict[str, str]:
+    """librdkafka settings as data source options (secret ones under a name Spark redacts)."""
+    return {
+        (SECRET_PREFIX if k in secret_keys else CONF_PREFIX) + k: str(v)
+        for k, v in conf.items()
+        if k != "logger"
+    }
+
+
+def conf_from_options(options: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in options.items():
+        if k.startswith(SECRET_PREFIX):
+            out[k[len(SECRET_PREFIX) :]] = v
+        elif k.startswith(CONF_PREFIX):
+            out[k[len(CONF_PREFIX) :]] = v
+    return out
+
+
+def _consumer(conf: Mapping[str, str], **extra: Any) -> Any:
+    from confluent_kafka import Consumer
+
+    settings: dict[str, Any] = {
+        **conf,
+        # assign() never joins the group: the id only satisfies librdkafka
+        "group.id": extra.pop("group_id", None) or f"icesql-reader-{uuid.uuid4().hex[:12]}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "error",
+        "enable.partition.eof": True,
+        "fetch.wait.max.ms": 50,
+        "logger": logging.getLogger("icesql.kafka.librdkafka"),
+        **extra,
+    }
+    return Consumer(settings)
+
+
+# --------------------------------------------------------------------------- the broker's view
+
+
+class TopicView:
+    """The planner's consumer: partitions, log starts and true log ends of one topic."""
+
+    def __init__(self, conf: Mapping[str, str], topic: str) -> None:
+        self.conf = dict(conf)
+        self.topic = topic
+        self._c: Any = None
+
+    @property
+    def consumer(self) -> Any:
+        if self._c is None:
+            self._c = _consumer(self.conf)
+        return self._c
+
+    def close(self) -> None:
+        if self._c is not None:
+            try:
+                self._c.close()
+            finally:
+                self._c = None
+
+    def partitions(self) -> list[int]:
+        from confluent_kafka import KafkaException
+
+        try:
+            md = self.consumer.list_topics(topic=self.topic, timeout=METADATA_TIMEOUT)
+        except KafkaException as e:
+            raise RuntimeError(f"cannot read the metadata of topic '{self.topic}': {e}") from None
+        t = md.topics.get(self.topic)
+        if t is None or t.error is not None or not t.partitions:
+            why = t.error if t is not None and t.error is not None else "no such topic"
+            raise RuntimeError(f"topic '{self.topic}' cannot be read: {why}")
+        return sorted(t.partitions)
+
+    def starts(self, parts: Sequence[int]) -> Offsets:
+        from confluent_kafka import TopicPartition
+
+        out = {}
+        for p in parts:
+            lo, _ = self.consumer.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False
+            )
+            out[p] = max(0, int(lo))
+        return out
+
+    def ends(self, parts: Sequence[int]) -> Offsets:
+        """Each partition's log end (the last stable offset: read_committed), the larger of what
+        ListOffsets says and what a Fetch from that position finds."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        c = self.consumer
+        listed: Offsets = {}
+        for p in parts:
+            _, hi = c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False)
+            listed[p] = max(0, int(hi))
+        # a fetch at the listed end answers with the true high watermark (and, read_committed,
+        # the last stable offset): a record at or past the listed end means ListOffsets lied
+        c.assign([TopicPartition(self.topic, p, listed[p]) for p in parts])
+        ends = dict(listed)
+        pending = set(parts)
+        deadline = time.monotonic() + METADATA_TIMEOUT
+        try:
+            while pending and time.monotonic() < deadline:
+                for m in c.consume(num_messages=len(parts) * 4, timeout=0.5):
+                    p = m.partition()
+                    err = m.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            ends[p] = max(ends[p], int(m.offset()))
+                            pending.discard(p)
+                        elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                            pending.discard(p)  # the listed end is past the log: the listing stands
+                        continue
+                    ends[p] = max(ends[p], int(m.offset()) + 1)
+                    pending.discard(p)
+            for p in parts:
+                _, hw = c.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
+                if hw is not None and hw >= 0:
+                    ends[p] = max(ends[p], int(hw))
+        finally:
+            c.unassign()
+        if pending:
+            log.debug("topic %s: no fetch answer for partitions %s; ListOffsets taken", self.topic, sorted(pending))
+        return ends
+
+    def at_time(self, parts: Sequence[int], ts_ms: int) -> Offsets:
+        """The first offset at or after ``ts_ms`` per partition (the log end where none is)."""
+        from confluent_kafka import TopicPartition
+
+        found = self.consumer.offsets_for_times(
+            [TopicPartition(self.topic, p, int(ts_ms)) for p in parts], timeout=METADATA_TIMEOUT
+        )
+        ends = None
+        out: Offsets = {}
+        for tp in found:
+            if tp.offset is None or tp.offset < 0:
+                ends = ends or self.ends(parts)
+                out[tp.partition] = ends[tp.partition]
+            else:
+                out[tp.partition] = int(tp.offset)
+        return out
+
+
+def share(start: Mapping[int, int], end: Mapping[int, int], budget: int) -> Offsets:
+    """At most ``budget`` offsets from ``start`` toward ``end``, shared among the partitions in
+    proportion to their lag (every partition with lag moves when the budget allows)."""
+    lag = {p: max(0, e - start.get(p, 0)) for p, e in end.items()}
+    total = sum(lag.values())
+    if total <= budget:
+        return dict(end)
+    out = {p: start.get(p, 0) for p in end}
+    left = budget
+    for p in sorted(lag, key=lambda q: (-lag[q], q)):
+        take = min(lag[p], max(1, budget * lag[p] // total), left)
+        out[p] += take
+        left -= take
+        if left <= 0:
+            break
+    return out
+
+
+# --------------------------------------------------------------------------- planning
+
+
+class OffsetRange(InputPartition):
+    """One task's ranges: ``(partition, start, end)`` of one topic (picklable)."""
+
+    def __init__(self, topic: str, ranges: Sequence[tuple[int, int, int]]) -> None:
+        super().__init__(ranges)
+        self.topic = topic
+        self.ranges = tuple(ranges)
+
+
+def plan_ranges(
+    topic: str, start: Mapping[int, int], end: Mapping[int, int], parallelism: int, piece_records: int
+) -> list[OffsetRange]:
+    """Split the batch's ranges so that every core reads (no piece longer than ``piece_records``,
+    none shorter than ``MIN_PIECE_RECORDS`` unless its partition has fewer)."""
+    spans = [(p, start.get(p, 0), e) for p, e in sorted(end.items()) if e > start.get(p, 0)]
+    total = sum(e - s for _, s, e in spans)
+    if not spans:
+        return []
+    size = min(piece_records, max(MIN_PIECE_RECORDS, -(-total // max(1, parallelism))))
+    out = []
+    for p, s, e in spans:
+        while s < e:
+            out.append(OffsetRange(topic, [(p, s, min(e, s + size))]))
+            s += size
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, end: int) -> Iterator[Any]:
+    """The records of offsets [start, end) of one partition as Arrow batches (``RECORD_SCHEMA``)."""
+    import pyarrow as pa
+    from confluent_kafka import KafkaError, TopicPartition
+
+    if end <= start:
+        return
+    schema = _arrow_schema()
+    c = _consumer(conf, **{"fetch.wait.max.ms": 100})
+    try:
+        c.assign([TopicPartition(topic, partition, start)])
+        cols: dict[str, list[Any]] = {n: [] for n in schema.names}
+        pos = start
+        last_progress = time.monotonic()
+        done = False
+        while not done:
+            msgs = c.consume(num_messages=BATCH_RECORDS, timeout=1.0)
+            if not msgs and time.monotonic() - last_progress > READ_STALL:
+                raise RuntimeError(
+                    f"topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at offset "
+                    f"{pos} of the range {start}-{end - 1} (the broker is unreachable or the log shrank)"
+                )
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    code = err.code()
+                    if code == KafkaError._PARTITION_EOF:
+                        if m.offset() >= end:
+                            done = True
+                            break
+                        continue
+                    if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                        raise DataLossError(_lost(c, topic, partition, pos, end))
+                    raise RuntimeError(f"topic '{topic}' partition {partition}: {err.str()}")
+                off = m.offset()
+                if off >= end:
+                    done = True
+                    break
+                pos = off + 1
+                last_progress = time.monotonic()
+                ts_type, ts = m.timestamp()
+                headers = m.headers()
+                cols["key"].append(m.key())
+                cols["value"].append(m.value())
+                cols["topic"].append(topic)
+                cols["partition"].append(partition)
+                cols["offset"].append(off)
+                cols["timestamp"].append(ts * 1000 if ts_type and ts is not None and ts >= 0 else None)
+                cols["timestampType"].append(max(0, ts_type - 1) if ts_type else None)
+                cols["headers"].append(
+                    [{"key": k, "value": v} for k, v in headers] if headers is not None else None
+                )
+                if pos >= end:
+                    done = True
+                    break
+            if len(cols["offset"]) >= BATCH_RECORDS or (done and cols["offset"]):
+                yield pa.RecordBatch.from_pydict(cols, schema=schema)
+                cols = {n: [] for n in schema.names}
+    finally:
+        c.close()
+
+
+def _lost(c: Any, topic: str, partition: int, pos: int, end: int) -> str:
+    from confluent_kafka import TopicPartition
+
+    try:
+        lo, _ = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
+    except Exception:  # noqa: BLE001 - the message is what matters
+        lo = None
+    lost = f"{pos}-{min(end, lo) - 1}" if lo is not None and lo > pos else f"from {pos}"
+    return (
+        f"topic '{topic}' partition {partition}: records {lost} were deleted (retention) before the sink "
+        "read them"
+    )
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("us", tz="UTC")),
+            ("timestampType", pa.int32()),
+            ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
+        ]
+    )
+
+
+# --------------------------------------------------------------------------- the data source
+
+
+def read_seed(path: str | None) -> dict[str, Any] | None:
+    if not path or not os.path.exists(path):
+        return None
+    with open(path) as f:
+        data: dict[str, Any] = json.load(f)
+    return data
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.topic = options["topic"]
+        self.conf = conf_from_options(options)
+        self.parallelism = int(options.get("parallelism") or 2)
+        self.piece_records = int(options.get("piece_records") or DEFAULT_PIECE_RECORDS)
+        self.max_records = int(options["max_records"]) if options.get("max_records") else None
+        self.view = TopicView(self.conf, self.topic)
+        self._target: Offsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"options": self.options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["options"])  # type: ignore[misc]
+
+    def initialOffset(self) -> dict[str, int]:
+        parts = self.view.partitions()
+        seed = read_seed(self.options.get("seed"))
+        if seed is not None and seed.get("offsets") is not None:
+            known = parse(seed["offsets"])
+            starts = self.view.starts([p for p in parts if p not in known])
+            return dump({**starts, **known})
+        ts = self.options.get("start_ts")
+        if ts:
+            return dump(self.view.at_time(parts, int(ts)))
+        if self.options.get("start") == "latest":
+            return dump(self.view.ends(parts))
+        return dump(self.view.starts(parts))
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self.view.ends(self.view.partitions())
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        begin = parse(start)
+        if self._target is not None:
+            end = dict(self._target)
+        else:
+            end = self.view.ends(self.view.partitions())
+        for p in begin:  # a partition never disappears; its end never moves back
+            end[p] = max(end.get(p, begin[p]), begin[p])
+        if self.max_records:
+            end = share(begin, end, self.max_records)
+        return dump(end)
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        return plan_ranges(self.topic, parse(start), parse(end), self.parallelism, self.piece_records)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, OffsetRange)
+        for p, s, e in partition.ranges:
+            yield from read_range(self.conf, partition.topic, p, s, e)
+
+    def commit(self, end: dict[str, int]) -> None:
+        group = self.options.get("group")
+        if not group:
+            return
+        from confluent_kafka import TopicPartition
+
+        try:  # for outside monitoring tools only: icesql never reads it back
+            c = _consumer(self.conf, group_id=group)
+            try:
+                c.commit(
+                    offsets=[TopicPartition(self.topic, p, o) for p, o in parse(end).items()], asynchronous=False
+                )
+            finally:
+                c.close()
+        except Exception as e:  # noqa: BLE001 - monitoring must never stop the sink
+            log.warning("topic %s: cannot report offsets to consumer group %s: %s", self.topic, group, e)
+
+    def stop(self) -> None:
+        self.view.close()
+
+
+class KafkaDataSource(DataSource):
+    """Registered as ``icesql_kafka`` (``register(spark)``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        return RECORD_SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return KafkaStreamReader(dict(self.options))
+
+    def reader(self, schema: Any) -> Any:
+        return KafkaRangeReader(dict(self.options))
+
+
+class KafkaRangeReader(DataSourceReader):
+    """The batch reader: the offsets between ``start`` and ``end`` (JSON options), or from the
+    partitions' starts (``start`` = 'earliest') up to ``limit`` records per partition, capped at
+    the log end when the read is planned (``SELECT`` previews)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.topic = options["topic"]
+        self.conf = conf_from_options(options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        view = TopicView(self.conf, self.topic)
+        try:
+            parts = view.partitions()
+            ends = view.ends(parts)
+            if self.options.get("start_ts"):
+                begin = view.at_time(parts, int(self.options["start_ts"]))
+            elif self.options.get("start") == "latest":
+                begin = dict(ends)
+            else:
+                begin = view.starts(parts)
+        finally:
+            view.close()
+        limit = int(self.options.get("limit") or 0)
+        if limit:
+            ends = {p: min(e, begin.get(p, 0) + limit) for p, e in ends.items()}
+        return plan_ranges(self.topic, begin, ends, int(self.options.get("parallelism") or 2), DEFAULT_PIECE_RECORDS)
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, OffsetRange)
+        for p, s, e in partition.ranges:
+            yield from read_range(self.conf, partition.topic, p, s, e)
+
+
+_registered: set[int] = set()
+_register_lock = threading.Lock()
+
+
+def register(spark: Any) -> None:
+    """Register the data source with ``spark`` (once per session)."""
+    key = id(spark)
+    with _register_lock:
+        if key in _registered:
+            return
+        spark.dataSource.register(KafkaDataSource)
+        _registered.add(key)
+
+
+__all__ = [
+    "NAME",
+    "RECORD_SCHEMA",
+    "DataLossError",
+    "KafkaDataSource",
+    "OffsetRange",
+    "conf_from_options",
+    "kafka_options",
+    "plan_ranges",
+    "read_range",
+    "register",
+    "share",
+]
