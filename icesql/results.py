@@ -133,6 +133,24 @@ def query_rows(columns: Sequence[str], rows: Iterable[Sequence[object]], limit: 
     return Result("SELECT", f"SELECT {len(body)}", tuple(columns), body, warnings)
 
 
+def explain_select(plan: P.SelectPlan, route: Any) -> Result:
+    """EXPLAIN SELECT: which engine answers the query and why (an ``engine.fastpath.Route``),
+    the tables it reads and the SQL each engine runs."""
+    rows: list[tuple[object, ...]] = [("path", route.path), ("reason", route.reason)]
+    for ref in plan.tables:
+        travel = f" at snapshot {ref.snapshot_id}" if ref.snapshot_id is not None else ""
+        travel += f" as of {ref.as_of}" if ref.as_of is not None else ""
+        rows.append(("reads table", f"{ref.identifier}{travel} (as {ref.alias})"))
+    for name in plan.relations:
+        rows.append(("reads relation", name))
+    if plan.limit is not None:
+        rows.append(("limit", f"{plan.limit} (the default: the query has no LIMIT)"))
+    rows.append(("spark sql", plan.sql))
+    if route.sql is not None:
+        rows.append(("duckdb sql", route.sql))
+    return Result("EXPLAIN", "EXPLAIN", ("item", "value"), tuple(rows))
+
+
 def show_tables(connection: str, tables: Iterable[tuple[str, ...]]) -> Result:
     rows = tuple((".".join(t[:-1]), t[-1]) for t in sorted(tables))
     return Result("SHOW TABLES", f"SHOW TABLES IN {connection}", ("namespace", "table"), rows)
@@ -209,6 +227,8 @@ def _status_value(field: str, value: Any) -> Any:
 def object_type(d: P.ObjectPlan) -> str:
     if isinstance(d, P.AwsConnectionPlan):
         return "aws"
+    if isinstance(d, P.KafkaConnectionPlan):
+        return f"kafka ({d.security_protocol.lower()})"
     if isinstance(d, P.CatalogConnectionPlan):
         return f"iceberg catalog ({d.catalog_type.value})"
     if isinstance(d, P.SourcePlan):
@@ -221,9 +241,13 @@ def object_type(d: P.ObjectPlan) -> str:
 def object_summary(d: P.ObjectPlan) -> str:
     if isinstance(d, P.AwsConnectionPlan):
         return ", ".join(x for x in (d.region and f"region {d.region}", d.endpoint) if x) or "-"
+    if isinstance(d, P.KafkaConnectionPlan):
+        return ", ".join(d.brokers)
     if isinstance(d, P.CatalogConnectionPlan):
         return d.uri or d.warehouse or "-"
     if isinstance(d, P.SourcePlan):
+        if d.kafka is not None:
+            return f"topic {d.kafka.topic} on {d.kafka.connection}"
         return d.path or (f"{d.rows_per_second} rows/s" if d.rows_per_second else "-")
     if isinstance(d, P.ViewPlan):
         return ", ".join(d.depends_on) or "-"
@@ -241,6 +265,10 @@ def _flatten(d: Any, prefix: str = "") -> Iterator[tuple[str, object]]:
             yield key, f"SECRET {value.name}" if not value.name.startswith(INLINE_SECRET_PREFIX) else MASK
         elif isinstance(value, P.CommitPolicy):
             yield key, value.describe()
+        elif isinstance(value, P.KafkaSourceSpec):
+            yield from _flatten(value, key + ".")
+        elif isinstance(value, tuple) and value and isinstance(value[0], P.KafkaInclude):
+            yield key, ", ".join(f"{i.what.value} AS {i.name}" for i in value)
         elif isinstance(value, tuple) and value and isinstance(value[0], P.PartitionFieldPlan):
             yield key, ", ".join(p.describe() for p in value)
         elif isinstance(value, tuple) and value and isinstance(value[0], P.Column):

@@ -27,7 +27,9 @@ from icesql.plan import (
     DescribeTablePlan,
     DropPlan,
     ExplainPlan,
+    ExplainSelectPlan,
     FlushSinkPlan,
+    KafkaConnectionPlan,
     ObjectPlan,
     SelectPlan,
     ShowCreatePlan,
@@ -64,7 +66,7 @@ class CatalogView(Protocol):
 
 
 def object_kind(plan: ObjectPlan) -> str:
-    if isinstance(plan, AwsConnectionPlan | CatalogConnectionPlan):
+    if isinstance(plan, AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan):
         return "connection"
     if isinstance(plan, SourcePlan):
         return "source"
@@ -96,6 +98,7 @@ EFFECTS: dict[type[Any], Callable[[Any], tuple[Effect, ...]]] = {
     ShowSinkStatusPlan: lambda p: (),
     DescribePlan: lambda p: (),
     ExplainPlan: lambda p: (),
+    ExplainSelectPlan: lambda p: (),
     ValidateConnectionPlan: lambda p: (),
     FlushSinkPlan: lambda p: (),
     SelectPlan: lambda p: (),

@@ -1,4 +1,4 @@
-"""CREATE CONNECTION ... TO AWS | ICEBERG CATALOG: option tables and their rules.
+"""CREATE CONNECTION ... TO AWS | ICEBERG CATALOG | KAFKA: option tables and their rules.
 
 SPEC §1.2 differs from Materialize in one place on purpose: a ``rest`` catalog may take an
 ``AWS CONNECTION`` and then signs its requests with SigV4 (``RestAuth.SIGV4``), which is how
@@ -19,12 +19,35 @@ from icesql.analyzer.options import (
     check_applies,
     collect,
 )
-from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth
-from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Node, Option
+from icesql.plan import (
+    AwsConnectionPlan,
+    CatalogConnectionPlan,
+    CatalogType,
+    KafkaConnectionPlan,
+    ObjectPlan,
+    RestAuth,
+)
+from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Node, Option, StringList
 
 AWS_OPTIONS = OptionTable("AWS CONNECTION", "aws")
 CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", "connection_with")
 CATALOG_OPTIONS = OptionTable("ICEBERG CATALOG", "iceberg_catalog")
+KAFKA_OPTIONS = OptionTable("KAFKA CONNECTION", "kafka")
+# the option table of each kind of connection
+CONNECTION_OPTIONS = {
+    ConnectionKind.AWS: AWS_OPTIONS,
+    ConnectionKind.ICEBERG_CATALOG: CATALOG_OPTIONS,
+    ConnectionKind.KAFKA: KAFKA_OPTIONS,
+}
+
+
+def connection_kind_name(plan: ObjectPlan | None) -> str:
+    """How a statement names the kind of a connection: AWS, ICEBERG CATALOG, KAFKA."""
+    if isinstance(plan, AwsConnectionPlan):
+        return "AWS"
+    if isinstance(plan, KafkaConnectionPlan):
+        return "KAFKA"
+    return "ICEBERG CATALOG"
 
 # pyiceberg property keys that carry credentials: refused in PROPERTIES, where they would be
 # stored and shown in clear text
@@ -33,13 +56,18 @@ _CREDENTIAL_MARKERS = ("secret", "password", "token", "credential", "session")
 
 def analyze_connection(
     ctx: Context, stmt: CreateConnection, catalog: CatalogView
-) -> tuple[AwsConnectionPlan | CatalogConnectionPlan, list[tuple[str, str]], InlineSecrets]:
+) -> tuple[
+    AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan, list[tuple[str, str]], InlineSecrets
+]:
     inline = InlineSecrets(f"__inline__.{stmt.name.name}")
     with_opts = collect(ctx, stmt.with_options, CONNECTION_WITH_OPTIONS)
     validate = with_opts.get_bool("VALIDATE", True)
     if stmt.connection_kind is ConnectionKind.AWS:
         plan_a, deps = _aws(ctx, stmt, catalog, inline, validate)
         return plan_a, deps, inline
+    if stmt.connection_kind is ConnectionKind.KAFKA:
+        plan_k, deps = _kafka(ctx, stmt, catalog, inline, validate)
+        return plan_k, deps, inline
     plan_c, deps = _iceberg(ctx, stmt, catalog, inline, validate)
     return plan_c, deps, inline
 
@@ -113,6 +141,104 @@ def _aws(
         validate=validate,
     )
     return plan, _secret_deps(opts, inline)
+
+
+_SASL = ("SASL_PLAINTEXT", "SASL_SSL")
+_TLS = ("SSL", "SASL_SSL")
+
+
+def _kafka(
+    ctx: Context, stmt: CreateConnection, catalog: CatalogView, inline: InlineSecrets, validate: bool
+) -> tuple[KafkaConnectionPlan, list[tuple[str, str]]]:
+    opts = collect(ctx, stmt.options, KAFKA_OPTIONS, inline=inline, secret_exists=catalog.secret_exists)
+    brokers: tuple[str, ...] | None = opts.get("BROKER")
+    if not brokers:
+        at = opts.node("BROKER") if "BROKER" in opts else stmt.name
+        raise ctx.error(
+            "KAFKA connection needs BROKER",
+            at,
+            "add BROKER = 'host:9092' (or BROKERS = ('host1:9092', 'host2:9092'))",
+        )
+    node = opts.node("BROKER")
+    values = node.value.items if isinstance(node.value, StringList) else (node.value,)
+    for broker, value in zip(brokers, values, strict=True):
+        _check_broker(ctx, node.name, broker, value)
+    protocol = opts.get_str("SECURITY PROTOCOL") or "PLAINTEXT"
+    mechanism = opts.get_str("SASL MECHANISMS")
+    sasl = [n for n in ("SASL MECHANISMS", "SASL USERNAME", "SASL PASSWORD") if n in opts]
+    if sasl and protocol not in _SASL:
+        first = opts.node(sasl[0])
+        raise ctx.error(
+            f"{first.name} needs SECURITY PROTOCOL 'SASL_PLAINTEXT' or 'SASL_SSL', "
+            f"found '{protocol}'" + ("" if "SECURITY PROTOCOL" in opts else " (the default)"),
+            first,
+            "add SECURITY PROTOCOL = 'SASL_SSL' (or 'SASL_PLAINTEXT' without TLS)",
+        )
+    if protocol in _SASL:
+        if mechanism is None:
+            raise ctx.error(
+                f"SECURITY PROTOCOL '{protocol}' needs SASL MECHANISMS",
+                opts.node("SECURITY PROTOCOL").value,
+                "add SASL MECHANISMS = 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'",
+            )
+        for name, hint in (
+            ("SASL USERNAME", "add SASL USERNAME = 'name' (or SECRET s)"),
+            ("SASL PASSWORD", "add SASL PASSWORD = SECRET s (CREATE SECRET s AS '...' first)"),
+        ):
+            if name not in opts:
+                raise ctx.error(f"SASL MECHANISMS '{mechanism}' needs {name}", opts.node("SASL MECHANISMS"), hint)
+    tls = [n for n in ("SSL CERTIFICATE AUTHORITY", "SSL CERTIFICATE", "SSL KEY") if n in opts]
+    if tls and protocol not in _TLS:
+        first = opts.node(tls[0])
+        raise ctx.error(
+            f"{first.name} needs SECURITY PROTOCOL 'SSL' or 'SASL_SSL', found '{protocol}'"
+            + ("" if "SECURITY PROTOCOL" in opts else " (the default)"),
+            first,
+            "add SECURITY PROTOCOL = 'SSL' (or 'SASL_SSL')",
+        )
+    for one, other in (("SSL CERTIFICATE", "SSL KEY"), ("SSL KEY", "SSL CERTIFICATE")):
+        if one in opts and other not in opts:
+            raise ctx.error(
+                f"{one} needs {other}",
+                opts.node(one),
+                "a client certificate goes with its key: SSL CERTIFICATE = SECRET c, SSL KEY = SECRET k",
+            )
+    plan = KafkaConnectionPlan(
+        name=stmt.name.name,
+        brokers=brokers,
+        security_protocol=protocol,
+        sasl_mechanism=mechanism,
+        sasl_username=opts.str_or_secret("SASL USERNAME"),
+        sasl_password=opts.secret("SASL PASSWORD"),
+        ssl_ca=opts.str_or_secret("SSL CERTIFICATE AUTHORITY"),
+        ssl_certificate=opts.secret("SSL CERTIFICATE"),
+        ssl_key=opts.secret("SSL KEY"),
+        validate=validate,
+    )
+    return plan, _secret_deps(opts, inline)
+
+
+def _check_broker(ctx: Context, option: str, broker: str, at: Node | None) -> None:
+    host, sep, port = broker.strip().rpartition(":")
+    if "://" in broker:
+        scheme = broker.split("://", 1)[0]
+        raise ctx.error(
+            f"a broker is host:port, found a URL ('{scheme}://...')",
+            at,
+            f"write {option} = '{broker.split('://', 1)[1].rstrip('/') or 'host:9092'}'",
+        )
+    if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ctx.error(
+            f"a broker is host:port, found '{broker}'",
+            at,
+            f"write {option} = '{host or broker.strip() or 'host'}:9092'",
+        )
+    if any(c.isspace() or c == "," for c in broker.strip()):
+        raise ctx.error(
+            f"a broker is one host:port, found '{broker}'",
+            at,
+            "list several brokers as BROKERS = ('host1:9092', 'host2:9092')",
+        )
 
 
 def _check_url(
@@ -282,8 +408,9 @@ def _check_aws_connection(ctx: Context, at: Option | Ident, name: str, catalog: 
         )
         raise ctx.error(f"unknown connection {name}", node, hint)
     if not isinstance(found, AwsConnectionPlan):
+        kind = connection_kind_name(found)
         raise ctx.error(
-            f"connection {name} is an ICEBERG CATALOG connection, expected an AWS connection",
+            f"connection {name} is {'a' if kind == 'KAFKA' else 'an'} {kind} connection, expected an AWS connection",
             node,
             f"AWS CONNECTION names a connection created with CREATE CONNECTION {name} TO AWS (...)",
         )

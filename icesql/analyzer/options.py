@@ -30,7 +30,17 @@ from icesql.analyzer.units import (
 )
 from icesql.errors import AnalysisError
 from icesql.plan import Redacted, SecretName
-from icesql.syntax.ast import BoolLit, Ident, NumberLit, Option, OptionList, SecretRef, StringLit, Value
+from icesql.syntax.ast import (
+    BoolLit,
+    Ident,
+    NumberLit,
+    Option,
+    OptionList,
+    SecretRef,
+    StringList,
+    StringLit,
+    Value,
+)
 from icesql.syntax.options import (
     LISTS,
     SECRET_WORDS,
@@ -165,6 +175,8 @@ def describe(value: Value | None, secret: bool) -> str:
     if isinstance(value, SecretRef):
         # a name in double quotes may be a value in the wrong quotes
         return "SECRET and a quoted name" if value.name.quoted else f"SECRET {value.name.name}"
+    if isinstance(value, StringList):
+        return "a list of strings"
     return "an option list"
 
 
@@ -283,6 +295,12 @@ def _convert(
         if isinstance(v, StringLit) or (isinstance(v, Ident) and v.quoted):
             if kind is Kind.STRING_OR_SECRET:
                 return _text(v)
+            if not spec.inline:
+                raise ctx.error(
+                    f"option {opt.name} expects SECRET name, found {describe(v, spec.secret)}",
+                    v,
+                    f"keep it in a secret: CREATE SECRET s AS '...'; then {opt.name} = SECRET s",
+                )
             assert inline is not None, "a table with SECRET options needs an InlineSecrets"
             ctx.warn(
                 f"option {opt.name} is given as a plain string; it is stored as a hidden secret",
@@ -328,7 +346,50 @@ def _convert(
             except UnitError as e:
                 raise _unit_error(ctx, v, e, opt.name, DURATION_UNITS_HINT) from None
         raise wrong(hint=DURATION_UNITS_HINT)
+    if kind is Kind.STRINGS:
+        if isinstance(v, StringList):
+            return tuple(item.value for item in v.items)
+        if isinstance(v, StringLit) or (isinstance(v, Ident) and v.quoted):
+            return (_text(v),)
+        raise wrong(hint=f"write {opt.name} = 'host:port' or {opt.name} = ('host1:port', 'host2:port')")
+    if kind is Kind.TIMESTAMP:
+        if isinstance(v, NumberLit) and _INTEGER.fullmatch(v.text):
+            ms = int(v.text)
+            if ms < 0 or ms > MAX_INT:
+                raise ctx.error(f"option {opt.name} must be a time since 1970, found {v.text}", v)
+            return ms
+        if isinstance(v, StringLit | Ident):
+            parsed = epoch_ms(_text(v))
+            if parsed is None:
+                raise ctx.error(
+                    f"invalid {opt.name} '{_text(v)}': expected an ISO 8601 timestamp",
+                    v,
+                    "write '2026-01-01T00:00:00Z' (no zone: UTC), or milliseconds since 1970",
+                )
+            return parsed
+        raise wrong()
     raise AssertionError(kind)  # pragma: no cover
+
+
+def epoch_ms(text: str) -> int | None:
+    """An ISO 8601 timestamp as milliseconds since the epoch; one without a zone is UTC."""
+    import datetime
+
+    text = text.strip()
+    if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not read Z
+        text = text[:-1] + "+00:00"
+    try:
+        ts = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=datetime.timezone.utc)
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    try:
+        ms = (ts - epoch) // datetime.timedelta(milliseconds=1)
+    except OverflowError:
+        return None
+    return ms if ms >= 0 else None
 
 
 def _unit_error(ctx: Context, v: StringLit | Ident, e: UnitError, name: str, hint: str) -> AnalysisError:

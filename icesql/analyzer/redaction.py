@@ -13,11 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, cast
 
-from icesql.analyzer.connections import AWS_OPTIONS, CATALOG_OPTIONS
+from icesql.analyzer.connections import CONNECTION_OPTIONS
 from icesql.errors import Span
 from icesql.syntax.ast import (
     AlterSecret,
-    ConnectionKind,
     CreateConnection,
     CreateSecret,
     Ident,
@@ -37,7 +36,7 @@ def secret_spans(stmt: Statement) -> list[Span]:
         if stmt.value.span is not None:
             spans.append(stmt.value.span)
     elif isinstance(stmt, CreateConnection):
-        table = AWS_OPTIONS if stmt.connection_kind is ConnectionKind.AWS else CATALOG_OPTIONS
+        table = CONNECTION_OPTIONS[stmt.connection_kind]
         for opt in stmt.options:
             if table.names_a_secret(opt.name):
                 v = opt.value
@@ -71,7 +70,7 @@ def redact_inline(stmt: Statement) -> Statement:
     """``stmt`` with plain-string secret values replaced by '********' (for ``sql``)."""
     if not isinstance(stmt, CreateConnection):
         return stmt
-    table = AWS_OPTIONS if stmt.connection_kind is ConnectionKind.AWS else CATALOG_OPTIONS
+    table = CONNECTION_OPTIONS[stmt.connection_kind]
     options = []
     for opt in stmt.options:
         if table.is_secret_option(opt.name) and isinstance(opt.value, StringLit | Ident):

@@ -23,23 +23,26 @@ import dataclasses
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import _check_aws_connection, _names_hint
+from icesql.analyzer.connections import _check_aws_connection, _names_hint, connection_kind_name
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, OptionTable, collect
 from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
 from icesql.analyzer.units import format_size
+from icesql.errors import Span
 from icesql.plan import (
     DEFAULT_MAXIMUM_FILE_SIZE,
     CatalogConnectionPlan,
     Column,
     CommitPolicy,
     DeleteMode,
+    KafkaEnvelope,
     MaintenancePolicy,
     OnError,
     SinkMode,
     SinkPlan,
+    SourcePlan,
 )
 from icesql.syntax.ast import AlterSink, CreateSink, Ident, Option, StringLit
 from icesql.syntax.ast import SinkMode as AstSinkMode
@@ -69,8 +72,10 @@ def analyze_sink(
             or f"create it first: CREATE CONNECTION {stmt.catalog.name} TO ICEBERG CATALOG (...)",
         )
     if not isinstance(cat, CatalogConnectionPlan):
+        kind = connection_kind_name(cat)
         raise ctx.error(
-            f"connection {stmt.catalog.name} is an AWS connection, expected an ICEBERG CATALOG connection",
+            f"connection {stmt.catalog.name} is {'an' if kind == 'AWS' else 'a'} {kind} connection, "
+            "expected an ICEBERG CATALOG connection",
             stmt.catalog,
             "a sink writes through CREATE CONNECTION ... TO ICEBERG CATALOG (...)",
         )
@@ -85,6 +90,7 @@ def analyze_sink(
     partition = analyze_partition(ctx, stmt.partition_by, columns)
     if mode is SinkMode.UPSERT:
         check_upsert_partition(ctx, stmt.partition_by, partition, key, implicit=stmt.mode is None)
+        _check_upsert_source(ctx, stmt, catalog, key)
 
     opts = collect(ctx, stmt.with_options, SINK_OPTIONS)
     fmt = (opts.get_str("FORMAT") or "parquet").lower()
@@ -284,6 +290,33 @@ def _key(ctx: Context, stmt: CreateSink, columns: tuple[Column, ...] | None) -> 
             raise ctx.error(f"KEY column {name} listed twice", ident, "list each key column once")
         out.append(name)
     return tuple(out)
+
+
+def _check_upsert_source(ctx: Context, stmt: CreateSink, catalog: CatalogView, key: tuple[str, ...]) -> None:
+    """A MODE UPSERT sink reading a Kafka source with ENVELOPE UPSERT keys its table by the
+    record key: a tombstone deletes the row of its key, which only means something when the
+    sink's KEY is that key."""
+    if len(stmt.relation.parts) != 1:
+        return
+    source = catalog.get("source", stmt.relation.dotted)
+    if not isinstance(source, SourcePlan) or source.kafka is None:
+        return
+    if source.kafka.envelope is not KafkaEnvelope.UPSERT:
+        return
+    expected = [c.name for c in source.kafka.key_columns]
+    if sorted(k.lower() for k in key) != sorted(e.lower() for e in expected):
+        first, last = stmt.key[0].span, stmt.key[-1].span
+        at = (
+            Span(first.start, last.end, first.line, first.column, last.end_line, last.end_column)
+            if first is not None and last is not None
+            else stmt.relation.span
+        )
+        raise ctx.error(
+            f"KEY ({', '.join(key)}) is not the record key of source {source.name}, "
+            f"which has ENVELOPE UPSERT: expected KEY ({', '.join(expected)})",
+            at,
+            f"write KEY ({', '.join(expected)}): a tombstone deletes the row of its record key",
+        )
 
 
 def _mode(ctx: Context, stmt: CreateSink, key: tuple[str, ...]) -> SinkMode:

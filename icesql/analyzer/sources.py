@@ -1,4 +1,9 @@
-"""CREATE SOURCE ... FROM FILES | GENERATOR, and CREATE VIEW."""
+"""CREATE SOURCE ... FROM FILES | GENERATOR | KAFKA CONNECTION k, ALTER SOURCE, and CREATE VIEW.
+
+A Kafka source's ``columns`` list every column of the relation in order, which the engine
+relies on: the key columns (ENVELOPE UPSERT), the value's columns, then the INCLUDE columns
+(``kafka_columns``).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,31 @@ import dataclasses
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import PathError, _check_aws_connection, _names_hint, resolve_path
-from icesql.analyzer.diagnostics import Context
+from icesql.analyzer.connections import (
+    PathError,
+    _check_aws_connection,
+    _names_hint,
+    connection_kind_name,
+    resolve_path,
+)
+from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.schema import SchemaError, parse_schema
-from icesql.plan import CleanSource, Column, OnError, SourceFormat, SourceKind, SourcePlan, ViewPlan
-from icesql.syntax.ast import AlterSource, CreateSource, CreateView
+from icesql.plan import (
+    CleanSource,
+    Column,
+    KafkaConnectionPlan,
+    KafkaEnvelope,
+    KafkaInclude,
+    KafkaMetadata,
+    KafkaSourceSpec,
+    OnError,
+    SourceFormat,
+    SourceKind,
+    SourcePlan,
+    ViewPlan,
+)
+from icesql.syntax.ast import AlterSource, CreateSource, CreateView, Node, Option
 from icesql.syntax.ast import SourceKind as AstSourceKind
 from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS
 
@@ -36,11 +60,15 @@ _SPARK_NAME = {
 assert set(_SPARK_NAME) == {spec.name for spec in READER}
 
 SOURCE_OPTIONS = OptionTable("SOURCE", "source")
+KAFKA_SOURCE_OPTIONS = OptionTable("KAFKA SOURCE", "kafka_source")
 ALTER_SOURCE_OPTIONS = OptionTable("ALTER SOURCE", "alter_source")
 _OBJECT_STORE = re.compile(r"^(s3|s3a|s3n)://", re.IGNORECASE)
 
 
 def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None = None) -> SourcePlan:
+    if stmt.source_kind is AstSourceKind.KAFKA:
+        return _kafka(ctx, stmt, catalog)
+    _refuse_options_of(ctx, stmt.options, KAFKA_SOURCE_OPTIONS, SOURCE_OPTIONS, "KAFKA")
     opts = collect(ctx, stmt.options, SOURCE_OPTIONS)
     if stmt.source_kind is AstSourceKind.GENERATOR:
         return _generator(ctx, stmt, opts)
@@ -206,16 +234,260 @@ def _generator(ctx: Context, stmt: CreateSource, opts: Collected) -> SourcePlan:
     )
 
 
-def _schema(ctx: Context, opts: Collected) -> tuple[tuple[Column, ...], str | None]:
-    schema = opts.get_str("SCHEMA")
+def _refuse_options_of(
+    ctx: Context, options: tuple[Option, ...], other: OptionTable, table: OptionTable, kind: str
+) -> None:
+    """An option of another kind of source (``TOPIC`` on FILES, ``CLEAN SOURCE`` on KAFKA) is
+    named as such, not as an unknown option."""
+    for opt in options:
+        if not opt.key_is_string and table.lookup(opt.name)[0] is None and other.lookup(opt.name)[0] is not None:
+            this = "FILES or GENERATOR" if kind == "KAFKA" else "KAFKA"
+            raise ctx.error(
+                f"option {opt.name} applies only to {kind} sources",
+                opt,
+                did_you_mean(opt.name, table.names)
+                or f"a {this} source takes {', '.join(spec.name for spec in table.specs[:6])}, ...",
+            )
+
+
+def _schema(ctx: Context, opts: Collected, name: str = "SCHEMA") -> tuple[tuple[Column, ...], str | None]:
+    schema = opts.get_str(name)
     if schema is None:
         return (), None
-    node = opts.node("SCHEMA").value
+    node = opts.node(name).value
     assert node is not None
     try:
         return parse_schema(schema), schema
     except SchemaError as e:
-        raise ctx.error(f"invalid SCHEMA: {e.message}", ctx.sub_span(node, e.start, e.end), e.hint) from None
+        raise ctx.error(f"invalid {name}: {e.message}", ctx.sub_span(node, e.start, e.end), e.hint) from None
+
+
+# --------------------------------------------------------------------------- kafka
+
+_NEEDS_SCHEMA = frozenset({"json", "csv", "debezium-json"})
+_RAW_VALUE = {"text": "string", "bytes": "binary"}  # FORMAT / KEY FORMAT 'text' | 'bytes': one column
+_INCLUDE_TYPES = {
+    KafkaMetadata.PARTITION: "int",
+    KafkaMetadata.OFFSET: "bigint",
+    KafkaMetadata.TIMESTAMP: "timestamp",
+    KafkaMetadata.HEADERS: "array<struct<key:string,value:binary>>",
+}
+
+
+def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> SourcePlan:
+    _refuse_options_of(ctx, stmt.options, SOURCE_OPTIONS, KAFKA_SOURCE_OPTIONS, "FILES")
+    opts = collect(ctx, stmt.options, KAFKA_SOURCE_OPTIONS)
+    assert stmt.connection is not None, "the parser gives KAFKA a connection"
+    conn = stmt.connection.name
+    if catalog is not None:
+        found = catalog.get("connection", conn)
+        if found is None:
+            raise ctx.error(
+                f"unknown connection {conn}",
+                stmt.connection,
+                _names_hint(catalog, "connection", conn)
+                or f"create it first: CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
+            )
+        if not isinstance(found, KafkaConnectionPlan):
+            kind = connection_kind_name(found)
+            raise ctx.error(
+                f"connection {conn} is {'an' if kind[0] in 'AI' else 'a'} {kind} connection, expected a KAFKA connection",
+                stmt.connection,
+                f"a Kafka source reads through CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
+            )
+    topic = opts.get_str("TOPIC")
+    if topic is None:
+        raise ctx.error("KAFKA source needs TOPIC", stmt.connection, "add TOPIC = 'orders'")
+    if not topic.strip() or len(topic) > 249 or any(c.isspace() for c in topic):
+        raise ctx.error(
+            f"invalid TOPIC '{topic}': a Kafka topic name is 1 to 249 characters without blanks",
+            opts.node("TOPIC").value,
+            "write TOPIC = 'orders'",
+        )
+    fmt = opts.get_str("FORMAT")
+    if fmt is None:
+        raise ctx.error(
+            "KAFKA source needs FORMAT",
+            opts.node("TOPIC"),
+            f"add FORMAT = {one_of(sorted({'json', 'csv', 'text', 'bytes', 'debezium-json'}))}",
+        )
+    check_applies(ctx, opts, "format", fmt, "formats")
+    value_columns, schema = _schema(ctx, opts)
+    fmt_node = opts.node("FORMAT").value
+    if fmt in _NEEDS_SCHEMA and schema is None:
+        raise ctx.error(
+            f"a '{fmt}' source needs SCHEMA", fmt_node, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
+        )
+    if fmt in _RAW_VALUE and schema is not None:
+        raise ctx.error(
+            f"FORMAT '{fmt}' takes no SCHEMA: the value is one column, value {_RAW_VALUE[fmt]}",
+            opts.node("SCHEMA"),
+            "leave SCHEMA out, or use FORMAT = 'json' | 'csv' to read columns from the value",
+        )
+
+    envelope = KafkaEnvelope(opts.get_str("ENVELOPE") or "none")
+    if envelope is KafkaEnvelope.UPSERT and fmt == "debezium-json":
+        raise ctx.error(
+            "ENVELOPE 'upsert' cannot read FORMAT 'debezium-json'",
+            opts.node("ENVELOPE"),
+            "a Debezium change event says itself what changed: leave ENVELOPE out",
+        )
+    include = _include(ctx, stmt)
+    includes_key = any(i.what is KafkaMetadata.KEY for i in include)
+    key_format = opts.get_str("KEY FORMAT")
+    if key_format is not None and envelope is not KafkaEnvelope.UPSERT and not includes_key:
+        raise ctx.error(
+            "KEY FORMAT applies with ENVELOPE 'upsert' or INCLUDE KEY",
+            opts.node("KEY FORMAT"),
+            "add ENVELOPE = 'upsert' (the key names the row) or INCLUDE KEY (the key as a column)",
+        )
+    key_fields, key_schema = _schema(ctx, opts, "KEY SCHEMA")
+    if key_format == "json" and key_schema is None:
+        raise ctx.error(
+            "KEY FORMAT 'json' needs KEY SCHEMA", opts.node("KEY FORMAT").value, "add KEY SCHEMA = 'id BIGINT'"
+        )
+    if key_schema is not None and key_format != "json":
+        raise ctx.error(
+            "KEY SCHEMA applies only with KEY FORMAT 'json'",
+            opts.node("KEY SCHEMA"),
+            "add KEY FORMAT = 'json', or leave KEY SCHEMA out (a 'text' key is one string column, key)",
+        )
+    kfmt = SourceFormat(key_format or "text")
+    key_columns: tuple[Column, ...] = ()
+    if envelope is KafkaEnvelope.UPSERT:
+        key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", _RAW_VALUE[kfmt.value]),)
+
+    if "START OFFSET" in opts and "START TIMESTAMP" in opts:
+        raise ctx.error(
+            "START OFFSET and START TIMESTAMP cannot both be set",
+            opts.node("START TIMESTAMP"),
+            "keep one: a new sink starts at the earliest or latest offset, or at a time",
+        )
+    max_records = opts.get_int("MAX RECORDS PER TRIGGER")
+    if max_records is not None and max_records <= 0:
+        raise ctx.error(
+            f"MAX RECORDS PER TRIGGER must be a positive integer, found {max_records}",
+            opts.node("MAX RECORDS PER TRIGGER").value,
+        )
+    group = opts.get_str("CONSUMER GROUP")
+    if group is not None and not group.strip():
+        raise ctx.error(
+            "CONSUMER GROUP must not be empty",
+            opts.node("CONSUMER GROUP").value,
+            "write CONSUMER GROUP = 'icesql-orders'",
+        )
+    spec = KafkaSourceSpec(
+        connection=conn,
+        topic=topic,
+        start_offset=opts.get_str("START OFFSET") or "earliest",
+        start_timestamp_ms=opts.get_int("START TIMESTAMP"),
+        envelope=envelope,
+        key_format=kfmt,
+        key_schema=key_schema,
+        key_columns=key_columns,
+        include=include,
+        max_records_per_trigger=max_records,
+        group_id=group,
+    )
+    columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
+    return SourcePlan(
+        name=stmt.name.name,
+        source_kind=SourceKind.KAFKA,
+        format=SourceFormat(fmt),
+        schema=schema,
+        columns=columns,
+        header=opts.get_bool("HEADER", False),
+        on_error=OnError(opts.get_str("ON ERROR") or "fail"),
+        max_bytes_per_trigger=opts.get_int("MAX BYTES PER TRIGGER"),
+        kafka=spec,
+    )
+
+
+_METADATA_NAMES = {m.value: m for m in KafkaMetadata}
+
+
+def _first_node(opts: Collected, *names: str) -> Node | None:
+    return next((opts.node(n) for n in names if n in opts), None)
+
+
+def _include(ctx: Context, stmt: CreateSource) -> tuple[KafkaInclude, ...]:
+    out: list[KafkaInclude] = []
+    seen: dict[KafkaMetadata, Node] = {}
+    for item in stmt.include:
+        what = _METADATA_NAMES.get(item.what.name.lower())
+        if what is None:
+            raise ctx.error(
+                f"unknown INCLUDE item {item.what.name}: expected KEY, PARTITION, OFFSET, TIMESTAMP or HEADERS",
+                item.what,
+                did_you_mean(item.what.name.upper(), [m.name for m in KafkaMetadata]),
+            )
+        if what in seen:
+            raise ctx.error(f"INCLUDE {what.name} is given twice", item, "include each item once")
+        seen[what] = item
+        out.append(KafkaInclude(what, item.alias.name if item.alias is not None else what.value))
+    return tuple(out)
+
+
+def kafka_columns(
+    ctx: Context,
+    fmt: SourceFormat,
+    value_columns: tuple[Column, ...],
+    spec: KafkaSourceSpec,
+    stmt: CreateSource | AlterSource,
+    opts: Collected,
+) -> tuple[Column, ...]:
+    """Every column of a Kafka source, in order: key columns (ENVELOPE UPSERT), the value's
+    columns, the INCLUDE columns; a name given twice (Spark compares names without case) is an
+    error located where the later one comes from."""
+    if fmt.value in _RAW_VALUE:
+        value_columns = (Column("value", _RAW_VALUE[fmt.value]),)
+    columns: list[Column] = []
+    origin: dict[str, str] = {}
+
+    def add(column: Column, what: str, at: Node | None, hint: str) -> None:
+        prior = origin.get(column.name.lower())
+        if prior is not None:
+            raise ctx.error(f"column {column.name} of {what} clashes with {prior}", at, hint)
+        origin[column.name.lower()] = what
+        columns.append(column)
+
+    key_at = _first_node(opts, "KEY SCHEMA", "ENVELOPE")
+    for column in spec.key_columns:
+        add(column, "the record key", key_at, "name each column once")
+    value_at = _first_node(opts, "SCHEMA", "FORMAT")
+    for column in value_columns:
+        add(
+            column,
+            "the value",
+            value_at,
+            f"the key columns come first: leave {column.name} out of SCHEMA (the record key gives it)"
+            if fmt.value not in _RAW_VALUE
+            else "name the key's column otherwise: KEY FORMAT = 'json' with a KEY SCHEMA",
+        )
+    for i, inc in enumerate(spec.include):
+        if inc.what is KafkaMetadata.KEY:
+            if spec.key_format is SourceFormat.JSON:
+                fields = parse_schema(spec.key_schema or "")
+                typ = "struct<" + ",".join(f"{c.name}:{c.type}" for c in fields) + ">"
+            else:
+                typ = _RAW_VALUE[spec.key_format.value]
+        else:
+            typ = _INCLUDE_TYPES[inc.what]
+        if isinstance(stmt, CreateSource):
+            add(
+                Column(inc.name, typ),
+                f"INCLUDE {inc.what.name}",
+                stmt.include[i],
+                f"rename it: INCLUDE {inc.what.name} AS kafka_{inc.what.value}",
+            )
+        else:  # ALTER SOURCE: the new SCHEMA brings the clash
+            add(
+                Column(inc.name, typ),
+                f"INCLUDE {inc.what.name}",
+                value_at,
+                f"leave {inc.name} out of SCHEMA: the source's INCLUDE {inc.what.name} gives that column",
+            )
+    return tuple(columns)
 
 
 def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) -> SourcePlan:
@@ -229,14 +501,23 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
     opts = collect(ctx, stmt.set_options, ALTER_SOURCE_OPTIONS)
     if "SCHEMA" not in opts:
         raise ctx.error("ALTER SOURCE SET needs SCHEMA", stmt.name, "write ALTER SOURCE s SET (SCHEMA = '...')")
-    if old.source_kind is not SourceKind.FILES:
+    if old.source_kind is SourceKind.GENERATOR:
         raise ctx.error(
             f"source {old.name} is a {old.source_kind.value.upper()} source: ALTER SOURCE changes the "
-            "SCHEMA of FILES sources",
+            "SCHEMA of FILES and KAFKA sources",
             stmt.name,
             "DROP and CREATE the source with the new schema",
         )
     columns, schema = _schema(ctx, opts)
+    if old.kafka is not None:
+        assert old.format is not None
+        if old.format.value in _RAW_VALUE:
+            raise ctx.error(
+                f"source {old.name} reads FORMAT '{old.format.value}', which takes no SCHEMA",
+                opts.node("SCHEMA"),
+                "DROP and CREATE the source with FORMAT = 'json' | 'csv' to read columns from the value",
+            )
+        columns = kafka_columns(ctx, old.format, columns, old.kafka, stmt, opts)
     return dataclasses.replace(old, schema=schema, columns=columns)
 
 

@@ -29,6 +29,7 @@ from icesql.plan import (
     DescribePlan,
     DropPlan,
     ExplainPlan,
+    ExplainSelectPlan,
     FlushSinkPlan,
     Redacted,
     ShowCreatePlan,
@@ -134,6 +135,8 @@ def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str 
     _check_relation_clash(ctx, stmt.name, "source", catalog)
     definition = analyze_source(ctx, stmt, catalog)
     deps = [("connection", definition.aws_connection)] if definition.aws_connection else []
+    if definition.kafka is not None:
+        deps.append(("connection", definition.kafka.connection))
     return CreateObjectPlan(
         definition=definition,
         sql=canonical_sql(stmt, source),
@@ -178,6 +181,8 @@ def _sink(ctx: Context, stmt: CreateSink, catalog: CatalogView, source: str | No
 
 
 def _explain(ctx: Context, stmt: Explain, catalog: CatalogView, source: str | None) -> StatementPlan:
+    if isinstance(stmt.statement, Select):
+        return ExplainSelectPlan(analyze_select(ctx, stmt.statement, catalog))
     sink, _ = analyze_sink(ctx, stmt.statement, catalog)
     return ExplainPlan(sink)
 

@@ -123,6 +123,8 @@ def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
         return ("connection",)
     if head[:2] == ("SHOW", "SNAPSHOTS") and last == "SINK":
         return ("sink",)
+    if head == ("CREATE", "SOURCE") and prev[-2:] == ["KAFKA", "CONNECTION"]:
+        return ("connection",)
     if head == ("CREATE", "SINK"):
         if last == "FROM":
             return ("source", "view")
@@ -130,6 +132,22 @@ def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
             return ("connection",)
         if prev[-3:] == ["USING", "AWS", "CONNECTION"]:
             return ("connection",)
+    return ()
+
+
+def _kafka_words(stmt_words: list[str], context: list[Token]) -> tuple[str, ...]:
+    """After a Kafka source's ``INCLUDE`` (or a comma in it): what it may add; after its
+    ``ENVELOPE``: UPSERT or NONE (the grammar reads both as names, so it offers nothing)."""
+    if statement_head(stmt_words) != ("CREATE", "SOURCE") or "KAFKA" not in stmt_words or not context:
+        return ()
+    last = context[-1]
+    if last.kind is TokenKind.WORD and last.upper == "ENVELOPE":
+        return vocab.envelopes()
+    words = [t.upper for t in context if t.kind is TokenKind.WORD]
+    if "INCLUDE" not in words or any(w in ("FORMAT", "ENVELOPE") for w in words[words.index("INCLUDE") :]):
+        return ()
+    if (last.kind is TokenKind.WORD and last.upper == "INCLUDE") or (last.kind is TokenKind.PUNCT and last.text == ","):
+        return vocab.include_items()
     return ()
 
 
@@ -260,6 +278,9 @@ def suggest(
     kinds = _object_kinds_at(stmt_words, prev_words)
     if kinds:
         out.append(Suggestion("object", kinds, prefix))
+    words = _kafka_words(stmt_words, context)
+    if words:
+        return [Suggestion("keyword", words, prefix)]
 
     context_text = stmt[: prefix_tok.start] if prefix_tok else stmt
     expected = (expected_tokens or _grammar_expected)(context_text)

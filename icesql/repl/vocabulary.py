@@ -18,9 +18,11 @@ from typing import Any
 _TABLES: dict[str, str] = {
     "aws": "aws",
     "iceberg_catalog": "iceberg_catalog",
+    "kafka": "kafka",
     "connection_with": "connection_with",
     "files": "source",
     "generator": "source",
+    "kafka_source": "kafka_source",
     "sink_target": "sink_target",
     "sink": "sink",
     "alter_sink": "alter_sink",
@@ -31,6 +33,7 @@ _TABLES: dict[str, str] = {
 DISCRIMINATORS: dict[str, tuple[str, ...]] = {
     "iceberg_catalog": ("TYPE", "CATALOG TYPE"),
     "files": ("FORMAT",),
+    "kafka_source": ("FORMAT",),
 }
 
 
@@ -112,6 +115,22 @@ def transforms() -> tuple[str, ...]:
     from icesql.plan import Transform
 
     return tuple(t.value for t in Transform)
+
+
+@functools.lru_cache(maxsize=1)
+def include_items() -> tuple[str, ...]:
+    """What a Kafka source's ``INCLUDE`` clause adds (``KEY``, ``PARTITION``, ...)."""
+    from icesql.plan import KafkaMetadata
+
+    return tuple(m.name for m in KafkaMetadata)
+
+
+@functools.lru_cache(maxsize=1)
+def envelopes() -> tuple[str, ...]:
+    """Materialize's ``ENVELOPE UPSERT`` / ``ENVELOPE NONE`` after a Kafka source's options."""
+    from icesql.plan import KafkaEnvelope
+
+    return tuple(e.name for e in KafkaEnvelope)
 
 
 STATEMENT_KEYWORDS: tuple[str, ...] = (

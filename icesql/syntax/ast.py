@@ -23,6 +23,11 @@ def _span() -> Any:
     return field(default=None, compare=False, repr=False, kw_only=True)
 
 
+# field metadata: ``to_dict`` leaves the field out at its default (fields added after the
+# golden corpus was written, so the dictionaries of statements without them read as before)
+OMIT_AT_DEFAULT = {"omit_at_default": True}
+
+
 class ObjectKind(enum.Enum):
     SECRET = "SECRET"
     CONNECTION = "CONNECTION"
@@ -38,11 +43,13 @@ class ObjectKind(enum.Enum):
 class ConnectionKind(enum.Enum):
     AWS = "AWS"
     ICEBERG_CATALOG = "ICEBERG CATALOG"
+    KAFKA = "KAFKA"
 
 
 class SourceKind(enum.Enum):
     FILES = "FILES"
     GENERATOR = "GENERATOR"
+    KAFKA = "KAFKA"
 
 
 class SinkMode(enum.Enum):
@@ -129,6 +136,13 @@ class SecretRef(Node):
 
 
 @dataclass(frozen=True)
+class StringList(Node):
+    """A parenthesised list of strings used as a value: ``BROKERS = ('h1:9092', 'h2:9092')``."""
+
+    items: tuple[StringLit, ...]
+
+
+@dataclass(frozen=True)
 class OptionList(Node):
     """A parenthesised option list used as a value: ``PROPERTIES = ('k' = 'v', ...)``."""
 
@@ -137,7 +151,7 @@ class OptionList(Node):
 
 # An option value. A bare or double-quoted identifier is an ``Ident`` (the analyzer accepts a
 # quoted identifier where a string is expected, as in the design document's examples).
-Value = Union[StringLit, NumberLit, BoolLit, Ident, SecretRef, OptionList]
+Value = Union[StringLit, NumberLit, BoolLit, Ident, SecretRef, OptionList, StringList]
 
 
 @dataclass(frozen=True)
@@ -187,14 +201,30 @@ class CreateConnection(Statement):
 
 
 @dataclass(frozen=True)
+class IncludeItem(Node):
+    """One item of a Kafka source's ``INCLUDE`` clause: ``KEY``, ``PARTITION AS p``, ...
+    (``what`` as written; the analyzer checks it)."""
+
+    what: Ident
+    alias: Ident | None = None
+
+
+@dataclass(frozen=True)
 class CreateSource(Statement):
-    """``CREATE SOURCE name FROM FILES 'path' (options)`` or ``FROM GENERATOR (options)``."""
+    """``CREATE SOURCE name FROM FILES 'path' (options)``, ``FROM GENERATOR (options)`` or
+    ``FROM KAFKA CONNECTION k (options) [INCLUDE ...]``.
+
+    Materialize's trailing ``FORMAT JSON``, ``KEY FORMAT TEXT`` and ``ENVELOPE UPSERT`` are
+    kept as the options ``FORMAT``, ``KEY FORMAT`` and ``ENVELOPE`` they mean.
+    """
 
     name: Ident
     source_kind: SourceKind
     path: StringLit | None = None
     options: tuple[Option, ...] = ()
     if_not_exists: bool = False
+    connection: Ident | None = field(default=None, metadata=OMIT_AT_DEFAULT)  # KAFKA
+    include: tuple[IncludeItem, ...] = field(default=(), metadata=OMIT_AT_DEFAULT)  # KAFKA
 
 
 @dataclass(frozen=True)
@@ -341,7 +371,10 @@ class ShowSnapshots(Statement):
 
 @dataclass(frozen=True)
 class Explain(Statement):
-    statement: CreateSink
+    """``EXPLAIN CREATE SINK ...`` (the sink's plan) or ``EXPLAIN SELECT ...`` (which engine
+    answers the query, and why)."""
+
+    statement: CreateSink | Select
 
 
 @dataclass(frozen=True)
@@ -365,7 +398,10 @@ def node_to_dict(node: Any) -> Any:
         for f in fields(node):
             if f.name in ("span", "query_span"):
                 continue
-            out[f.name] = node_to_dict(getattr(node, f.name))
+            value = getattr(node, f.name)
+            if f.metadata.get("omit_at_default") and value == f.default:
+                continue
+            out[f.name] = node_to_dict(value)
         return out
     if isinstance(node, enum.Enum):
         return node.value
@@ -392,6 +428,7 @@ __all__ = [
     "Explain",
     "FlushSink",
     "Ident",
+    "IncludeItem",
     "Node",
     "NumberLit",
     "ObjectKind",
@@ -410,6 +447,7 @@ __all__ = [
     "SinkMode",
     "SourceKind",
     "Statement",
+    "StringList",
     "StringLit",
     "ValidateConnection",
     "Value",

@@ -273,10 +273,14 @@ def option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
             return "connection_with"
         if last == "AWS":
             return "aws"
+        if last == "KAFKA":
+            return "kafka"
         if prev[-2:] == ["ICEBERG", "CATALOG"]:
             return "iceberg_catalog"
         return None
     if head == ("CREATE", "SOURCE"):
+        if prev[:2] == ["KAFKA", "CONNECTION"] and before[-1].kind in (TokenKind.WORD, TokenKind.QUOTED):
+            return "kafka_source"
         if last == "GENERATOR" or last == "FILES" or (before and before[-1].kind is TokenKind.STRING):
             return "source"
         return None

@@ -30,6 +30,8 @@ class Kind(enum.Enum):
     LIST = "a parenthesised option list"
     SIZE = "a size"
     DURATION = "a duration"
+    STRINGS = "a string or a list of strings"  # BROKERS = ('h1:9092', 'h2:9092')
+    TIMESTAMP = "a timestamp ('2026-01-01T00:00:00Z') or milliseconds since the epoch"
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ class OptionSpec:
     # for enumerated strings: accepted spelling (lower case) -> canonical value
     choices: Mapping[str, str] | None = None
     secret: bool = False  # value must be masked wherever it could show
+    # Kind.SECRET: a plain string is accepted with a warning and kept as a hidden secret (the
+    # design document writes SECRET ACCESS KEY = '...'); False: only SECRET name is accepted
+    inline: bool = True
 
     @property
     def all_names(self) -> tuple[str, ...]:
@@ -104,6 +109,31 @@ ICEBERG_CATALOG = (
     OptionSpec("PROPERTIES", Kind.LIST, secret=True),
 )
 
+# Kafka (Materialize's option names). Secret material must be a SECRET: unlike the AWS keys no
+# design-document example writes it inline, and Materialize refuses a string there too.
+SECURITY_PROTOCOLS: dict[str, str] = {
+    "plaintext": "PLAINTEXT",
+    "ssl": "SSL",
+    "sasl_plaintext": "SASL_PLAINTEXT",
+    "sasl_ssl": "SASL_SSL",
+}
+SASL_MECHANISMS: dict[str, str] = {
+    "plain": "PLAIN",
+    "scram-sha-256": "SCRAM-SHA-256",
+    "scram-sha-512": "SCRAM-SHA-512",
+}
+
+KAFKA = (
+    OptionSpec("BROKER", Kind.STRINGS, aliases=("BROKERS",)),
+    OptionSpec("SECURITY PROTOCOL", S, choices=SECURITY_PROTOCOLS),
+    OptionSpec("SASL MECHANISMS", S, aliases=("SASL MECHANISM",), choices=SASL_MECHANISMS),
+    OptionSpec("SASL USERNAME", Kind.STRING_OR_SECRET),
+    OptionSpec("SASL PASSWORD", Kind.SECRET, secret=True, inline=False),
+    OptionSpec("SSL CERTIFICATE AUTHORITY", Kind.STRING_OR_SECRET),
+    OptionSpec("SSL CERTIFICATE", Kind.SECRET, secret=True, inline=False),
+    OptionSpec("SSL KEY", Kind.SECRET, secret=True, inline=False),
+)
+
 # --------------------------------------------------------------------------- sources
 
 SOURCE_FORMATS: dict[str, str] = {
@@ -148,6 +178,32 @@ SOURCE = (
     OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=FILE_FORMATS),  # s3:// paths
     OptionSpec("ROWS PER SECOND", Kind.INT, applies=GENERATOR),
     OptionSpec("TOTAL ROWS", Kind.INT, applies=GENERATOR),
+)
+
+# A Kafka source's values (and keys): FILES formats but parquet, plus the raw text and bytes.
+KAFKA_FORMATS: dict[str, str] = {
+    "json": "json",
+    "csv": "csv",
+    "text": "text",
+    "bytes": "bytes",
+    "debezium-json": "debezium-json",
+}
+KEY_FORMATS: dict[str, str] = {"text": "text", "bytes": "bytes", "json": "json"}
+
+KAFKA_SOURCE = (
+    OptionSpec("TOPIC", S),
+    OptionSpec("FORMAT", S, choices=KAFKA_FORMATS, aliases=("VALUE FORMAT",)),
+    OptionSpec("SCHEMA", S),
+    OptionSpec("HEADER", Kind.BOOL, applies=CSV),
+    OptionSpec("START OFFSET", S, choices={"earliest": "earliest", "latest": "latest"}),
+    OptionSpec("START TIMESTAMP", Kind.TIMESTAMP),
+    OptionSpec("ENVELOPE", S, choices={"none": "none", "upsert": "upsert"}),
+    OptionSpec("KEY FORMAT", S, choices=KEY_FORMATS),
+    OptionSpec("KEY SCHEMA", S),
+    OptionSpec("MAX RECORDS PER TRIGGER", Kind.INT),
+    OptionSpec("MAX BYTES PER TRIGGER", Kind.SIZE),
+    OptionSpec("ON ERROR", S, choices=ON_ERROR),
+    OptionSpec("CONSUMER GROUP", S, aliases=("GROUP ID",)),
 )
 
 # --------------------------------------------------------------------------- sinks
@@ -197,8 +253,10 @@ ALTER_SOURCE = (OptionSpec("SCHEMA", S),)  # the declared schema of a FILES sour
 LISTS: dict[str, tuple[OptionSpec, ...]] = {
     "aws": AWS,
     "iceberg_catalog": ICEBERG_CATALOG,
+    "kafka": KAFKA,
     "connection_with": CONNECTION_WITH,
     "source": SOURCE,
+    "kafka_source": KAFKA_SOURCE,
     "sink_target": SINK_TARGET,
     "sink": SINK,
     "alter_sink": ALTER_SINK,
@@ -207,7 +265,7 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
 
 # Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its
 # value is masked too. Elsewhere an unknown option is masked only when its name says secret.
-CREDENTIAL_LISTS = frozenset({"aws", "iceberg_catalog"})
+CREDENTIAL_LISTS = frozenset({"aws", "iceberg_catalog", "kafka"})
 
 # Words that make an option (or a property key) secret whatever list it is in.
 SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "CREDENTIAL")
@@ -291,6 +349,8 @@ def known_prefix(list_kind: str | None, words: list[str]) -> int:
 __all__ = [
     "CATALOG_TYPES",
     "CREDENTIAL_LISTS",
+    "KAFKA_FORMATS",
+    "KEY_FORMATS",
     "LISTS",
     "SECRET_WORDS",
     "Kind",

@@ -20,6 +20,17 @@ from collections.abc import Iterable
 from icesql.syntax import ast
 from icesql.syntax.options import Secrecy, secrecy
 
+# The option list (a key of ``icesql.syntax.options.LISTS``) of each kind of connection and source.
+CONNECTION_LISTS = {
+    ast.ConnectionKind.AWS: "aws",
+    ast.ConnectionKind.ICEBERG_CATALOG: "iceberg_catalog",
+    ast.ConnectionKind.KAFKA: "kafka",
+}
+
+
+def source_list(kind: ast.SourceKind) -> str:
+    return "kafka_source" if kind is ast.SourceKind.KAFKA else "source"
+
 _SIMPLE = re.compile(r"[a-z_][a-z0-9_]*\Z")
 # Words that an unquoted identifier cannot spell where a value is expected.
 _VALUE_WORDS = frozenset({"true", "false"})
@@ -48,7 +59,7 @@ class _Printer:
 
     def value(self, value: ast.Value, level: Secrecy = Secrecy.NONE) -> str:
         if self.redact and level is not Secrecy.NONE and not isinstance(value, ast.SecretRef | ast.OptionList):
-            hidden = level is Secrecy.VALUE or isinstance(value, ast.StringLit | ast.NumberLit) or (
+            hidden = level is Secrecy.VALUE or isinstance(value, ast.StringLit | ast.NumberLit | ast.StringList) or (
                 isinstance(value, ast.Ident) and value.quoted
             )
             if hidden:
@@ -67,6 +78,8 @@ class _Printer:
             return "SECRET " + ident_sql(value.name)
         if isinstance(value, ast.OptionList):
             return self.options(value.options, None, inherit=level)
+        if isinstance(value, ast.StringList):
+            return "(" + ", ".join(string_sql(item.value) for item in value.items) + ")"
         raise TypeError(f"not an option value: {value!r}")
 
     def option(self, option: ast.Option, list_kind: str | None = None, inherit: Secrecy | None = None) -> str:
@@ -110,7 +123,7 @@ class _Printer:
 
     def _CreateConnection(self, s: ast.CreateConnection) -> str:
         out = f"CREATE CONNECTION {self._ine(s.if_not_exists)}{ident_sql(s.name)} TO {s.connection_kind.value}"
-        kind = "aws" if s.connection_kind is ast.ConnectionKind.AWS else "iceberg_catalog"
+        kind = CONNECTION_LISTS[s.connection_kind]
         if s.options:
             out += " " + self.options(s.options, kind)
         if s.with_options:
@@ -121,9 +134,17 @@ class _Printer:
         out = f"CREATE SOURCE {self._ine(s.if_not_exists)}{ident_sql(s.name)} FROM {s.source_kind.value}"
         if s.source_kind is ast.SourceKind.FILES:
             out += " " + string_sql(s.path.value if s.path is not None else "")
+        if s.source_kind is ast.SourceKind.KAFKA:
+            out += " CONNECTION " + (ident_sql(s.connection) if s.connection is not None else '""')
         if s.options:
-            out += " " + self.options(s.options, "source")
+            out += " " + self.options(s.options, source_list(s.source_kind))
+        if s.include:
+            out += " INCLUDE " + ", ".join(self._IncludeItem(item) for item in s.include)
         return out
+
+    def _IncludeItem(self, n: ast.IncludeItem) -> str:
+        what = n.what.name.upper() if not n.what.quoted and _SIMPLE.match(n.what.name) else ident_sql(n.what)
+        return what + (" AS " + ident_sql(n.alias) if n.alias is not None else "")
 
     def _CreateView(self, s: ast.CreateView) -> str:
         replace = "OR REPLACE " if s.or_replace else ""
@@ -211,6 +232,8 @@ class _Printer:
         return "SHOW SNAPSHOTS OF SINK " + ident_sql(s.sink)
 
     def _Explain(self, s: ast.Explain) -> str:
+        if isinstance(s.statement, ast.Select):
+            return "EXPLAIN " + self._Select(s.statement)
         return "EXPLAIN " + self._CreateSink(s.statement)
 
     def _ValidateConnection(self, s: ast.ValidateConnection) -> str:
@@ -239,6 +262,9 @@ class _Printer:
     def _SecretRef(self, n: ast.SecretRef) -> str:
         return self.value(n)
 
+    def _StringList(self, n: ast.StringList) -> str:
+        return self.value(n)
+
     def _OptionList(self, n: ast.OptionList) -> str:
         return self.value(n)
 
@@ -263,4 +289,4 @@ def format_script(statements: Iterable[ast.Statement], redact: bool = False) -> 
     return "".join(printer.statement(s) + ";\n" for s in statements)
 
 
-__all__ = ["REDACTED", "format_script", "ident_sql", "quote_ident", "string_sql", "to_sql"]
+__all__ = ["CONNECTION_LISTS", "REDACTED", "source_list", "format_script", "ident_sql", "quote_ident", "string_sql", "to_sql"]

@@ -39,7 +39,16 @@ from icesql.syntax.lexer import (
     statement_head,
     tokens,
 )
-from icesql.syntax.options import CREDENTIAL_LISTS, LISTS, SECRET_WORDS, Secrecy, known_prefix, secrecy
+from icesql.syntax.options import (
+    CREDENTIAL_LISTS,
+    LISTS,
+    SECRET_WORDS,
+    Kind,
+    Secrecy,
+    known_prefix,
+    lookup,
+    secrecy,
+)
 
 MASK = "*"
 REDACTED = "'<redacted>'"
@@ -418,7 +427,9 @@ def _items(
                 if item_secrecy is None:
                     item_secrecy = _secrecy(kind, inherit, item, eq) if options else Secrecy.NONE
                 inner = _PROSE if kind == _PROSE else None
-                after = _items(stmt, sig, i + 1, inner, item_secrecy, options=options, depth=depth + 1)
+                # BROKERS = ('h1:9092', ...): a list of a known option that holds no secret
+                plain = item_secrecy is Secrecy.NONE and _lists_strings(kind, item, eq)
+                after = _items(stmt, sig, i + 1, inner, item_secrecy, options=options and not plain, depth=depth + 1)
                 closed = 0 < after <= n and sig[after - 1].is_punct(")")
                 holes.append((tok.start, sig[after - 1].end if closed else stmt.end))
                 i = after
@@ -472,6 +483,15 @@ def _starts_option(sig: list[Token], i: int, kind: str | None, *, eq_forgotten: 
         return False
     # a secret's NAME value with its '=' forgotten too
     return any(_mentions_secret(t) for t in sig[i:j]) and any(known_prefix(k, words) > 0 for k in lists)
+
+
+def _lists_strings(kind: str | None, item: list[Token], eq: int | None) -> bool:
+    """Whether ``item`` is an option of ``kind`` whose value is a list of plain strings."""
+    if kind is None or kind == _PROSE:
+        return False
+    name, key_is_string, _ = _split(kind, item, eq)
+    spec, secret_form = lookup(kind, name) if not key_is_string else (None, False)
+    return spec is not None and not secret_form and not spec.secret and spec.kind is Kind.STRINGS
 
 
 def _split(kind: str | None, item: list[Token], eq: int | None) -> tuple[str, bool, int]:

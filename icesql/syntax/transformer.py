@@ -170,6 +170,8 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         name = " ".join(str(t).upper() for t in children)
         return _Part("option_name", name, span_of(children))  # type: ignore[arg-type]
 
+    loose_name = option_name
+
     def option(self, children: list[Any]) -> ast.Option:
         head = children[0]
         value = self._value(children[2]) if len(children) == 3 else None
@@ -187,6 +189,15 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         result: ast.Value = value
         return result
 
+    def option_noeq(self, children: list[Any]) -> ast.Option:
+        """``BROKER 'h:9092'``: Materialize's option without ``=``, the same option."""
+        head = children[0]
+        return ast.Option(head.value, self._value(children[1]), span=span_of(children))
+
+    def string_list(self, children: list[Any]) -> ast.StringList:
+        items = tuple(c for c in children if isinstance(c, ast.StringLit))
+        return ast.StringList(items, span=span_of(children))
+
     def secret_ref(self, children: list[Any]) -> ast.SecretRef:
         return ast.SecretRef(children[1], span=span_of(children))
 
@@ -196,6 +207,8 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         if _depth(options) > MAX_OPTION_NESTING:
             raise _error(f"option lists nest more than {MAX_OPTION_NESTING} levels deep", span)
         return _Part("options", options, span)  # type: ignore[arg-type]
+
+    loose_option_block = option_block
 
     def with_options(self, children: list[Any]) -> _Part:
         return _Part("with", children[1].value, span_of(children))  # type: ignore[arg-type]
@@ -237,7 +250,10 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
 
     def create_connection(self, children: list[Any]) -> ast.CreateConnection:
         name = next(c for c in children if isinstance(c, ast.Ident))
-        kind = next(c.value for c in children if isinstance(c, _Part) and c.kind == "connection_kind")
+        kind = next(
+            (c.value for c in children if isinstance(c, _Part) and c.kind == "connection_kind"),
+            ast.ConnectionKind.KAFKA,  # TO KAFKA is a token of its own (its option list takes more)
+        )
         options: tuple[ast.Option, ...] = ()
         with_options: tuple[ast.Option, ...] = ()
         for c in children:
@@ -257,25 +273,64 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     # ------------------------------------------------------------ sources and views
 
     def create_source(self, children: list[Any]) -> ast.CreateSource:
-        name = next(c for c in children if isinstance(c, ast.Ident))
+        idents = [c for c in children if isinstance(c, ast.Ident)]
+        name = idents[0]
         kind = ast.SourceKind.FILES
         path: ast.StringLit | None = None
+        connection: ast.Ident | None = None
         options: tuple[ast.Option, ...] = ()
+        clauses: list[ast.Option] = []
+        include: tuple[ast.IncludeItem, ...] = ()
         for c in children:
             if isinstance(c, Token) and c.type == "GENERATOR":
                 kind = ast.SourceKind.GENERATOR
+            elif isinstance(c, Token) and c.type == "KAFKA":
+                kind = ast.SourceKind.KAFKA
+                connection = idents[1]
             elif isinstance(c, ast.StringLit):
                 path = c
             elif isinstance(c, _Part) and c.kind == "options":
                 options = c.value
+            elif isinstance(c, _Part) and c.kind == "clause":
+                clauses.append(c.value)
+            elif isinstance(c, _Part) and c.kind == "include":
+                if include:
+                    raise _error("INCLUDE is given twice", c.span, hint="list every item in one INCLUDE clause")
+                include = c.value
         return ast.CreateSource(
             name,
             kind,
             path,
-            options,
+            options + tuple(clauses),
             if_not_exists=self._flag(children, "if_not_exists"),
+            connection=connection,
+            include=include,
             span=span_of(children),
         )
+
+    def include_item(self, children: list[Any]) -> ast.IncludeItem:
+        idents = [c for c in children if isinstance(c, ast.Ident)]
+        alias = idents[1] if len(idents) > 1 else None
+        return ast.IncludeItem(idents[0], alias, span=span_of(children))
+
+    def include_clause(self, children: list[Any]) -> _Part:
+        items = tuple(c for c in children if isinstance(c, ast.IncludeItem))
+        return _Part("include", items, span_of(children))  # type: ignore[arg-type]
+
+    def format_clause(self, children: list[Any]) -> _Part:
+        """``FORMAT JSON`` / ``VALUE FORMAT JSON`` / ``KEY FORMAT TEXT``: the option they mean."""
+        name = "KEY FORMAT" if isinstance(children[0], Token) and children[0].type == "KEY" else "FORMAT"
+        return self._clause(name, children)
+
+    def envelope_clause(self, children: list[Any]) -> _Part:
+        return self._clause("ENVELOPE", children)
+
+    @staticmethod
+    def _clause(name: str, children: list[Any]) -> _Part:
+        word = children[-1]
+        text = word.value if isinstance(word, ast.StringLit) else word.name.lower()
+        option = ast.Option(name, ast.StringLit(text, span=word.span), span=span_of(children))
+        return _Part("clause", option, span_of(children))  # type: ignore[arg-type]
 
     def create_view(self, children: list[Any]) -> ast.CreateView:
         name = next(c for c in children if isinstance(c, ast.Ident))
