@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from icesql.engine.kafka.offsets import Offsets, dump, from_summary, merged, parse, summary_value
+from icesql.engine.kafka.offsets import SUMMARY_KEY, Offsets, dump, from_summary, merged, parse, summary_value
 from icesql.engine.source_kinds import SourceProgress
 
 log = logging.getLogger("icesql.sink")
@@ -66,6 +66,8 @@ class KafkaProgress(SourceProgress):
     def resume(self, summary: dict[str, str] | None) -> int | None:
         r = self.runner
         self.committed = from_summary(summary, self.topic) or {}
+        if summary is None:  # a sink new to the table: created again after its home was lost?
+            self.committed = self._adopted() or {}
         path = Path(self.seed_path)
         if path.exists():
             return int(json.loads(path.read_text())["progress_base"])
@@ -87,6 +89,27 @@ class KafkaProgress(SourceProgress):
             )
         return base
 
+    def _adopted(self) -> Offsets | None:
+        """The offsets of the table's newest snapshot that records this topic's, written by a
+        sink of another id: the same sink created again in a new icesql home (its id is new, its
+        table and topic are not). Without them it would read the topic again from its start."""
+        table = self.runner.table
+        snap = table.current_snapshot() if table is not None else None
+        while snap is not None:
+            found = from_summary(dict(snap.summary.additional_properties), self.topic) if snap.summary else None
+            if found:
+                log.warning(
+                    "sink %s: table %s holds topic %s up to the offsets of snapshot %s (another sink id, "
+                    "e.g. the sink created again in a new icesql home); reading on from there",
+                    self.runner.name,
+                    self.runner.plan.table_identifier,
+                    self.topic,
+                    snap.snapshot_id,
+                )
+                return found
+            snap = table.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id else None
+        return None
+
     def staged(self, rows: Sequence[dict[str, Any]], spark_batch_id: int) -> dict[str, Any]:
         offsets = batch_offsets(self.runner.checkpoint_location, spark_batch_id)
         return {"source_offsets": dump(offsets)} if offsets is not None else {}
@@ -96,7 +119,7 @@ class KafkaProgress(SourceProgress):
         if not batches and not self.committed:
             return {}
         self.committed = merged([self.committed, *batches])
-        return {"icesql.kafka-offsets": summary_value(self.topic, self.committed)}
+        return {SUMMARY_KEY: summary_value(self.topic, self.committed)}
 
     def status(self) -> dict[str, Any]:
         return {"source_offsets": dump(self.committed)}
