@@ -53,6 +53,9 @@ def blank_prefix(text: str, start: int) -> str:
 
 
 _HOME_HINT = "point --home (or ICESQL_HOME) at a directory icesql may create and write"
+# What VALIDATE CONNECTION checks, and what CREATE checks over the network before it stores
+_CONNECTIONS = (P.AwsConnectionPlan, P.CatalogConnectionPlan, P.KafkaConnectionPlan)
+_Validated = P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan | P.SourcePlan
 
 
 def _home_path(home: str | os.PathLike[str]) -> Path:
@@ -401,7 +404,7 @@ class Session:
         if not checked and self._needs_validation(d):
             # Validate before storing (a connection that cannot connect is not kept), outside
             # the store's write lock, with inline secrets that are not stored yet.
-            assert isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan)
+            assert isinstance(d, _Validated)
             inline = {n: v.reveal() for n, v in plan.inline_secrets}
             self._validate_definition(d, lambda n: inline[n] if n in inline else self._secret_value(n))
         with self.store.transaction():
@@ -603,21 +606,30 @@ class Session:
         table = self.engine.load_table(sink.catalog_connection, sink.namespace, sink.table, sink.aws_connection)
         return R.show_snapshots(plan.sink, table.snapshots(), obj.object_id)
 
-    def _needs_validation(self, d: P.ObjectPlan) -> bool:
-        return isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan) and self.validate and d.validate
+    def _needs_validation(self, d: P.ObjectPlan, view: Any = None) -> bool:
+        """A connection is checked unless the session or its WITH (VALIDATE = false) says not
+        to; a Kafka source, whether its topic exists, unless its connection is not checked."""
+        if not self.validate:
+            return False
+        if isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan):
+            return d.validate
+        if isinstance(d, P.SourcePlan) and d.kafka is not None:
+            conn = (view or self._view).get("connection", d.kafka.connection)
+            return isinstance(conn, P.KafkaConnectionPlan) and conn.validate
+        return False
 
     def _precheck(self, plan: P.StatementPlan, view: OverlayCatalog, pending: _PendingSecrets) -> None:
         """The network part of a statement (connection checks), done before anything is
         applied; objects and secrets created earlier in the script are looked up in ``view``
         and ``pending``."""
-        if isinstance(plan, P.CreateObjectPlan) and self._needs_validation(plan.definition):
+        if isinstance(plan, P.CreateObjectPlan) and self._needs_validation(plan.definition, view):
             d = plan.definition
-            assert isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan)
+            assert isinstance(d, _Validated)
             inline = {n: v.reveal() for n, v in plan.inline_secrets}
             self._validate_definition(d, lambda n: inline[n] if n in inline else pending.value(n), view)
         elif isinstance(plan, P.ValidateConnectionPlan):
             d2 = view.get("connection", plan.name)
-            if not isinstance(d2, P.AwsConnectionPlan | P.CatalogConnectionPlan):
+            if not isinstance(d2, _CONNECTIONS):
                 raise CatalogError(f"connection {plan.name!r} does not exist")
             self._validate_definition(d2, pending.value, view)
 
@@ -625,13 +637,24 @@ class Session:
 
     def _validate_definition(
         self,
-        d: P.AwsConnectionPlan | P.CatalogConnectionPlan,
+        d: _Validated,
         secrets: P.SecretResolver | None = None,
         view: Any = None,
     ) -> None:
+        resolver = secrets or self._secret_value
+        if isinstance(d, P.KafkaConnectionPlan | P.SourcePlan):
+            from icesql.engine.kafka.connection import validate_kafka_connection
+
+            if isinstance(d, P.KafkaConnectionPlan):
+                validate_kafka_connection(d, secrets=resolver)
+                return
+            assert d.kafka is not None
+            conn = (view or self._view).get("connection", d.kafka.connection)
+            assert isinstance(conn, P.KafkaConnectionPlan), "the analyzer checked the connection"
+            validate_kafka_connection(conn, secrets=resolver, topic=d.kafka.topic)
+            return
         from icesql.engine import catalogs
 
-        resolver = secrets or self._secret_value
         if isinstance(d, P.CatalogConnectionPlan):
             aws = self._aws(d.aws_connection, view or self._view)
             catalogs.validate_connection(d, aws=aws, secrets=resolver, home=self.home)
@@ -648,7 +671,7 @@ class Session:
 
     def _validate_connection(self, name: str, *, force: bool = False) -> None:
         plan = self._view.get("connection", name)
-        if not isinstance(plan, (P.AwsConnectionPlan, P.CatalogConnectionPlan)):
+        if not isinstance(plan, _CONNECTIONS):
             raise CatalogError(f"connection {name!r} does not exist")
         self._validate_definition(plan)
 
