@@ -276,7 +276,8 @@ def _convert(
                 canon = spec.choices.get(text.lower())
                 if canon is None:
                     choices = sorted(set(spec.choices.values()))
-                    hint = did_you_mean(text, list(spec.choices), quote="'")
+                    # spelled as the canonical value where only case tells them apart ('SASL_SSL')
+                    hint = did_you_mean(text, [*spec.choices, *spec.choices.values()], quote="'")
                     raise ctx.error(f"invalid {opt.name} '{text}': expected {one_of(choices)}", v, hint)
                 return canon
             return text
