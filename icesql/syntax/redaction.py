@@ -428,7 +428,11 @@ def _items(
                     item_secrecy = _secrecy(kind, inherit, item, eq) if options else Secrecy.NONE
                 inner = _PROSE if kind == _PROSE else None
                 # BROKERS = ('h1:9092', ...): a list of a known option that holds no secret
-                plain = item_secrecy is Secrecy.NONE and _lists_strings(kind, item, eq)
+                plain = False
+                if item_secrecy is Secrecy.NONE and _lists_strings(kind, item, eq):
+                    plain = _only_strings(sig, i + 1)
+                    if not plain:  # a list of strings that holds something else: when in doubt, hidden
+                        item_secrecy = Secrecy.VALUE
                 after = _items(stmt, sig, i + 1, inner, item_secrecy, options=options and not plain, depth=depth + 1)
                 closed = 0 < after <= n and sig[after - 1].is_punct(")")
                 holes.append((tok.start, sig[after - 1].end if closed else stmt.end))
@@ -492,6 +496,17 @@ def _lists_strings(kind: str | None, item: list[Token], eq: int | None) -> bool:
     name, key_is_string, _ = _split(kind, item, eq)
     spec, secret_form = lookup(kind, name) if not key_is_string else (None, False)
     return spec is not None and not secret_form and not spec.secret and spec.kind is Kind.STRINGS
+
+
+def _only_strings(sig: list[Token], i: int) -> bool:
+    """Whether the list opened before ``sig[i]`` holds strings and commas only, up to its ')'
+    (anything else there, ``'k' = v`` included, is read as options and masked as such)."""
+    for tok in sig[i:]:
+        if tok.is_punct(")"):
+            return True
+        if not (tok.kind is TokenKind.STRING and not tok.open) and not tok.is_punct(","):
+            return False
+    return False
 
 
 def _split(kind: str | None, item: list[Token], eq: int | None) -> tuple[str, bool, int]:
