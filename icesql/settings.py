@@ -177,6 +177,24 @@ TEST_KILL_PGID = Setting(
 TEST_BATCH_DELAY = Setting(
     "ICESQL_TEST_BATCH_DELAY", None, "seconds every micro-batch sleeps before it writes", test_only=True
 )
+TEST_FAIL_AT = Setting(
+    "ICESQL_TEST_FAIL_AT",
+    None,
+    "`point[:batch],...`: a batch fails at `batch` (before it writes), `staged` or `committed` (an error saying `ICESQL_TEST_FAIL_WITH`)",
+    test_only=True,
+)
+TEST_FAIL_WITH = Setting(
+    "ICESQL_TEST_FAIL_WITH",
+    "Python worker failed to connect back.",
+    "the text of `ICESQL_TEST_FAIL_AT`'s error (the default is Spark's, a transient failure)",
+    test_only=True,
+)
+TEST_FAIL_TIMES = Setting(
+    "ICESQL_TEST_FAIL_TIMES",
+    None,
+    "how many times `ICESQL_TEST_FAIL_AT` fails in a process (unset: every time)",
+    test_only=True,
+)
 
 ALL: tuple[Setting, ...] = (
     HOME,
@@ -201,6 +219,9 @@ ALL: tuple[Setting, ...] = (
     TEST_KILL_AT,
     TEST_KILL_PGID,
     TEST_BATCH_DELAY,
+    TEST_FAIL_AT,
+    TEST_FAIL_WITH,
+    TEST_FAIL_TIMES,
 )
 
 

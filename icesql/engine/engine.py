@@ -375,65 +375,24 @@ class Engine:
     def run(self, plans: Iterable[SinkPlan], once: bool = False, *, retry: Any = None) -> None:
         """Run ``plans``. ``once``: process what is available, commit, stop; else until stopped.
 
-        ``once`` fails fast: the first sink failure stops the others and is raised as an
-        ``IcesqlError``. Otherwise the sinks are supervised (``supervisor.Supervisor``, with
-        ``retry`` or the ``RetryPolicy`` of the settings): a sink that failed on a transient
-        cause is restarted with backoff, one that failed for good stays failed while the others
-        go on, and its error is raised once every sink has ended (or ``stop()`` was called).
+        The sinks are supervised (``supervisor.Supervisor``, with ``retry`` or the
+        ``RetryPolicy`` of the settings): a sink that failed on a transient cause is restarted
+        with backoff, resuming from what it committed and staged. Without ``once`` a sink that
+        failed for good stays failed while the others go on, and its error is raised once every
+        sink has ended (or ``stop()`` was called); with ``once`` such a failure stops the others
+        at once (a final commit each) and is raised, and so is a transient failure whose retries
+        are spent.
         """
-        plans = list(plans)
-        if not once:
-            from icesql.engine.supervisor import RetryPolicy, Supervisor
+        from icesql.engine.supervisor import RetryPolicy, Supervisor
 
-            supervisor = Supervisor(self, plans, retry or RetryPolicy.from_settings())
-            with self._lock:
-                self._supervisors.append(supervisor)
-            try:
-                supervisor.run()
-            finally:
-                with self._lock:
-                    self._supervisors.remove(supervisor)
-            return
-        for p in plans:
-            self.start_sink(p, once=True)
-        names = [p.name for p in plans]
+        supervisor = Supervisor(self, list(plans), retry or RetryPolicy.from_settings(), once=once)
+        with self._lock:
+            self._supervisors.append(supervisor)
         try:
-            for n in names:
-                self._await_evolving(n)
-        except KeyboardInterrupt:
-            log.info("interrupted: stopping sinks")
+            supervisor.run()
         finally:
-            err = self._first_error(names)
-            if err is not None:
-                for n in names:
-                    try:
-                        self.stop_sink(n)
-                    except IcesqlError:
-                        pass
-        err = self._first_error(names)
-        if err is not None:
-            raise err
-
-    def _await_evolving(self, name: str, restarts: int = 8) -> None:
-        """Wait for sink ``name`` (run once); a sink that stopped because a batch brought new
-        columns is started again (it evolves the table's schema as it starts) a few times."""
-        from icesql.engine.runner import SchemaChangedError
-
-        runner = self._runners[name]
-        runner.await_termination()
-        while isinstance(runner.error, SchemaChangedError) and restarts > 0:
-            restarts -= 1
-            log.info("sink %s: %s", name, runner.error.message)
-            self.start_sink(runner.plan, once=True)
-            runner = self._runners[name]
-            runner.await_termination()
-
-    def _first_error(self, names: Iterable[str]) -> IcesqlError | None:
-        for n in names:
-            r = self._runners.get(n)
-            if r is not None and r.error is not None:
-                return r.error
-        return None
+            with self._lock:
+                self._supervisors.remove(supervisor)
 
     def await_any_termination(self, timeout: float | None = None) -> str | None:
         """Block until some running sink ends; returns its name (None on timeout or when none run)."""

@@ -139,9 +139,16 @@ _CUT = (
 # a full disk (the icesql home: checkpoints, staging, the catalog store; a local warehouse):
 # OSError 28 from Python, the same text from Spark's JVM, SQLite's own words
 _DISK_FULL = re.compile(r"\[Errno 28\]|No space left on device|database or disk is full")
-# Spark waits 10 s (a fixed time) for a Python worker it started to connect back; on an
-# overloaded machine the worker (a Python data source's runner, say) takes longer and the query
-# fails with this, though nothing is wrong with the sink: a restart starts a new worker.
+# Spark waits 10 s for a Python worker it started to connect back; on an overloaded machine the
+# worker takes longer and the query fails with this, though nothing is wrong with the sink: a
+# restart starts a new worker. No setting changes that wait (Spark 4.3, read in its bytecode):
+# PythonWorkerFactory.createSimpleWorker, which starts the Python streaming data source's runner
+# (PythonStreamingSourceRunner: the Arrow path's source), StreamingPythonRunner and the data
+# source planner's workers, selects on its server socket for a literal 10000 ms and wraps any
+# failure of the accept, the secret's check (SocketAuthHelper.authClient: a literal 10000 ms too)
+# and the pid's read as "Python worker failed to connect back."; the forking daemon's workers
+# (UDFs, mapInArrow) get a literal 60000 ms. So the sink is retried (``Supervisor``, ``run
+# --once`` included) instead.
 _SPARK_WORKER_LATE = re.compile(
     r"Python worker failed to connect back|Timed out while waiting for the Python worker to connect back"
 )
@@ -269,7 +276,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         _says(_SPARK_WORKER_LATE),
         "Spark's Python worker did not connect back in time",
-        "the machine is overloaded; the sink is restarted (icesql run/serve)",
+        "the machine is overloaded; the sink is retried for ICESQL_RETRY_BUDGET seconds (icesql run, run --once, serve)",
         show_detail=False,
         transient=True,
     ),

@@ -1,5 +1,5 @@
-"""Supervision: ``Engine.run`` (``icesql run`` / ``icesql serve`` without ``--once``) keeps its
-sinks running through transient failures.
+"""Supervision: ``Engine.run`` (``icesql run`` / ``icesql serve``, with or without ``--once``)
+keeps its sinks running through transient failures.
 
 A sink whose runner fails on a transient cause (``failures.is_transient``: a catalog or object
 store that cannot be reached, a timeout, a server error, throttling) is restarted after a
@@ -29,6 +29,23 @@ of the next one (catalog store, ``Engine.status()``).
 first sink's final error, so ``icesql run`` / ``serve`` exit with code 3 when a sink failed. A
 sink still waiting for a restart when ``stop()`` comes ends ``failed`` ("stopped while
 retrying: ...").
+
+With ``once`` (``run --once``: what a scheduler calls) the sinks run with ``once=True`` (the
+available input, committed, then the sink stops) under the same policy, with two differences:
+
+* a failure that is final ends the whole run at once: the other sinks stop with a final commit
+  and the error is raised (a scheduler learns of it now, not after the others' input);
+* a batch that brought new columns (``SchemaChangedError``) restarts the sink at once, without a
+  backoff and without counting as a failure, at most ``ONCE_EVOLUTIONS`` times in a row;
+* a restarted sink has recovered only once it commits (not by running ``backoff_max`` seconds):
+  a run whose every attempt fails before it commits gives up at the budget.
+
+A restart resumes from what the failed run committed and staged (``recovery``: the staged
+batches are committed, Spark's checkpoint replays the rest and the runner skips the batches
+already staged), so a retried ``--once`` run commits every row exactly once.
+
+Each retry is one log line (WARNING): ``sink NAME: restarting in 1.0s (attempt 1; gives up 600s
+after the first failure): <the error>``; a sink that gives up logs one ERROR line.
 """
 
 from __future__ import annotations
@@ -49,6 +66,7 @@ from icesql.plan import SinkPlan
 log = logging.getLogger("icesql.engine")
 
 QUIESCE_TIMEOUT = 60.0  # seconds a restart waits for the failed run's last commit (``SinkRunner.quiesce``)
+ONCE_EVOLUTIONS = 8  # restarts in a row for new columns in a ``once`` run before it gives up
 
 
 @dataclass(frozen=True)
@@ -91,6 +109,7 @@ class Streak:
     restarted_at: float | None = None  # when the current runner was restarted
     error: IcesqlError | None = None  # the last failure
     final: bool = False  # the sink ended (stopped, or failed for good)
+    evolutions: int = 0  # ``once``: restarts in a row for new columns (no backoff, not an attempt)
 
     def overlay(self) -> dict[str, Any]:
         """What ``Engine.status()`` shows on top of the runner's own row."""
@@ -117,10 +136,12 @@ class Supervisor:
         *,
         clock: Callable[[], float] = time.time,
         tick: float = 1.0,
+        once: bool = False,
     ) -> None:
         self.engine = engine
         self.plans = {p.name: p for p in plans}
         self.policy = policy
+        self.once = once  # ``run --once``: each sink commits the available input and stops
         self.clock = clock
         self.tick = tick
         self.streaks = {name: Streak() for name in self.plans}
@@ -138,6 +159,8 @@ class Supervisor:
                 self._step()
                 if all(s.final for s in self.streaks.values()):
                     break
+                if self.once and any(s.final and s.error is not None for s in self.streaks.values()):
+                    break  # a --once run fails fast: the others stop (final commit) below
                 self._wait()
         except KeyboardInterrupt:
             log.info("interrupted: stopping sinks")
@@ -145,6 +168,9 @@ class Supervisor:
             self._stopped.set()
             self._give_up_waiting()
             for name in self.plans:
+                runner = self.engine._runners.get(name)
+                if self.once and (runner is None or not runner.active):
+                    continue  # ended already: its own end committed (a second stop would commit again)
                 try:
                     self.engine.stop_sink(name)
                 except IcesqlError:
@@ -216,7 +242,8 @@ class Supervisor:
                     self._update(name, retry_attempt=0)
                 continue
             if runner.error is None:
-                streak.final = True  # stopped (a bounded relation done, or stopped on purpose)
+                # stopped (its input committed, or stopped on purpose): earlier failures are over
+                streak.final, streak.error = True, None
                 continue
             self._failed(plan, runner, now)
 
@@ -225,6 +252,8 @@ class Supervisor:
             return False
         if runner.last_commit_at is not None:  # this runner committed
             return True
+        if self.once:  # only by committing: a run that fails before it commits never ends its streak
+            return False
         return streak.restarted_at is not None and now - streak.restarted_at >= self.policy.backoff_max
 
     # ----------------------------------------------------------------- failures and restarts
@@ -232,7 +261,11 @@ class Supervisor:
     def will_retry(self, name: str, err: IcesqlError) -> bool:
         """Whether a failure of ``name`` now will be retried (asked by the failing runner, so
         that its state is ``retrying`` at once; ``_failed`` decides the same way)."""
-        if self._stopped.is_set() or not is_transient(err) or self.policy.budget <= 0:
+        if self._stopped.is_set():
+            return False
+        if self._evolves_now(name, err):
+            return True
+        if not is_transient(err) or self.policy.budget <= 0:
             return False
         since = self.streaks[name].since
         return since is None or self.clock() - since < self.policy.budget
@@ -242,6 +275,11 @@ class Supervisor:
         streak = self.streaks[name]
         err: IcesqlError = runner.error
         streak.error = err
+        if self._evolves_now(name, err):
+            streak.evolutions += 1
+            streak.next_at = now  # the next step restarts it
+            log.info("sink %s: %s", name, err.message)
+            return
         if not is_transient(err) or self.policy.budget <= 0:
             streak.final = True  # the runner has recorded it as failed (or fenced)
             return
@@ -275,6 +313,16 @@ class Supervisor:
         if runner.status != "retrying":  # the runner did not know (or the supervisor was stopping)
             self.engine.listeners.state(StateEvent(name, "retrying"))
 
+    def _evolves_now(self, name: str, err: IcesqlError) -> bool:
+        """``once``: ``err`` is a batch's new columns, restarted at once (``ONCE_EVOLUTIONS``)."""
+        from icesql.engine.runner import SchemaChangedError
+
+        return (
+            self.once
+            and isinstance(err, SchemaChangedError)
+            and self.streaks[name].evolutions < ONCE_EVOLUTIONS
+        )
+
     def _give_up(self, name: str, message: str) -> None:
         streak = self.streaks[name]
         err = copy.copy(streak.error) if streak.error is not None else ExecutionError(message)
@@ -303,7 +351,7 @@ class Supervisor:
 
     def _start(self, plan: SinkPlan) -> None:
         try:
-            self.engine.start_sink(plan, will_retry=lambda err: self.will_retry(plan.name, err))
+            self.engine.start_sink(plan, once=self.once, will_retry=lambda err: self.will_retry(plan.name, err))
         except IcesqlError:
             pass  # the runner recorded the failure; the next step looks at it
         except Exception as e:  # the runner never existed: not worth a retry
@@ -326,7 +374,7 @@ class Supervisor:
                     log.warning(
                         "sink %s: the failed run is still busy after %gs; restarting anyway", plan.name, QUIESCE_TIMEOUT
                     )
-            log.info("sink %s: restart attempt %d", plan.name, streak.attempt)
+            log.debug("sink %s: restart attempt %d", plan.name, streak.attempt)
             streak.next_at = None
             streak.restarted_at = self.clock()
             self._update(plan.name, next_attempt_at=None)

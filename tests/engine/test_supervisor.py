@@ -1,7 +1,8 @@
-"""Supervision of ``Engine.run`` without ``once``: transient failures are restarted with
-backoff and say ``retrying``, a streak past its budget or a failure that is not transient is
-final, and ``stop()`` ends it all. Runners are scripted stand-ins (no Spark): each start of a
-sink takes the next step of its script."""
+"""Supervision of ``Engine.run``: transient failures are restarted with backoff and say
+``retrying``, a streak past its budget or a failure that is not transient is final, and
+``stop()`` ends it all; with ``once`` the same, except that a final failure ends the run at once.
+Runners are scripted stand-ins (no Spark): each start of a sink takes the next step of its
+script. (``test_once_retry.py`` runs ``--once`` retries on Spark.)"""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ class ScriptedRunner:
     """What ``Engine`` and the supervisor use of a ``SinkRunner``. Steps: ``start-fails``
     (transient, while preparing), ``fails-later`` (transient, once running), ``bad`` (not
     transient, once running), ``commits`` (runs and commits), ``runs``, ``fails-mid-commit``
-    (transient, once running, while a commit of its own goes on for 0.3 s more)."""
+    (transient, once running, while a commit of its own goes on for 0.3 s more). Started with
+    ``once``, ``commits`` then ends (its input done) while ``runs`` goes on until stopped."""
 
     def __init__(self, name: str, step: str, state: State) -> None:
         self.name, self.step, self.state = name, step, state
@@ -57,6 +59,8 @@ class ScriptedRunner:
         self._set("running")
         if self.step == "commits":
             self.last_commit_at = time.time()
+            if once:
+                threading.Timer(0.05, self._end).start()
         elif self.step == "fails-mid-commit":
             self._quiet.clear()
 
@@ -74,7 +78,12 @@ class ScriptedRunner:
             )
             threading.Timer(0.05, self._fail, args=(err,)).start()
 
+    def _end(self) -> None:
+        self._set("stopped")
+        self._done.set()
+
     def stop(self) -> None:
+        self.stops = getattr(self, "stops", 0) + 1
         if self.error is None and not self._done.is_set():
             self._set("stopped")
         self._done.set()
@@ -224,10 +233,40 @@ def test_a_zero_budget_turns_restarts_off() -> None:
     assert len(engine.starts["s"]) == 1
 
 
-def test_once_still_fails_fast() -> None:
+def test_once_retries_a_transient_failure_and_ends_when_the_input_is_committed() -> None:
+    engine = ScriptedEngine({"s": ["start-fails", "fails-later", "commits"]})
+    engine.run([plan("s")], once=True, retry=FAST)
+    assert len(engine.starts["s"]) == 3
+    retrying = [u["retry_attempt"] for u in updates(engine, "s") if u.get("status") == "retrying" and "retry_attempt" in u]
+    assert retrying == [1, 2]
+    assert engine.state.get("s")["status"] == "stopped"  # type: ignore[attr-defined]
+    assert [getattr(r, "stops", 0) for r in engine.runners] == [0, 0, 0]  # ended on its own: no second stop
+
+
+def test_once_gives_up_when_the_retries_are_spent() -> None:
+    engine = ScriptedEngine({"s": ["start-fails"] * 100})
+    with pytest.raises(CatalogUnavailableError) as info:
+        engine.run([plan("s")], once=True, retry=RetryPolicy(backoff=0.05, backoff_max=0.1, budget=0.5))
+    assert "gave up after" in info.value.message and "ICESQL_RETRY_BUDGET is 0.5s" in info.value.message
+    assert len(engine.starts["s"]) >= 3
+    assert engine.state.get("s")["status"] == "failed"  # type: ignore[attr-defined]
+
+
+def test_once_a_final_failure_is_not_retried_and_stops_the_others_at_once() -> None:
+    engine = ScriptedEngine({"bad": ["bad"], "long": ["runs"]})
+    t0 = time.monotonic()
+    with pytest.raises(ExecutionError) as info:
+        engine.run([plan("bad"), plan("long")], once=True, retry=FAST)
+    assert time.monotonic() - t0 < 5  # not after the other sink's input
+    assert info.value.message == "bad record in f.json"
+    assert len(engine.starts["bad"]) == 1
+    assert engine.state.get("long")["status"] == "stopped"  # type: ignore[attr-defined]
+
+
+def test_once_a_zero_budget_fails_at_the_first_transient_failure() -> None:
     engine = ScriptedEngine({"s": ["start-fails", "commits"]})
     with pytest.raises(CatalogUnavailableError):
-        engine.run([plan("s")], once=True)
+        engine.run([plan("s")], once=True, retry=RetryPolicy(budget=0))
     assert len(engine.starts["s"]) == 1
 
 
