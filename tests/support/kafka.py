@@ -625,7 +625,7 @@ def fetch_high_watermarks(
         while len(hw) < len(lo):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no end of partitions {sorted(set(lo) - set(hw))} of {topic!r}")
-            for msg in consumer.consume(10_000, timeout=0.5):
+            for msg in consumer.consume(10_000, timeout=0.1):
                 err = msg.error()
                 if err is None:
                     continue
@@ -687,7 +687,7 @@ def replay(
         while len(done) < len(parts):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"replay of {topic!r}: partitions {sorted(set(parts) - done)} unfinished")
-            for msg in consumer.consume(10_000, timeout=0.5):
+            for msg in consumer.consume(10_000, timeout=0.1):
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
