@@ -301,3 +301,31 @@ def test_noida_restart_keeps_data(noida_broker: Broker, topic_name: str) -> None
 def test_tansu_s3_restart_keeps_data(tansu_s3: Broker, topic_name: str) -> None:
     """tansu on weed mini's S3 keeps everything across SIGTERM and SIGKILL restarts."""
     _survives_restart(tansu_s3, topic_name)
+
+
+def test_fetch_size_limits(kafka_broker: Broker, topic_name: str) -> None:
+    """tansu honours fetch.max.bytes / max.partition.fetch.bytes; noida answers a Fetch with
+    everything from the fetch offset to the log end, and librdkafka drops a response larger than
+    receive.message.max.bytes and retries forever with no error event (the consumer just gets
+    nothing). So the source must set receive.message.max.bytes far above its backlog per consumer
+    (default 100 MB: a 1M-record topic of 100 B records already stalls) - scaled down here."""
+    b = kafka_broker.bootstrap
+    K.create_topic(b, topic_name, 2)
+    K.produce(b, topic_name, [(None, b"x" * 100, None, i % 2) for i in range(6000)], linger_ms=20)
+    limits = {
+        "receive.message.max.bytes": 200_000,
+        "fetch.max.bytes": 100_000,
+        "max.partition.fetch.bytes": 50_000,
+        "message.max.bytes": 100_000,
+    }
+    consumer = K._consumer(b, **limits)
+    got = 0
+    try:
+        consumer.assign([TopicPartition(topic_name, p, 0) for p in (0, 1)])
+        deadline = time.monotonic() + (4 if kafka_broker.kind == "noida" else 20)
+        while got < 6000 and time.monotonic() < deadline:
+            got += sum(m.error() is None for m in consumer.consume(10_000, timeout=0.1))
+    finally:
+        consumer.close()
+    assert got == (0 if kafka_broker.kind == "noida" else 6000)
+    assert len(K.replay(b, topic_name)) == 6000  # the helpers lift the limit
