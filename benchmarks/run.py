@@ -1,7 +1,7 @@
 """icesql benchmark suite -- the one command.
 
     .venv/bin/python benchmarks/run.py [--rows N] [--quick]
-        [--only append,e2e,upsert,index,streaming,commit,scaling,views,frontend]
+        [--only append,e2e,upsert,index,streaming,commit,scaling,views,frontend,kafka]
         [--out benchmarks/results/<stamp>.json] [--repeat N] [--update-readme]
 
 Every measurement runs in its own child process (memory of its whole process tree sampled from
@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import baselines as B  # noqa: E402
 from benchmarks import datagen  # noqa: E402
 
-SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend"]
+SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend", "kafka"]
 RAW_PARQUET = ("spark4_parquet", "spark35_parquet", "pyarrow_parquet")
 README = Path(__file__).resolve().parent / "README.md"
 MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
@@ -64,6 +64,13 @@ class Config:
         self.index_keys = [int(x) for x in a.index_keys.split(",")] if a.index_keys else (
             [100_000] if q else [1_000_000, 10_000_000])
         self.views_rows: int = a.views_rows or (200_000 if q else 1_000_000)
+        # kafka (issue 35): N records pre-produced; at N >= 10M icesql also runs at 1M (flat memory)
+        self.kafka_records: int = a.kafka_records or (200_000 if q else 10_000_000)
+        self.kafka_flat: list[int] = ([int(x) for x in a.kafka_flat_records.split(",") if x]
+                                      if a.kafka_flat_records is not None
+                                      else [1_000_000] if self.kafka_records >= 10_000_000 else [])
+        lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
+        self.kafka_latency: tuple[int, float] | None = (5000, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
         self.layouts: tuple[bool, ...] = tuple(known[x] for x in a.layouts.split(",") if x)
         self.codec: str = a.codec
@@ -384,10 +391,22 @@ def section_frontend(cfg: Config) -> dict[str, Any]:
     return res
 
 
+def section_kafka(cfg: Config) -> dict[str, Any]:
+    """Kafka into Iceberg (issue 35): N JSON records pre-produced to noida-db, read by (a) one raw
+    confluent-kafka consumer, (b) confluent-kafka + pyarrow.json + Parquet in one process and
+    ``icesql run --once`` (fresh processes, one after the other); icesql again at 1M when N >= 10M
+    (flat memory), and the produce-to-snapshot latency at 5,000 records/s (``benchmarks/kafka.py``)."""
+    from benchmarks import kafka
+
+    _say(f"kafka: {cfg.kafka_records:,} records, flat-memory sizes {cfg.kafka_flat}, latency {cfg.kafka_latency}")
+    return kafka.measure(cfg.kafka_records, cfg.work / "kafka", cfg.spark_conf, flat_sizes=tuple(cfg.kafka_flat),
+                         latency=cfg.kafka_latency, skip=frozenset(cfg.skip), say=_say, keep=cfg.keep)
+
+
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "append": section_append, "e2e": section_e2e, "upsert": section_upsert, "index": section_index,
     "streaming": section_streaming, "commit": section_commit, "scaling": section_scaling,
-    "views": section_views, "frontend": section_frontend,
+    "views": section_views, "frontend": section_frontend, "kafka": section_kafka,
 }
 
 
@@ -463,6 +482,8 @@ APPEND_VS_JAVA, APPEND_VS_PYARROW = 2.0, 0.6
 UPSERT_VS_MERGE, READ_VS_COMPACTED = 3.0, 1.5
 E2E_VS_JAVA = 2.0
 FLAT_MEMORY = 1.25  # "memory must stay flat as rows grow": peak RSS at the largest size / the smallest
+KAFKA_VS_PYARROW = 0.6  # issue 35: icesql run --once >= 0.6x of one process consuming + writing Parquet
+KAFKA_P50_S, KAFKA_P99_S = 1.5, 3.0  # issue 35: produce-to-snapshot latency at MAXIMUM PERIOD = '1s'
 
 
 def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -579,6 +600,7 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
                                    (lambda v: v <= FLAT_MEMORY) if flat else None, ok=_has_mem))
             rows.append(_ratio_row(f"scaling {name}: (context) peak PSS growth {sizes[0]:,} -> {sizes[-1]:,} rows",
                                    hi, lo, _pss_ratio, "-", None, ok=_has_pss))
+    rows += _kafka_ratios(sections.get("kafka") or {})
     fe = sections.get("frontend", {})
     if fe:
         floor = fe.get("python_startup_floor")
@@ -604,6 +626,36 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
     for n, r in sorted(((int(k), v) for k, v in ix.items() if k.isdigit()), key=lambda x: x[0]):
         rows.append({"ratio": f"index build {n:,} keys: seconds (absolute)", "goal": "-", "sides": r.get("name"),
                      "value": r.get("seconds") if _ok(r) else None, "met": None})
+    return rows
+
+
+def _kafka_ratios(kf: dict[str, Any]) -> list[dict[str, Any]]:
+    if not kf or kf.get("status") in ("error", "n/a"):
+        return []
+    rows: list[dict[str, Any]] = []
+    n = (kf.get("dataset") or {}).get("records")
+    ice, pya, raw = _get(kf, "icesql_cli"), _get(kf, "pyarrow_parquet"), _get(kf, "raw_consume")
+    rows.append(_ratio_row(f"kafka {_fmt(n)} records: icesql run --once vs one-process confluent-kafka + pyarrow "
+                           "Parquet (speed = time of (b) / time of icesql)", ice, pya, _speed,
+                           f">= {KAFKA_VS_PYARROW:g}x", lambda v: v >= KAFKA_VS_PYARROW))
+    rows.append(_ratio_row(f"kafka {_fmt(n)} records: (context) icesql vs the raw consume rate (a)", ice, raw,
+                           _speed, "-", None))
+    rows.append(_ratio_row(f"kafka {_fmt(n)} records: (context) icesql time to its last commit vs (b)",
+                           {**ice, "seconds": ice.get("to_last_commit_s")}, pya, _speed, "-", None,
+                           ok=lambda r: _ok(r) and bool(r.get("seconds"))))
+    rows.append(_ratio_row(f"kafka {_fmt(n)} records: (context) icesql peak memory / (b)'s", ice, pya, _mem_ratio,
+                           "-", None, ok=_has_mem))
+    for small in (kf.get("dataset") or {}).get("flat_sizes") or []:
+        lo = _get(kf, f"icesql_cli_{small}")
+        rows.append(_ratio_row(f"kafka: icesql peak RSS growth {small:,} -> {_fmt(n)} records", ice, lo, _mem_ratio,
+                               f"<= {FLAT_MEMORY:g}x (flat)", lambda v: v <= FLAT_MEMORY, ok=_has_mem))
+    lat = kf.get("icesql_latency")
+    if isinstance(lat, dict):
+        for q, limit in (("p50", KAFKA_P50_S), ("p99", KAFKA_P99_S)):
+            v = lat.get(f"latency_{q}_s") if _ok_stream(lat) else None
+            rows.append({"ratio": f"kafka: produce-to-snapshot latency {q} s at {lat.get('rate')} records/s, "
+                                  "MAXIMUM PERIOD = '1s' (absolute)", "goal": f"<= {limit:g} s",
+                         "sides": "icesql_latency", "value": v, "met": (v <= limit) if v is not None else None})
     return rows
 
 
@@ -832,12 +884,50 @@ def render_markdown(res: dict[str, Any]) -> str:
         out += ["", "### Commit overhead (absolute, ms per commit of a 100-row file)", "",
                 _table(["run", "status", "p50 ms", "p99 ms", "p50 of the last 10 ms", "commits",
                         "add_files p50 ms (pre-written file)", "note"], crows)]
+    kf = secs.get("kafka")
+    if kf:
+        out += _kafka_markdown(kf)
     fe = secs.get("frontend")
     if fe:
         out += ["", "### Front-end (absolute)", "",
                 _table(["measure", "status", "p50 ms", "note"],
                        [[k, r.get("status"), r.get("p50_ms"), (r.get("reason") or "")[:80]] for k, r in fe.items()])]
     return "\n".join(out) + "\n"
+
+
+def _kafka_markdown(kf: dict[str, Any]) -> list[str]:
+    d = kf.get("dataset") or {}
+    prod = [r for k, r in kf.items() if k.startswith("produce_")]
+    krows = []
+    for k, r in kf.items():
+        if k == "dataset" or k.startswith("produce_") or k == "icesql_latency" or not isinstance(r, dict):
+            continue
+        note = r.get("error") or r.get("warning") or ""
+        krows.append([k, r.get("status"), r.get("records"), r.get("seconds"), r.get("rows_per_s"),
+                      r.get("to_last_commit_s"), r.get("rows_in_table", r.get("rows_in_files", r.get("records"))),
+                      _files(r), _mem(r), str(note)[:100]])
+    out = ["", "### Kafka into Iceberg (absolute)", "",
+           f"{_fmt(d.get('records'))} JSON records of about 100 bytes (`{d.get('sample')}`) in {d.get('partitions')} "
+           f"partitions of {d.get('broker')} on loopback, pre-produced (not counted): "
+           + "; ".join(f"{_fmt(p.get('records'))} in {p.get('seconds')} s ({_fmt(p.get('records_per_s'))}/s)"
+                       for p in prod)
+           + " by one confluent-kafka Producer (linger.ms=50, no compression). Every run a fresh process, one after "
+           "the other; seconds = the whole process (icesql: `icesql --home <fresh> run pipeline.sql --once`, "
+           "start to exit; to last commit = start to the newest snapshot's timestamp-ms); rows = the table's "
+           "record count (icesql) or the Parquet files' (b); memory = peak RSS of the process tree in MB.", "",
+           _table(["run", "status", "records", "seconds", "records/s", "to last commit s", "rows", "files",
+                   "peak RSS MB", "note"], krows)]
+    lat = kf.get("icesql_latency")
+    if isinstance(lat, dict):
+        out += ["", f"Latency: `icesql run pipeline.sql` with `{lat.get('sink')}`, a producer at {lat.get('rate')} "
+                f"records/s for {lat.get('seconds_produced')} s (each record's `ts` = its produce time); latency = the "
+                "timestamp-ms of the snapshot that added the record's data file - its produce time.", "",
+                _table(["run", "status", "p50 s", "p99 s", "max s", "records measured", "snapshots/min",
+                        "peak RSS MB", "note"],
+                       [["icesql_latency", lat.get("status"), lat.get("latency_p50_s"), lat.get("latency_p99_s"),
+                         lat.get("latency_max_s"), lat.get("records_measured"), lat.get("snapshots_per_min"),
+                         _mem(lat), str(lat.get("error") or lat.get("warning") or "")[:100]]])]
+    return out
 
 
 def update_readme(md: str, json_path: Path) -> None:
@@ -875,6 +965,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="change batches the upsert's fresh-process runs apply (default all; --quick: 2)")
     ap.add_argument("--index-keys", default=None, help="comma list of key counts for the index build (default 1M,10M)")
     ap.add_argument("--views-rows", type=int, default=None, help="rows of the views writer experiment (default 1M)")
+    ap.add_argument("--kafka-records", type=int, default=None,
+                    help="records pre-produced for the kafka section (default 10M, --quick 200k; at >= 10M "
+                         "icesql also runs 1M for the flat-memory goal)")
+    ap.add_argument("--kafka-flat-records", default=None,
+                    help="comma list of smaller record counts icesql also runs for the flat-memory goal "
+                         "(default 1M when --kafka-records >= 10M, else none; '' for none)")
+    ap.add_argument("--kafka-latency-seconds", type=float, default=None,
+                    help="seconds the kafka latency producer runs at 5,000 records/s (default 60, --quick 20; 0: skip)")
     ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
                     help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")

@@ -459,6 +459,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_exec(args: argparse.Namespace) -> int:
     text = _read("-") if args.sql == "-" else _argument_text(args.sql)
+    if args.verbose:  # the debug log says, among the rest, which engine answers each SELECT
+        from icesql.repl.progress import configure_logging
+
+        configure_logging(verbose=True, stream=sys.stderr)
     with _open_session(args) as session:
         # each result is printed once applied; an error then stops the rest (psql's way)
         _print_results(session.execute_iter(text, filename="<stdin>" if args.sql == "-" else "<exec>"), args.format)

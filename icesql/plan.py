@@ -523,6 +523,14 @@ class SelectPlan:
 
 
 @dataclass(frozen=True)
+class ExplainSelectPlan:
+    """``EXPLAIN SELECT``: the query analysed as a SELECT is; the engine says which path
+    would answer it and why, without running it."""
+
+    select: SelectPlan
+
+
+@dataclass(frozen=True)
 class ShowTablesPlan:
     connection: str
     namespace: tuple[str, ...] = ()
@@ -551,6 +559,7 @@ StatementPlan = (
     | ShowSinkStatusPlan
     | DescribePlan
     | ExplainPlan
+    | ExplainSelectPlan
     | ValidateConnectionPlan
     | FlushSinkPlan
     | SelectPlan

@@ -533,6 +533,23 @@ class Session:
     def _apply_explain(self, plan: P.ExplainPlan, stmt: A.Statement, checked: bool) -> Result:
         return R.explain(plan.sink)
 
+    def _apply_explain_select(self, plan: P.ExplainSelectPlan, stmt: A.Statement, checked: bool) -> Result:
+        assert isinstance(stmt, A.Explain) and isinstance(stmt.statement, A.Select)
+        select = plan.select
+        try:
+            decision = self.engine.route_select(select, self._storage_aws)
+        except IcesqlError as err:
+            self._locate_table_error(err, select, stmt.statement)
+            raise
+        return R.explain_select(select, decision)
+
+    def _locate_table_error(self, err: IcesqlError, plan: P.SelectPlan, stmt: A.Select) -> None:
+        from icesql.analyzer.queries import query_span
+
+        ref = getattr(err, "table_ref", None)
+        if ref is not None and err.span is None:
+            err.span = query_span(stmt, ref.start - plan.base, ref.end - plan.base)
+
     def _apply_validate(self, plan: P.ValidateConnectionPlan, stmt: A.Statement, checked: bool) -> Result:
         if not checked:
             self._validate_connection(plan.name, force=True)
@@ -558,9 +575,7 @@ class Session:
                 err.span = query_span(stmt, start, start + err.length)
             raise
         except IcesqlError as err:
-            ref = getattr(err, "table_ref", None)
-            if ref is not None and err.span is None:
-                err.span = query_span(stmt, ref.start - plan.base, ref.end - plan.base)
+            self._locate_table_error(err, plan, stmt)
             raise
         return R.query_rows(out.columns, out.rows, plan.limit)
 
@@ -919,6 +934,7 @@ APPLY: dict[type[Any], Callable[[Session, Any, A.Statement, bool], Result]] = {
     P.ShowSinkStatusPlan: Session._apply_sink_status,
     P.DescribePlan: Session._apply_describe,
     P.ExplainPlan: Session._apply_explain,
+    P.ExplainSelectPlan: Session._apply_explain_select,
     P.ValidateConnectionPlan: Session._apply_validate,
     P.FlushSinkPlan: Session._apply_flush,
     P.SelectPlan: Session._apply_select,

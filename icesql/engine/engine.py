@@ -62,6 +62,8 @@ class Engine:
         self._query_warmed = False
         self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
+        self._table_cache_: Any = None  # table_reader.TableCache of SELECTs (created on the first)
+        self._duck: Any = None  # fastpath.DuckSession (created on the first fast-path SELECT)
 
     def add_listener(self, listener: SinkListener) -> None:
         """Receive every sink's commits, failures and state changes (``events``)."""
@@ -151,39 +153,113 @@ class Engine:
         catalog, conn, aws = self.connection_catalog(connection, storage_aws)
         return open_table(catalog, conn, aws, self.secrets, namespace, table)
 
-    def select(self, plan: Any, storage: Any) -> Any:
-        """Run a ``SelectPlan`` (``query.run_select``); ``storage(connection)`` names the AWS
-        connection a connection's table files are read with (None: the catalog's own)."""
-        from icesql.engine.query import run_select
-        from icesql.engine.table_reader import open_table, read_rows, snapshot_of
+    def _table_cache(self) -> Any:
+        if self._table_cache_ is None:
+            from icesql.engine.table_reader import TableCache
 
+            self._table_cache_ = TableCache(self.connection_catalog, self.secrets)
+        return self._table_cache_
+
+    def select_settings(self) -> Any:
+        """The Spark settings a fast-path answer depends on (``fastpath.Settings``), from the
+        session's ``--conf`` or the running Spark session, never starting one."""
+        from icesql.engine.fastpath import Settings
+
+        return Settings.from_conf(self._spark_conf, self._spark)
+
+    def route_select(self, plan: Any, storage: Any, schemas: dict[str, Any] | None = None) -> Any:
+        """Where ``plan`` runs and why (``fastpath.Route``); ``schemas``: each table alias's Arrow
+        schema (read from the tables' metadata when not given)."""
+        from icesql.engine.fastpath import SPARK, Route, route
+
+        if plan.relations:  # decided without opening a table
+            return route(plan.sql, relations=plan.relations, tables={}, settings=self.select_settings(), limit=plan.limit)
+        if schemas is None:
+            from icesql.engine.table_reader import arrow_schema
+
+            cache = self._table_cache()
+            cache.begin()
+            schemas = {}
+            for ref in plan.tables:
+                table, snapshot, travelled = self._open_ref(cache, ref, storage)
+                schemas[ref.alias] = arrow_schema(table, snapshot, travelled=travelled)
+        try:
+            return route(plan.sql, relations=(), tables=schemas, settings=self.select_settings(), limit=plan.limit)
+        except Exception as e:  # a sqlglot bug must cost speed, never the answer
+            log.debug("SELECT routing failed: %r", e, exc_info=True)
+            return Route(SPARK, f"the fast path's check failed ({type(e).__name__})")
+
+    def _open_ref(self, cache: Any, ref: Any, storage: Any) -> Any:
+        try:
+            return cache.open(ref, storage(ref.connection))
+        except IcesqlError as err:
+            err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
+            raise
+
+    def select(self, plan: Any, storage: Any, *, path: str | None = None) -> Any:
+        """Run a ``SelectPlan``: on DuckDB when it reads only connection tables with what the
+        fast path translates (``fastpath``), else on Spark (``query.run_select``);
+        ``storage(connection)`` names the AWS connection a connection's table files are read
+        with (None: the catalog's own). ``path`` forces one (the differential tests)."""
+        import time
+
+        from icesql.engine import fastpath
+
+        started = time.perf_counter()
+        if path != fastpath.SPARK and not plan.relations:
+            fastpath.without_pandas()
+        cache = self._table_cache()
+        cache.begin()
         # within one query each connection's catalog is loaded once, each table loaded once and
-        # each (table, snapshot) read once: a self-join or two tables of a catalog cost no more I/O
-        catalogs: dict[str, Any] = {}
-        tables: dict[tuple[str, tuple[str, ...], str], Any] = {}
-        read_already: dict[tuple[Any, ...], Any] = {}
+        # each (table, snapshot) read once: a self-join or two tables of a catalog cost no more I/O;
+        # between queries catalogs and the rows of unchanged snapshots are kept
+        read_already: dict[str, Any] = {}
 
         def read(ref: Any) -> Any:
-            key = (ref.connection, ref.namespace, ref.table, ref.snapshot_id, ref.as_of_ms)
-            if key in read_already:
-                return read_already[key]
+            if ref.alias not in read_already:
+                table, snapshot, travelled = self._open_ref(cache, ref, storage)
+                try:
+                    read_already[ref.alias] = cache.rows(table, snapshot, travelled)
+                except IcesqlError as err:
+                    err.table_ref = ref  # type: ignore[attr-defined]
+                    raise
+            return read_already[ref.alias]
+
+        if path == fastpath.SPARK:
+            decision = fastpath.Route(fastpath.SPARK, "asked for Spark")
+        elif plan.relations:
+            decision = self.route_select(plan, storage)
+        else:
+            decision = self.route_select(plan, storage, {ref.alias: read(ref).schema for ref in plan.tables})
+        if decision.fast:
             try:
-                if ref.connection not in catalogs:
-                    catalogs[ref.connection] = self.connection_catalog(ref.connection, storage(ref.connection))
-                catalog, conn, aws = catalogs[ref.connection]
-                name = key[:3]
-                if name not in tables:
-                    tables[name] = open_table(catalog, conn, aws, self.secrets, ref.namespace, ref.table)
-                table = tables[name]
-                snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, ref.as_of_ms)
-                travelled = ref.snapshot_id is not None or ref.as_of_ms is not None
-                rows = read_already[key] = read_rows(table, snapshot, travelled=travelled)
-                return rows
-            except IcesqlError as err:
-                err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
-                raise
+                out = self._duck_session().run(decision.sql, {r.alias: read(r) for r in plan.tables}, decision.names)
+            except fastpath.FastPathDeclined as why:
+                if path == fastpath.DUCKDB:
+                    raise
+                fastpath.log.debug("SELECT on spark: DuckDB declined at run time (%s)", why)
+            else:
+                fastpath.log.debug("SELECT on duckdb (%.3f s): %s", time.perf_counter() - started, decision.reason)
+                from icesql.engine.query import QueryRows
+
+                return QueryRows(out[0], tuple(out[1]))
+        elif path == fastpath.DUCKDB:
+            raise fastpath.FastPathDeclined(decision.reason)
+        else:
+            fastpath.log.debug("SELECT on spark: %s", decision.reason)
+        from icesql.engine.query import run_select
 
         return run_select(self.spark, plan, self.objects.relation, read)
+
+    def _duck_session(self) -> Any:
+        from icesql.engine.fastpath import DuckSession
+
+        settings = self.select_settings()
+        if self._duck is None or self._duck.settings != settings:
+            if self._duck is not None:
+                self._duck.close()
+            self._duck = DuckSession(settings)
+        return self._duck
 
     # ----------------------------------------------------------------- sinks
 

@@ -88,4 +88,67 @@ def read_rows(table: Any, snapshot: Any, *, travelled: bool = False) -> Any:
     return pa.concat_tables(pieces)
 
 
-__all__ = ["in_catalog", "open_table", "read_rows", "snapshot_of"]
+def arrow_schema(table: Any, snapshot: Any, *, travelled: bool = False) -> Any:
+    """The Arrow schema ``read_rows`` gives the rows of ``snapshot`` (without reading them)."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    schema = table.schema()
+    if travelled and snapshot is not None and snapshot.schema_id is not None:
+        schema = table.schemas().get(snapshot.schema_id, schema)
+    return schema_to_pyarrow(schema, include_field_ids=False)
+
+
+class TableCache:
+    """The tables a session's SELECTs read, kept between queries: catalogs (per connection and
+    storage credentials), and the rows of the last few (table, snapshot) pairs read. A table is
+    loaded again at each query (``begin``), once within it, so a new snapshot is seen at once
+    and its rows read then; the rows of a snapshot never change, so they are kept."""
+
+    def __init__(self, load_catalog: Any, secrets: Any, entries: int = 8) -> None:
+        self._load_catalog = load_catalog  # (connection, storage aws name) -> (catalog, conn, aws)
+        self._secrets = secrets
+        self._entries = entries
+        self._catalogs: dict[tuple[str, str | None], Any] = {}
+        self._rows: dict[tuple[Any, ...], Any] = {}  # in use order, oldest first
+        self._tables: dict[tuple[Any, ...], Any] = {}  # loaded in this query
+
+    def begin(self) -> None:
+        """A new query: tables are loaded again (their current snapshot may have moved)."""
+        self._tables = {}
+
+    def forget_catalogs(self) -> None:
+        """A connection changed: catalogs are loaded again."""
+        self._catalogs = {}
+
+    def open(self, ref: Any, storage: str | None) -> tuple[Any, Any, bool]:
+        """(table, snapshot, travelled) of a ``TableRef``, loaded once per query."""
+        key = (ref.connection, storage)
+        if key not in self._catalogs:
+            self._catalogs[key] = self._load_catalog(ref.connection, storage)
+        catalog, conn, aws = self._catalogs[key]
+        name = (ref.connection, storage, ref.namespace, ref.table)
+        if name not in self._tables:
+            self._tables[name] = open_table(catalog, conn, aws, self._secrets, ref.namespace, ref.table)
+        table = self._tables[name]
+        snapshot = snapshot_of(table, ref.identifier, ref.snapshot_id, ref.as_of_ms)
+        travelled = ref.snapshot_id is not None or ref.as_of_ms is not None
+        return table, snapshot, travelled
+
+    def rows(self, table: Any, snapshot: Any, travelled: bool) -> Any:
+        """``read_rows`` of a snapshot, from the cache when it was read before."""
+        key = (
+            table.metadata.table_uuid,
+            table.metadata.location,
+            snapshot.snapshot_id if snapshot is not None else None,
+            snapshot.schema_id if travelled and snapshot is not None else table.schema().schema_id,
+        )
+        rows = self._rows.pop(key, None)
+        if rows is None:
+            rows = read_rows(table, snapshot, travelled=travelled)
+        self._rows[key] = rows
+        while len(self._rows) > self._entries:
+            self._rows.pop(next(iter(self._rows)))
+        return rows
+
+
+__all__ = ["TableCache", "arrow_schema", "in_catalog", "open_table", "read_rows", "snapshot_of"]

@@ -358,3 +358,51 @@ def test_a_jvms_child_before_its_exec_is_not_counted_twice() -> None:
         subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
         parent.kill()
         parent.wait()
+
+
+def test_kafka_goals_and_report_on_made_up_results() -> None:
+    """The kafka section's goals (issue 35): icesql >= 0.6x of (b), flat memory, latency p50/p99."""
+    def run_(name: str, seconds: float, mem: float, **kw: object) -> dict:
+        return {"name": name, "status": "ok", "seconds": seconds, "peak_rss_mb": mem, "rows_per_s": 1, **kw}
+
+    kf = {"dataset": {"records": 10_000_000, "partitions": 6, "broker": "noida-db 0.2.3", "sample": "{}",
+                      "flat_sizes": [1_000_000]},
+          "produce_10000000": {"records": 10_000_000, "seconds": 100.0, "records_per_s": 100_000},
+          "raw_consume": run_("raw_consume", 20, 100), "pyarrow_parquet": run_("pyarrow_parquet", 60, 300),
+          "icesql_cli": run_("icesql_cli", 120, 2000, to_last_commit_s=110.0, rows_in_table=10_000_000),
+          "icesql_cli_1000000": run_("icesql_cli_1000000", 30, 1500),
+          "icesql_latency": {"name": "icesql_latency", "status": "ok", "latency_p50_s": 1.2, "latency_p99_s": 3.5,
+                             "rate": 5000, "seconds_produced": 60, "sink": "x"}}
+    ratios = {r["ratio"]: r for r in run.compute_ratios({"kafka": kf})}
+    speed = ratios["kafka 10,000,000 records: icesql run --once vs one-process confluent-kafka + pyarrow Parquet "
+                   "(speed = time of (b) / time of icesql)"]
+    assert (speed["value"], speed["met"]) == (0.5, False)
+    flat = ratios["kafka: icesql peak RSS growth 1,000,000 -> 10,000,000 records"]
+    assert (flat["value"], flat["met"]) == (1.33, False)
+    p50 = ratios["kafka: produce-to-snapshot latency p50 s at 5000 records/s, MAXIMUM PERIOD = '1s' (absolute)"]
+    p99 = ratios["kafka: produce-to-snapshot latency p99 s at 5000 records/s, MAXIMUM PERIOD = '1s' (absolute)"]
+    assert (p50["met"], p99["met"]) == (True, False)
+    res = {"started": "x", "command": "python benchmarks/run.py --only kafka", "total_seconds": 1.0,
+           "sections": {"kafka": kf}, "ratios": list(ratios.values()),
+           "machine": {k: "?" for k in ("nproc", "cpu", "mem_gib", "os", "java", "python", "project_venv_pyspark_pyarrow",
+                                        "harness_pyspark_pyarrow", "pyiceberg", "duckdb", "loadavg_start")}}
+    md = run.render_markdown(res)
+    assert "### Kafka into Iceberg (absolute)" in md and "| icesql_cli | ok |" in md and "MISSED" in md
+
+
+@pytest.mark.bench
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_kafka_section_tiny(tmp_path: Path) -> None:
+    """``run.py --only kafka`` at 3,000 records, no latency run: noida-db, (a), (b), icesql run --once."""
+    from tests.support import kafka as K
+
+    if K.missing_reason("noida"):
+        pytest.skip(K.missing_reason("noida"))
+    out = tmp_path / "k.json"
+    assert run.main(["--only", "kafka", "--kafka-records", "3000", "--kafka-latency-seconds", "0",
+                     "--out", str(out), "--work-dir", str(tmp_path / "w")]) == 0
+    kf = json.loads(out.read_text())["sections"]["kafka"]
+    for name in ("raw_consume", "pyarrow_parquet", "icesql_cli"):
+        assert kf[name]["status"] == "ok", kf[name]
+    assert kf["icesql_cli"]["rows_in_table"] == 3000 and kf["pyarrow_parquet"]["rows_in_files"] == 3000
