@@ -170,8 +170,8 @@ def test_layers_import_only_downwards() -> None:
     """syntax → analyzer → plan never pull in the executor's heavy dependencies."""
     code = (
         "import sys, icesql, icesql.analyzer, icesql.plan, icesql.session, catalog_store\n"
-        "icesql.parse('SHOW SINKS')\n"
-        "heavy = [m for m in ('pyspark', 'pyiceberg', 'pyarrow', 'icesql.engine') if m in sys.modules]\n"
+        "icesql.parse('SHOW SINKS'); icesql.parse('EXPLAIN SELECT * FROM lake.ns.t ORDER BY id')\n"
+        "heavy = [m for m in ('pyspark', 'pyiceberg', 'pyarrow', 'duckdb', 'sqlglot', 'icesql.engine') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
