@@ -311,7 +311,9 @@ def test_fetch_size_limits(kafka_broker: Broker, topic_name: str) -> None:
     (default 100 MB: a 1M-record topic of 100 B records already stalls) - scaled down here."""
     b = kafka_broker.bootstrap
     K.create_topic(b, topic_name, 2)
-    K.produce(b, topic_name, [(None, b"x" * 100, None, i % 2) for i in range(6000)], linger_ms=20)
+    # batches of at most 16 KB: a broker returns a whole batch even when it is above the limits
+    records = [(None, b"x" * 100, None, i % 2) for i in range(6000)]
+    K.produce(b, topic_name, records, linger_ms=5, config={"batch.size": 16384})
     limits = {
         "receive.message.max.bytes": 200_000,
         "fetch.max.bytes": 100_000,

