@@ -51,6 +51,7 @@ class SinkStatus:
     next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next
     maintenance_runs: int = 0  # maintenance steps the sink made while running here
     last_maintenance: str | None = None  # what the last one did (step, files, bytes, time)
+    source_lag: int | None = None  # KAFKA: records between the committed offsets and the log end
 
 
 def show_secrets(objects: Iterable[Any]) -> Result:

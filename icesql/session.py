@@ -789,6 +789,7 @@ class Session:
                     next_attempt_at=lv.get("next_attempt_at", st.next_attempt_at if st else None),
                     maintenance_runs=int(lv.get("maintenance_runs") or 0),
                     last_maintenance=lv.get("last_maintenance"),
+                    source_lag=lv.get("source_lag"),
                 )
             )
         return out
@@ -867,6 +868,7 @@ class Session:
                     minimum_size=plan.commit.minimum_size,
                     backlog_files=lv.get("backlog_files"),
                     backlog_bytes=lv.get("backlog_bytes"),
+                    source_lag=lv.get("source_lag_partitions"),
                 )
             )
         return reports
@@ -885,9 +887,9 @@ class _ObjectResolver:
     def __init__(self, session: Session) -> None:
         self._s = session
 
-    def connection(self, name: str) -> P.AwsConnectionPlan | P.CatalogConnectionPlan:
+    def connection(self, name: str) -> P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan:
         plan = self._s._view.get("connection", name)
-        if not isinstance(plan, (P.AwsConnectionPlan, P.CatalogConnectionPlan)):
+        if not isinstance(plan, (P.AwsConnectionPlan, P.CatalogConnectionPlan, P.KafkaConnectionPlan)):
             raise ExecutionError(f"connection {name!r} does not exist")
         return plan
 

@@ -95,7 +95,29 @@ class Engine:
         plan = self.objects.relation(name)
         if isinstance(plan, SourcePlan) and plan.aws_connection:
             arrow = self._object_store_binding(plan, arrow)
-        return build_relation(self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow)
+        return build_relation(
+            self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow, bind=self._kafka_binding
+        )
+
+    def _kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
+        """A KAFKA source's binding with its connection's librdkafka settings (secrets resolved
+        here, remembered for masking; never logged)."""
+        import dataclasses
+
+        from icesql.engine.kafka.connection import SECRET_KEYS, client_config, executor_config
+        from icesql.engine.kafka.relation import KafkaBinding
+        from icesql.engine.secrets import SecretValues
+        from icesql.plan import KafkaConnectionPlan
+
+        assert plan.kafka is not None
+        conn: Any = self.objects.connection(plan.kafka.connection)
+        if not isinstance(conn, KafkaConnectionPlan):
+            raise ExecutionError(
+                f"source '{plan.name}': connection '{plan.kafka.connection}' is not a KAFKA connection",
+                hint="CREATE CONNECTION ... TO KAFKA (BROKER = 'host:9092')",
+            )
+        conf = executor_config(client_config(conn, SecretValues(self.secrets)))
+        return dataclasses.replace(binding or KafkaBinding(), conf=conf, secret_keys=SECRET_KEYS)
 
     def _object_store_binding(self, plan: SourcePlan, arrow: Any) -> Any:
         """A FILES source on S3: listed and read by icesql with the AWS connection's keys, region
@@ -163,9 +185,17 @@ class Engine:
     def select_settings(self) -> Any:
         """The Spark settings a fast-path answer depends on (``fastpath.Settings``), from the
         session's ``--conf`` or the running Spark session, never starting one."""
-        from icesql.engine.fastpath import Settings
+        import dataclasses
 
-        return Settings.from_conf(self._spark_conf, self._spark)
+        from icesql.engine.fastpath import Settings
+        from icesql.settings import SPARK_MASTER
+
+        settings = Settings.from_conf(self._spark_conf, self._spark)
+        master = self._spark_master or SPARK_MASTER.get() or ""
+        if self._spark is None and master.startswith("sc://"):
+            # a Spark Connect server's session settings (time zone, ANSI) are its own
+            settings = dataclasses.replace(settings, other=(*settings.other, f"a Spark Connect server ({master})"))
+        return settings
 
     def route_select(self, plan: Any, storage: Any, schemas: dict[str, Any] | None = None) -> Any:
         """Where ``plan`` runs and why (``fastpath.Route``); ``schemas``: each table alias's Arrow
@@ -273,6 +303,7 @@ class Engine:
             state=self.state,
             target=lambda: self.target(plan),
             relation=lambda arrow: self.relation(plan.relation, on_error=plan.on_error, arrow=arrow),
+            relation_plan=lambda: self.objects.relation(plan.relation),
             trigger_interval=self.trigger_interval,
             listeners=self.listeners,
         )

@@ -54,7 +54,6 @@ from icesql import settings
 from icesql.engine.batch import (
     DROPPED,
     FALLBACK,
-    ArrowBatchWriter,
     BatchWriter,
     RemoteBatch,
     translate_null_key,
@@ -701,7 +700,7 @@ class SinkRunner:
         if self.relation.arrow is None:
             return inner
         letters = self.relation.letters[0] if self.relation.letters else None
-        return ArrowBatchWriter(inner, self.relation.arrow, skipped=self.relation.skipped, letters=letters)
+        return self.relation.arrow.batch_writer(inner, skipped=self.relation.skipped, letters=letters)
 
     def stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
         """Account for one written batch (skipped, dead-lettered and dropped records) and describe
@@ -994,6 +993,8 @@ class SinkRunner:
                 self._set_status("stopped")
             except BaseException as e:
                 raise self.fail(e) from e
+        if self.source is not None:
+            self.source.close()
         self._done.set()
 
     def await_termination(self, timeout: float | None = None) -> bool:
@@ -1034,6 +1035,7 @@ class SinkRunner:
             "fallback_files": self.fallback_files,
             "maintenance_runs": self.maintainer.runs,
             "last_maintenance": self.maintainer.last,
+            **(self.source.status() if self.source is not None and self.status == "running" else {}),
         }
 
 

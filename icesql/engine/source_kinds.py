@@ -59,8 +59,12 @@ class SourceProgress:
         """A bounded run (``--once``) ended with everything committed."""
 
     def status(self) -> dict[str, Any]:
-        """Fields for ``SHOW SINK STATUS`` (lag, ...)."""
+        """Fields of the sink's status row: ``source_lag`` (records the table is behind the
+        source) and ``source_lag_partitions`` ({topic: {partition: records}}) where known."""
         return {}
+
+    def close(self) -> None:
+        """The sink stopped: release what ``status`` keeps open."""
 
 
 def _lazy(module: str, attr: str) -> Callable[[], type[SourceProgress]]:

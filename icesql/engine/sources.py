@@ -90,8 +90,11 @@ class Relation:
     skipped: Any = None  # Spark accumulator of skipped bad records, when any
     letters: tuple[Any, ...] = ()  # accumulators of dead letters (ON ERROR = 'dead-letter')
     sources: tuple[str, ...] = ()  # icesql sources it reads (for messages)
-    arrow: ArrowSource | None = None  # the Arrow path: ``df`` holds pieces of files, not rows
+    # the Arrow path (``ArrowSource``, ``kafka.arrow.KafkaArrowSource``): ``df`` holds pieces of work
+    # (files' byte ranges, topics' offset ranges), not rows; its ``batch_writer`` writes a batch
+    arrow: Any = None
     row_schema: Any = None  # the rows' schema when ``df`` does not hold rows (the Arrow path)
+    binding: Any = None  # what the source was bound with (KAFKA: its connection's settings)
 
     @property
     def streaming(self) -> bool:
@@ -470,29 +473,88 @@ def spark_files_dataframe(
 
 
 def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
+    """The columns of a Parquet source without a SCHEMA: every file's (Spark's ``mergeSchema``),
+    widened where Spark will not (``_widened_parquet_schema``), and without the columns that hold
+    no type yet.
+
+    A column of Arrow type ``null`` (what pandas and pyarrow write for a column that is None in
+    every row) carries no type: Spark reads it as ``int`` (Parquet's INT32 with the UNKNOWN
+    logical type) and refuses to merge it with a file that types it. Its type comes from the files
+    that do type it, the null-typed files' rows read as nulls (Spark's reader and the Arrow path's
+    alike); while no file types it, it is left out (said once in the log) - the table keeps its
+    own column of that name if it has one (those rows null), and the first file that types the
+    column brings it in as a new column (schema evolution)."""
     try:
         # every file's columns (mergeSchema): a column only newer files have is not left out
-        return spark.read.option("mergeSchema", "true").parquet(plan.path).schema
+        inferred = spark.read.option("mergeSchema", "true").parquet(plan.path).schema
     except Exception as e:
         widened = _widened_parquet_schema(plan)
+        if isinstance(widened, str):
+            raise ExecutionError(
+                f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}': "
+                f"{widened} ({spark_message(e)})",
+                hint="write the column with one type in every file, or declare SCHEMA = '...'",
+            ) from None
         if widened is not None:
             return widened
         raise ExecutionError(
             f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
-            f"({_first_line(e)})",
+            f"({spark_message(e)})",
             hint="declare SCHEMA = '...' or put a file there first",
-        ) from e
+        ) from None
+    from pyspark.sql.types import IntegerType, StructType
+
+    if not any(isinstance(f.dataType, IntegerType) for f in inferred.fields):
+        return inferred  # no column Spark could have read from a null-typed one
+    footers = _parquet_footers(plan)
+    untyped = _untyped_columns(footers or [])
+    if not untyped:
+        return inferred
+    _say_left_out(plan, untyped)
+    left_out = {name.lower() for name in untyped}
+    return StructType([f for f in inferred.fields if f.name.lower() not in left_out])
 
 
-def _widened_parquet_schema(plan: SourcePlan) -> Any:
-    """Spark's ``mergeSchema`` refuses files whose column was widened (``int`` in older files,
-    ``bigint`` in newer ones): the footers unified here instead, when every file's columns could
-    be written to a table of the unified schema (``schema.compatibility_problems``: int -> bigint,
-    float -> double, a decimal's precision up, new fields of a struct); ``None`` otherwise (the
-    caller reports Spark's error)."""
-    import pyarrow as pa
+def spark_message(exc: BaseException) -> str:
+    """Spark's own message in an exception from a call into the JVM, on one line: py4j's
+    ``Py4JJavaError`` says ``An error occurred while calling o53.parquet.`` first, then the Java
+    exception (``org.apache.spark.SparkException: [CANNOT_MERGE_SCHEMAS] ...``) and its stack."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = text.splitlines()
+    if lines and lines[0].startswith("An error occurred while calling"):
+        lines = lines[1:]
+    kept: list[str] = []
+    for line in lines:
+        if line.startswith(("\tat ", "\t... ", "Caused by:")) or (kept and not line.strip()):
+            break
+        kept.append(line.strip())
+    message = " ".join(part for part in kept if part).lstrip(": ").strip()
+    for prefix in ("org.apache.spark.", "java."):  # the Java class name says nothing to a user
+        if message.startswith(prefix) and ": " in message:
+            message = message.split(": ", 1)[1]
+    return _clip(message or _first_line(exc), 600)
+
+
+_LEFT_OUT: set[tuple[str, str, tuple[str, ...]]] = set()  # (source, path, columns) said in the log
+
+
+def _say_left_out(plan: SourcePlan, columns: list[str]) -> None:
+    key = (plan.name, plan.path or "", tuple(columns))
+    if key in _LEFT_OUT:
+        return
+    _LEFT_OUT.add(key)
+    log.info(
+        "source %s: column(s) %s of the parquet files in '%s' hold only nulls (Arrow type null) so far: "
+        "left out until a file gives them a type",
+        plan.name,
+        ", ".join(columns),
+        plan.path,
+    )
+
+
+def _parquet_footers(plan: SourcePlan) -> list[tuple[str, Any]] | None:
+    """Each data file's path and Arrow schema (local directories only; None when unreadable)."""
     import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     from icesql.engine.files.listing import Location, is_remote
 
@@ -501,18 +563,86 @@ def _widened_parquet_schema(plan: SourcePlan) -> Any:
     try:
         location = Location(plan.path)
         names = [f.path for f in location.list() if not Path(f.path).name.startswith(("_", "."))]
-        schemas = []
+        footers = []
         for name in names:
             with location.open_input(name) as f:
-                schemas.append(pq.read_schema(f))
-        merged = pa.unify_schemas(schemas, promote_options="permissive")
+                footers.append((name, pq.read_schema(f)))
+        return footers
+    except Exception:  # noqa: BLE001 - Spark's own error says what is wrong
+        log.debug("source %s: reading the parquet footers failed", plan.name, exc_info=True)
+        return None
+
+
+def _typed(schema: Any) -> Any:
+    """``schema`` without its columns of Arrow type ``null`` (they carry no type)."""
+    import pyarrow as pa
+
+    return pa.schema([f for f in schema if not pa.types.is_null(f.type)])
+
+
+def _untyped_columns(footers: list[tuple[str, Any]]) -> list[str]:
+    """The columns that are of type ``null`` in every file that has them (matched by name
+    case-insensitively, as Spark matches them)."""
+    import pyarrow as pa
+
+    null: dict[str, str] = {}
+    typed: set[str] = set()
+    for _, schema in footers:
+        for f in schema:
+            if pa.types.is_null(f.type):
+                null.setdefault(f.name.lower(), f.name)
+            else:
+                typed.add(f.name.lower())
+    return [name for key, name in null.items() if key not in typed]
+
+
+def _widened_parquet_schema(plan: SourcePlan) -> Any:
+    """Spark's ``mergeSchema`` refuses files whose column was widened (``int`` in older files,
+    ``bigint`` in newer ones) or is of type ``null`` in some: the footers unified here instead,
+    when every file's columns could be written to a table of the unified schema
+    (``schema.compatibility_problems``: int -> bigint, float -> double, a decimal's precision up,
+    new fields of a struct; a null-typed column takes the other files' type, and is left out
+    while no file types it). Returns the schema, or the first file and column that cannot be
+    unified as text, or ``None`` when the footers cannot be read (the caller reports Spark's
+    error)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    footers = _parquet_footers(plan)
+    if not footers:
+        return None
+    try:
+        typed = [(name, _typed(schema)) for name, schema in footers]
+        conflict = _conflict(typed)
+        if conflict is not None:
+            return conflict
+        merged = pa.unify_schemas([schema for _, schema in typed], promote_options="permissive")
         table = _iceberg_of(merged)  # converted once, each file's schema checked against it
-        if not schemas or not all(_widens_to(s, table) for s in schemas):
+        if not all(_widens_to(schema, table) for _, schema in typed):
             return None
+        untyped = _untyped_columns(footers)
+        if untyped:
+            _say_left_out(plan, untyped)
         return from_arrow_schema(merged)
     except Exception:  # noqa: BLE001 - Spark's own error says what is wrong
         log.debug("source %s: unifying the parquet footers failed", plan.name, exc_info=True)
         return None
+
+
+def _conflict(footers: list[tuple[str, Any]]) -> str | None:
+    """The first file whose column cannot be unified with the same column of an earlier file
+    (neither type widens to the other), named with both types; None when there is none."""
+    first: dict[str, tuple[str, Any]] = {}  # column (lower case) -> the first file typing it, its type
+    for name, schema in footers:
+        for f in schema:
+            seen = first.setdefault(f.name.lower(), (name, f.type))
+            if seen[0] == name or f.type == seen[1] or _widens_to(seen[1], f.type) or _widens_to(f.type, seen[1]):
+                continue
+            return (
+                f"file '{short_path(name)}' has column '{f.name}' as {f.type}, "
+                f"where '{short_path(seen[0])}' has it as {seen[1]}"
+            )
+    return None
 
 
 def _iceberg_of(arrow: Any) -> Any:
@@ -567,6 +697,12 @@ class ArrowSource:
     @property
     def changelog(self) -> bool:
         return self.format.format == "debezium-json"
+
+    def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
+        """The writer of this source's batches on the Arrow path (``batch.ArrowBatchWriter``)."""
+        from icesql.engine.batch import ArrowBatchWriter
+
+        return ArrowBatchWriter(inner, self, skipped=skipped, letters=letters)
 
 
 def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:

@@ -47,6 +47,8 @@ class SinkReport:
     minimum_size: int | None = None
     backlog_files: int | None = None  # input the source has not read yet (None: not reported)
     backlog_bytes: int | None = None
+    # KAFKA: {topic: {partition: records between the committed offset and the log end}}
+    source_lag: dict[str, dict[int, int]] | None = None
 
     def commit_deadline(self, grace: float) -> float | None:
         """How long waiting data may stay uncommitted (None: no bound)."""

@@ -269,6 +269,11 @@ class _StatusCollector:
             "The restart attempt of the current failure streak (0: not failing).",
             labels=["sink"],
         )
+        source_lag = GaugeMetricFamily(
+            "icesql_source_lag_records",
+            "KAFKA sources: records between the offset the table holds and the partition's log end.",
+            labels=["sink", "topic", "partition"],
+        )
         skipped = CounterMetricFamily(
             "icesql_sink_records_skipped",
             "Bad records skipped (ON ERROR = 'skip') and changes dropped for a null KEY, over the sink's life.",
@@ -292,9 +297,12 @@ class _StatusCollector:
                 last_commit.add_metric(s, r.last_commit_at)
                 since_commit.add_metric(s, max(0.0, now - r.last_commit_at))
             attempt.add_metric(s, r.retry_attempt)
+            for topic, parts in (r.source_lag or {}).items():
+                for p, n in parts.items():
+                    source_lag.add_metric([r.name, topic, str(p)], n)
             skipped.add_metric(s, r.skipped_records)
         yield from (info, state, ready, staged_rows, staged_bytes, staged_files, lag)
-        yield from (backlog_files, backlog_bytes, last_commit, since_commit, attempt, skipped)
+        yield from (backlog_files, backlog_bytes, last_commit, since_commit, attempt, skipped, source_lag)
 
 
 __all__ = ["DURATION_BUCKETS", "REASONS", "SinkMetrics"]

@@ -254,7 +254,18 @@ def status_line(status: Any, now: float | None = None) -> str:
     return text
 
 
-STATUS_COLUMNS = ("name", "state", "rows", "bytes", "last commit", "snapshot", "lag", "dead letters", "last error")
+STATUS_COLUMNS = (
+    "name",
+    "state",
+    "rows",
+    "bytes",
+    "last commit",
+    "snapshot",
+    "lag",
+    "source lag",
+    "dead letters",
+    "last error",
+)
 
 
 def status_rows(statuses: Iterable[Any], now: float | None = None) -> list[tuple[object, ...]]:
@@ -271,6 +282,7 @@ def status_rows(statuses: Iterable[Any], now: float | None = None) -> list[tuple
                 format_age(None if last is None else now - last),
                 s.last_snapshot_id,
                 None if s.lag is None else f"{s.lag:.1f}s",
+                None if getattr(s, "source_lag", None) is None else f"{s.source_lag} records",
                 s.dead_letters,
                 (str(s.last_error).splitlines() or [""])[0] if s.last_error else None,
             )

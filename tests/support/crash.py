@@ -33,6 +33,7 @@ def run_child(
     timeout: float = 240,
     spark_master: str | None = None,
     on_error: str = "fail",
+    extra_args: tuple[str, ...] = (),
 ) -> tuple[int, str]:
     """Run ``crash_runner`` over ``tmp`` (home, in/, warehouse/); SIGKILL its process group after
     ``kill_after`` seconds of running sink. Returns (exit code, the whole child log)."""
@@ -60,6 +61,7 @@ def run_child(
         *(["--spark-master", spark_master] if spark_master else []),
         "--on-error",
         on_error,
+        *extra_args,
     ]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files-per-trigger", type=int, default=1)
     ap.add_argument("--on-error", default="fail", help="the sink's ON ERROR (fail, skip, dead-letter)")
     ap.add_argument("--spark-master", default=None, help="e.g. sc://127.0.0.1:PORT (default local[2])")
+    ap.add_argument("--kafka", default=None, help="BOOTSTRAP:TOPIC - read a KAFKA topic instead of --data")
+    ap.add_argument("--records-per-trigger", type=int, default=None, help="KAFKA: MAX RECORDS PER TRIGGER")
     args = ap.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from icesql.engine.engine import Engine
     from icesql.plan import (
         CommitPolicy,
+        KafkaConnectionPlan,
+        KafkaSourceSpec,
         OnError,
         PartitionFieldPlan,
         SinkPlan,
@@ -78,14 +82,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     from tests.support.pipeline_helpers import Objects, State, local_catalog, spark_for_tests
 
-    source = SourcePlan(
-        name="events",
-        source_kind=SourceKind.FILES,
-        path=str(args.data),
-        format=SourceFormat.JSON,
-        schema="id BIGINT, ts TIMESTAMP, v STRING",
-        max_files_per_trigger=args.files_per_trigger,
-    )
+    connections: dict[str, object] = {"cat": local_catalog(warehouse=args.warehouse)}
+    if args.kafka:
+        bootstrap, _, topic = args.kafka.rpartition(":")
+        connections["k"] = KafkaConnectionPlan("k", (bootstrap,))
+        source = SourcePlan(
+            name="events",
+            source_kind=SourceKind.KAFKA,
+            format=SourceFormat.JSON,
+            schema="id BIGINT, ts TIMESTAMP, v STRING",
+            kafka=KafkaSourceSpec(connection="k", topic=topic, max_records_per_trigger=args.records_per_trigger),
+        )
+    else:
+        source = SourcePlan(
+            name="events",
+            source_kind=SourceKind.FILES,
+            path=str(args.data),
+            format=SourceFormat.JSON,
+            schema="id BIGINT, ts TIMESTAMP, v STRING",
+            max_files_per_trigger=args.files_per_trigger,
+        )
     plan = SinkPlan(
         name="crashy",
         relation="events",
@@ -98,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     engine = Engine(
         args.home,
-        objects=Objects({"cat": local_catalog(warehouse=args.warehouse)}, {"events": source}),
+        objects=Objects(connections, {"events": source}),  # type: ignore[arg-type]
         secrets=lambda name: "unused",
         state=State(args.home / "state.json"),
         spark=spark_for_tests() if args.spark_master is None else None,

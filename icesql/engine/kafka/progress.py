@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from icesql.engine.source_kinds import SourceProgress
 log = logging.getLogger("icesql.sink")
 
 SEED = "kafka-seed.json"
+LAG_EVERY = 5.0  # seconds a log end asked for the lag stays good
 
 
 def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
@@ -52,16 +54,34 @@ class KafkaProgress(SourceProgress):
         super().__init__(runner, plan)
         self.topic = plan.kafka.topic if plan is not None and plan.kafka is not None else ""
         self.committed: Offsets = {}  # the offsets the table holds
+        self._topic_view: Any = None  # kafka.source.TopicView for the lag (made on first use)
+        self._ends: Offsets | None = None
+        self._ends_at = 0.0
+        self.conf: dict[str, str] = {}
 
     @property
     def seed_path(self) -> str:
         return os.path.join(self.runner.checkpoint_root(self.checkpoint_suffix), SEED)
 
     def binding(self) -> Any:
+        from icesql import settings
         from icesql.engine.kafka.relation import KafkaBinding
-        from icesql.engine.spark import parallelism
+        from icesql.engine.spark import parallelism, session_time_zone
 
-        return KafkaBinding(seed=self.seed_path, parallelism=parallelism(self.runner.spark))
+        spark = self.runner.spark
+        return KafkaBinding(
+            seed=self.seed_path,
+            parallelism=parallelism(spark),
+            arrow=settings.ARROW_PATH.enabled(),
+            session_tz=session_time_zone(spark),
+        )
+
+    def bound(self, relation: Any) -> SourceProgress:
+        from icesql.engine.kafka.source import conf_from_options, kafka_options
+
+        b = relation.binding
+        self.conf = conf_from_options(kafka_options(b.conf, b.secret_keys)) if b is not None else {}
+        return self
 
     def resume(self, summary: dict[str, str] | None) -> int | None:
         r = self.runner
@@ -122,7 +142,30 @@ class KafkaProgress(SourceProgress):
         return {SUMMARY_KEY: summary_value(self.topic, self.committed)}
 
     def status(self) -> dict[str, Any]:
-        return {"source_offsets": dump(self.committed)}
+        """The lag per partition: records (offsets) between what the table holds and the log end,
+        the log end asked at most every ``LAG_EVERY`` seconds (a status call never waits on the
+        broker longer than a metadata request)."""
+        now = time.monotonic()
+        if self._ends is None or now - self._ends_at > LAG_EVERY:
+            self._ends_at = now
+            try:
+                self._ends = self._view().ends(self._view().partitions())
+            except Exception as e:  # noqa: BLE001 - status must answer while the broker is away
+                log.debug("sink %s: lag of topic %s unknown: %s", self.runner.name, self.topic, e)
+                return {}
+        lag = {p: max(0, e - self.committed.get(p, 0)) for p, e in sorted(self._ends.items())}
+        return {"source_lag": sum(lag.values()), "source_lag_partitions": {self.topic: lag}}
+
+    def _view(self) -> Any:
+        if self._topic_view is None:
+            from icesql.engine.kafka.source import TopicView
+
+            self._topic_view = TopicView(self.conf, self.topic)
+        return self._topic_view
+
+    def close(self) -> None:
+        if self._topic_view is not None:
+            self._topic_view.close()
 
 
 __all__ = ["SEED", "KafkaProgress", "batch_offsets"]

@@ -60,6 +60,8 @@ class KafkaBinding:
     secret_keys: frozenset[str] = frozenset()
     seed: str | None = None  # ``progress.KafkaProgress``: where a new checkpoint starts
     parallelism: int = 2
+    arrow: bool = False  # a sink reads the source directly: the Arrow path where it can (``arrow``)
+    session_tz: str = "UTC"
 
     def options(self, plan: SourcePlan) -> dict[str, str]:
         from icesql.engine.kafka.source import kafka_options
@@ -76,6 +78,8 @@ class KafkaBinding:
             opts["start_ts"] = str(spec.start_timestamp_ms)
         if spec.max_records_per_trigger:
             opts["max_records"] = str(spec.max_records_per_trigger)
+        if plan.max_bytes_per_trigger:
+            opts["max_bytes"] = str(plan.max_bytes_per_trigger)
         if spec.group_id:
             opts["group"] = spec.group_id
         if self.seed:
@@ -101,9 +105,52 @@ def kafka_relation(
     acc = _skip_counter(spark, policy)
     letters = _letters(spark, policy)
     df, changelog = decode_records(spark, records, plan, policy, acc, letters[0] if letters else None)
-    return Relation(
-        name=plan.name, df=df, changelog=changelog, skipped=acc, sources=(plan.name,), letters=letters
+    relation = Relation(
+        name=plan.name,
+        df=df,
+        changelog=changelog,
+        skipped=acc,
+        sources=(plan.name,),
+        letters=letters,
+        binding=binding,
     )
+    if streaming and binding.arrow:
+        return _on_arrow_path(spark, plan, policy, binding, relation)
+    return relation
+
+
+def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, relation: Relation) -> Relation:
+    """The relation on the Arrow path (``arrow``): a DataFrame of offset ranges, and what the
+    sink's tasks need to read and decode them; ``relation`` as it is where Arrow cannot."""
+    import dataclasses
+
+    from icesql.engine.files.types import Unsupported
+    from icesql.engine.kafka.arrow import KafkaArrowSource
+    from icesql.engine.kafka.source import NAME, PIECE_SCHEMA
+
+    row_schema = relation.data_schema()
+    value = _row_schema(spark, plan) if plan.format is SourceFormat.JSON else None
+    spec = plan.kafka
+    assert spec is not None
+    key_json = spec.key_format is SourceFormat.JSON and (
+        spec.envelope is KafkaEnvelope.UPSERT or any(i.what is KafkaMetadata.KEY for i in spec.include)
+    )
+    source = KafkaArrowSource(
+        plan=plan,
+        conf=dict(binding.conf),
+        row_schema_json=row_schema.jsonValue(),
+        value_schema_json=value.jsonValue() if value is not None else None,
+        key_schema_json=_key_struct(spark, plan).jsonValue() if key_json else None,
+        policy=policy,
+        session_tz=binding.session_tz,
+    )
+    try:
+        source.check_supported()
+    except Unsupported as e:
+        log.info("source %s: decoded by Spark's parsers (%s)", plan.name, e)
+        return relation
+    pieces = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**binding.options(plan), mode="pieces").load()
+    return dataclasses.replace(relation, df=pieces, arrow=source, row_schema=row_schema)
 
 
 def _struct_ddl(st: Any) -> str:

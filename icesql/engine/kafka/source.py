@@ -29,6 +29,8 @@ the secret ones as ``secret.kafka.<setting>`` so that no plan, log or UI shows t
   ``progress.KafkaProgress``) with the offsets a new checkpoint starts from when the table already
   holds some of the topic; ``start`` ('earliest' | 'latest') and ``start_ts`` (epoch ms) otherwise;
 * ``max_records``: at most this many offsets per trigger, shared among partitions by their lag;
+  ``max_bytes``: about this many bytes per trigger (records of the mean size of a sample taken
+  when the query starts);
 * ``parallelism``: the cores to keep busy; ``piece_records``: the longest range one task reads;
 * ``group``: a consumer group the committed offsets are reported to (monitoring only: never read
   back).
@@ -58,7 +60,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from icesql.engine.kafka.offsets import Offsets, dump, parse
+from icesql.engine.kafka.offsets import Offsets, dump, parse, records_between
 
 NAME = "icesql_kafka"
 RECORD_SCHEMA = StructType(  # Spark's own Kafka source schema
@@ -74,6 +76,14 @@ RECORD_SCHEMA = StructType(  # Spark's own Kafka source schema
             "headers",
             ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
         ),
+    ]
+)
+PIECE_SCHEMA = StructType(  # mode=pieces: the offset ranges of a batch, read by the sink's tasks
+    [
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("start", LongType()),
+        StructField("end", LongType()),
     ]
 )
 CONF_PREFIX = "kafka."
@@ -123,6 +133,9 @@ def _consumer(conf: Mapping[str, str], **extra: Any) -> Any:
         "auto.offset.reset": "error",
         "enable.partition.eof": True,
         "fetch.wait.max.ms": 50,
+        # a broker returns at least one whole record batch whatever the fetch limits (noida-db
+        # even the whole remainder of a partition): below that size a consumer stalls silently
+        "receive.message.max.bytes": 2147483647,
         "logger": logging.getLogger("icesql.kafka.librdkafka"),
         **extra,
     }
@@ -192,6 +205,7 @@ class TopicView:
         c.assign([TopicPartition(self.topic, p, listed[p]) for p in parts])
         ends = dict(listed)
         pending = set(parts)
+        lied: set[int] = set()  # partitions with a record at or past the listed end
         deadline = time.monotonic() + METADATA_TIMEOUT
         try:
             while pending and time.monotonic() < deadline:
@@ -199,15 +213,21 @@ class TopicView:
                     p = m.partition()
                     err = m.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
+                        if err.code() == KafkaError._PARTITION_EOF and p in pending:
+                            # the end of what read_committed can read (the last stable offset)
                             ends[p] = max(ends[p], int(m.offset()))
                             pending.discard(p)
                         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             pending.discard(p)  # the listed end is past the log: the listing stands
                         continue
-                    ends[p] = max(ends[p], int(m.offset()) + 1)
-                    pending.discard(p)
-            for p in parts:
+                    if p in pending:
+                        ends[p] = max(ends[p], int(m.offset()) + 1)
+                        lied.add(p)
+                        pending.discard(p)
+            # where ListOffsets under-reported, the Fetch response's watermark is the end (a
+            # partition that answered with its end of log keeps that: under an open transaction
+            # the high watermark is past what read_committed may read)
+            for p in sorted(lied):
                 _, hw = c.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
                 if hw is not None and hw >= 0:
                     ends[p] = max(ends[p], int(hw))
@@ -216,6 +236,29 @@ class TopicView:
         if pending:
             log.debug("topic %s: no fetch answer for partitions %s; ListOffsets taken", self.topic, sorted(pending))
         return ends
+
+    def record_bytes(self, at: Mapping[int, int], end: Mapping[int, int], sample: int = 200) -> float:
+        """The mean size (key + value + headers) of up to ``sample`` records from the partition
+        with the most records between ``at`` and ``end``: what MAX BYTES PER TRIGGER divides."""
+        from confluent_kafka import KafkaError, TopicPartition
+
+        p = max(end, key=lambda q: end[q] - at.get(q, 0))
+        c = self.consumer
+        c.assign([TopicPartition(self.topic, p, at.get(p, 0))])
+        sizes: list[int] = []
+        deadline = time.monotonic() + METADATA_TIMEOUT
+        try:
+            while len(sizes) < sample and time.monotonic() < deadline:
+                msgs = c.consume(num_messages=sample, timeout=0.5)
+                for m in msgs:
+                    if m.error() is None:
+                        hs = sum(len(k) + len(v or b"") for k, v in (m.headers() or []))
+                        sizes.append(len(m.key() or b"") + len(m.value() or b"") + hs)
+                    elif m.error().code() == KafkaError._PARTITION_EOF:
+                        deadline = 0.0
+        finally:
+            c.unassign()
+        return sum(sizes) / len(sizes) if sizes else 1.0
 
     def at_time(self, parts: Sequence[int], ts_ms: int) -> Offsets:
         """The first offset at or after ``ts_ms`` per partition (the log end where none is)."""
@@ -398,8 +441,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.parallelism = int(options.get("parallelism") or 2)
         self.piece_records = int(options.get("piece_records") or DEFAULT_PIECE_RECORDS)
         self.max_records = int(options["max_records"]) if options.get("max_records") else None
+        self.max_bytes = int(options["max_bytes"]) if options.get("max_bytes") else None
+        self._record_bytes: float | None = None  # sampled once, for MAX BYTES PER TRIGGER
         self.view = TopicView(self.conf, self.topic)
         self._target: Offsets | None = None
+        self.pieces = options.get("mode") == "pieces"
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options}
@@ -435,8 +481,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = self.view.ends(self.view.partitions())
         for p in begin:  # a partition never disappears; its end never moves back
             end[p] = max(end.get(p, begin[p]), begin[p])
-        if self.max_records:
-            end = share(begin, end, self.max_records)
+        budget = self.max_records
+        if self.max_bytes and records_between(begin, end):
+            if self._record_bytes is None:
+                self._record_bytes = self.view.record_bytes(begin, end)
+            by_bytes = max(1, int(self.max_bytes // max(1.0, self._record_bytes)))
+            budget = min(budget, by_bytes) if budget else by_bytes
+        if budget:
+            end = share(begin, end, budget)
         return dump(end)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
@@ -445,7 +497,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
         for p, s, e in partition.ranges:
-            yield from read_range(self.conf, partition.topic, p, s, e)
+            if self.pieces:  # the Arrow path: the sink's tasks read the range (``arrow``)
+                yield (partition.topic, p, s, e)
+            else:
+                yield from read_range(self.conf, partition.topic, p, s, e)
 
     def commit(self, end: dict[str, int]) -> None:
         group = self.options.get("group")
@@ -479,7 +534,7 @@ class KafkaDataSource(DataSource):
         return RECORD_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
-        return KafkaStreamReader(dict(self.options))
+        return KafkaStreamReader(dict(self.options))  # mode=pieces: PIECE_SCHEMA rows
 
     def reader(self, schema: Any) -> Any:
         return KafkaRangeReader(dict(self.options))
@@ -496,6 +551,9 @@ class KafkaRangeReader(DataSourceReader):
         self.conf = conf_from_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
+        if self.options.get("ranges"):  # exact ranges: what the Arrow path could not decode
+            ranges = json.loads(self.options["ranges"])
+            return [OffsetRange(self.topic, [(int(p), int(s), int(e))]) for p, s, e in ranges]
         view = TopicView(self.conf, self.topic)
         try:
             parts = view.partitions()
@@ -535,6 +593,7 @@ def register(spark: Any) -> None:
 
 __all__ = [
     "NAME",
+    "PIECE_SCHEMA",
     "RECORD_SCHEMA",
     "DataLossError",
     "KafkaDataSource",

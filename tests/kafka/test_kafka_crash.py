@@ -1,0 +1,63 @@
+"""A KAFKA sink SIGKILLed anywhere (writing, staged, committed, inside the catalog commit before
+and after the pointer swap), then restarted: the table holds every record of the topic exactly
+once. The child is ``tests.support.crash_runner --kafka`` (local Spark, a local catalog); the
+broker (noida-db) keeps running, as a broker does when a consumer dies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support import kafka as K
+from tests.support.crash import run_child, table_ids
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(1500)]
+
+TOPIC = "crashy"
+N = 3000
+
+
+@pytest.fixture()
+def noida(tmp_path: Path) -> Any:
+    reason = K.missing_reason("noida")
+    if reason:
+        pytest.skip(reason)
+    with K.broker("noida", tmp_path / "broker") as b:
+        yield b
+
+
+def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:
+    return [
+        (str(i).encode(), json.dumps({"id": i, "ts": f"2024-01-0{1 + i % 3}T10:00:00Z", "v": f"r{i}"}).encode())
+        for i in range(start, end)
+    ]
+
+
+def test_sigkill_anywhere_exactly_once(tmp_path: Path, noida: Any) -> None:
+    K.create_topic(noida.bootstrap, TOPIC, 3)
+    K.produce(noida.bootstrap, TOPIC, _records(0, N), linger_ms=20)
+    args = ("--kafka", f"{noida.bootstrap}:{TOPIC}", "--records-per-trigger", "700")
+    kills = [
+        {"ICESQL_TEST_KILL_AT": "write:1"},
+        {"ICESQL_TEST_KILL_AT": "staged:2"},
+        {"ICESQL_TEST_KILL_COMMIT": "before:1"},
+        {"ICESQL_TEST_KILL_COMMIT": "after:1"},
+        {"ICESQL_TEST_KILL_AT": "committed"},
+    ]
+    produced = N
+    for i, env in enumerate(kills):
+        rc, log = run_child(tmp_path, env, extra_args=args)
+        assert rc != 0, f"kill {env} did not happen:\n{log[-3000:]}"
+        ids = table_ids(tmp_path)
+        assert len(ids) == len(set(ids)), f"duplicates after {env}"
+        # new records keep arriving between the crashes
+        K.produce(noida.bootstrap, TOPIC, _records(produced, produced + 200), linger_ms=20)
+        produced += 200
+        assert i >= 0
+    rc, log = run_child(tmp_path, {}, extra_args=args)
+    assert rc == 0, log[-3000:]
+    ids = table_ids(tmp_path)
+    assert sorted(ids) == list(range(produced))

@@ -1,0 +1,245 @@
+"""KAFKA source behaviours on noida-db (the broker with transactions, CreatePartitions and
+DeleteRecords; tansu has none of the last two and delivers aborted records to read_committed
+consumers, see test_brokers.py): formats, transactions, compression, bad records, an added
+partition, a retention gap, Debezium change feeds, a consumer group, and a sink created again in
+a new icesql home. Every table is compared with the replay of its topic."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icesql.engine.engine import Engine
+from icesql.errors import IcesqlError
+from icesql.plan import (
+    Column,
+    KafkaConnectionPlan,
+    KafkaInclude,
+    KafkaMetadata,
+    KafkaSourceSpec,
+    OnError,
+    SinkMode,
+    SinkPlan,
+    SourceFormat,
+    SourceKind,
+    SourcePlan,
+)
+from tests.support import kafka as K
+from tests.support.pipeline_helpers import Objects, State, dbz, load_table, local_catalog, spark_for_tests
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(900)]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    return spark_for_tests()
+
+
+@pytest.fixture(scope="module")
+def noida(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    reason = K.missing_reason("noida")
+    if reason:
+        pytest.skip(reason)
+    with K.broker("noida", tmp_path_factory.mktemp("noida")) as b:
+        yield b
+
+
+def _source(topic: str, schema: str | None = "id BIGINT, v STRING", fmt: SourceFormat = SourceFormat.JSON, **kw: Any) -> SourcePlan:
+    spec_kw = {k: kw.pop(k) for k in list(kw) if k in KafkaSourceSpec.__dataclass_fields__}
+    return SourcePlan(
+        name="src",
+        source_kind=SourceKind.KAFKA,
+        format=fmt,
+        schema=schema,
+        kafka=KafkaSourceSpec(connection="k", topic=topic, **spec_kw),
+        **kw,
+    )
+
+
+def _run(home: Path, spark: Any, bootstrap: str, source: SourcePlan, state: State | None = None, **sink_kw: Any) -> Engine:
+    sink = SinkPlan(name="s", relation="src", catalog_connection="cat", namespace=("ns",), table="t", **sink_kw)
+    objects = Objects(
+        {"cat": local_catalog(warehouse=home / "warehouse"), "k": KafkaConnectionPlan("k", (bootstrap,))},  # type: ignore[dict-item]
+        {source.name: source},
+    )
+    eng = Engine(home, objects=objects, secrets=lambda n: "x", state=state or State(home / "state.json"), spark=spark, trigger_interval=0.2)
+    eng.run([sink], once=True)
+    return eng
+
+
+def _table(home: Path, name: str = "ns.t") -> list[dict[str, Any]]:
+    return load_table(home, name, home / "warehouse").scan().to_arrow().to_pylist()
+
+
+def _json(i: int, **extra: Any) -> bytes:
+    return json.dumps({"id": i, "v": f"v{i}", **extra}).encode()
+
+
+def test_transactions_compression_and_formats(tmp_path: Path, spark: Any, noida: Any) -> None:
+    b = noida.bootstrap
+    K.create_topic(b, "tx", 3)
+    K.produce_transaction(b, "tx", [(None, _json(i)) for i in range(0, 50)], commit=True)
+    K.produce_transaction(b, "tx", [(None, _json(i)) for i in range(1000, 1050)], commit=False)  # aborted
+    for n, codec in enumerate(("gzip", "snappy", "lz4", "zstd")):
+        K.produce(b, "tx", [(None, _json(i)) for i in range(100 * (n + 1), 100 * (n + 1) + 30)], compression=codec)
+    K.produce(b, "tx", [(None, _json(2000), [("h", b"1")], None)], idempotent=True)
+    home = tmp_path / "h"
+    _run(home, spark, b, _source("tx"))
+    ids = sorted(r["id"] for r in _table(home))
+    expect = sorted(json.loads(c.value)["id"] for c in K.replay(b, "tx"))
+    assert ids == expect
+    assert not [i for i in ids if 1000 <= i < 1050]  # the aborted transaction never lands
+    assert len(ids) == 50 + 4 * 30 + 1
+
+    # text, bytes and csv read the same topic's values; INCLUDE brings key, headers, timestamp
+    K.create_topic(b, "raw", 2)
+    K.produce(b, "raw", [(f"k{i}".encode(), f"{i},name {i}".encode(), [("h", str(i).encode())], None) for i in range(20)])
+    inc = (
+        KafkaInclude(KafkaMetadata.KEY, "k"),
+        KafkaInclude(KafkaMetadata.HEADERS, "hs"),
+        KafkaInclude(KafkaMetadata.TIMESTAMP, "ts"),
+    )
+    _run(tmp_path / "text", spark, b, _source("raw", None, SourceFormat.TEXT, include=inc))
+    rows = sorted(_table(tmp_path / "text"), key=lambda r: r["k"])
+    assert rows[0]["value"] == "0,name 0" and rows[0]["k"] == "k0"
+    assert rows[0]["hs"] == [{"key": "h", "value": b"0"}] and rows[0]["ts"] is not None
+    _run(tmp_path / "bytes", spark, b, _source("raw", None, SourceFormat.BYTES))
+    assert sorted(r["value"] for r in _table(tmp_path / "bytes"))[0] == b"0,name 0"
+    _run(tmp_path / "csv", spark, b, _source("raw", "id BIGINT, name STRING", SourceFormat.CSV))
+    assert sorted((r["id"], r["name"]) for r in _table(tmp_path / "csv"))[:2] == [(0, "name 0"), (1, "name 1")]
+
+
+def test_bad_records_fail_skip_and_dead_letter(tmp_path: Path, spark: Any, noida: Any) -> None:
+    b = noida.bootstrap
+    K.create_topic(b, "bad", 1)
+    K.produce(b, "bad", [(b"a", _json(1)), (b"key-7", b"{not json"), (b"c", _json(3)), (b"d", b'{"id": "x"}')])
+    with pytest.raises(IcesqlError) as e:
+        _run(tmp_path / "fail", spark, b, _source("bad"))
+    msg = e.value.message
+    assert "topic 'bad' partition 0 offset 1" in msg and "key 'key-7'" in msg, msg
+    eng = _run(tmp_path / "skip", spark, b, _source("bad", on_error=OnError.SKIP))
+    assert sorted(r["id"] for r in _table(tmp_path / "skip")) == [1, 3]
+    assert eng is not None
+    _run(tmp_path / "dl", spark, b, _source("bad"), on_error=OnError.DEAD_LETTER)
+    assert sorted(r["id"] for r in _table(tmp_path / "dl")) == [1, 3]
+    letters = sorted(_table(tmp_path / "dl", "ns.t_dead_letters"), key=lambda r: r["record"])
+    assert [(r["file"], r["record"]) for r in letters] == [("bad/0", 1), ("bad/0", 3)]
+    assert letters[0]["raw"] == "{not json" and "key-7" in letters[0]["error"]
+
+
+def test_added_partition_and_a_retention_gap(tmp_path: Path, spark: Any, noida: Any) -> None:
+    b = noida.bootstrap
+    K.create_topic(b, "grow", 2)
+    K.produce(b, "grow", [(None, _json(i)) for i in range(40)])
+    home = tmp_path / "h"
+    state = State(home / "state.json")
+    _run(home, spark, b, _source("grow"), state)
+    K.add_partitions(b, "grow", 4)
+    K.produce(b, "grow", [(None, _json(i), None, 2 + i % 2) for i in range(40, 60)])  # only the new ones
+    _run(home, spark, b, _source("grow"), state)
+    assert sorted(r["id"] for r in _table(home)) == list(range(60))
+
+    # retention deletes records no sink read yet: the sink stops, naming the range
+    K.produce(b, "grow", [(None, _json(i), None, 0) for i in range(60, 70)])
+    low = K.delete_records(b, "grow", {0: K.log_end(b, "grow")[0] - 3})
+    with pytest.raises(IcesqlError) as e:
+        _run(home, spark, b, _source("grow"), state)
+    assert "topic 'grow' partition 0" in e.value.message and "deleted" in e.value.message, e.value.message
+    assert str(low[0] - 1) in e.value.message
+
+
+def test_debezium_topic_upsert(tmp_path: Path, spark: Any, noida: Any) -> None:
+    b = noida.bootstrap
+    K.create_topic(b, "cdc", 2)
+    events = [dbz("c", None, {"id": i, "v": f"a{i}"}, lsn=i) for i in range(10)]
+    events += [dbz("u", {"id": i, "v": f"a{i}"}, {"id": i, "v": f"b{i}"}, lsn=100 + i) for i in range(0, 10, 2)]
+    events += [dbz("d", {"id": 3, "v": "a3"}, None, lsn=200)]
+    recs: list[Any] = [(json.dumps({"id": (e["after"] or e["before"])["id"]}).encode(), json.dumps(e).encode()) for e in events]
+    recs.append((b'{"id": 3}', None))  # Debezium's tombstone after a delete: no row
+    K.produce(b, "cdc", recs)
+    home = tmp_path / "h"
+    _run(home, spark, b, _source("cdc", fmt=SourceFormat.DEBEZIUM_JSON), key=("id",), mode=SinkMode.UPSERT)
+    got = {r["id"]: r["v"] for r in _table(home)}
+    expect = {i: (f"b{i}" if i % 2 == 0 else f"a{i}") for i in range(10) if i != 3}
+    assert got == expect
+
+
+def test_consumer_group_and_a_new_home(tmp_path: Path, spark: Any, noida: Any) -> None:
+    b = noida.bootstrap
+    K.create_topic(b, "grp", 2)
+    K.produce(b, "grp", [(None, _json(i)) for i in range(30)])
+    home = tmp_path / "h"
+    _run(home, spark, b, _source("grp", group_id="icesql-watchers"))
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": b, "group.id": "icesql-watchers"})
+    try:
+        committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition("grp", p) for p in (0, 1)], timeout=10)}
+    finally:
+        c.close()
+    assert committed == K.log_end(b, "grp")
+
+    # the whole home is lost but the table is not (another home, the same warehouse): the sink,
+    # created again with a new id, reads on from the offsets the table holds
+    K.produce(b, "grp", [(None, _json(i)) for i in range(30, 45)])
+    new_home = tmp_path / "h2"
+    new_home.mkdir()
+    shutil.copytree(home / "warehouse", new_home / "warehouse")
+    _run(new_home, spark, b, _source("grp"), State(new_home / "state.json"))
+    assert sorted(r["id"] for r in _table(new_home)) == list(range(45))
+
+
+def test_key_columns_from_json_keys(tmp_path: Path, spark: Any, noida: Any) -> None:
+    from icesql.plan import KafkaEnvelope
+
+    b = noida.bootstrap
+    K.create_topic(b, "keyed", 2)
+    recs = [(json.dumps({"tenant": "t1", "uid": i % 5}).encode(), json.dumps({"name": f"n{i}"}).encode()) for i in range(20)]
+    recs.append((json.dumps({"tenant": "t1", "uid": 2}).encode(), None))
+    K.produce(b, "keyed", recs)
+    src = _source(
+        "keyed",
+        "name STRING",
+        envelope=KafkaEnvelope.UPSERT,
+        key_format=SourceFormat.JSON,
+        key_schema="tenant STRING, uid INT",
+        key_columns=(Column("tenant", "string"), Column("uid", "int")),
+    )
+    _run(tmp_path / "h", spark, b, src, key=("tenant", "uid"), mode=SinkMode.UPSERT)
+    got = sorted((r["tenant"], r["uid"], r["name"]) for r in _table(tmp_path / "h"))
+    assert got == [("t1", 0, "n15"), ("t1", 1, "n16"), ("t1", 3, "n18"), ("t1", 4, "n19")]
+
+
+def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The FILES tests' tricky-value corpus as Kafka values: the Arrow path (tasks decode with
+    Arrow) and Spark's parsers give the same table and the same dead letters; what Arrow is not
+    sure of goes to Spark's parsers, range by range."""
+    from tests.engine.test_arrow_differential import FALLBACK_JSON, GOOD_JSON, JSON_SCHEMA
+
+    b = noida.bootstrap
+    K.create_topic(b, "corpus", 3)
+    values: list[bytes] = []
+    for lines in [*GOOD_JSON.values(), *FALLBACK_JSON.values()]:
+        values += [(x if isinstance(x, str) else json.dumps(x)).encode() for x in lines]
+    values.append(b'{\n  "id": 77,\n  "name": "pretty\\nprinted"\n}')  # line breaks between tokens
+    values.append(b"   ")  # a blank value
+    K.produce(b, "corpus", [(str(i).encode(), v) for i, v in enumerate(values)])
+    tables = {}
+    for arrow in ("1", "0"):
+        monkeypatch.setenv("ICESQL_ARROW_PATH", arrow)
+        home = tmp_path / f"arrow{arrow}"
+        eng = _run(home, spark, b, _source("corpus", JSON_SCHEMA, include=(KafkaInclude(KafkaMetadata.OFFSET, "off"),)), on_error=OnError.DEAD_LETTER)
+        runner = eng.runner("s")
+        assert runner.status_row()["path"] == ("arrow" if arrow == "1" else "spark")
+        if arrow == "1":
+            assert runner.fallback_files > 0  # the ranges with the corpus's hard cases
+        rows = sorted(_table(home), key=lambda r: r["off"])
+        letters = sorted((r["record"], r["reason"], r["raw"]) for r in _table(home, "ns.t_dead_letters"))
+        tables[arrow] = (rows, letters)
+    assert tables["1"][0] == tables["0"][0]
+    assert tables["1"][1] == tables["0"][1]
+    assert len(tables["1"][0]) > 20
