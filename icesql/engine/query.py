@@ -51,8 +51,10 @@ class QueryAnalysisError(_SparkPlace, AnalysisError):
     error): an SQL error, as the analyzer's are (exit code 1)."""
 
 
-def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:
-    """A source's rows as a batch DataFrame (data columns only)."""
+def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> Any:
+    """A source's rows as a batch DataFrame (data columns only). A KAFKA source is read from its
+    START OFFSET / START TIMESTAMP to the log end as it is now, at most ``rows`` records per
+    partition when ``rows``; ``bind(plan, None)`` gives its connection's settings."""
     from icesql.engine.sources import (
         INTERNAL_COLUMNS,
         OP,
@@ -74,6 +76,13 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:
         columns = columns or (Column("value", "bigint"),)
         # the rate source numbers its rows 0, 1, ... in ``value``: the same first rows
         return spark.range(max(rows, GENERATOR_PREVIEW_ROWS)).selectExpr(*[_generator_expr(c, "id") for c in columns])
+    if plan.source_kind is SourceKind.KAFKA:
+        from icesql.engine.kafka.relation import kafka_relation
+
+        if bind is None:
+            raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
+        rel = kafka_relation(spark, plan, _policy(plan, None), bind(plan, None), streaming=False, limit=rows)
+        return rel.df.drop(*[c for c in rel.df.columns if c in INTERNAL_COLUMNS and c != OP])
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
     if plan.aws_connection:
@@ -86,17 +95,19 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int) -> Any:
     return df.drop(*[c for c in df.columns if c in INTERNAL_COLUMNS and c != OP])
 
 
-def register_relations(spark: Any, names: tuple[str, ...], resolve: Resolver, rows: int, _seen: frozenset[str] = frozenset()) -> None:
+def register_relations(
+    spark: Any, names: tuple[str, ...], resolve: Resolver, rows: int, _seen: frozenset[str] = frozenset(), bind: Any = None
+) -> None:
     from icesql.engine.sources import _quote
 
     for name in names:
         plan = resolve(name)
         if isinstance(plan, SourcePlan):
-            df = batch_source(spark, plan, rows)
+            df = batch_source(spark, plan, rows, bind)
         elif isinstance(plan, ViewPlan):
             if name in _seen:
                 raise ExecutionError(f"view '{name}' refers to itself")
-            register_relations(spark, plan.depends_on, resolve, rows, _seen | {name})
+            register_relations(spark, plan.depends_on, resolve, rows, _seen | {name}, bind)
             df = _sql(spark, plan.query, f"view '{name}'")
         else:
             continue
@@ -114,10 +125,13 @@ def _sql(spark: Any, text: str, what: str | None = None) -> Any:
         raise spark_error(e, what) from None
 
 
-def run_select(spark: Any, plan: SelectPlan, resolve: Resolver, read_table: Callable[[Any], Any]) -> QueryRows:
-    """Run ``plan``; ``read_table(ref)`` gives the Arrow rows of a ``TableRef``."""
+def run_select(
+    spark: Any, plan: SelectPlan, resolve: Resolver, read_table: Callable[[Any], Any], bind: Any = None
+) -> QueryRows:
+    """Run ``plan``; ``read_table(ref)`` gives the Arrow rows of a ``TableRef``; ``bind`` completes
+    a KAFKA source's binding (``Engine._kafka_binding``)."""
     rows = plan.limit or _explicit_limit(plan.sql) or 0
-    register_relations(spark, plan.relations, resolve, rows)
+    register_relations(spark, plan.relations, resolve, rows, bind=bind)
     for ref in plan.tables:
         arrow = read_table(ref)
         spark.createDataFrame(arrow).createOrReplaceTempView(ref.alias)

@@ -70,9 +70,16 @@ CREATE SINK orders_sink FROM orders INTO ICEBERG CATALOG lake (NAMESPACE = 'sale
     assert p.returncode == 0, p.stderr[-3000:]
     q = icesql("exec", "SELECT count(*) AS n, sum(amount) AS total, count(DISTINCT partition) AS parts FROM lake.sales.orders", home=home, cwd=tmp_path)
     assert q.returncode == 0, q.stderr[-3000:]
-    assert "1000" in q.stdout and str(sum(i / 4 for i in range(1000))) in q.stdout and " 3 " in q.stdout, q.stdout
+    row = [ln for ln in q.stdout.splitlines() if ln.strip() and ln.strip()[0].isdigit()][0]
+    n, total, parts = (x.strip() for x in row.split("|"))
+    assert (int(n), float(total), int(parts)) == (1000, sum(i / 4 for i in range(1000)), 3), q.stdout
     st = icesql("status", home=home, cwd=tmp_path)
     assert "orders_sink" in st.stdout
+    # SELECT over the source itself previews its records (bounded: at most LIMIT per partition)
+    pv = icesql("exec", "SELECT id, sku, partition FROM orders ORDER BY id LIMIT 5", home=home, cwd=tmp_path)
+    assert pv.returncode == 0, pv.stderr[-3000:]
+    lines = [ln for ln in pv.stdout.splitlines() if ln.strip() and ln.strip()[0].isdigit()]
+    assert [int(ln.split()[0]) for ln in lines] == [0, 1, 2, 3, 4], pv.stdout
 
 
 def test_validate_says_what_is_wrong_in_one_line(tmp_path: Path, noida: Any) -> None:
