@@ -278,7 +278,7 @@ def route(sql: str, *, relations: Sequence[str], tables: Mapping[str, Any], sett
     if not settings.ansi:
         return Route(SPARK, "spark.sql.ansi.enabled is false: casts and overflows follow Spark's legacy rules")
     if settings.other:
-        return Route(SPARK, f"the session sets {', '.join(settings.other)}, which may change the answer")
+        return Route(SPARK, f"these Spark settings may change the answer: {', '.join(settings.other)}")
     for schema in tables.values():
         for f in schema:
             if not _readable(f.type):
@@ -354,6 +354,8 @@ def _check_node(node: Any, scope: _Scope) -> None:
         if kind is None or kind not in sources:
             raise _Decline(f"{node.sql(dialect='spark')[:60]}: a cast from {kind or 'an unchecked type'} to {target}")
     elif isinstance(node, exp.Avg):
+        # of integers and doubles both answer a DOUBLE; Spark sums integers as doubles and
+        # DuckDB exactly, which differs only past 2^53
         kind = _operand_kind(node.this, scope)
         if kind not in ("int", "float"):
             raise _Decline(
@@ -402,6 +404,8 @@ def _check_node(node: Any, scope: _Scope) -> None:
         text = node.this
         if any(c in text for c in "eE") or text.endswith(("L", "l", "D", "d", "S", "s", "Y", "y", "BD", "bd")):
             raise _Decline(f"the numeric literal {text} (Spark's literal types)")
+        if len(text.replace(".", "").lstrip("0")) > 18:  # Spark: a DECIMAL; DuckDB: a HUGEINT or a DOUBLE
+            raise _Decline(f"the numeric literal {text} (more digits than a BIGINT holds)")
     elif isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DECIMAL:
         if len(node.expressions) != 2:
             raise _Decline("DECIMAL without precision and scale")
@@ -836,6 +840,8 @@ class DuckSession:
                 # Spark's path hands a map's entries over in an order of its own (not the
                 # file's), and the printed dict shows it
                 raise FastPathDeclined(f"column {f.name} is a map (Spark orders its entries its own way)")
+            if _has_binary(f.type):
+                raise FastPathDeclined(f"column {f.name} is binary (not compared with Spark's values yet)")
         return column_names(result.column_names, names), to_python(result)
 
     def close(self) -> None:
@@ -858,6 +864,18 @@ def spark_view(table: Any, time_zone: str) -> Any:
             local = pc.assume_timezone(table.column(i), time_zone, ambiguous="earliest", nonexistent="latest")
             table = table.set_column(i, pa.field(f.name, pa.timestamp("us", tz="UTC"), f.nullable), local.cast(pa.timestamp("us", tz="UTC")))
     return table
+
+
+def _has_binary(t: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_binary(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _has_binary(t.value_type)
+    return False
 
 
 def _has_map(t: Any) -> bool:
