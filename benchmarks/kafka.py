@@ -58,7 +58,12 @@ def _iso(us: int) -> str:
 
 def value(n: int, ts_us: int | None = None) -> bytes:
     """Record ``n`` (about 100 bytes)."""
-    ts = _iso(BASE_US + n * 1000 if ts_us is None else ts_us)
+    if ts_us is None and n < 86_400_000:  # BASE + n ms, formatted without datetime (the produce loop's cost)
+        h, rest = divmod(n, 3_600_000)
+        m, rest = divmod(rest, 60_000)
+        ts = f"2026-11-01T{h:02d}:{m:02d}:{rest // 1000:02d}.{rest % 1000:03d}000Z"
+    else:
+        ts = _iso(BASE_US + n * 1000 if ts_us is None else ts_us)
     return (f'{{"id": {n}, "ts": "{ts}", "user": "u{n % 100_000}", "amount": {(n % 100_000) / 100:.2f}, '
             f'"country": "{COUNTRIES[n % len(COUNTRIES)]}"}}').encode()
 
@@ -69,7 +74,10 @@ def _consumer(bootstrap: str, **extra: Any) -> Any:
     conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-{os.getpid()}-{time.time_ns()}",
             "enable.auto.commit": False, "enable.partition.eof": True, "auto.offset.reset": "error",
             "isolation.level": "read_committed", "fetch.max.bytes": 64 * 2**20,
-            "max.partition.fetch.bytes": 16 * 2**20, "queued.max.messages.kbytes": 262_144}
+            "max.partition.fetch.bytes": 16 * 2**20, "queued.max.messages.kbytes": 262_144,
+            # noida answers a Fetch with a partition's whole remainder whatever the fetch limits
+            # (/tmp/kafka-facts.md (j)); above this a consumer reconnects forever and reads nothing
+            "receive.message.max.bytes": 2147483647}
     conf.update(extra)
     return Consumer(conf)
 
@@ -311,6 +319,39 @@ def icesql_once(bootstrap: str, topic: str, records: int, workdir: Path, conf: d
     return r
 
 
+def trigger_summary(evdir: Path) -> dict[str, Any]:
+    """The streaming query's triggers from Spark's event log (uncompressed): how many, the p50 of
+    each phase of ``durationMs`` over the triggers that read records, and their task times."""
+    import json
+
+    triggers: list[dict[str, Any]] = []
+    tasks: list[tuple[float, float]] = []
+    for f in evdir.glob("**/events_*"):
+        for line in f.open(errors="replace"):
+            if "QueryProgressEvent" not in line and "SparkListenerTaskEnd" not in line:
+                continue
+            e = json.loads(line)
+            if "QueryProgressEvent" in e.get("Event", ""):
+                p = e["progress"]
+                rows = sum(int(src.get("numInputRows") or 0) for src in p.get("sources") or [])
+                triggers.append({"rows": rows, **p.get("durationMs", {})})
+            elif e.get("Event") == "SparkListenerTaskEnd":
+                i, m = e["Task Info"], e.get("Task Metrics") or {}
+                tasks.append(((i["Finish Time"] - i["Launch Time"]) / 1000, (m.get("Executor CPU Time") or 0) / 1e9))
+    busy = [t for t in triggers if t["rows"] > 0]
+    out: dict[str, Any] = {"triggers": len(triggers), "triggers_with_records": len(busy)}
+    for k in ("triggerExecution", "addBatch", "queryPlanning", "walCommit", "commitOffsets", "latestOffset",
+              "getBatch"):
+        vals = [t[k] for t in busy if k in t]
+        if vals:
+            out[f"{k}_p50_ms"] = round(statistics.median(vals))
+    if tasks:
+        out["task_seconds_p50"] = round(statistics.median(t for t, _ in tasks), 2)
+        out["task_jvm_cpu_seconds_p50"] = round(statistics.median(c for _, c in tasks), 3)
+        out["tasks"] = len(tasks)
+    return out
+
+
 def latency_run(bootstrap: str, topic: str, workdir: Path, conf: dict[str, str] | None, rate: int,
                 seconds: float) -> dict[str, Any]:
     """``icesql run`` (MAXIMUM PERIOD = '1s') while ``rate`` records/s arrive for ``seconds``."""
@@ -325,7 +366,11 @@ def latency_run(bootstrap: str, topic: str, workdir: Path, conf: dict[str, str] 
     table_dir = wh / "bench" / "events"
     script = pipeline_sql(workdir / "pipeline.sql", bootstrap, topic, wh, "MODE APPEND WITH (MAXIMUM PERIOD = '1s')")
     log = open(workdir / "icesql_latency.log", "wb")  # noqa: SIM115
-    cmd = [B.PROJECT_PY, "-m", "icesql", "--home", str(home), "run", str(script), *B._conf_args(conf)]
+    evdir = workdir / "eventlog"  # Spark's event log: where each trigger's time went (summarised below)
+    evdir.mkdir(parents=True, exist_ok=True)
+    ev_conf = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(evdir), "spark.eventLog.compress": "false"}
+    cmd = [B.PROJECT_PY, "-m", "icesql", "--home", str(home), "run", str(script),
+           *B._conf_args({**(conf or {}), **ev_conf})]
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=str(workdir),
                             env=B._child_env(B.PROJECT_PY), start_new_session=True)
     out: dict[str, Any] = {"name": "icesql_latency", "rate": rate, "seconds_produced": seconds,
@@ -378,6 +423,8 @@ def latency_run(bootstrap: str, topic: str, workdir: Path, conf: dict[str, str] 
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         log.close()
+    with contextlib.suppress(Exception):
+        out["triggers"] = trigger_summary(evdir)
     meta = B.newest_metadata(table_dir)
     if not meta:
         return {**out, "status": "error", "error": "no table"}

@@ -927,6 +927,14 @@ def _kafka_markdown(kf: dict[str, Any]) -> list[str]:
                        [["icesql_latency", lat.get("status"), lat.get("latency_p50_s"), lat.get("latency_p99_s"),
                          lat.get("latency_max_s"), lat.get("records_measured"), lat.get("snapshots_per_min"),
                          _mem(lat), str(lat.get("error") or lat.get("warning") or "")[:100]]])]
+        tr = lat.get("triggers") or {}
+        if tr:
+            out += ["", f"Its triggers (Spark's event log): {tr.get('triggers')}, {tr.get('triggers_with_records')} "
+                    f"with records; p50 of those: trigger {tr.get('triggerExecution_p50_ms')} ms = addBatch "
+                    f"{tr.get('addBatch_p50_ms')} + queryPlanning {tr.get('queryPlanning_p50_ms')} + walCommit "
+                    f"{tr.get('walCommit_p50_ms')} + commitOffsets {tr.get('commitOffsets_p50_ms')} + latestOffset "
+                    f"{tr.get('latestOffset_p50_ms')} ms; {tr.get('tasks')} tasks, p50 {tr.get('task_seconds_p50')} s "
+                    f"each ({tr.get('task_jvm_cpu_seconds_p50')} s of JVM CPU)."]
     return out
 
 
