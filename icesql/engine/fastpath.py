@@ -459,6 +459,12 @@ def _projection_names(tree: Any, scope: _Scope) -> tuple[str | None, ...]:
     stars = sum(_is_star(e) for e in first.expressions)
     if stars > 1 and stars < len(first.expressions):
         raise _Decline("several stars beside other columns (the names are matched by position)")
+    if stars:
+        # a star's columns keep DuckDB's names, which are Spark's only where the inner queries
+        # name their columns themselves (DuckDB calls count(*) count_star(), Spark count(1))
+        for inner in tree.find_all(exp.Select):
+            if inner is not first and not all(isinstance(e, exp.Column | exp.Alias) or _is_star(e) for e in inner.expressions):
+                raise _Decline("a star over a subquery with an unaliased expression (add an alias)")
     for e in first.expressions:
         if _is_star(e):
             names.append(None)

@@ -88,6 +88,8 @@ def test_spark_column_names() -> None:
         ("SELECT id, sum(id) OVER (ORDER BY id) FROM t0", "Window"),
         ("SELECT explode(array(1, 2))", "EXPLODE"),
         ("SELEC 1", "sqlglot"),
+        ("SELECT * FROM (SELECT count(*) FROM t0) q", "a star over a subquery"),
+        ("WITH c AS (SELECT id + 1 FROM t0) SELECT * FROM c", "a star over a subquery"),
     ],
 )
 def test_what_goes_to_spark(sql: str, reason: str) -> None:
