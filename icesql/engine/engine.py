@@ -22,13 +22,15 @@ import logging
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from icesql.engine.events import Listeners, SinkListener
-from icesql.engine.runner import StateCallback
 from icesql.engine.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
+
+if TYPE_CHECKING:  # the runner pulls in Spark's side of the engine (sources, batch): 0.1-0.2 s a SELECT need not pay
+    from icesql.engine.runner import StateCallback
 
 log = logging.getLogger("icesql.engine")
 
