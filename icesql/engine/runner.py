@@ -727,7 +727,7 @@ class SinkRunner:
         if skipped:
             self.skipped_records += skipped
             self._update(skipped_records=self.skipped_records)
-        consumed = self.source.staged(rows, batch_id - self.progress_base)
+        consumed = self.source.staged(rows, batch_id - self.progress_base) if self.source is not None else {}
         fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
         if fallbacks:
             self.fallback_files += fallbacks
@@ -832,7 +832,7 @@ class SinkRunner:
                 sink_id=self.sink_id,
                 sink_version=self.version,
                 reason=reason,
-                extra_summary=self.source.summary(entries),
+                extra_summary=self.source.summary(entries) if self.source is not None else {},
                 per_batch=self.index is not None,
             )
             started = time.monotonic()
@@ -840,6 +840,8 @@ class SinkRunner:
             result = commit(self.table, request, guard=self._index_guard if self.index is not None else None)
             self.progress.committed = request.progress
             self.staging.discard_through(request.progress)
+            if self.source is not None:
+                self.source.after_commit()
             self.clock.committed()
             rows = sum(e.rows for e in entries)
             nbytes = sum(e.bytes for e in entries)

@@ -55,6 +55,9 @@ class SourceProgress:
         """Snapshot summary entries for a commit of ``entries`` (staged batches)."""
         return {}
 
+    def after_commit(self) -> None:
+        """A commit of the entries ``summary`` described is in the table."""
+
     def after_run(self) -> None:
         """A bounded run (``--once``) ended with everything committed."""
 

@@ -232,12 +232,12 @@ def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any
     for arrow in ("1", "0"):
         monkeypatch.setenv("ICESQL_ARROW_PATH", arrow)
         home = tmp_path / f"arrow{arrow}"
-        eng = _run(home, spark, b, _source("corpus", JSON_SCHEMA, include=(KafkaInclude(KafkaMetadata.OFFSET, "off"),)), on_error=OnError.DEAD_LETTER)
+        eng = _run(home, spark, b, _source("corpus", JSON_SCHEMA, include=(KafkaInclude(KafkaMetadata.PARTITION, "part"), KafkaInclude(KafkaMetadata.OFFSET, "off"))), on_error=OnError.DEAD_LETTER)
         runner = eng.runner("s")
         assert runner.status_row()["path"] == ("arrow" if arrow == "1" else "spark")
         if arrow == "1":
             assert runner.fallback_files > 0  # the ranges with the corpus's hard cases
-        rows = sorted(_table(home), key=lambda r: r["off"])
+        rows = sorted(_table(home), key=lambda r: (r["part"], r["off"]))
         letters = sorted((r["record"], r["reason"], r["raw"]) for r in _table(home, "ns.t_dead_letters"))
         tables[arrow] = (rows, letters)
     assert tables["1"][0] == tables["0"][0]

@@ -141,6 +141,26 @@ class KafkaProgress(SourceProgress):
         self.committed = merged([self.committed, *batches])
         return {SUMMARY_KEY: summary_value(self.topic, self.committed)}
 
+    def after_commit(self) -> None:
+        """CONSUMER GROUP: the offsets the table now holds, reported to the group for outside
+        monitoring tools (icesql never reads them back; a failure is logged, never fatal)."""
+        group = self.plan.kafka.group_id if self.plan is not None and self.plan.kafka is not None else None
+        if not group or not self.committed:
+            return
+        from confluent_kafka import TopicPartition
+
+        from icesql.engine.kafka.source import _consumer
+
+        try:
+            c = _consumer(self.conf, group_id=group)
+            try:
+                tps = [TopicPartition(self.topic, p, o) for p, o in sorted(self.committed.items())]
+                c.commit(offsets=tps, asynchronous=False)
+            finally:
+                c.close()
+        except Exception as e:  # noqa: BLE001 - monitoring must never stop the sink
+            log.warning("sink %s: cannot report offsets to consumer group %s: %s", self.runner.name, group, e)
+
     def status(self) -> dict[str, Any]:
         """The lag per partition: records (offsets) between what the table holds and the log end,
         the log end asked at most every ``LAG_EVERY`` seconds (a status call never waits on the

@@ -80,8 +80,6 @@ class KafkaBinding:
             opts["max_records"] = str(spec.max_records_per_trigger)
         if plan.max_bytes_per_trigger:
             opts["max_bytes"] = str(plan.max_bytes_per_trigger)
-        if spec.group_id:
-            opts["group"] = spec.group_id
         if self.seed:
             opts["seed"] = self.seed
         return opts

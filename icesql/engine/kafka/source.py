@@ -32,8 +32,6 @@ the secret ones as ``secret.kafka.<setting>`` so that no plan, log or UI shows t
   ``max_bytes``: about this many bytes per trigger (records of the mean size of a sample taken
   when the query starts);
 * ``parallelism``: the cores to keep busy; ``piece_records``: the longest range one task reads;
-* ``group``: a consumer group the committed offsets are reported to (monitoring only: never read
-  back).
 """
 
 from __future__ import annotations
@@ -503,21 +501,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 yield from read_range(self.conf, partition.topic, p, s, e)
 
     def commit(self, end: dict[str, int]) -> None:
-        group = self.options.get("group")
-        if not group:
-            return
-        from confluent_kafka import TopicPartition
-
-        try:  # for outside monitoring tools only: icesql never reads it back
-            c = _consumer(self.conf, group_id=group)
-            try:
-                c.commit(
-                    offsets=[TopicPartition(self.topic, p, o) for p, o in parse(end).items()], asynchronous=False
-                )
-            finally:
-                c.close()
-        except Exception as e:  # noqa: BLE001 - monitoring must never stop the sink
-            log.warning("topic %s: cannot report offsets to consumer group %s: %s", self.topic, group, e)
+        pass  # the table holds the offsets (``progress``); CONSUMER GROUP follows its commits
 
     def stop(self) -> None:
         self.view.close()
