@@ -562,7 +562,8 @@ def _parquet_footers(plan: SourcePlan) -> list[tuple[str, Any]] | None:
         return None
     try:
         location = Location(plan.path)
-        names = [f.path for f in location.list() if not Path(f.path).name.startswith(("_", "."))]
+        # in name order: a listing's own order varies, and it decides which file an error names
+        names = sorted(f.path for f in location.list() if not Path(f.path).name.startswith(("_", ".")))
         footers = []
         for name in names:
             with location.open_input(name) as f:

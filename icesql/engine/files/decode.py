@@ -256,7 +256,13 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
         pf = pq.ParquetFile(f)
         names = pf.schema_arrow.names
         declared = {n.lower() for n in schema.names}
-        new = [n for n in names if n.lower() not in declared] if source.inferred else []
+        # a column of type null (all None) carries no type: not new until a file types it
+        # (sources._infer_parquet_schema leaves it out meanwhile)
+        new = (
+            [f.name for f in pf.schema_arrow if f.name.lower() not in declared and not pa.types.is_null(f.type)]
+            if source.inferred
+            else []
+        )
         if new:
             raise NewColumnsError(piece.path, new)
         lower = {n.lower(): n for n in reversed(names)}
@@ -281,6 +287,8 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
     if col.type == target.type:
         return col
     t, s = target.type, col.type
+    if pa.types.is_null(s):  # all None in this file: the type comes from the other files (or the table)
+        return pa.nulls(len(col), t)
     same_family = (
         (pa.types.is_string(t) and (pa.types.is_large_string(s) or pa.types.is_string_view(s)))
         or (pa.types.is_binary(t) and (pa.types.is_large_binary(s) or pa.types.is_binary_view(s)))
