@@ -160,6 +160,17 @@ _SPARK_TASK_UNREADABLE = re.compile(
 )
 
 
+# KAFKA sources (``kafka.source``): their tasks and planner raise marked errors, since what reaches
+# the driver is Spark's text of a Python error
+_KAFKA_UNAVAILABLE = re.compile(r"ICESQL-KAFKA-UNAVAILABLE: ([^\n|]*)")
+_KAFKA_REFUSED = re.compile(r"ICESQL-KAFKA-REFUSED: ([^\n|]*)")
+
+
+def _marked(pattern: re.Pattern[str], f: Failure) -> str:
+    m = pattern.search(f.raw)
+    return scrub(m.group(1).strip()) if m else ""
+
+
 def _says(pattern: re.Pattern[str]) -> Callable[[Failure], bool]:
     """A rule's test: the text of the exception chain matches ``pattern``."""
     return lambda f: pattern.search(f.raw) is not None
@@ -277,6 +288,20 @@ RULES: tuple[Rule, ...] = (
         _says(_SPARK_WORKER_LATE),
         "Spark's Python worker did not connect back in time",
         "the machine is overloaded; the sink is retried for ICESQL_RETRY_BUDGET seconds (icesql run, run --once, serve)",
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        _says(_KAFKA_REFUSED),
+        lambda f: f"the Kafka brokers refused the connection ({_marked(_KAFKA_REFUSED, f)})",
+        "check SASL USERNAME / SASL PASSWORD, SASL MECHANISMS, SECURITY PROTOCOL and the SSL settings of the "
+        "KAFKA connection, and the topic's ACLs",
+        show_detail=False,
+    ),
+    Rule(
+        _says(_KAFKA_UNAVAILABLE),
+        lambda f: f"the Kafka brokers did not answer ({_marked(_KAFKA_UNAVAILABLE, f)})",
+        "check that the brokers run and are reachable from every Spark executor; the sink is retried",
         show_detail=False,
         transient=True,
     ),

@@ -73,3 +73,20 @@ def test_batch_offsets_read_sparks_offset_log(tmp_path) -> None:  # type: ignore
     (tmp_path / "offsets" / "3").write_text('v1\n{"batchWatermarkMs":0}\n{"0":12,"1":7}\n')
     assert batch_offsets(str(tmp_path), 3) == {0: 12, 1: 7}
     assert batch_offsets(str(tmp_path), 4) is None
+
+
+def test_kafka_failures_are_told_apart() -> None:
+    """What a task or the planner raises reaches the driver as Spark's text of a Python error:
+    the marked Kafka failures become one line, retried when the brokers did not answer, final
+    when they refused the credentials."""
+    from icesql.engine.failures import rule_failure
+    from icesql.engine.kafka.source import REFUSED, UNAVAILABLE
+
+    down = RuntimeError(f"Job aborted ... PythonException: RuntimeError: {UNAVAILABLE}topic 'o' partition 1: Local: Broker transport failure|END\n  at ...")
+    err = rule_failure(down, label="sink s", action="write or commit")
+    assert err is not None and getattr(err, "transient", False)
+    assert "the Kafka brokers did not answer (topic 'o' partition 1: Local: Broker transport failure)" in err.message
+    refused = RuntimeError(f"{REFUSED}topic 'o' metadata: SASL authentication error: Authentication failed|END")
+    err = rule_failure(refused, label="sink s", action="write or commit")
+    assert err is not None and not getattr(err, "transient", False)
+    assert "refused" in err.message and err.hint and "SASL PASSWORD" in err.hint

@@ -99,6 +99,27 @@ class DataLossError(RuntimeError):
     """Records a batch must read are gone (retention deleted them before the sink read them)."""
 
 
+UNAVAILABLE = "ICESQL-KAFKA-UNAVAILABLE: "  # transient (``failures``: retried)
+REFUSED = "ICESQL-KAFKA-REFUSED: "  # final: credentials or ACLs
+
+
+def kafka_failure(where: str, err: Any) -> RuntimeError:
+    """A librdkafka error as a marked error the driver's failure rules recognise."""
+    from confluent_kafka import KafkaError
+
+    code = err.code() if hasattr(err, "code") else None
+    text = err.str() if hasattr(err, "str") else str(err)
+    refused = {
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+        getattr(KafkaError, "SASL_AUTHENTICATION_FAILED", -10_000),
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    }
+    marker = REFUSED if code in refused else UNAVAILABLE
+    return RuntimeError(f"{marker}{where}: {text}|END")
+
+
 def kafka_options(conf: Mapping[str, Any], secret_keys: frozenset[str]) -> dict[str, str]:
     """librdkafka settings as data source options (secret ones under a name Spark redacts)."""
     return {
@@ -170,7 +191,7 @@ class TopicView:
         try:
             md = self.consumer.list_topics(topic=self.topic, timeout=METADATA_TIMEOUT)
         except KafkaException as e:
-            raise RuntimeError(f"cannot read the metadata of topic '{self.topic}': {e}") from None
+            raise kafka_failure(f"topic '{self.topic}' metadata", e.args[0] if e.args else e) from None
         t = md.topics.get(self.topic)
         if t is None or t.error is not None or not t.partitions:
             why = t.error if t is not None and t.error is not None else "no such topic"
@@ -346,8 +367,8 @@ def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, 
             msgs = c.consume(num_messages=BATCH_RECORDS, timeout=1.0)
             if not msgs and time.monotonic() - last_progress > READ_STALL:
                 raise RuntimeError(
-                    f"topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at offset "
-                    f"{pos} of the range {start}-{end - 1} (the broker is unreachable or the log shrank)"
+                    f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
+                    f"offset {pos} of the range {start}-{end - 1}|END"
                 )
             for m in msgs:
                 err = m.error()
@@ -360,7 +381,7 @@ def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, 
                         continue
                     if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                         raise DataLossError(_lost(c, topic, partition, pos, end))
-                    raise RuntimeError(f"topic '{topic}' partition {partition}: {err.str()}")
+                    raise kafka_failure(f"topic '{topic}' partition {partition}", err)
                 off = m.offset()
                 if off >= end:
                     done = True
