@@ -161,6 +161,21 @@ def _accumulator_errors_to_the_log() -> None:
             server.handle_error = handle_error
 
 
+class _SaidAlready(logging.Filter):
+    """py4j logs every exception a Python callback raises (``There was an exception while
+    executing the Python Proxy on the Python Side``, with its traceback). A sink's
+    ``foreachBatch`` raises its own failure, which the sink has already said in one line (a
+    retry's, or the failure's): that copy is dropped; py4j's other errors stay."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from icesql.errors import IcesqlError
+
+        return not (record.exc_info and isinstance(record.exc_info[1], IcesqlError))
+
+
+_SAID_ALREADY = _SaidAlready()
+
+
 def get_spark(
     master: str | None = None,
     conf: Mapping[str, Any] | None = None,
@@ -174,6 +189,7 @@ def get_spark(
         return spark
     _python_env()
     _accumulator_errors_to_the_log()
+    logging.getLogger("py4j.clientserver").addFilter(_SAID_ALREADY)  # once: the same filter object
     from pyspark.sql import SparkSession
 
     with _LOCK:
