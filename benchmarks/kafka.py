@@ -523,7 +523,7 @@ def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes
             shutil.rmtree(wd, ignore_errors=True)
             r = fn(wd)
             r["name"] = name
-            r.setdefault("records", records)
+            r.setdefault("records", r.get("rows") or records)  # a flat-memory run: its own size
             out[name] = r
             say(f"kafka {name}: {r.get('status')} {r.get('seconds')} s, {r.get('rows_per_s')} records/s, "
                 f"peak {r.get('peak_rss_mb')} MB {r.get('error') or ''}")
