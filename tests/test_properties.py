@@ -42,6 +42,7 @@ TEMPLATES = [
     f"CREATE CONNECTION c TO ICEBERG CATALOG ( CATALOG TYPE = 'rest' , URL = 'https://cat' , TOKEN = {V} )",
     f"CREATE CONNECTION c TO ICEBERG CATALOG ( TYPE = 'rest' , URI = 'https://cat' , PROPERTIES = ( 's3.secret-access-key' = {V} ) )",
     f"CREATE CONNECTION c TO ICEBERG CATALOG ( TYPE = 'local' , WAREHOUSE = '/tmp/w' ) WITH ( VALIDATE = false ) ; CREATE SECRET s2 AS {V}",
+    f"CREATE CONNECTION k TO KAFKA ( BROKER = 'h:9092' , SECURITY PROTOCOL = 'SASL_SSL' , SASL MECHANISMS = 'PLAIN' , SASL USERNAME = 'u' , SASL PASSWORD = {V} ) WITH ( VALIDATE = false )",
     # a statement after the secret's, with a warning (a Spark table) on the same line
     f"CREATE SECRET pw AS {V} ; CREATE SINK k FROM spark_tbl INTO ICEBERG CATALOG lake ( NAMESPACE = 'a' , TABLE = 'b' )",
 ]

@@ -25,6 +25,7 @@ costs nothing but a less informative caret line.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -351,6 +352,14 @@ def _option_lists(stmt: _Statement, sig: list[Token]) -> None:
         opened = next((k for k, t in enumerate(sig) if t.is_punct("(")), None)
         if opened is None:  # its '(' lost: anything but the keywords may be a value
             _everything(stmt, sig)
+        else:
+            # `TO KAFKA BROKER 'h', SASL PASSWORD 'v' ) WITH (...)`: the list's '(' lost, a later
+            # one found; between the connection's kind and that '(' only options can stand
+            to = next((k for k, t in enumerate(sig[:opened]) if t.is_word("TO")), None)
+            if to is not None and opened - to > 2:
+                for t in sig[to + 2 : opened]:
+                    if t.kind in _LITERALS or t.open or (t.kind is TokenKind.WORD and not _dialect_word(t)):
+                        stmt.add(t)
         depth = 0
         for t in sig[opened or len(sig) :]:
             closing = t.is_punct(")")
@@ -547,7 +556,56 @@ def _secrecy(kind: str | None, inherit: Secrecy | None, item: list[Token], eq: i
         if inherit is Secrecy.VALUE:
             return Secrecy.VALUE
         return secrecy(None, name, key_is_string=True) if name else Secrecy.NONE
-    return secrecy(kind, name, key_is_string=key_is_string)
+    level = secrecy(kind, name, key_is_string=key_is_string)
+    if level is Secrecy.NONE and not key_is_string and _names_a_secret_later(kind, item):
+        return Secrecy.VALUE
+    return level
+
+
+def _names_a_secret_later(kind: str | None, item: list[Token]) -> bool:
+    """``REGION SECRET ACCESS KEY = 'v'``, ``BROKER SASL PASSWORD 'v'``: the words of an
+    option whose value (and ',') went missing, then a secret option's name: what follows is
+    that secret's value."""
+    words: list[str] = []
+    for tok in item:
+        if tok.kind is not TokenKind.WORD:
+            break
+        words.append(tok.upper)
+    for k in range(1, len(words)):
+        n = known_prefix(kind, words[k:])
+        if n and secrecy(kind, " ".join(words[k : k + n])) is not Secrecy.NONE:
+            return True
+    return False
+
+
+@functools.cache
+def _secret_heads(kind: str | None) -> frozenset[str]:
+    """First words of the secret options of a list (of every list when it is not known)."""
+    kinds = [kind] if kind in LISTS else list(LISTS)
+    return frozenset(
+        name.split()[0]
+        for k in kinds
+        for spec in LISTS[k]
+        for name in spec.all_names
+        if secrecy(k, name) is not Secrecy.NONE
+    )
+
+
+def _secret_word_after_value(kind: str | None, value: list[Token]) -> Token | None:
+    """``BROKER 'h:9092' SASL 'v'``, ``REGION 'eu' TOKEN 'v'``: after a value, a word that
+    starts a secret option's name (or says secret): a ',' and part of a name were lost, and
+    what follows may be a credential. ``SECRET name`` is a reference, not such a word."""
+    heads = _secret_heads(kind)
+    seen_literal = False
+    for i, tok in enumerate(value):
+        if tok.kind in _LITERALS:
+            seen_literal = True
+        elif seen_literal and tok.kind is TokenKind.WORD and (tok.upper in heads or _SECRET_MENTION.search(tok.text)):
+            nxt = value[i + 1] if i + 1 < len(value) else None
+            if tok.is_word("SECRET") and nxt is not None and nxt.kind is TokenKind.WORD:
+                continue
+            return tok
+    return None
 
 
 def _item_secrets(
@@ -595,6 +653,12 @@ def _item_secrets(
         stmt.add_range(item[0].start, stop, keep=_structure, holes=holes)
         return
     if level is Secrecy.NONE:
+        if kind is None or kind in CREDENTIAL_LISTS:
+            # `BROKER 'h:9092' PASSWORD 'v'`: a ',' and part of a name lost after a value; from a
+            # word that says secret on, the rest may be a credential
+            after = _secret_word_after_value(kind, value)
+            if after is not None:
+                stmt.add_range(after.start, stop, holes=holes)
         return
     # SECRET name is a reference; SECRET "..." may be a value in the wrong quotes: hidden
     is_reference = len(value) == 2 and value[0].is_word("SECRET") and value[1].kind is TokenKind.WORD
