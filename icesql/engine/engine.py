@@ -281,7 +281,7 @@ class Engine:
             fastpath.log.debug("SELECT on spark: %s", decision.reason)
         from icesql.engine.query import run_select
 
-        return run_select(self.spark, plan, self.objects.relation, read)
+        return run_select(self.spark, plan, self.objects.relation, read, bind=self._kafka_binding)
 
     def _duck_session(self) -> Any:
         from icesql.engine.fastpath import DuckSession

@@ -91,6 +91,14 @@ _FILTERED_LOGGERS = (
     "icesql.engine",
     "icesql.engine.catalogs",
     "icesql.engine.failures",
+    "icesql.sink",
+    "icesql.sources",
+    "icesql.kafka",
+    "icesql.kafka.librdkafka",  # librdkafka's own log lines (``kafka.connection``)
+    # py4j logs every command it sends the JVM at DEBUG (-v), a data source's options included
+    "py4j",
+    "py4j.clientserver",
+    "py4j.java_gateway",
 )
 _filter_installed = False
 

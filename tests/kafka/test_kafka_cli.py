@@ -25,8 +25,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def icesql(*args: str, home: Path, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def icesql(
+    *args: str, home: Path, cwd: Path, timeout: float = 600, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env_extra or {}))
     env.pop("ICESQL_HOME", None)
     return subprocess.run(
         [sys.executable, "-m", "icesql", "--home", str(home), *args],
@@ -115,7 +117,9 @@ CREATE SINK sk FROM s INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');
     )
     home = tmp_path / ".icesql"
     # the broker answers PLAINTEXT only: the run fails at the handshake, and says so
-    run = icesql("-v", "run", "p.sql", "--once", home=home, cwd=tmp_path, timeout=600)
+    # (a broker that cannot be reached is retried: a short budget ends the run)
+    run = icesql("-v", "run", "p.sql", "--once", home=home, cwd=tmp_path, env_extra={"ICESQL_RETRY_BUDGET": "5"})
+    assert run.returncode == 3 and "Kafka" in run.stderr, run.stderr[-2000:]
     shown = icesql("exec", "SHOW CREATE CONNECTION k", home=home, cwd=tmp_path)
     validate = icesql("exec", "VALIDATE CONNECTION k", home=home, cwd=tmp_path, timeout=120)
     for p in (run, shown, validate):

@@ -16,7 +16,6 @@ confluent-kafka is imported lazily; a missing one names the pip command (``requi
 from __future__ import annotations
 
 import logging
-import tempfile
 from typing import Any
 
 from icesql.engine.secrets import SecretValues, scrub
@@ -134,13 +133,16 @@ def validate_kafka_connection(
     conf = client_config(plan, secrets)
     errors: list[Any] = []
     conf["error_cb"] = errors.append  # librdkafka reports refused connections and auth failures here
-    with tempfile.TemporaryDirectory():
-        admin = ck.admin.AdminClient(conf)
-        try:
-            md = admin.list_topics(topic=topic, timeout=timeout)
-        except ck.KafkaException as e:
-            fatal = [x for x in errors if x.code() != ck.KafkaError._TRANSPORT] or errors
-            raise describe_kafka_error(fatal[0] if fatal else e, plan, "read the cluster's metadata") from None
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(conf)
+    try:
+        # all topics, not the one: asking a broker for a topic's metadata may create it (noida-db
+        # does, as brokers with auto.create.topics.enable do)
+        md = admin.list_topics(timeout=timeout)
+    except ck.KafkaException as e:
+        fatal = [x for x in errors if x.code() != ck.KafkaError._TRANSPORT] or errors
+        raise describe_kafka_error(fatal[0] if fatal else e, plan, "read the cluster's metadata") from None
     if topic is not None:
         t = md.topics.get(topic)
         if t is None or t.error is not None:
