@@ -826,27 +826,45 @@ class _RecordGuard:
             if self.debezium:
                 out = out.append_column(LINE, pa.array(lines, pa.int64()))
             if pc.any(bad).as_py():
-                bad_list = bad.to_pylist()
-                rows = None
-                for i, is_bad in enumerate(bad_list):
-                    if not is_bad:
-                        continue
-                    if rows is None:
-                        rows = batch.to_pylist()
-                    if self.letters is not None:
-                        letters.append(self.letter(rows[i], files[i], blks[i], lines[i]))
-                        continue
-                    msg = self.describe(rows[i], files[i], blks[i], lines[i])
-                    if not self.skip:
-                        raise ValueError(BAD_RECORD_MARKER + msg + "|END")
-                    logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
-                if self.skip and self.counter is not None:
-                    self.counter.add(sum(1 for b in bad_list if b))
-                out = out.filter(pc.invert(bad))
+                rows = batch.to_pylist()
+                out = self.drop_bad(  # the lambdas run inside this call, on this batch's lists
+                    out,
+                    bad,
+                    letters,
+                    lambda i: self.letter(rows[i], files[i], blks[i], lines[i]),  # noqa: B023
+                    lambda i: self.describe(rows[i], files[i], blks[i], lines[i]),  # noqa: B023
+                )
             if out.num_rows:
                 yield out
         if letters:
             self.letters.add(letters)  # once the task is through: a failed task adds nothing
+
+    def drop_bad(
+        self,
+        out: Any,
+        bad: Any,
+        letters: list[dict[str, Any]],
+        letter_of: Callable[[int], dict[str, Any]],
+        describe_of: Callable[[int], str],
+    ) -> Any:
+        """``out`` without the rows ``bad`` marks, each one dealt with as ON ERROR says: kept as
+        a dead letter (``letters``), skipped (logged and counted), or the task fails naming it."""
+        import pyarrow.compute as pc
+
+        bad_list = bad.to_pylist()
+        for i, is_bad in enumerate(bad_list):
+            if not is_bad:
+                continue
+            if self.letters is not None:
+                letters.append(letter_of(i))
+                continue
+            msg = describe_of(i)
+            if not self.skip:
+                raise ValueError(BAD_RECORD_MARKER + msg + "|END")
+            logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
+        if self.skip and self.counter is not None:
+            self.counter.add(sum(1 for b in bad_list if b))
+        return out.filter(pc.invert(bad))
 
     def _bad_events(self, batch: Any) -> Any:
         """Per row: is this Debezium event unusable? (``op`` not c/u/d/r, a delete without

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icesql.engine.sources import (
-    BAD_RECORD_MARKER,
     BLK,
     CORRUPT,
     FILE,
@@ -320,21 +319,13 @@ class KafkaRecordGuard(_RecordGuard):
             out = out.remove_column(out.schema.names.index(CORRUPT))
             if pc.any(bad).as_py():
                 rows = batch.to_pylist()
-                bad_list = bad.to_pylist()
-                for i, is_bad in enumerate(bad_list):
-                    if not is_bad:
-                        continue
-                    r = rows[i]
-                    if self.letters is not None:
-                        letters.append(self.kafka_letter(r))
-                        continue
-                    msg = self.kafka_describe(r)
-                    if not self.skip:
-                        raise ValueError(BAD_RECORD_MARKER + msg + "|END")
-                    logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
-                if self.skip and self.counter is not None:
-                    self.counter.add(sum(1 for b in bad_list if b))
-                out = out.filter(pc.invert(bad))
+                out = self.drop_bad(  # the lambdas run inside this call, on this batch's rows
+                    out,
+                    bad,
+                    letters,
+                    lambda i: self.kafka_letter(rows[i]),  # noqa: B023
+                    lambda i: self.kafka_describe(rows[i]),  # noqa: B023
+                )
             if out.num_rows:
                 yield out
         if letters:
