@@ -90,10 +90,10 @@ def test_a_file_falling_back_to_sparks_reader_reads_its_null_column_as_nulls(
         setup(s, data, wh)
         s.run(once=True)
         fallback_files = s.engine.runner("k").status_row()["fallback_files"]
-    got = rows(home, wh)
-    assert [(r[0], r[1]) for r in got] == [(1, None), (2, 0.5)]
-    assert [float(r[2]) for r in got] == [1.0, 2.0]
-    assert [t for _, _, t, _ in fields(home, wh)] == ["long", "double", "decimal(12, 2)"]
+    names = [n for _, n, _, _ in fields(home, wh)]
+    got = [dict(zip(names, r, strict=True)) for r in rows(home, wh)]
+    assert [(r["id"], r["x"], float(r["d"])) for r in got] == [(1, None, 1.0), (2, 0.5, 2.0)]
+    assert {n: t for _, n, t, _ in fields(home, wh)} == {"id": "long", "x": "double", "d": "decimal(12, 2)"}
     assert fallback_files == 1  # a.parquet, read by Spark
 
 
