@@ -352,8 +352,15 @@ class Supervisor:
     def _start(self, plan: SinkPlan) -> None:
         try:
             self.engine.start_sink(plan, once=self.once, will_retry=lambda err: self.will_retry(plan.name, err))
-        except IcesqlError:
-            pass  # the runner recorded the failure; the next step looks at it
+        except IcesqlError as e:
+            if self.engine._runners.get(plan.name) is not None:
+                return  # the runner recorded the failure; the next step looks at it
+            # no runner to record it (Spark itself could not start, e.g. no Spark Connect
+            # client): final, or the loop would wait for a runner that never comes
+            streak = self.streaks[plan.name]
+            streak.error = e
+            streak.final, streak.next_at = True, None
+            self._update(plan.name, status="failed", last_error=e.message)
         except Exception as e:  # the runner never existed: not worth a retry
             log.exception("sink %s could not start", plan.name)
             streak = self.streaks[plan.name]
