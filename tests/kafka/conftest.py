@@ -55,6 +55,16 @@ def kafka_broker(
         broker.stop()
 
 
+@pytest.fixture(scope="module")
+def noida(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """A noida-db shared by the module's tests (each uses topics of its own; not to be restarted)."""
+    broker = _started("noida", tmp_path_factory.mktemp("noida"))
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
 @pytest.fixture
 def noida_broker(tmp_path: Path) -> Iterator[Broker]:
     """A noida-db of this test's own, free to be killed and restarted."""

@@ -41,15 +41,6 @@ def icesql(
     )
 
 
-@pytest.fixture(scope="module")
-def noida(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    reason = K.missing_reason("noida")
-    if reason:
-        pytest.skip(reason)
-    with K.broker("noida", tmp_path_factory.mktemp("noida")) as b:
-        yield b
-
-
 def test_run_once_then_select(tmp_path: Path, noida: Any) -> None:
     K.create_topic(noida.bootstrap, "orders", 3)
     K.produce(

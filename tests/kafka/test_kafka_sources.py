@@ -39,15 +39,6 @@ def spark() -> Any:
     return spark_for_tests()
 
 
-@pytest.fixture(scope="module")
-def noida(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    reason = K.missing_reason("noida")
-    if reason:
-        pytest.skip(reason)
-    with K.broker("noida", tmp_path_factory.mktemp("noida")) as b:
-        yield b
-
-
 def _source(topic: str, schema: str | None = "id BIGINT, v STRING", fmt: SourceFormat = SourceFormat.JSON, **kw: Any) -> SourcePlan:
     spec_kw = {k: kw.pop(k) for k in list(kw) if k in KafkaSourceSpec.__dataclass_fields__}
     return SourcePlan(
