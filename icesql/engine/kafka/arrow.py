@@ -24,7 +24,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icesql.engine.batch import FALLBACK, file_row, files_batch, files_spark_schema, releases_task_memory
+from icesql.engine.batch import (
+    FALLBACK,
+    file_row,
+    files_batch,
+    files_spark_schema,
+    releases_task_memory,
+    with_fallbacks,
+)
 from icesql.engine.hooks import kill_point
 from icesql.engine.sources import BLK, FILE, LINE, OP, SEQ
 from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
@@ -288,31 +295,25 @@ class KafkaBatchWriter:
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql import functions as F
 
-        fallback: list[tuple[int, int, int]] = []
-        while True:
+        def attempt(fallback: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
             pieces = batch_df
-            for p, s, _ in fallback:
-                pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == s)))
-            try:
-                if self.arrow.changelog or self.inner.upsert:
-                    changes = pieces.mapInArrow(DecodeTask(self.arrow), self._schema())
-                    if fallback:
-                        changes = changes.unionByName(self._records(batch_df, fallback))
-                    rows = self.inner(changes, batch_id)
-                else:
-                    task = WriteTask(self.arrow, self.inner.spec, batch_id)
-                    rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
-                    if fallback:
-                        rows += self.inner(self._records(batch_df, fallback), batch_id)
-            except Exception as e:
-                rng = fallback_of(e)
-                if rng is None or rng in fallback:
-                    raise
-                fallback.append(rng)
-                continue
+            for p, start, _ in fallback:
+                pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == start)))
+            if self.arrow.changelog or self.inner.upsert:
+                changes = pieces.mapInArrow(DecodeTask(self.arrow), self._schema())
+                if fallback:
+                    changes = changes.unionByName(self._records(batch_df, fallback))
+                return self.inner(changes, batch_id)
+            task = WriteTask(self.arrow, self.inner.spec, batch_id)
+            rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
             if fallback:
-                rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
+                rows += self.inner(self._records(batch_df, fallback), batch_id)
             return rows
+
+        rows, fallback = with_fallbacks(attempt, fallback_of)
+        if fallback:
+            rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
+        return rows
 
     def _schema(self) -> Any:
         from pyspark.sql.types import LongType, StringType, StructField, StructType
