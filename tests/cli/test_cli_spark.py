@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -42,6 +43,9 @@ def wait_staged(home: Path, timeout: float = 180) -> None:
             return
         time.sleep(0.5)
     raise AssertionError("no batch was staged")
+
+
+JVM_LOG_LINE = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d [A-Z]+ ")
 
 
 def wait_running(home: Path, timeout: float = 180) -> None:
@@ -89,7 +93,10 @@ def test_run_stops_on_a_signal_with_a_final_commit(signum: int, group: bool, tmp
     assert "stopping sinks (final commit)" in err
     commits = [line for line in err.splitlines() if "commit sink=gen_sink" in line]
     assert commits and "reason=shutdown" in commits[-1], err[-3000:]
-    assert "failed" not in err, err[-3000:]
+    # icesql's own lines never say a sink failed. Spark's JVM (log4j lines, "26/11/27 05:54:39
+    # ERROR Executor: ... failed, reason: ... Shutting down") may, when it got the same SIGTERM.
+    ours = [line for line in err.splitlines() if not JVM_LOG_LINE.match(line)]
+    assert not [line for line in ours if "failed" in line], err[-3000:]
     status = icesql("status", home=home).stdout
     assert "gen_sink | stopped" in status and "|    0 |" not in status
 
