@@ -5,7 +5,8 @@ function of the reports, so it is tested without Spark:
 
 * ``running`` is ready, unless data is waiting longer than its commit policy allows: staged
   files older than MAXIMUM PERIOD + grace (grace alone when every micro-batch commits; a sink
-  with only MINIMUM SIZE has no time bound), or a source backlog with no commit for as long;
+  with only MINIMUM SIZE has no time bound), or a source backlog (files not read yet, a Kafka
+  source's lag) with no commit for as long;
 * ``retrying`` (and ``starting`` again within a failure streak) is ready only within ``grace``
   seconds of the streak's first failure: a blip does not flap readiness, a catalog that stays
   away does;
@@ -49,6 +50,11 @@ class SinkReport:
     backlog_bytes: int | None = None
     # KAFKA: {topic: {partition: records between the committed offset and the log end}}
     source_lag: dict[str, dict[int, int]] | None = None
+
+    @property
+    def lag_records(self) -> int:
+        """Records the table is behind its Kafka source, all partitions (0: none or not known)."""
+        return sum(n for parts in (self.source_lag or {}).values() for n in parts.values())
 
     def commit_deadline(self, grace: float) -> float | None:
         """How long waiting data may stay uncommitted (None: no bound)."""
@@ -99,7 +105,7 @@ def judge(report: SinkReport, *, now: float, grace: float) -> SinkVerdict:
                 False,
                 f"{r.staged_files} staged file(s) waiting {waited:.0f}s for a commit (limit {deadline:g}s)",
             )
-    if deadline is not None and (r.backlog_files or r.backlog_bytes):
+    if deadline is not None and (r.backlog_files or r.backlog_bytes or r.lag_records):
         quiet = now - r.last_commit_at if r.last_commit_at is not None else None
         if quiet is not None and quiet > deadline:
             return verdict(

@@ -276,7 +276,8 @@ class _StatusCollector:
         )
         skipped = CounterMetricFamily(
             "icesql_sink_records_skipped",
-            "Bad records skipped (ON ERROR = 'skip') and changes dropped for a null KEY, over the sink's life.",
+            "Bad records skipped (ON ERROR = 'skip'), changes dropped for a null KEY and Kafka records "
+            "lost to retention (ON DATA LOSS = 'continue'), over the sink's life.",
             labels=["sink"],
         )
         for r in reports:

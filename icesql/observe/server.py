@@ -148,6 +148,7 @@ class ObserveServer:
                     if r.last_commit_at is None
                     else round(now - r.last_commit_at, 1),
                     "recent_commits": self.metrics.recent_commits(r.name),
+                    "lag_records": r.lag_records if r.source_lag is not None else None,
                 }
             )
         return {

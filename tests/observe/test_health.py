@@ -40,6 +40,16 @@ def test_a_source_backlog_without_commits_is_not_ready() -> None:
     assert not ready and reason == "input waiting at the source and no commit for 50s (limit 30s)"
 
 
+def test_a_kafka_lag_without_commits_is_not_ready() -> None:
+    lag = {"source_lag": {"events": {0: 120, 1: 0, 2: 5}}}
+    assert report(**lag).lag_records == 125
+    assert verdict(last_commit_at=NOW - 5, **lag)[0] is True
+    ready, reason = verdict(last_commit_at=NOW - 50, **lag)
+    assert not ready and reason == "input waiting at the source and no commit for 50s (limit 30s)"
+    # caught up: an idle sink is ready however old its last commit
+    assert verdict(last_commit_at=NOW - 500, source_lag={"events": {0: 0}}) == (True, "running")
+
+
 def test_retrying_is_tolerated_for_the_grace_then_not() -> None:
     retry = {
         "state": "retrying",

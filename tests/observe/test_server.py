@@ -85,3 +85,27 @@ def test_metrics_healthz_readyz_and_the_page(served: tuple[ObserveServer, Sinks]
     ]
     assert doc["sinks"][0]["seconds_since_last_commit"] == 2.0
     assert get(server.url + "/nope")[0] == 404
+
+
+def test_status_json_and_the_page_show_a_kafka_sinks_lag(served: tuple[ObserveServer, Sinks]) -> None:
+    """A Kafka sink's lag (records between its committed offsets and the log end) is in
+    ``status.json`` and on the page, per partition on hover. (The reports are a stand-in: what is
+    tested is what the page makes of them; the lag itself is measured against real brokers in
+    ``tests/kafka/test_kafka_status.py``.)"""
+    from tests.support.chromium import chromium_binary, visit
+
+    server, sinks = served
+    sinks.reports = [
+        SinkReport("k", "ns.k", "running", last_commit_at=NOW - 2, source_lag={"events": {0: 1200, 1: 34}}),
+        SinkReport("f", "ns.f", "running", last_commit_at=NOW - 2),
+    ]
+    doc = json.loads(get(server.url + "/status.json")[2])
+    by_name = {s["name"]: s for s in doc["sinks"]}
+    assert by_name["k"]["lag_records"] == 1234 and by_name["k"]["source_lag"] == {"events": {"0": 1200, "1": 34}}
+    assert by_name["f"]["lag_records"] is None  # not a Kafka sink: no lag row
+    if chromium_binary() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page is not rendered")
+    page = visit(server.url + "/", "--dump-dom")
+    assert '<dt>source lag</dt><dd title="events[0] 1,200, events[1] 34">1,234 records</dd>' in page.stdout
+    assert page.stdout.count("<dt>source lag</dt>") == 1
+    assert page.console == []
