@@ -201,6 +201,9 @@ class KafkaSourceSpec:
     include: tuple[KafkaInclude, ...] = ()
     max_records_per_trigger: int | None = None
     group_id: str | None = None  # CONSUMER GROUP: committed offsets for outside monitoring only
+    # ON DATA LOSS: records retention deleted before the sink read them fail the sink ('fail'), or
+    # are skipped with a warning naming the lost range and counted ('continue')
+    on_data_loss: str = "fail"
 
 
 @dataclass(frozen=True)

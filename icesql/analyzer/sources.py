@@ -388,6 +388,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         include=include,
         max_records_per_trigger=max_records,
         group_id=group,
+        on_data_loss=opts.get_str("ON DATA LOSS") or "fail",
     )
     columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
     return SourcePlan(

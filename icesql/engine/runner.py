@@ -713,7 +713,7 @@ class SinkRunner:
         skipped = max(0, skipped_total - self._skipped_seen)
         self._skipped_seen = skipped_total
         if skipped:
-            log.warning("sink %s: skipped %d bad record(s) in batch %d", self.name, skipped, batch_id)
+            log.warning("sink %s: skipped %d record(s) in batch %d (ON ERROR, ON DATA LOSS)", self.name, skipped, batch_id)
         dropped = sum(r["rows"] for r in rows if r["content"] == DROPPED)
         if dropped:
             log.warning(

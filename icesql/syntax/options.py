@@ -203,6 +203,7 @@ KAFKA_SOURCE = (
     OptionSpec("MAX RECORDS PER TRIGGER", Kind.INT),
     OptionSpec("MAX BYTES PER TRIGGER", Kind.SIZE),
     OptionSpec("ON ERROR", S, choices=ON_ERROR),
+    OptionSpec("ON DATA LOSS", S, choices={"fail": "fail", "continue": "continue"}),
     OptionSpec("CONSUMER GROUP", S, aliases=("GROUP ID",)),
 )
 

@@ -455,3 +455,56 @@ def test_files_source_on_s3_through_spark_connect(connect: ConnectServer, weed: 
         assert weed.secret_key not in text
     assert weed.secret_key not in metadata_texts(weed, ns, "events")
     assert keys() == []  # each run deleted what it committed, its last batch's file included
+
+
+KAFKA = """\
+CREATE SECRET IF NOT EXISTS kpw AS '{secret}';
+CREATE CONNECTION IF NOT EXISTS k TO KAFKA (BROKER = '{bootstrap}') WITH (VALIDATE = false);
+CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
+CREATE SOURCE IF NOT EXISTS orders FROM KAFKA CONNECTION k
+  (TOPIC = 'orders', FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING') INCLUDE PARTITION, OFFSET;
+CREATE SINK IF NOT EXISTS orders_sink FROM orders INTO ICEBERG CATALOG lake (NAMESPACE = 'cx', TABLE = 'orders');
+-- a connection whose password the broker never accepts (it speaks PLAINTEXT only): it must
+-- not reach the server's log either
+CREATE CONNECTION IF NOT EXISTS ks TO KAFKA (BROKER = '{bootstrap}', SECURITY PROTOCOL = 'SASL_PLAINTEXT',
+  SASL MECHANISMS = 'SCRAM-SHA-512', SASL USERNAME = 'icesql', SASL PASSWORD = SECRET kpw) WITH (VALIDATE = false);
+CREATE SOURCE IF NOT EXISTS orders_sasl FROM KAFKA CONNECTION ks (TOPIC = 'orders', FORMAT = 'text');
+"""
+
+
+@pytest.mark.kafka
+def test_kafka_source_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
+    """A Kafka sink through Spark Connect: its tasks read the topic on the server, the client
+    commits; a second run reads only the new records, the table holds each record once with the
+    offsets in its summary, and a connection's SASL password reaches no log of either side."""
+    from tests.support import kafka as K
+
+    if K.missing_reason("noida"):
+        pytest.skip(K.missing_reason("noida") or "")
+    secret = "kafka-connect-pw-7q"
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    with K.broker("noida", tmp_path / "noida") as b:
+        K.create_topic(b.bootstrap, "orders", 3)
+        K.produce(b.bootstrap, "orders", [(None, json.dumps({"id": i, "v": f"v{i}"}).encode()) for i in range(300)])
+        (tmp_path / "k.sql").write_text(KAFKA.format(secret=secret, bootstrap=b.bootstrap, wh=wh))
+        first = icesql(home, "--spark-master", connect.url, "run", "k.sql", "--once", cwd=tmp_path)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert sorted(r[0] for r in _rows(home, wh, "cx.orders")) == list(range(300))
+        K.produce(b.bootstrap, "orders", [(None, json.dumps({"id": i, "v": f"v{i}"}).encode()) for i in range(300, 420)])
+        second = icesql(home, "--spark-master", connect.url, "run", "k.sql", "--once", cwd=tmp_path)
+        assert second.returncode == 0, second.stderr[-3000:]
+        rows = _rows(home, wh, "cx.orders")
+        assert sorted(r[0] for r in rows) == list(range(420))
+        replayed = {(c.partition, c.offset) for c in K.replay(b.bootstrap, "orders")}
+        assert {(r[2], r[3]) for r in rows} == replayed  # each record once, where the topic has it
+        table = load_table(home, "cx.orders", warehouse=wh, catalog_name="lake")
+        summary = icesql_summaries(table)[-1]
+        offsets = json.loads(summary["icesql.kafka-offsets"])["offsets"]
+        assert {int(p): o for p, o in offsets.items()} == K.log_end(b.bootstrap, "orders")
+        assert _dropbox_left(wh) == []
+
+        # a sink of the SASL source fails at the handshake: no secret on either side
+        shown = icesql(home, "--spark-master", connect.url, "exec", "SELECT * FROM orders_sasl LIMIT 1", cwd=tmp_path)
+        assert shown.returncode != 0
+    for text in (first.stdout, first.stderr, second.stderr, shown.stdout, shown.stderr, connect.logs(full=True)):
+        assert secret not in text

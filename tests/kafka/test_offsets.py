@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -90,3 +91,35 @@ def test_kafka_failures_are_told_apart() -> None:
     err = rule_failure(refused, label="sink s", action="write or commit")
     assert err is not None and not getattr(err, "transient", False)
     assert "refused" in err.message and err.hint and "SASL PASSWORD" in err.hint
+
+
+def test_plan_ranges_pack_a_small_trigger_into_few_tasks() -> None:
+    """A trigger of a few thousand records over six partitions is read by as few tasks as the
+    cores need (one Python worker and broker round trip per task is most of a small trigger's
+    time), every offset once."""
+    start = {p: 100 * p for p in range(6)}
+    end = {p: 100 * p + 5_000 for p in range(6)}
+    ranges = plan_ranges("t", start, end, parallelism=2, piece_records=1_000_000)
+    assert len(ranges) <= 2
+    got = sorted(r for task in ranges for r in task.ranges)
+    assert got == [(p, 100 * p, 100 * p + 5_000) for p in range(6)]
+    big = plan_ranges("t", {0: 0, 1: 0}, {0: 1_000_000, 1: 10}, parallelism=2, piece_records=300_000)
+    assert all(sum(e - s for _, s, e in task.ranges) <= 300_000 for task in big)
+    assert sum(e - s for task in big for _, s, e in task.ranges) == 1_000_010
+
+
+def test_a_checkpoint_root_on_object_storage_is_refused_for_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed and Spark's offset log are read as local files: a checkpoint root icesql cannot
+    read as one is refused before anything starts, with a hint (a stand-in runner: what is
+    tested is the check)."""
+    from types import SimpleNamespace
+
+    from icesql.engine.kafka.progress import KafkaProgress, local_path
+    from icesql.errors import ExecutionError
+
+    monkeypatch.setenv("ICESQL_CHECKPOINT_ROOT", "s3://bucket/checkpoints")
+    runner = SimpleNamespace(name="s", local_checkpoint=False)
+    with pytest.raises(ExecutionError) as e:
+        KafkaProgress(runner).binding()
+    assert "s3://bucket/checkpoints" in e.value.message and e.value.hint and "shared" in e.value.hint
+    assert local_path("file:///ck/a%20b") == "/ck/a b" and local_path("/ck/x") == "/ck/x"

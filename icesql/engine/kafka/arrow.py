@@ -52,6 +52,14 @@ class KafkaArrowSource:
     key_schema_json: Mapping[str, Any] | None = None  # KEY SCHEMA of a json key
     policy: OnError = OnError.FAIL
     session_tz: str = "UTC"
+    lost: Any = None  # ON DATA LOSS = 'continue': a Spark accumulator the lost records are added to
+
+    def on_lost(self, topic: str, partition: int, first: int, end: int) -> None:
+        from icesql.engine.kafka.source import log_lost
+
+        log_lost(topic, partition, first, end)
+        if self.lost is not None:
+            self.lost.add(end - first)  # offsets: records, and any transaction markers among them
 
     @property
     def changelog(self) -> bool:
@@ -229,7 +237,9 @@ def _decoded(source: KafkaArrowSource, topic: str, p: int, s: int, e: int) -> It
     from icesql.engine.files.types import Fallback
     from icesql.engine.kafka.source import read_range
 
-    for records in read_range(source.conf, topic, p, s, e):
+    spec = source.plan.kafka
+    on_lost = source.on_lost if spec is not None and spec.on_data_loss == "continue" else None
+    for records in read_range(source.conf, topic, p, s, e, on_lost=on_lost):
         try:
             yield source.decode(records)
         except Fallback as err:

@@ -31,6 +31,15 @@ SEED = "kafka-seed.json"
 LAG_EVERY = 5.0  # seconds a log end asked for the lag stays good
 
 
+def local_path(location: str) -> str:
+    """A local checkpoint location as a path (``file:/x`` and ``file:///x`` are ``/x``)."""
+    if location.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return unquote(urlparse(location).path)
+    return location
+
+
 def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
     """The end offsets Spark's offset log holds for a batch (None: not there)."""
     path = Path(checkpoint) / "offsets" / str(spark_batch_id)
@@ -61,13 +70,22 @@ class KafkaProgress(SourceProgress):
 
     @property
     def seed_path(self) -> str:
-        return os.path.join(self.runner.checkpoint_root(self.checkpoint_suffix), SEED)
+        return os.path.join(local_path(self.runner.checkpoint_root(self.checkpoint_suffix)), SEED)
 
     def binding(self) -> Any:
         from icesql import settings
         from icesql.engine.kafka.relation import KafkaBinding
         from icesql.engine.spark import parallelism, session_time_zone
 
+        if not self.runner.local_checkpoint:
+            from icesql.errors import ExecutionError
+
+            raise ExecutionError(
+                f"sink {self.runner.name}: a Kafka source keeps its offsets in a local checkpoint, and "
+                f"ICESQL_CHECKPOINT_ROOT is not a local directory ({settings.CHECKPOINT_ROOT.get()})",
+                hint="unset ICESQL_CHECKPOINT_ROOT, or set it to a directory both icesql and the Spark "
+                "driver can reach (a shared mount)",
+            )
         spark = self.runner.spark
         return KafkaBinding(
             seed=self.seed_path,
@@ -131,7 +149,7 @@ class KafkaProgress(SourceProgress):
         return None
 
     def staged(self, rows: Sequence[dict[str, Any]], spark_batch_id: int) -> dict[str, Any]:
-        offsets = batch_offsets(self.runner.checkpoint_location, spark_batch_id)
+        offsets = batch_offsets(local_path(self.runner.checkpoint_location), spark_batch_id)
         return {"source_offsets": dump(offsets)} if offsets is not None else {}
 
     def summary(self, entries: Sequence[Any]) -> dict[str, str]:

@@ -77,6 +77,8 @@ class KafkaBinding:
             opts["start_ts"] = str(spec.start_timestamp_ms)
         if spec.max_records_per_trigger:
             opts["max_records"] = str(spec.max_records_per_trigger)
+        if spec.on_data_loss != "fail":
+            opts["on_data_loss"] = spec.on_data_loss
         if plan.max_bytes_per_trigger:
             opts["max_bytes"] = str(plan.max_bytes_per_trigger)
         if self.seed:
@@ -100,6 +102,8 @@ def kafka_relation(
     else:
         records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts, limit=str(limit)).load()
     acc = _skip_counter(spark, policy)
+    if acc is None and plan.kafka.on_data_loss == "continue":
+        acc = _skip_counter(spark, OnError.SKIP)  # lost records count as skipped ones
     letters = _letters(spark, policy)
     df, changelog = decode_records(spark, records, plan, policy, acc, letters[0] if letters else None)
     relation = Relation(
@@ -140,6 +144,7 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
         key_schema_json=_key_struct(spark, plan).jsonValue() if key_json else None,
         policy=policy,
         session_tz=binding.session_tz,
+        lost=relation.skipped if spec.on_data_loss == "continue" else None,
     )
     try:
         source.check_supported()

@@ -18,7 +18,9 @@ What makes a batch exact
       or past it: the same range always yields the same records, so Spark's replay of a batch
       after a crash reads exactly what the first attempt read.
     * Records below a partition's log start (deleted by retention before the sink read them) fail
-      the batch with one line naming the topic, partition and lost range (``DataLossError``).
+      the batch with one line naming the topic, partition and lost range (``DataLossError``), or
+      with ``on_data_loss=continue`` (ON DATA LOSS = 'continue') are skipped with a warning naming
+      them; the Arrow path counts them with the skipped records.
     * Partitions added while the query runs appear at the next trigger and are read from offset 0.
 
 Options (strings). Spark redacts option values whose keys match its redaction pattern
@@ -42,7 +44,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -330,33 +332,55 @@ class OffsetRange(InputPartition):
 def plan_ranges(
     topic: str, start: Mapping[int, int], end: Mapping[int, int], parallelism: int, piece_records: int
 ) -> list[OffsetRange]:
-    """Split the batch's ranges so that every core reads (no piece longer than ``piece_records``,
-    none shorter than ``MIN_PIECE_RECORDS`` unless its partition has fewer)."""
+    """Split the batch's ranges so that every core reads, and pack short ones together so that
+    no more tasks run than cores need: each task reads at most ``size`` records (the batch over
+    the cores, at least ``MIN_PIECE_RECORDS``, at most ``piece_records``). A small trigger of six
+    partitions is then one or two tasks, not six (a task's fixed cost - a Python worker, a
+    broker round trip - is most of a small trigger's time)."""
     spans = [(p, start.get(p, 0), e) for p, e in sorted(end.items()) if e > start.get(p, 0)]
     total = sum(e - s for _, s, e in spans)
     if not spans:
         return []
     size = min(piece_records, max(MIN_PIECE_RECORDS, -(-total // max(1, parallelism))))
-    out = []
+    tasks: list[list[tuple[int, int, int]]] = []
+    held = size  # records in the last task (full: start a new one)
     for p, s, e in spans:
         while s < e:
-            out.append(OffsetRange(topic, [(p, s, min(e, s + size))]))
-            s += size
-    return out
+            n = min(e - s, size)
+            if held + n > size:
+                tasks.append([])
+                held = 0
+            tasks[-1].append((p, s, s + n))
+            held += n
+            s += n
+    return [OffsetRange(topic, ranges) for ranges in tasks]
 
 
 # --------------------------------------------------------------------------- reading
 
 
-def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, end: int) -> Iterator[Any]:
-    """The records of offsets [start, end) of one partition as Arrow batches (``RECORD_SCHEMA``)."""
+def read_range(
+    conf: Mapping[str, str],
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    *,
+    on_lost: Callable[[str, int, int, int], None] | None = None,
+) -> Iterator[Any]:
+    """The records of offsets [start, end) of one partition as Arrow batches (``RECORD_SCHEMA``).
+
+    Records retention deleted before they were read raise ``DataLossError``; with ``on_lost``
+    (ON DATA LOSS = 'continue') the read goes on from the log start and ``on_lost(topic,
+    partition, first, end)`` is told the lost offsets [first, end)."""
     import pyarrow as pa
     from confluent_kafka import KafkaError, TopicPartition
 
     if end <= start:
         return
     schema = _arrow_schema()
-    c = _consumer(conf, **{"fetch.wait.max.ms": 100})
+    c = _reader(conf)
+    finished = False
     try:
         c.assign([TopicPartition(topic, partition, start)])
         cols: dict[str, list[Any]] = {n: [] for n in schema.names}
@@ -371,6 +395,8 @@ def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, 
                     f"offset {pos} of the range {start}-{end - 1}|END"
                 )
             for m in msgs:
+                if m.topic() is not None and (m.partition() != partition or m.topic() != topic):
+                    continue  # a reused reader's earlier assignment (librdkafka drops those; be sure)
                 err = m.error()
                 if err is not None:
                     code = err.code()
@@ -380,7 +406,19 @@ def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, 
                             break
                         continue
                     if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                        raise DataLossError(_lost(c, topic, partition, pos, end))
+                        if on_lost is None:
+                            raise DataLossError(_lost(c, topic, partition, pos, end))
+                        lo = _log_start(c, topic, partition)
+                        if lo is None or lo <= pos:
+                            raise DataLossError(_lost(c, topic, partition, pos, end))
+                        on_lost(topic, partition, pos, min(lo, end))
+                        if lo >= end:
+                            done = True
+                            break
+                        pos = lo
+                        last_progress = time.monotonic()
+                        c.assign([TopicPartition(topic, partition, lo)])
+                        break  # the records fetched so far belong to the old position
                     raise kafka_failure(f"topic '{topic}' partition {partition}", err)
                 off = m.offset()
                 if off >= end:
@@ -406,22 +444,63 @@ def read_range(conf: Mapping[str, str], topic: str, partition: int, start: int, 
             if len(cols["offset"]) >= BATCH_RECORDS or (done and cols["offset"]):
                 yield pa.RecordBatch.from_pydict(cols, schema=schema)
                 cols = {n: [] for n in schema.names}
+        finished = True
     finally:
-        c.close()
+        _release(conf, c, reuse=finished)
 
 
-def _lost(c: Any, topic: str, partition: int, pos: int, end: int) -> str:
+# A task's consumer outlives its range: the next range this Python worker reads (the same task's
+# next piece, or a later trigger's task, since Spark reuses its Python workers) skips the
+# connection and bootstrap a new librdkafka client pays - most of a small trigger's read. One
+# idle consumer per connection per worker, unassigned (so it prefetches nothing) between ranges.
+_IDLE_READERS: dict[tuple[tuple[str, str], ...], Any] = {}
+
+
+def _reader(conf: Mapping[str, str]) -> Any:
+    c = _IDLE_READERS.pop(tuple(sorted(conf.items())), None)
+    return c if c is not None else _consumer(conf, **{"fetch.wait.max.ms": 100})
+
+
+def _release(conf: Mapping[str, str], c: Any, *, reuse: bool) -> None:
+    """Back to the idle slot after a whole range was read; closed after a failure or an
+    abandoned read (its state is not known), or when the slot is taken."""
+    key = tuple(sorted(conf.items()))
+    if reuse and key not in _IDLE_READERS:
+        try:
+            c.unassign()
+            _IDLE_READERS[key] = c
+            return
+        except Exception:  # noqa: BLE001 - a consumer that cannot unassign is closed instead
+            log.debug("an idle Kafka reader could not be kept", exc_info=True)
+    c.close()
+
+
+def _log_start(c: Any, topic: str, partition: int) -> int | None:
     from confluent_kafka import TopicPartition
 
     try:
         lo, _ = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=10, cached=False)
-    except Exception:  # noqa: BLE001 - the message is what matters
-        lo = None
-    lost = f"{pos}-{min(end, lo) - 1}" if lo is not None and lo > pos else f"from {pos}"
+    except Exception:  # noqa: BLE001 - the caller says what it can without it
+        return None
+    return int(lo)
+
+
+def _lost(c: Any, topic: str, partition: int, pos: int, end: int) -> str:
+    lo = _log_start(c, topic, partition)
+    return lost_message(topic, partition, pos, min(end, lo) if lo is not None and lo > pos else None)
+
+
+def lost_message(topic: str, partition: int, first: int, end: int | None) -> str:
+    lost = f"{first}-{end - 1}" if end is not None else f"from {first}"
     return (
         f"topic '{topic}' partition {partition}: records {lost} were deleted (retention) before the sink "
         "read them"
     )
+
+
+def log_lost(topic: str, partition: int, first: int, end: int) -> None:
+    """ON DATA LOSS = 'continue': one warning line per lost range (in the task that met it)."""
+    log.warning("%s; skipped (ON DATA LOSS = 'continue')", lost_message(topic, partition, first, end))
 
 
 def _arrow_schema() -> Any:
@@ -519,7 +598,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if self.pieces:  # the Arrow path: the sink's tasks read the range (``arrow``)
                 yield (partition.topic, p, s, e)
             else:
-                yield from read_range(self.conf, partition.topic, p, s, e)
+                yield from read_range(self.conf, partition.topic, p, s, e, on_lost=_on_lost(self.options))
 
     def commit(self, end: dict[str, int]) -> None:
         pass  # the table holds the offsets (``progress``); CONSUMER GROUP follows its commits
@@ -579,7 +658,12 @@ class KafkaRangeReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)
         for p, s, e in partition.ranges:
-            yield from read_range(self.conf, partition.topic, p, s, e)
+            yield from read_range(self.conf, partition.topic, p, s, e, on_lost=_on_lost(self.options))
+
+
+def _on_lost(options: Mapping[str, str]) -> Callable[[str, int, int, int], None] | None:
+    # Spark's readers log a lost range (they have no counter to add it to; the Arrow path counts)
+    return log_lost if options.get("on_data_loss") == "continue" else None
 
 
 _registered: set[int] = set()

@@ -83,6 +83,8 @@ CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text', STAR
     START TIMESTAMP = '2026-01-01T00:00:00Z');
 -- case: source_start_offset_value
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text', START OFFSET = 'beginning');
+-- case: source_on_data_loss_value
+CREATE SOURCE o FROM KAFKA CONNECTION k (TOPIC = 'o', FORMAT = 'text', ON DATA LOSS = 'skip');
 -- case: source_start_timestamp_invalid
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text', START TIMESTAMP = 'yesterday');
 -- case: source_start_timestamp_before_1970

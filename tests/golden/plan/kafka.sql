@@ -28,7 +28,7 @@ CREATE SOURCE orders FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'json',
 CREATE SOURCE IF NOT EXISTS orders FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'csv',
     SCHEMA = 'id BIGINT, sku STRING', HEADER = false, START OFFSET = 'latest',
     MAX RECORDS PER TRIGGER = 100000, MAX BYTES PER TRIGGER = '64MiB', ON ERROR = 'dead-letter',
-    CONSUMER GROUP = 'icesql-orders');
+    CONSUMER GROUP = 'icesql-orders', ON DATA LOSS = 'continue');
 -- case: source_start_timestamp_iso_utc
 CREATE SOURCE orders FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text',
     START TIMESTAMP = '2026-01-01T00:00:00Z');
