@@ -144,7 +144,7 @@ class Maintainer:
         r = self.runner
         if r.index is None or r.remote:
             return False
-        if r._index_stale:
+        if r.key_index.stale:
             return True
         return self._compaction_waits or (self._large_waits and self.busy())
 
@@ -238,7 +238,7 @@ class Maintainer:
                     self.policy,
                     io_properties=dict(r.target.io_properties(r.table)),
                     # the key index follows the rows to where the rewrite wrote them
-                    track=r._key_columns() if task.kind is StepKind.COMPACT and r.index is not None else None,
+                    track=r.key_index.key_columns() if task.kind is StepKind.COMPACT and r.index is not None else None,
                 )
         except Exception as e:  # a step that fails is logged and tried again later
             log.warning("sink %s: maintenance step %s failed: %s", r.name, task.kind.value, _one_line(e))
@@ -452,7 +452,7 @@ class Maintainer:
 
         r = self.runner
         table = r.table
-        key = r._key_columns()
+        key = r.key_index.key_columns()
         ks = key_schema(table.schema(), key)
         ahead = self._hashed.files if self._hashed is not None else {}
 
@@ -495,10 +495,10 @@ class Maintainer:
         snapshot, so a stale index is no more), or is rebuilt from the table. ``hashed``: the
         written files, read and hashed already."""
         r = self.runner
-        if r.index is None:
+        if r.key_index is None:
             return
-        r._index_stale = False
-        r._follow_index(hashed, moved)
+        r.key_index.stale = False
+        r.key_index.follow(hashed, moved)
 
     def _hash_written(self, new_files: Any) -> None:
         """A rewrite beside the sink wrote ``new_files``: their index entries, read and hashed
@@ -511,7 +511,7 @@ class Maintainer:
             return
         try:
             paths = [getattr(f, "file_path", None) or f.path for f in new_files]
-            self._hashed = hash_files(r.spark, r.table, paths, key=r._key_columns(), shards=index.shards)
+            self._hashed = hash_files(r.spark, r.table, paths, key=r.key_index.key_columns(), shards=index.shards)
         except Exception as e:  # the follow reads them itself
             log.debug("sink %s: could not read the rewrite's files ahead: %s", r.name, _one_line(e))
 
@@ -520,8 +520,8 @@ class Maintainer:
         unless it was stale already (another writer's rows it does not know: the sink's commits
         go on deleting by equality until it is rebuilt)."""
         r = self.runner
-        if r.index is not None and not r._index_stale and r.table.current_snapshot() is not None:
-            r._index_snapshot = r.table.current_snapshot().snapshot_id
+        if r.key_index is not None and r.table.current_snapshot() is not None:
+            r.key_index.rows_unchanged(r.table.current_snapshot().snapshot_id)
 
     # ----------------------------------------------------------------- reporting
 

@@ -121,10 +121,8 @@ class SinkRunner:
         self.checkpoint = self.sink_dir / "checkpoint"  # Spark's path (views, Spark tables, ...)
         self.progress_base = 0  # progress = base + Spark batch id (a new checkpoint restarts at 0)
         self.fallback_files = 0  # files the Arrow path left to Spark's reader
-        self.index: Any = None  # index.store.Manifest: the key index of an upsert sink (position deletes)
+        self.key_index: Any = None  # index.sink.SinkKeyIndex of an upsert sink (position deletes)
         self._writer: Any = None  # the batch writer, kept across batches (the index writer has state)
-        self._index_snapshot: int | None = None  # the table's snapshot the key index describes
-        self._index_stale = False  # another writer changed the table under the index
         self.batch_started: float | None = None  # when the batch being written began (epoch s)
         from icesql.engine.maintainer import Maintainer
 
@@ -310,7 +308,10 @@ class SinkRunner:
             if self.relation.streaming and self.source.resumes_from_table:
                 self._resume_source()
             if self.position_deletes:
-                self._open_index()
+                from icesql.engine.index.sink import SinkKeyIndex
+
+                self.key_index = SinkKeyIndex(self)
+                self.key_index.open()
         except BaseException as e:
             raise self.fail(e) from e
 
@@ -340,160 +341,17 @@ class SinkRunner:
 
         return self.plan.mode is SinkMode.UPSERT and self.plan.delete_mode is DeleteMode.POSITION
 
-    def _key_columns(self) -> list[str]:
-        """The KEY as the table names its columns."""
-        from icesql.engine.tables import column_of
+    @property
+    def index(self) -> Any:
+        """The key index (``index.store.Manifest``) of an upsert sink deleting by position."""
+        return self.key_index.manifest if self.key_index is not None else None
 
-        schema = self.table.schema()
-        return [column_of(schema, k).name for k in self.plan.key]
-
-    def _index_store(self) -> Any:
-        from icesql.engine.index.store import IndexStore
-
-        return IndexStore(self.table.location(), self.sink_id, self.target.io_properties(self.table))
-
-    def _open_index(
-        self, rebuild: bool = False, base: Any = None, hashed: Any = None, moved: Any = None
-    ) -> None:
-        """The key index at the committed progress: a valid one, one followed from an older one
-        (``base``: the index and the snapshot it describes; ``hashed``: files read for it
-        already; ``moved``: where a rewrite wrote the rows), or rebuilt from the table
-        (``rebuild``: rebuilt whatever the manifests say)."""
-        from icesql.engine.index.upsert import open_index
-        from icesql.engine.spark import parallelism
-
-        self.index = open_index(
-            self.spark,
-            self.table,
-            self._index_store(),
-            sink_id=self.sink_id,
-            sink=self.name,
-            key=self._key_columns(),
-            progress=self.committed_progress,
-            version=int(self.version or 0),
-            parallelism=parallelism(self.spark),
-            io_properties=dict(self.target.io_properties(self.table)),
-            rebuild=rebuild,
-            base=base,
-            hashed=hashed,
-            moved=moved,
-        )
-        current = self.table.current_snapshot()
-        self._index_snapshot = current.snapshot_id if current is not None else None
-
-    def _index_guard(self, table: Any, groups: list[Any]) -> list[Any]:
-        """Before each commit attempt: when another writer changed the table since the snapshot
-        the key index describes (an append of keys the index does not know, a rewrite that moved
-        rows), the positions this commit deletes may not be all of a key's rows; each batch then
-        also deletes its keys by equality (which reaches every older row of the key, wherever it
-        is), and the index follows the table after the commit."""
-        from icesql.engine.commit import CommitGroup
-
-        current = table.current_snapshot()
-        if current is None or current.snapshot_id == self._index_snapshot:
-            return groups
-        if not self._index_stale:
-            log.warning(
-                "sink %s: another writer changed table %s since the key index was built; this commit "
-                "also deletes its keys by equality, and the index follows the table after it",
-                self.name,
-                self.plan.table_identifier,
-            )
-        self._index_stale = True
-        out = []
-        for g in groups:
-            eq = self._equality_deletes(table, self._batch_keys(g))
-            out.append(CommitGroup(g.data_files, (*g.delete_files, *eq), g.progress))
-        return out
-
-    def _batch_keys(self, group: Any) -> Any:
-        """The keys the batch of ``group`` changed, from its shards' deltas in the key index."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from icesql.engine.index.shard import REMOVED
-
-        store = self._index_store()
-        added = {f.file_path for f in group.data_files}
-        for progress, _version, name in store.manifests():
-            if progress != group.progress:
-                continue
-            m = store.read_manifest(name)
-            if m is None or set(m.added_files) != added:
-                continue
-            parts = []
-            for delta in m.deltas:
-                if delta:
-                    t = store.read_table(delta)
-                    parts.append(t.filter(pc.equal(t.column(REMOVED), True)).select(list(m.key)))
-            return pa.concat_tables(parts) if parts else None
-        raise ExecutionError(
-            f"sink {self.name}: another writer changed table {self.plan.table_identifier} and the keys of "
-            f"batch {group.progress} cannot be found to delete them safely",
-            hint="restart the sink: it rebuilds its key index from the table",
-        )
-
-    def _equality_deletes(self, table: Any, keys: Any) -> list[Any]:
-        if keys is None or keys.num_rows == 0:
-            return []
-        from icesql.engine.tables import key_field_ids
-        from icesql.engine.writer import DataFileWriter, WriteSpec
-
-        spec = WriteSpec.from_table(table, io_properties=dict(self.target.io_properties(table)))
-        writer = DataFileWriter(spec, "equality_deletes", key_field_ids(table.schema(), self._key_columns()))
-        try:
-            writer.write(keys)
-            return writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-
-    def _after_index_commit(self, result: Any) -> None:
-        """The table's new snapshot is the one the index describes; after a commit another
-        writer's change went into, the index first follows the table (``_follow_index``; on Spark
-        Connect, where the index's writer lives in the server, the sink restarts to rebuild it).
-
-        The index is never just the manifest of the batch just committed: that one does not know
-        the other writer's rows, so a later change of one of their keys would leave the other
-        writer's row beside the sink's. And following waits while a batch is being written (a
-        commit by the period timer): that batch reads and writes the index's files, which a new
-        index version replaces and deletes, and its manifest follows from the index it started
-        from. Until a commit with no batch in flight brings it up to date, the index stays stale:
-        every commit also deletes its keys by equality (``_index_guard``)."""
-        if not self._index_stale:
-            if not result.skipped:
-                self._index_snapshot = result.snapshot_id
-            return
-        if self.remote:
-            from icesql.engine.failures import CatalogUnavailableError
-
-            self._index_stale = False
-            raise CatalogUnavailableError(
-                f"sink {self.name}: table {self.plan.table_identifier} was changed by another writer; the "
-                "sink restarts to rebuild its key index",
-                hint="icesql serve restarts it; with icesql run, run it again",
-            )
-        if self.batch_started is not None:
-            log.info(
-                "sink %s: a batch is being written; the key index follows the table after a later commit",
-                self.name,
-            )
-            return
-        self._index_stale = False
-        self._follow_index()
-
-    def _follow_index(self, hashed: Any = None, moved: Any = None) -> None:
-        """The key index after other writers' changes (a rewrite, an append), with no batch in
-        flight: followed from the files they removed and added (``index.follow``: the keys of
-        those files, read on the driver, or given read and hashed: ``hashed``), or, when that
-        cannot be done, rebuilt from the table (a Spark job over every live file). The batch
-        writer starts again from the new index."""
-        latest = getattr(getattr(self._writer, "inner", self._writer), "manifest", None) or self.index
+    def drop_batch_writer(self) -> Any:
+        """Forget the batch writer (the next batch makes a new one); the newest key index its
+        batches wrote, if any."""
+        latest = getattr(getattr(self._writer, "inner", self._writer), "manifest", None)
         self._writer = None
-        if latest is None or latest.progress != self.committed_progress:
-            self._open_index(rebuild=True)
-        else:
-            self._open_index(base=(latest, self._index_snapshot), hashed=hashed, moved=moved)
+        return latest
 
     def _resume_source(self) -> None:
         """The source's start on this checkpoint (``source_kinds.SourceProgress.resume``), from
@@ -670,33 +528,8 @@ class SinkRunner:
         assert self.relation is not None and self.table is not None
         io = self.target.io_properties(self.table)
         inner: Any = BatchWriter.for_sink(self.plan, self.table, io, self.relation.name)
-        if self.index is not None:
-            import json
-
-            from pyspark.sql.types import StructField, StructType
-
-            from icesql.engine.index.build import key_spark_types
-            from icesql.engine.index.upsert import IndexedUpsertWriter
-
-            key = self._key_columns()
-            types = StructType(
-                [
-                    StructField(k, t)
-                    for k, t in zip(key, key_spark_types(self.table.schema(), key), strict=True)
-                ]
-            )
-            inner = IndexedUpsertWriter(
-                inner.spec,
-                self._index_store(),
-                self.index,
-                key=key,
-                key_types_json=json.dumps(types.jsonValue()),
-                version=int(self.version or 0),
-                progress_base=self.progress_base,
-                sink=self.name,
-                relation=self.relation.name,
-                key_enforced=self.plan.key_enforced,
-            )
+        if self.key_index is not None:
+            inner = self.key_index.writer(inner)
         if self.relation.arrow is None:
             return inner
         letters = self.relation.letters[0] if self.relation.letters else None
@@ -837,7 +670,7 @@ class SinkRunner:
             )
             started = time.monotonic()
             letters = self._commit_dead_letters(entries, reason)
-            result = commit(self.table, request, guard=self._index_guard if self.index is not None else None)
+            result = commit(self.table, request, guard=self.key_index.guard if self.key_index is not None else None)
             self.progress.committed = request.progress
             self.staging.discard_through(request.progress)
             if self.source is not None:
@@ -896,8 +729,8 @@ class SinkRunner:
             )
             if any(e.delete_files for e in entries) and not result.skipped:
                 self._hint_compaction()
-            if self.index is not None:
-                self._after_index_commit(result)
+            if self.key_index is not None:
+                self.key_index.after_commit(result)
             if self.status == "running" and not self.stopping and reason != "shutdown":
                 self.maintainer.after_commit()
             elif not result.skipped:

@@ -171,7 +171,8 @@ def movable(changes: TableChanges, moved: Any) -> bool:
 
 class NotMoved(Exception):
     """The index's entries in the removed files and the rows a rewrite wrote do not pair up one
-    to one (rows the index did not know, a key twice): the index is rebuilt instead."""
+    to one (rows the index did not know, a key twice): the index follows by reading the
+    written files instead (``upsert.open_index``), or is rebuilt."""
 
 
 class _Moves:

@@ -132,7 +132,7 @@ def open_index(
     import time
 
     from icesql.engine.index.build import build_index
-    from icesql.engine.index.follow import follow, movable, table_changes, worth_following
+    from icesql.engine.index.follow import NotMoved, follow, movable, table_changes, worth_following
 
     m = None if rebuild or base is not None else valid_manifest(store, table, sink_id=sink_id, key=key)
     if m is None and not rebuild:
@@ -145,18 +145,37 @@ def open_index(
         ):
             started = time.monotonic()
             try:
-                m = follow(
-                    spark,
-                    table,
-                    store,
-                    base[0],
-                    changes,
-                    key=key,
-                    progress=progress,
-                    version=version,
-                    hashed=hashed,
-                    moved=moved,
-                )
+                try:
+                    m = follow(
+                        spark,
+                        table,
+                        store,
+                        base[0],
+                        changes,
+                        key=key,
+                        progress=progress,
+                        version=version,
+                        hashed=hashed,
+                        moved=moved,
+                    )
+                except NotMoved as e:
+                    # the rewrite carried rows the index did not know (another writer appended
+                    # them after the index's snapshot, then the rewrite took their file): follow
+                    # by reading the files the rewrite wrote instead (``hashed`` when read ahead)
+                    if not worth_following(changes, base[0].keys):
+                        raise
+                    log.info("sink %s: the key index follows the rewrite by reading its files (%s)", sink, e)
+                    m = follow(
+                        spark,
+                        table,
+                        store,
+                        base[0],
+                        changes,
+                        key=key,
+                        progress=progress,
+                        version=version,
+                        hashed=hashed,
+                    )
             except Exception as e:  # a follow that fails leaves it to a rebuild
                 log.warning("sink %s: the key index could not follow the table (%s); it is rebuilt", sink, e)
                 log.debug("sink %s: key index follow failed", sink, exc_info=True)

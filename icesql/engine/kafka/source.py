@@ -230,7 +230,7 @@ class TopicView:
         deadline = time.monotonic() + METADATA_TIMEOUT
         try:
             while pending and time.monotonic() < deadline:
-                for m in c.consume(num_messages=len(parts) * 4, timeout=0.5):
+                for m in c.consume(num_messages=len(pending), timeout=0.5):
                     p = m.partition()
                     err = m.error()
                     if err is not None:
@@ -388,7 +388,10 @@ def read_range(
         last_progress = time.monotonic()
         done = False
         while not done:
-            msgs = c.consume(num_messages=BATCH_RECORDS, timeout=1.0)
+            # never more than the range still needs: consume() waits out its timeout for as many
+            # as it is asked, and a range ending at the log end has no more to give (a 1 s wait
+            # per range was most of a small trigger's time)
+            msgs = c.consume(num_messages=max(1, min(BATCH_RECORDS, end - pos)), timeout=0.2)
             if not msgs and time.monotonic() - last_progress > READ_STALL:
                 raise RuntimeError(
                     f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
