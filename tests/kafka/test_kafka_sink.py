@@ -205,3 +205,54 @@ def test_broker_restart_loses_nothing(tmp_path: Path, spark: Any, kind: str, req
         K.produce(b.bootstrap, "rs", [(None, json.dumps({"id": i, "name": "b", "amount": 2.0}).encode()) for i in range(100, 150)])
         _run(home, spark, b.bootstrap, _source("rs"), _sink(), state)
         assert [r["id"] for r in _rows(home)] == list(range(150))
+
+
+def test_network_cuts_lose_and_repeat_nothing(tmp_path: Path, spark: Any) -> None:
+    """tansu behind a fault proxy that it advertises, so every connection of the sink (the
+    planner's, every task's) goes through it: while a run reads a topic in many triggers, its
+    connections are reset and new ones refused for a few seconds, twice. The run rides it out
+    (librdkafka reconnects; a batch that fails is retried by the supervisor) and the table
+    equals the replay of the topic, each record once."""
+    import threading
+    import time
+
+    from tests.support.faultproxy import FaultProxy
+
+    reason = K.missing_reason("tansu")
+    if reason:
+        pytest.skip(reason)
+    broker_port, proxy_port = K.free_port(), K.free_port()
+    with (
+        FaultProxy({"kafka": ("127.0.0.1", broker_port)}, ports={"kafka": proxy_port}) as proxy,
+        K.broker("tansu", tmp_path / "broker", port=broker_port, advertised_port=proxy_port),
+    ):
+        boot = f"127.0.0.1:{proxy_port}"
+        K.create_topic(boot, "cut", 3)
+        K.produce(boot, "cut", [(None, json.dumps({"id": i, "name": "n", "amount": 1.0}).encode()) for i in range(3000)])
+        home = tmp_path / "home"
+        state = State(home / "state.json")
+        cuts: list[str] = []
+        cut_at: list[float] = []
+
+        def cut() -> None:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and not state.data.get("s", {}).get("commits"):
+                time.sleep(0.1)
+            for refuse in (4.0, 3.0):
+                cut_at.append(time.time())
+                cuts.append(f"reset {proxy.reset_connections()} connection(s), refuse new ones {refuse}s")
+                proxy.drop_new(refuse)
+                time.sleep(refuse + 2.0)
+
+        cutter = threading.Thread(target=cut, daemon=True)
+        cutter.start()
+        _run(home, spark, boot, _source("cut", max_records_per_trigger=100), _sink(), state)
+        cutter.join(timeout=60)
+        assert len(cuts) == 2, cuts
+        assert proxy.stats["kafka"]["connections_reset"] > 0, proxy.events
+        # the run was still reading when the brokers went away: it committed after the refusal
+        assert state.data["s"]["last_commit_at"] > cut_at[0] + 4.0, (cuts, state.data["s"])
+        ids = [r["id"] for r in _rows(home)]
+        assert ids == sorted(json.loads(c.value)["id"] for c in K.replay(boot, "cut"))
+        assert ids == list(range(3000))
+        assert {int(p): o for p, o in _offsets(home)["offsets"].items()} == K.log_end(boot, "cut")

@@ -166,10 +166,13 @@ class Broker:
         port: int | None = None,
         s3: S3Storage | None = None,
         die_with_parent: bool = True,
+        advertised_port: int | None = None,
     ) -> None:
         """``die_with_parent``: the kernel SIGKILLs the broker when the thread that started it
         exits (Linux PR_SET_PDEATHSIG), so a test run killed by a timeout leaves no broker
-        behind; pass False to start one from a short-lived thread."""
+        behind; pass False to start one from a short-lived thread. ``advertised_port`` (tansu):
+        the port the broker tells clients to connect to (a ``faultproxy.FaultProxy`` in front
+        of it, so that every connection after the bootstrap goes through the proxy too)."""
         if kind not in KINDS:
             raise ValueError(f"unknown broker kind {kind!r} (one of {', '.join(KINDS)})")
         if kind == "tansu-s3" and s3 is None:
@@ -182,6 +185,9 @@ class Broker:
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds = 0.0
         self.die_with_parent = die_with_parent
+        if advertised_port is not None and not kind.startswith("tansu"):
+            raise ValueError("only tansu takes an advertised port")
+        self.advertised_port = advertised_port
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -225,8 +231,9 @@ class Broker:
             ]  # fmt: skip
             return args, None
         url = f"tcp://{LOOPBACK}:{self.port}"
+        advertised = f"tcp://{LOOPBACK}:{self.advertised_port or self.port}"
         args = [
-            binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised,
             "--cluster-id", "icesql-test",
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
