@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -247,5 +248,56 @@ class DeadLetters:
         )
         return result, todo
 
+    # ------------------------------------------------------------------ for a running sink
 
-__all__ = ["COLUMNS", "DeadLetters", "letter_accumulator", "take_letters"]
+    def write_gathered(self, accumulators: Iterable[Any], batch_id: int) -> tuple[list[str], int, dict[str, int]]:
+        """The bad records a batch's readers gathered (``take_letters``), written to a file of
+        this table to be staged with the batch: (files, records, records per reason)."""
+        letters = take_letters(accumulators)
+        if not letters:
+            return [], 0, {}
+        reasons = dict(Counter(str(letter.get("reason") or "unparsable") for letter in letters))
+        log.warning(
+            "sink %s: %d bad record(s) in batch %d go to the dead-letter table %s (%s)",
+            self.plan.name,
+            len(letters),
+            batch_id,
+            self.name,
+            ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())),
+        )
+        return self.write(letters, batch_id), len(letters), reasons
+
+    def commit_staged(self, entries: Sequence[Any], *, version: int, reason: str) -> tuple[dict[str, int], int]:
+        """Before the target's commit of ``entries``: their dead letters this table lacks,
+        committed (so a crash in between leaves them on this side, which its own progress tells
+        on restart). Returns the records per reason and the records newly committed."""
+        from icesql.engine.hooks import kill_point
+
+        done = self.commit(entries, version=version, reason=reason)
+        if done is None:
+            return {}, 0
+        result, todo = done
+        kill_point("dead-letters", self.committed)
+        if result.skipped:
+            return {}, 0
+        reasons: Counter[str] = Counter()
+        for e in todo:
+            reasons.update(e.dead_letter_reasons)
+        return dict(reasons), sum(e.dead_letters for e in todo)
+
+
+def open_dead_letters(
+    plan: SinkPlan, relation: Any, *, sink_id: str, catalog: Any, io_properties: Any, version: int
+) -> DeadLetters | None:
+    """ON ERROR = 'dead-letter' (on the sink or its source): the dead-letter table beside the
+    target, in the same catalog, at the progress it holds; None when bad records are not kept."""
+    from icesql.plan import OnError
+
+    if plan.on_error is not OnError.DEAD_LETTER and not relation.letters:
+        return None
+    letters = DeadLetters(plan, sink_id=sink_id, catalog=catalog, io_properties=io_properties)
+    letters.recover(version)
+    return letters
+
+
+__all__ = ["COLUMNS", "DeadLetters", "letter_accumulator", "open_dead_letters", "take_letters"]

@@ -45,7 +45,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -316,22 +315,17 @@ class SinkRunner:
             raise self.fail(e) from e
 
     def _open_dead_letters(self, catalog: Any) -> None:
-        """ON ERROR = 'dead-letter' (on the sink or its source): the dead-letter table beside the
-        target, in the same catalog, and the progress it holds."""
-        from icesql.plan import OnError
+        from icesql.engine.deadletter import open_dead_letters
 
         assert self.relation is not None
-        if self.plan.on_error is not OnError.DEAD_LETTER and not self.relation.letters:
-            return
-        from icesql.engine.deadletter import DeadLetters
-
-        self.dead_letters = DeadLetters(
+        self.dead_letters = open_dead_letters(
             self.plan,
+            self.relation,
             sink_id=self.sink_id,
             catalog=catalog,
             io_properties=self.target.io_properties,
+            version=int(self.version or 0),
         )
-        self.dead_letters.recover(int(self.version or 0))
 
     @property
     def position_deletes(self) -> bool:
@@ -583,28 +577,13 @@ class SinkRunner:
         )
 
     def _write_dead_letters(self, batch_id: int) -> tuple[list[str], int, dict[str, int]]:
-        """The bad records the batch's readers gathered, written to a file of the dead-letter
-        table (to be staged with the batch): (files, records, records per reason)."""
+        """The batch's bad records, written to the dead-letter table's file to be staged."""
         assert self.relation is not None
         if not self.relation.letters:
             return [], 0, {}
-        from icesql.engine.deadletter import take_letters
-
-        letters = take_letters(self.relation.letters)
-        if not letters:
-            return [], 0, {}
         if self.dead_letters is None:  # pragma: no cover - prepare opens it whenever letters exist
             raise ExecutionError(f"sink {self.name}: bad records but no dead-letter table")
-        reasons = dict(Counter(str(letter.get("reason") or "unparsable") for letter in letters))
-        log.warning(
-            "sink %s: %d bad record(s) in batch %d go to the dead-letter table %s (%s)",
-            self.name,
-            len(letters),
-            batch_id,
-            self.dead_letters.name,
-            ", ".join(f"{k}: {v}" for k, v in sorted(reasons.items())),
-        )
-        return self.dead_letters.write(letters, batch_id), len(letters), reasons
+        return self.dead_letters.write_gathered(self.relation.letters, batch_id)
 
     # ----------------------------------------------------------------- policy and commits
 
@@ -738,24 +717,15 @@ class SinkRunner:
             return result
 
     def _commit_dead_letters(self, entries: list[StagedBatch], reason: str) -> dict[str, int]:
-        """The staged batches' dead letters the dead-letter table lacks, committed before the
-        target's commit (so a crash in between leaves them on the dead-letter table's side, which
-        its own progress tells on restart); returns the records per reason newly committed."""
+        """The staged batches' dead letters, committed before the target's commit; returns the
+        records per reason newly committed."""
         if self.dead_letters is None:
             return {}
-        done = self.dead_letters.commit(entries, version=int(self.version or 0), reason=reason)
-        if done is None:
-            return {}
-        result, todo = done
-        kill_point("dead-letters", self.dead_letters.committed)
-        if result.skipped:
-            return {}
-        reasons: Counter[str] = Counter()
-        for e in todo:
-            reasons.update(e.dead_letter_reasons)
-        self.dead_letter_count += sum(e.dead_letters for e in todo)
-        self._update(dead_letters=self.dead_letter_count)
-        return dict(reasons)
+        reasons, records = self.dead_letters.commit_staged(entries, version=int(self.version or 0), reason=reason)
+        if records:
+            self.dead_letter_count += records
+            self._update(dead_letters=self.dead_letter_count)
+        return reasons
 
     def _hint_compaction(self) -> None:
         """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
