@@ -333,12 +333,12 @@ class ArrowBatchWriter:
     reads and writes each task's pieces. Changelogs (Debezium): ``files.task.DecodeTask`` decodes
     them and ``BatchWriter`` reduces per KEY and writes, as on Spark's path. A file Arrow cannot
     read exactly as Spark would fails its task with a marked error; the batch then runs again
-    with that file read by Spark's reader (``sources.spark_files_dataframe``).
+    with that file read by Spark's reader (``files.relation.spark_files_dataframe``).
     """
 
     def __init__(self, inner: BatchWriter, arrow: Any, *, skipped: Any = None, letters: Any = None) -> None:
         self.inner = inner  # the upsert reduction and writer, and the writer of fallback files
-        self.arrow = arrow  # sources.ArrowSource
+        self.arrow = arrow  # files.relation.ArrowSource
         self.skipped = skipped  # the accumulator of skipped bad records (Spark's reader only)
         self.letters = letters  # the accumulator of dead letters (Spark's reader only)
 
@@ -400,7 +400,7 @@ class ArrowBatchWriter:
     def _spark_rows(self, pieces: Any, fallback: list[str]) -> Any:
         """The fallback files read by Spark's own reader (bad records checked as on its path)."""
         from icesql.engine.files.listing import is_remote
-        from icesql.engine.sources import spark_files_dataframe
+        from icesql.engine.files.relation import spark_files_dataframe
 
         remote = [p for p in fallback if is_remote(p)]
         if remote:

@@ -91,7 +91,7 @@ class Engine:
 
     def relation(self, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
         """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
-        Arrow path when ``arrow``, a ``sources.ArrowBinding``, is given)."""
+        Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given)."""
         from icesql.engine.sources import build_relation
 
         plan = self.objects.relation(name)

@@ -55,13 +55,8 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
     """A source's rows as a batch DataFrame (data columns only). A KAFKA source is read from its
     START OFFSET / START TIMESTAMP to the log end as it is now, at most ``rows`` records per
     partition when ``rows``; ``bind(plan, None)`` gives its connection's settings."""
-    from icesql.engine.sources import (
-        INTERNAL_COLUMNS,
-        OP,
-        _policy,
-        generator_dataframe,
-        spark_files_dataframe,
-    )
+    from icesql.engine.files.relation import spark_files_dataframe
+    from icesql.engine.sources import INTERNAL_COLUMNS, OP, _policy, generator_dataframe
 
     if plan.source_kind is SourceKind.GENERATOR:
         if plan.total_rows is not None:

@@ -341,7 +341,7 @@ DBZ_EVENTS = {
 
 @pytest.mark.parametrize("case", sorted(DBZ_EVENTS))
 def test_debezium_events_decode_as_spark_path_decodes_them(spark: Any, tmp_path: Path, case: str) -> None:
-    from icesql.engine.sources import spark_files_dataframe
+    from icesql.engine.files.relation import spark_files_dataframe
     from icesql.plan import OnError, SourceFormat, SourceKind, SourcePlan
 
     path = write_json(tmp_path, "cdc", DBZ_EVENTS[case])

@@ -257,7 +257,7 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
         names = pf.schema_arrow.names
         declared = {n.lower() for n in schema.names}
         # a column of type null (all None) carries no type: not new until a file types it
-        # (sources._infer_parquet_schema leaves it out meanwhile)
+        # (files.relation._infer_parquet_schema leaves it out meanwhile)
         new = (
             [f.name for f in pf.schema_arrow if f.name.lower() not in declared and not pa.types.is_null(f.type)]
             if source.inferred

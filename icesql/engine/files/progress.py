@@ -29,7 +29,7 @@ class FilesProgress(SourceProgress):
         if r.spark is None or not settings.ARROW_PATH.enabled():
             return None
         from icesql.engine.files.log import DIRECTORY
-        from icesql.engine.sources import ArrowBinding
+        from icesql.engine.files.relation import ArrowBinding
         from icesql.engine.spark import parallelism, session_time_zone
 
         return ArrowBinding(
@@ -103,7 +103,7 @@ class FilesProgress(SourceProgress):
         cleaned here, from the checkpoint's commit log (``files.clean``). A failure is logged:
         the rows are committed, and the next run cleans what is left."""
         from icesql.engine.files.clean import clean_committed
-        from icesql.engine.sources import source_cleaner
+        from icesql.engine.files.relation import source_cleaner
 
         r = self.runner
         arrow = r.relation.arrow
