@@ -290,6 +290,7 @@ def test_missing_connect_client_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 142 s on a quiet machine
 def test_sigkill_client_and_server_on_spark_connect(tmp_path: Path) -> None:
     """The client is SIGKILLed after staging a record, inside the catalog commit (before and after
     the metadata swap), after a commit, and at random moments — while the server's query runs

@@ -25,6 +25,7 @@ from tests.support.pipeline_helpers import load_table
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 80 s on a quiet machine
 def test_orphan_cleanup_between_kills_spares_the_staged_batch(tmp_path: Path) -> None:
     data = tmp_path / "in"
     nxt = add_files(data, 0, 4)
