@@ -144,20 +144,24 @@ def open_index(
             and (worth_following(changes, base[0].keys) or movable(changes, moved))
         ):
             started = time.monotonic()
+
+            def follow_with(moves: Any) -> Manifest:
+                return follow(
+                    spark,
+                    table,
+                    store,
+                    base[0],
+                    changes,
+                    key=key,
+                    progress=progress,
+                    version=version,
+                    hashed=hashed,
+                    moved=moves,
+                )
+
             try:
                 try:
-                    m = follow(
-                        spark,
-                        table,
-                        store,
-                        base[0],
-                        changes,
-                        key=key,
-                        progress=progress,
-                        version=version,
-                        hashed=hashed,
-                        moved=moved,
-                    )
+                    m = follow_with(moved)
                 except NotMoved as e:
                     # the rewrite carried rows the index did not know (another writer appended
                     # them after the index's snapshot, then the rewrite took their file): follow
@@ -165,17 +169,7 @@ def open_index(
                     if not worth_following(changes, base[0].keys):
                         raise
                     log.info("sink %s: the key index follows the rewrite by reading its files (%s)", sink, e)
-                    m = follow(
-                        spark,
-                        table,
-                        store,
-                        base[0],
-                        changes,
-                        key=key,
-                        progress=progress,
-                        version=version,
-                        hashed=hashed,
-                    )
+                    m = follow_with(None)
             except Exception as e:  # a follow that fails leaves it to a rebuild
                 log.warning("sink %s: the key index could not follow the table (%s); it is rebuilt", sink, e)
                 log.debug("sink %s: key index follow failed", sink, exc_info=True)
