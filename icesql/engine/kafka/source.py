@@ -409,11 +409,10 @@ def read_range(
                             break
                         continue
                     if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                        if on_lost is None:
-                            raise DataLossError(_lost(c, topic, partition, pos, end))
                         lo = _log_start(c, topic, partition)
-                        if lo is None or lo <= pos:
-                            raise DataLossError(_lost(c, topic, partition, pos, end))
+                        if on_lost is None or lo is None or lo <= pos:
+                            gone = min(end, lo) if lo is not None and lo > pos else None
+                            raise DataLossError(lost_message(topic, partition, pos, gone))
                         on_lost(topic, partition, pos, min(lo, end))
                         if lo >= end:
                             done = True
@@ -486,11 +485,6 @@ def _log_start(c: Any, topic: str, partition: int) -> int | None:
     except Exception:  # noqa: BLE001 - the caller says what it can without it
         return None
     return int(lo)
-
-
-def _lost(c: Any, topic: str, partition: int, pos: int, end: int) -> str:
-    lo = _log_start(c, topic, partition)
-    return lost_message(topic, partition, pos, min(end, lo) if lo is not None and lo > pos else None)
 
 
 def lost_message(topic: str, partition: int, first: int, end: int | None) -> str:
