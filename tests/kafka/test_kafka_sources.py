@@ -254,3 +254,25 @@ def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any
     assert same(tables["1"][0]) == same(tables["0"][0])
     assert same(tables["1"][1]) == same(tables["0"][1])
     assert len(tables["1"][0]) > 20
+
+
+def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
+    """Consecutive ranges (and the last, ending at the log end) read exactly their records with
+    one consumer kept idle between them; a read abandoned half-way closes its consumer instead."""
+    from icesql.engine.kafka import source as S
+
+    b = noida.bootstrap
+    K.create_topic(b, "reuse", 2)
+    K.produce(b, "reuse", [(None, _json(i), None, i % 2) for i in range(400)])
+    conf = {"bootstrap.servers": b}
+    S._IDLE_READERS.clear()
+    first = [r for batch in S.read_range(conf, "reuse", 0, 0, 120) for r in batch.column("offset").to_pylist()]
+    kept = dict(S._IDLE_READERS)
+    assert first == list(range(120)) and len(kept) == 1
+    rest = [r for batch in S.read_range(conf, "reuse", 0, 120, 200) for r in batch.column("offset").to_pylist()]
+    assert rest == list(range(120, 200))  # the log end: nothing waited for beyond it
+    assert list(S._IDLE_READERS.values()) == list(kept.values())  # the same consumer again
+    reading = S.read_range(conf, "reuse", 1, 0, 200)
+    next(reading)
+    reading.close()  # abandoned: its state is not known, so it is not kept
+    assert S._IDLE_READERS == {}
