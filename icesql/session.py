@@ -639,6 +639,8 @@ class Session:
         and ``pending``."""
         if isinstance(plan, P.CreateObjectPlan) and self._needs_validation(plan.definition, view):
             d = plan.definition
+            if plan.if_not_exists and self.store.get_object(object_kind(d), d.name) is not None:
+                return  # kept as it is: the definition given here is not applied, so not checked
             assert isinstance(d, _Validated)
             inline = {n: v.reveal() for n, v in plan.inline_secrets}
             self._validate_definition(d, lambda n: inline[n] if n in inline else pending.value(n), view)

@@ -101,6 +101,12 @@ ARROW_PATH = Setting(
     "`0` reads FILES sources with Spark's readers instead of the Arrow path (for comparisons; a "
     "sink's checkpoint belongs to the path that created it)",
 )
+PRECHECK = Setting(
+    "ICESQL_PRECHECK",
+    "1",
+    "`0` starts Spark for every sink of a `run --once`, even when the check without Spark finds "
+    "nothing new to read",
+)
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",
     "30",
@@ -204,6 +210,7 @@ ALL: tuple[Setting, ...] = (
     COMPACT_HINT,
     WARM_WORKERS,
     ARROW_PATH,
+    PRECHECK,
     CATALOG_TIMEOUT,
     COMMIT_RETRIES,
     RETRY_BACKOFF,

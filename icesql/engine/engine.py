@@ -24,12 +24,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from icesql import settings
 from icesql.engine.events import Listeners, SinkListener
 from icesql.engine.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
 
-if TYPE_CHECKING:  # the runner pulls in Spark's side of the engine (sources, batch): 0.1-0.2 s a SELECT need not pay
+if (
+    TYPE_CHECKING
+):  # the runner pulls in Spark's side of the engine (sources, batch): 0.1-0.2 s a SELECT need not pay
     from icesql.engine.runner import StateCallback
 
 log = logging.getLogger("icesql.engine")
@@ -98,10 +101,10 @@ class Engine:
         if isinstance(plan, SourcePlan) and plan.aws_connection:
             arrow = self._object_store_binding(plan, arrow)
         return build_relation(
-            self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow, bind=self._kafka_binding
+            self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow, bind=self.kafka_binding
         )
 
-    def _kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
+    def kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
         """A KAFKA source's binding with its connection's librdkafka settings (secrets resolved
         here, remembered for masking; never logged)."""
         import dataclasses
@@ -126,10 +129,8 @@ class Engine:
         and endpoint (Spark's own S3 connector is not needed, and not installed here)."""
         import dataclasses
 
-        from icesql.engine import aws as aws_credentials
         from icesql.engine.files.listing import Location
         from icesql.engine.secrets import SecretValues, scrub
-        from icesql.engine.target import aws_connection
 
         if arrow is None:
             raise ExecutionError(
@@ -138,10 +139,8 @@ class Engine:
                 hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
                 "path; a view over it cannot)",
             )
-        conn = aws_connection(self.objects, plan.aws_connection)
-        assert conn is not None
         sec = SecretValues(self.secrets)
-        io = aws_credentials.s3_file_io(conn, sec)
+        io = self.source_io(plan)
         try:  # once at the start: wrong keys or a wrong endpoint say so here, naming the connection
             Location(plan.path or "", io).list()
         except OSError as e:
@@ -151,6 +150,30 @@ class Engine:
                 hint=f"check the keys, REGION and ENDPOINT of connection {plan.aws_connection}, and the bucket",
             ) from None
         return dataclasses.replace(arrow, io_properties=io)
+
+    def source_io(self, plan: SourcePlan) -> dict[str, str]:
+        """The FileIO properties a FILES source's files are listed and read with: its AWS
+        connection's keys, region and endpoint (none for a local directory)."""
+        from icesql.engine import aws as aws_credentials
+        from icesql.engine.secrets import SecretValues
+        from icesql.engine.target import aws_connection
+
+        if not plan.aws_connection:
+            return {}
+        conn = aws_connection(self.objects, plan.aws_connection)
+        assert conn is not None
+        return dict(aws_credentials.s3_file_io(conn, SecretValues(self.secrets)))
+
+    @property
+    def remote(self) -> bool:
+        """Whether sinks run on a Spark Connect server (started or not)."""
+        from icesql.settings import SPARK_MASTER
+
+        if self._spark is not None:
+            from icesql.engine.spark import is_connect
+
+            return bool(is_connect(self._spark))
+        return (self._spark_master or SPARK_MASTER.get() or "").startswith("sc://")
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
@@ -168,10 +191,14 @@ class Engine:
         conn = catalog_connection(self.objects, connection)
         aws = aws_connection(self.objects, conn.aws_connection)
         storage = aws_connection(self.objects, storage_aws)
-        catalog = load_connection_catalog(conn, aws=aws, storage_aws=storage, secrets=self.secrets, home=self.home)
+        catalog = load_connection_catalog(
+            conn, aws=aws, storage_aws=storage, secrets=self.secrets, home=self.home
+        )
         return catalog, conn, aws
 
-    def load_table(self, connection: str, namespace: tuple[str, ...], table: str, storage_aws: str | None = None) -> Any:
+    def load_table(
+        self, connection: str, namespace: tuple[str, ...], table: str, storage_aws: str | None = None
+    ) -> Any:
         from icesql.engine.table_reader import open_table
 
         catalog, conn, aws = self.connection_catalog(connection, storage_aws)
@@ -196,7 +223,9 @@ class Engine:
         master = self._spark_master or SPARK_MASTER.get() or ""
         if self._spark is None and master.startswith("sc://"):
             # a Spark Connect server's session settings (time zone, ANSI) are its own
-            settings = dataclasses.replace(settings, other=(*settings.other, f"a Spark Connect server ({master})"))
+            settings = dataclasses.replace(
+                settings, other=(*settings.other, f"a Spark Connect server ({master})")
+            )
         return settings
 
     def route_select(self, plan: Any, storage: Any, schemas: dict[str, Any] | None = None) -> Any:
@@ -205,7 +234,13 @@ class Engine:
         from icesql.engine.fastpath import SPARK, Route, route
 
         if plan.relations:  # decided without opening a table
-            return route(plan.sql, relations=plan.relations, tables={}, settings=self.select_settings(), limit=plan.limit)
+            return route(
+                plan.sql,
+                relations=plan.relations,
+                tables={},
+                settings=self.select_settings(),
+                limit=plan.limit,
+            )
         if schemas is None:
             from icesql.engine.table_reader import arrow_schema
 
@@ -216,7 +251,9 @@ class Engine:
                 table, snapshot, travelled = self._open_ref(cache, ref, storage)
                 schemas[ref.alias] = arrow_schema(table, snapshot, travelled=travelled)
         try:
-            return route(plan.sql, relations=(), tables=schemas, settings=self.select_settings(), limit=plan.limit)
+            return route(
+                plan.sql, relations=(), tables=schemas, settings=self.select_settings(), limit=plan.limit
+            )
         except Exception as e:  # a sqlglot bug must cost speed, never the answer
             log.debug("SELECT routing failed: %r", e, exc_info=True)
             return Route(SPARK, f"the fast path's check failed ({type(e).__name__})")
@@ -265,13 +302,17 @@ class Engine:
             decision = self.route_select(plan, storage, {ref.alias: read(ref).schema for ref in plan.tables})
         if decision.fast:
             try:
-                out = self._duck_session().run(decision.sql, {r.alias: read(r) for r in plan.tables}, decision.names)
+                out = self._duck_session().run(
+                    decision.sql, {r.alias: read(r) for r in plan.tables}, decision.names
+                )
             except fastpath.FastPathDeclined as why:
                 if path == fastpath.DUCKDB:
                     raise
                 fastpath.log.debug("SELECT on spark: DuckDB declined at run time (%s)", why)
             else:
-                fastpath.log.debug("SELECT on duckdb (%.3f s): %s", time.perf_counter() - started, decision.reason)
+                fastpath.log.debug(
+                    "SELECT on duckdb (%.3f s): %s", time.perf_counter() - started, decision.reason
+                )
                 from icesql.engine.query import QueryRows
 
                 return QueryRows(out[0], tuple(out[1]))
@@ -281,7 +322,7 @@ class Engine:
             fastpath.log.debug("SELECT on spark: %s", decision.reason)
         from icesql.engine.query import run_select
 
-        return run_select(self.spark, plan, self.objects.relation, read, bind=self._kafka_binding)
+        return run_select(self.spark, plan, self.objects.relation, read, bind=self.kafka_binding)
 
     def _duck_session(self) -> Any:
         from icesql.engine.fastpath import DuckSession
@@ -361,7 +402,9 @@ class Engine:
             n = max(1, min(n, 64))
             try:
                 schema = _warm_schema()
-                spark.range(0, n, 1, n).mapInArrow(_warm_worker, schema).mapInArrow(_warm_worker, schema).collect()
+                spark.range(0, n, 1, n).mapInArrow(_warm_worker, schema).mapInArrow(
+                    _warm_worker, schema
+                ).collect()
             except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
                 log.debug("warming the Python workers failed", exc_info=True)
 
@@ -494,7 +537,12 @@ class Engine:
         """
         from icesql.engine.supervisor import RetryPolicy, Supervisor
 
-        supervisor = Supervisor(self, list(plans), retry or RetryPolicy.from_settings(), once=once)
+        plans = list(plans)
+        if once:
+            plans = self._with_input(plans)
+            if not plans:
+                return
+        supervisor = Supervisor(self, plans, retry or RetryPolicy.from_settings(), once=once)
         with self._lock:
             self._supervisors.append(supervisor)
         try:
@@ -502,6 +550,24 @@ class Engine:
         finally:
             with self._lock:
                 self._supervisors.remove(supervisor)
+
+    def _with_input(self, plans: list[SinkPlan]) -> list[SinkPlan]:
+        """The sinks a bounded run may find input for: those with certainly nothing new
+        (``precheck``, answered without Spark) are left out, each with one log line."""
+        from icesql.engine.precheck import nothing_new
+
+        out = []
+        for plan in plans:
+            why = nothing_new(self, plan) if settings.PRECHECK.enabled() else None
+            if why is None:
+                out.append(plan)
+                continue
+            log.info("sink %s: nothing new to read (%s; checked without Spark)", plan.name, why)
+            try:
+                self.state.update(plan.name, status="stopped")
+            except Exception:  # pragma: no cover - state reporting never stops a run
+                log.debug("sink %s: state update failed", plan.name, exc_info=True)
+        return out
 
     def await_any_termination(self, timeout: float | None = None) -> str | None:
         """Block until some running sink ends; returns its name (None on timeout or when none run)."""
@@ -598,7 +664,11 @@ def _warm_query(spark: Any) -> None:
         )
         writer = df.writeStream.foreachBatch(_collect_batch).queryName(f"icesql_warm_up_{scratch.name}")
         started = time.monotonic()
-        q = writer.option("checkpointLocation", str(scratch / "checkpoint")).trigger(availableNow=True).start()
+        q = (
+            writer.option("checkpointLocation", str(scratch / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
         if not q.awaitTermination(120):
             q.stop()
         log.debug("warm-up: a query of the files data source ran in %.1fs", time.monotonic() - started)

@@ -124,7 +124,7 @@ def run_select(
     spark: Any, plan: SelectPlan, resolve: Resolver, read_table: Callable[[Any], Any], bind: Any = None
 ) -> QueryRows:
     """Run ``plan``; ``read_table(ref)`` gives the Arrow rows of a ``TableRef``; ``bind`` completes
-    a KAFKA source's binding (``Engine._kafka_binding``)."""
+    a KAFKA source's binding (``Engine.kafka_binding``)."""
     rows = plan.limit or _explicit_limit(plan.sql) or 0
     register_relations(spark, plan.relations, resolve, rows, bind=bind)
     for ref in plan.tables:

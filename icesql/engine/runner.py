@@ -260,10 +260,9 @@ class SinkRunner:
         return self.checkpoint_root(self.source.checkpoint_suffix if self.source is not None else "")
 
     def checkpoint_root(self, suffix: str) -> str:
-        root = settings.CHECKPOINT_ROOT.get()
-        if root:
-            return f"{root.rstrip('/')}/{self.sink_id}{suffix}"
-        return f"{self.checkpoint}{suffix}"
+        from icesql.engine.precheck import checkpoint_root
+
+        return checkpoint_root(self.home, self.sink_id, suffix)
 
     @property
     def local_checkpoint(self) -> bool:

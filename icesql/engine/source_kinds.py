@@ -32,6 +32,13 @@ class SourceProgress:
         self.runner = runner
         self.plan = plan
 
+    @classmethod
+    def nothing_new(cls, probe: Any) -> str | None:
+        """Without Spark, before a bounded run: why the source certainly holds nothing past the
+        end offset of the sink's last committed batch (``precheck.Probe``), or None when it may
+        (the run then starts Spark and finds out)."""
+        return None
+
     def binding(self) -> Any:
         """What the relation needs from the sink (None: nothing)."""
         return None

@@ -131,3 +131,31 @@ def test_a_signal_marks_the_sinks_stopping_at_once(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(progress, "configure_logging", lambda **k: None)
     assert cli._run_until_stopped(Session(), target, sinks=None) == cli.EXIT_OK  # type: ignore[arg-type]
     assert seen == ["stopping", "stop"]
+
+
+def test_the_quick_start_then_a_scheduled_run_with_nothing_new(tmp_path: Path) -> None:
+    """The README's first command, twice: the second run (a scheduler's next call, no new file)
+    says so and exits 0 without starting Spark - it runs here with no Java to start (issue 40)."""
+    import shutil
+
+    examples = tmp_path / "examples"
+    shutil.copytree(ROOT / "examples", examples, ignore=shutil.ignore_patterns("warehouse"))
+    home = tmp_path / "h"
+    p = icesql("run", str(examples / "quickstart.sql"), "--once", *SPARK_CONF, home=home, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "commit sink=events_sink table=analytics.events reason=" in p.stderr and " rows=120 " in p.stderr
+
+    empty = tmp_path / "no-java"
+    empty.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ICESQL_HOME=str(home), PATH=str(empty), JAVA_HOME=str(empty))
+    p = subprocess.run(
+        [sys.executable, "-m", "icesql", "run", str(examples / "quickstart.sql"), "--once", *SPARK_CONF],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "sink events_sink: nothing new to read (no new file in " in p.stderr
+    assert "commit sink=" not in p.stderr

@@ -39,7 +39,9 @@ def spark() -> Any:
     return spark_for_tests()
 
 
-def _source(topic: str, schema: str | None = "id BIGINT, v STRING", fmt: SourceFormat = SourceFormat.JSON, **kw: Any) -> SourcePlan:
+def _source(
+    topic: str, schema: str | None = "id BIGINT, v STRING", fmt: SourceFormat = SourceFormat.JSON, **kw: Any
+) -> SourcePlan:
     spec_kw = {k: kw.pop(k) for k in list(kw) if k in KafkaSourceSpec.__dataclass_fields__}
     return SourcePlan(
         name="src",
@@ -51,13 +53,24 @@ def _source(topic: str, schema: str | None = "id BIGINT, v STRING", fmt: SourceF
     )
 
 
-def _run(home: Path, spark: Any, bootstrap: str, source: SourcePlan, state: State | None = None, **sink_kw: Any) -> Engine:
-    sink = SinkPlan(name="s", relation="src", catalog_connection="cat", namespace=("ns",), table="t", **sink_kw)
+def _run(
+    home: Path, spark: Any, bootstrap: str, source: SourcePlan, state: State | None = None, **sink_kw: Any
+) -> Engine:
+    sink = SinkPlan(
+        name="s", relation="src", catalog_connection="cat", namespace=("ns",), table="t", **sink_kw
+    )
     objects = Objects(
         {"cat": local_catalog(warehouse=home / "warehouse"), "k": KafkaConnectionPlan("k", (bootstrap,))},  # type: ignore[dict-item]
         {source.name: source},
     )
-    eng = Engine(home, objects=objects, secrets=lambda n: "x", state=state or State(home / "state.json"), spark=spark, trigger_interval=0.2)
+    eng = Engine(
+        home,
+        objects=objects,
+        secrets=lambda n: "x",
+        state=state or State(home / "state.json"),
+        spark=spark,
+        trigger_interval=0.2,
+    )
     eng.run([sink], once=True)
     return eng
 
@@ -76,7 +89,9 @@ def test_transactions_compression_and_formats(tmp_path: Path, spark: Any, noida:
     K.produce_transaction(b, "tx", [(None, _json(i)) for i in range(0, 50)], commit=True)
     K.produce_transaction(b, "tx", [(None, _json(i)) for i in range(1000, 1050)], commit=False)  # aborted
     for n, codec in enumerate(("gzip", "snappy", "lz4", "zstd")):
-        K.produce(b, "tx", [(None, _json(i)) for i in range(100 * (n + 1), 100 * (n + 1) + 30)], compression=codec)
+        K.produce(
+            b, "tx", [(None, _json(i)) for i in range(100 * (n + 1), 100 * (n + 1) + 30)], compression=codec
+        )
     K.produce(b, "tx", [(None, _json(2000), [("h", b"1")], None)], idempotent=True)
     home = tmp_path / "h"
     _run(home, spark, b, _source("tx"))
@@ -88,7 +103,11 @@ def test_transactions_compression_and_formats(tmp_path: Path, spark: Any, noida:
 
     # text, bytes and csv read the same topic's values; INCLUDE brings key, headers, timestamp
     K.create_topic(b, "raw", 2)
-    K.produce(b, "raw", [(f"k{i}".encode(), f"{i},name {i}".encode(), [("h", str(i).encode())], None) for i in range(20)])
+    K.produce(
+        b,
+        "raw",
+        [(f"k{i}".encode(), f"{i},name {i}".encode(), [("h", str(i).encode())], None) for i in range(20)],
+    )
     inc = (
         KafkaInclude(KafkaMetadata.KEY, "k"),
         KafkaInclude(KafkaMetadata.HEADERS, "hs"),
@@ -101,13 +120,18 @@ def test_transactions_compression_and_formats(tmp_path: Path, spark: Any, noida:
     _run(tmp_path / "bytes", spark, b, _source("raw", None, SourceFormat.BYTES))
     assert sorted(r["value"] for r in _table(tmp_path / "bytes"))[0] == b"0,name 0"
     _run(tmp_path / "csv", spark, b, _source("raw", "id BIGINT, name STRING", SourceFormat.CSV))
-    assert sorted((r["id"], r["name"]) for r in _table(tmp_path / "csv"))[:2] == [(0, "name 0"), (1, "name 1")]
+    assert sorted((r["id"], r["name"]) for r in _table(tmp_path / "csv"))[:2] == [
+        (0, "name 0"),
+        (1, "name 1"),
+    ]
 
 
 def test_bad_records_fail_skip_and_dead_letter(tmp_path: Path, spark: Any, noida: Any) -> None:
     b = noida.bootstrap
     K.create_topic(b, "bad", 1)
-    K.produce(b, "bad", [(b"a", _json(1)), (b"key-7", b"{not json"), (b"c", _json(3)), (b"d", b'{"id": "x"}')])
+    K.produce(
+        b, "bad", [(b"a", _json(1)), (b"key-7", b"{not json"), (b"c", _json(3)), (b"d", b'{"id": "x"}')]
+    )
     with pytest.raises(IcesqlError) as e:
         _run(tmp_path / "fail", spark, b, _source("bad"))
     msg = e.value.message
@@ -146,10 +170,37 @@ def test_added_partition_and_a_retention_gap(tmp_path: Path, spark: Any, noida: 
     # (the warning naming the range is logged by the task that met it, in a Python worker)
     held = {int(k): v for k, v in _offsets(home).items()}
     _run(home, spark, b, _source("grow", on_data_loss="continue"), state)
-    survivors = [json.loads(c.value)["id"] for c in K.replay(b, "grow") if c.partition == 0 and c.offset >= low[0]]
+    survivors = [
+        json.loads(c.value)["id"] for c in K.replay(b, "grow") if c.partition == 0 and c.offset >= low[0]
+    ]
     assert sorted(r["id"] for r in _table(home)) == sorted([*range(60), *survivors])
     assert state.data["s"]["skipped_records"] == low[0] - held[0]
     assert {int(k): v for k, v in _offsets(home).items()} == K.log_end(b, "grow")
+
+
+def test_once_with_nothing_new_starts_no_query(
+    tmp_path: Path, spark: Any, noida: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scheduled ``run --once`` that finds no record past the committed offsets says so and
+    starts no query (``precheck``: log ends asked without Spark); a record in any partition,
+    one the run did not know of included, makes it run."""
+    b = noida.bootstrap
+    K.create_topic(b, "idle", 2)
+    K.produce(b, "idle", [(None, _json(i)) for i in range(20)])
+    home = tmp_path / "h"
+    state = State(home / "state.json")
+    assert _run(home, spark, b, _source("idle"), state).status() != []
+    with caplog.at_level("INFO", logger="icesql.engine"):
+        eng = _run(home, spark, b, _source("idle"), state)
+    assert eng.status() == []  # no runner, so no streaming query
+    assert "sink s: nothing new to read (no record in topic idle past the committed offsets" in caplog.text
+    assert state.data["s"]["status"] == "stopped"
+
+    K.add_partitions(b, "idle", 3)
+    K.produce(b, "idle", [(None, _json(20), None, 2)])  # only in the partition the last run did not have
+    assert _run(home, spark, b, _source("idle"), state).status() != []
+    assert sorted(r["id"] for r in _table(home)) == list(range(21))
+    assert _run(home, spark, b, _source("idle"), state).status() == []
 
 
 def _offsets(home: Path) -> dict[str, int]:
@@ -164,9 +215,14 @@ def test_debezium_topic_upsert(tmp_path: Path, spark: Any, noida: Any) -> None:
     b = noida.bootstrap
     K.create_topic(b, "cdc", 2)
     events = [dbz("c", None, {"id": i, "v": f"a{i}"}, lsn=i) for i in range(10)]
-    events += [dbz("u", {"id": i, "v": f"a{i}"}, {"id": i, "v": f"b{i}"}, lsn=100 + i) for i in range(0, 10, 2)]
+    events += [
+        dbz("u", {"id": i, "v": f"a{i}"}, {"id": i, "v": f"b{i}"}, lsn=100 + i) for i in range(0, 10, 2)
+    ]
     events += [dbz("d", {"id": 3, "v": "a3"}, None, lsn=200)]
-    recs: list[Any] = [(json.dumps({"id": (e["after"] or e["before"])["id"]}).encode(), json.dumps(e).encode()) for e in events]
+    recs: list[Any] = [
+        (json.dumps({"id": (e["after"] or e["before"])["id"]}).encode(), json.dumps(e).encode())
+        for e in events
+    ]
     recs.append((b'{"id": 3}', None))  # Debezium's tombstone after a delete: no row
     K.produce(b, "cdc", recs)
     home = tmp_path / "h"
@@ -186,7 +242,10 @@ def test_consumer_group_and_a_new_home(tmp_path: Path, spark: Any, noida: Any) -
 
     c = Consumer({"bootstrap.servers": b, "group.id": "icesql-watchers"})
     try:
-        committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition("grp", p) for p in (0, 1)], timeout=10)}
+        committed = {
+            tp.partition: tp.offset
+            for tp in c.committed([TopicPartition("grp", p) for p in (0, 1)], timeout=10)
+        }
     finally:
         c.close()
     assert committed == K.log_end(b, "grp")
@@ -206,7 +265,10 @@ def test_key_columns_from_json_keys(tmp_path: Path, spark: Any, noida: Any) -> N
 
     b = noida.bootstrap
     K.create_topic(b, "keyed", 2)
-    recs = [(json.dumps({"tenant": "t1", "uid": i % 5}).encode(), json.dumps({"name": f"n{i}"}).encode()) for i in range(20)]
+    recs = [
+        (json.dumps({"tenant": "t1", "uid": i % 5}).encode(), json.dumps({"name": f"n{i}"}).encode())
+        for i in range(20)
+    ]
     recs.append((json.dumps({"tenant": "t1", "uid": 2}).encode(), None))
     K.produce(b, "keyed", recs)
     src = _source(
@@ -222,7 +284,9 @@ def test_key_columns_from_json_keys(tmp_path: Path, spark: Any, noida: Any) -> N
     assert got == [("t1", 0, "n15"), ("t1", 1, "n16"), ("t1", 3, "n18"), ("t1", 4, "n19")]
 
 
-def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_arrow_path_equals_sparks_parsers(
+    tmp_path: Path, spark: Any, noida: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The FILES tests' tricky-value corpus as Kafka values: the Arrow path (tasks decode with
     Arrow) and Spark's parsers give the same table and the same dead letters; what Arrow is not
     sure of goes to Spark's parsers, range by range."""
@@ -240,7 +304,20 @@ def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any
     for arrow in ("1", "0"):
         monkeypatch.setenv("ICESQL_ARROW_PATH", arrow)
         home = tmp_path / f"arrow{arrow}"
-        eng = _run(home, spark, b, _source("corpus", JSON_SCHEMA, include=(KafkaInclude(KafkaMetadata.PARTITION, "part"), KafkaInclude(KafkaMetadata.OFFSET, "off"))), on_error=OnError.DEAD_LETTER)
+        eng = _run(
+            home,
+            spark,
+            b,
+            _source(
+                "corpus",
+                JSON_SCHEMA,
+                include=(
+                    KafkaInclude(KafkaMetadata.PARTITION, "part"),
+                    KafkaInclude(KafkaMetadata.OFFSET, "off"),
+                ),
+            ),
+            on_error=OnError.DEAD_LETTER,
+        )
         runner = eng.runner("s")
         assert runner.status_row()["path"] == ("arrow" if arrow == "1" else "spark")
         if arrow == "1":
@@ -248,6 +325,7 @@ def test_arrow_path_equals_sparks_parsers(tmp_path: Path, spark: Any, noida: Any
         rows = sorted(_table(home), key=lambda r: (r["part"], r["off"]))
         letters = sorted((r["record"], r["reason"], r["raw"]) for r in _table(home, "ns.t_dead_letters"))
         tables[arrow] = (rows, letters)
+
     def same(x: Any) -> str:  # NaN equals NaN here (the corpus has NaN scores)
         return json.dumps(x, default=str, sort_keys=True)
 
@@ -266,10 +344,14 @@ def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     K.produce(b, "reuse", [(None, _json(i), None, i % 2) for i in range(400)])
     conf = {"bootstrap.servers": b}
     S._IDLE_READERS.clear()
-    first = [r for batch in S.read_range(conf, "reuse", 0, 0, 120) for r in batch.column("offset").to_pylist()]
+    first = [
+        r for batch in S.read_range(conf, "reuse", 0, 0, 120) for r in batch.column("offset").to_pylist()
+    ]
     kept = dict(S._IDLE_READERS)
     assert first == list(range(120)) and len(kept) == 1
-    rest = [r for batch in S.read_range(conf, "reuse", 0, 120, 200) for r in batch.column("offset").to_pylist()]
+    rest = [
+        r for batch in S.read_range(conf, "reuse", 0, 120, 200) for r in batch.column("offset").to_pylist()
+    ]
     assert rest == list(range(120, 200))  # the log end: nothing waited for beyond it
     assert list(S._IDLE_READERS.values()) == list(kept.values())  # the same consumer again
     reading = S.read_range(conf, "reuse", 1, 0, 200)

@@ -23,6 +23,31 @@ class FilesProgress(SourceProgress):
         super().__init__(runner, plan)
         self.watermark: tuple[int, str] | None = None  # newest source file committed (mtime, path)
 
+    @classmethod
+    def nothing_new(cls, probe: Any) -> str | None:
+        """Every file the file log admitted was read by the last committed batch, CLEAN SOURCE
+        has taken them, and a listing finds no file the log has not seen."""
+        from icesql.engine.files.listing import Location
+        from icesql.engine.files.log import DIRECTORY, FileLog
+        from icesql.engine.files.relation import source_cleaner
+
+        if not settings.ARROW_PATH.enabled():
+            return None
+        plan = probe.source
+        io = probe.engine.source_io(plan)
+        file_log = FileLog(str(probe.checkpoint / DIRECTORY), io)
+        try:
+            through = probe.offset.get("seq")
+            if file_log.seed_info() is None or through != file_log.high():
+                return None
+            if source_cleaner(plan) is not None and file_log.cleaned_through() < through:
+                return None
+            if file_log.unseen(Location(plan.path or "", io).list()):
+                return None
+        finally:
+            file_log.close()
+        return f"no new file in {plan.path}"
+
     def binding(self) -> Any:
         """What binds the source to this sink on the Arrow path (None: Spark's path only)."""
         r = self.runner
@@ -85,7 +110,9 @@ class FilesProgress(SourceProgress):
         checkpoint never makes the sink skip or repeat files (``files.resume``)."""
         from icesql.engine.files.resume import SOURCE_SEQ, WATERMARK, watermark_json
 
-        marks = [(int(e.source_mtime_ms or 0), str(e.source_path)) for e in entries if e.source_path is not None]
+        marks = [
+            (int(e.source_mtime_ms or 0), str(e.source_path)) for e in entries if e.source_path is not None
+        ]
         if self.watermark is not None:
             marks.append(self.watermark)
         if not marks:

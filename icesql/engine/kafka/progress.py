@@ -68,6 +68,24 @@ class KafkaProgress(SourceProgress):
         self._ends_at = 0.0
         self.conf: dict[str, str] = {}
 
+    @classmethod
+    def nothing_new(cls, probe: Any) -> str | None:
+        """No partition of the topic has a record past the end offsets of the last committed
+        batch (the log ends asked as the source's planner asks them)."""
+        from icesql.engine.kafka.source import TopicView, conf_from_options, kafka_options
+
+        topic = probe.source.kafka.topic
+        done = parse(probe.offset)
+        b = probe.engine.kafka_binding(probe.source)
+        view = TopicView(conf_from_options(kafka_options(b.conf, b.secret_keys)), topic)
+        try:
+            ends = view.ends(view.partitions())
+        finally:
+            view.close()
+        if any(end > done.get(p, 0) for p, end in ends.items()):
+            return None
+        return f"no record in topic {topic} past the committed offsets"
+
     @property
     def seed_path(self) -> str:
         return os.path.join(local_path(self.runner.checkpoint_root(self.checkpoint_suffix)), SEED)
@@ -113,7 +131,11 @@ class KafkaProgress(SourceProgress):
         if offsets_dir.is_dir() and any(offsets_dir.iterdir()):
             return 0  # a checkpoint of a release without seeds: Spark's offsets stand
         base = r.committed_progress + 1 if r.committed_progress >= 0 else 0
-        seed = {"offsets": dump(self.committed) if self.committed else None, "progress_base": base, "topic": self.topic}
+        seed = {
+            "offsets": dump(self.committed) if self.committed else None,
+            "progress_base": base,
+            "topic": self.topic,
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(seed, sort_keys=True))
@@ -134,7 +156,9 @@ class KafkaProgress(SourceProgress):
         table = self.runner.table
         snap = table.current_snapshot() if table is not None else None
         while snap is not None:
-            found = from_summary(dict(snap.summary.additional_properties), self.topic) if snap.summary else None
+            found = (
+                from_summary(dict(snap.summary.additional_properties), self.topic) if snap.summary else None
+            )
             if found:
                 log.warning(
                     "sink %s: table %s holds topic %s up to the offsets of snapshot %s (another sink id, "
