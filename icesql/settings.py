@@ -151,8 +151,21 @@ CACHE_DIR = Setting(
 XDG_CACHE_HOME = Setting(
     "XDG_CACHE_HOME",
     None,
-    "the base of the default grammar cache directory and of the Spark workers' launcher "
+    "the base of the default grammar cache directory, of the Spark workers' launcher and of the "
+    "JVM class archive "
     "(`$XDG_CACHE_HOME/icesql`, else `~/.cache/icesql`)",
+)
+JVM_ARCHIVE = Setting(
+    "ICESQL_JVM_ARCHIVE",
+    "1",
+    "`0` turns off the class-data-sharing archive of the local Spark driver's classes "
+    "(`spark-cds-*.jsa` in icesql's cache directory, made by the first driver JVM as it exits and "
+    "mapped by the next ones: a faster Spark start)",
+)
+JAVA_HOME = Setting(
+    "JAVA_HOME",
+    None,
+    "the Java that runs Spark (else `java` on `PATH`); the class archive is made for each one",
 )
 PYSPARK_PYTHON = Setting(
     "PYSPARK_PYTHON",
@@ -219,6 +232,8 @@ ALL: tuple[Setting, ...] = (
     READY_GRACE,
     CACHE_DIR,
     XDG_CACHE_HOME,
+    JVM_ARCHIVE,
+    JAVA_HOME,
     PYSPARK_PYTHON,
     EDITOR,
     EDITOR_FALLBACK,

@@ -212,8 +212,15 @@ def get_spark(
         for k, v in (conf or {}).items():
             settings[str(k)] = _conf_value(v)
         builder = SparkSession.builder.appName(app_name)
+        dump = None  # the class archive this driver JVM writes as it exits (``jvm_archive``)
         if "spark.driver.extraJavaOptions" not in settings:
             settings["spark.driver.extraJavaOptions"] = driver_java_options(log_level)
+            if url.startswith("local"):  # the driver JVM this process starts: its class archive
+                from icesql.engine.jvm_archive import archive_options
+
+                extra, dump = archive_options(settings["spark.driver.extraJavaOptions"])
+                if extra:
+                    settings["spark.driver.extraJavaOptions"] += f" {extra}"
         if url.startswith("sc://"):
             _require_connect_client(url)
             builder = builder.remote(url)
@@ -230,6 +237,11 @@ def get_spark(
                 session.sparkContext.setLogLevel(log_level)
             except Exception:  # pragma: no cover - connect sessions have no context
                 pass
+        if dump is not None:
+            from icesql.engine.jvm_archive import remember_class_path
+
+            jvm: Any = session._jvm
+            remember_class_path(dump, jvm.System.getProperty("java.class.path"))
         return session
 
 
