@@ -446,6 +446,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         code = _execute_files(session, args.files, args.format)
         if code != EXIT_OK:
             return code
+        from icesql.engine.hooks import mark
+
+        mark("script applied")
         sinks = list(session.created_sinks)
         if not sinks:
             _err("icesql: the scripts create no sink; nothing to run")

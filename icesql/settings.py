@@ -181,6 +181,12 @@ PAGER = Setting(
     "the shell's pager for results taller than the terminal; set it empty to turn paging off",
 )
 
+TEST_TIMELINE = Setting(
+    "ICESQL_TEST_TIMELINE",
+    None,
+    "a file each step of a run is appended to, with its time (start-up probes)",
+    test_only=True,
+)
 TEST_KILL_AT = Setting(
     "ICESQL_TEST_KILL_AT",
     None,
@@ -238,6 +244,7 @@ ALL: tuple[Setting, ...] = (
     EDITOR,
     EDITOR_FALLBACK,
     PAGER,
+    TEST_TIMELINE,
     TEST_KILL_AT,
     TEST_KILL_PGID,
     TEST_BATCH_DELAY,

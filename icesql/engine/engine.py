@@ -79,9 +79,12 @@ class Engine:
     @property
     def spark(self) -> Any:
         if self._spark is None:
+            from icesql.engine.hooks import mark
             from icesql.engine.spark import get_spark
 
+            mark("spark starting")
             self._spark = get_spark(self._spark_master, self._spark_conf)
+            mark("spark ready")
         return self._spark
 
     # ----------------------------------------------------------------- resolution
@@ -535,11 +538,13 @@ class Engine:
         at once (a final commit each) and is raised, and so is a transient failure whose retries
         are spent.
         """
+        from icesql.engine.hooks import mark
         from icesql.engine.supervisor import RetryPolicy, Supervisor
 
         plans = list(plans)
         if once:
             plans = self._with_input(plans)
+            mark("precheck done")
             if not plans:
                 return
         supervisor = Supervisor(self, plans, retry or RetryPolicy.from_settings(), once=once)
@@ -550,6 +555,7 @@ class Engine:
         finally:
             with self._lock:
                 self._supervisors.remove(supervisor)
+            mark("run ended")
 
     def _with_input(self, plans: list[SinkPlan]) -> list[SinkPlan]:
         """The sinks a bounded run may find input for: those with certainly nothing new

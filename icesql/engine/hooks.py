@@ -7,6 +7,8 @@ written), ``write`` (on an executor, after the first batch of rows reached the w
 batch, before ``foreachBatch`` returns) or ``dead-letters`` (after the dead-letter table's
 commit, before the target's).
 ``ICESQL_TEST_BATCH_DELAY`` (seconds) slows every batch down.
+``ICESQL_TEST_TIMELINE`` = a file: each ``mark(step)`` appends ``<epoch seconds> <step>`` to it
+(benchmarks/probes/startup.py reads where a run's time goes).
 
 ``ICESQL_TEST_FAIL_AT`` = ``point[:batch][,...]`` makes a batch fail instead, at the driver's
 points (``batch``, ``staged``, ``committed``, ``dead-letters``), with an error that says
@@ -29,6 +31,14 @@ KILL_ENV = settings.TEST_KILL_AT.name
 
 class TestFailure(RuntimeError):
     """The failure ``ICESQL_TEST_FAIL_AT`` asks for."""
+
+
+def mark(step: str) -> None:
+    """Append ``step`` and the time to ``ICESQL_TEST_TIMELINE`` (nothing when unset)."""
+    path = settings.TEST_TIMELINE.get()
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{time.time():.3f} {step}\n")
 
 
 _failures = 0  # raised by fail_point in this process

@@ -59,7 +59,7 @@ from icesql.engine.batch import (
 )
 from icesql.engine.events import CommitEvent, FailureEvent, Listeners, StateEvent
 from icesql.engine.failures import rule_failure, service_of, transient_failure
-from icesql.engine.hooks import batch_delay, kill_point
+from icesql.engine.hooks import batch_delay, kill_point, mark
 from icesql.engine.policy import CommitClock, PeriodTimer, until_next_trigger
 from icesql.engine.recovery import (
     Progress,
@@ -310,6 +310,7 @@ class SinkRunner:
 
                 self.key_index = SinkKeyIndex(self)
                 self.key_index.open()
+            mark("sink prepared (table, recovery)")
         except BaseException as e:
             raise self.fail(e) from e
 
@@ -393,6 +394,7 @@ class SinkRunner:
             else:
                 writer = writer.trigger(processingTime=f"{int(self.trigger_interval * 1000)} milliseconds")
             self.query = writer.start()
+            mark("query started")
         except BaseException as e:
             raise self.fail(e) from e
         self._set_status("running")
@@ -479,6 +481,7 @@ class SinkRunner:
         if batch_id <= self.staged_high:
             log.info("sink %s: batch %d already staged or committed, skipping", self.name, batch_id)
             return
+        mark(f"batch {batch_id} started")
         batch_delay()
         kill_point("batch", batch_id)  # tests: a batch that fails (or dies) before it writes
         if self.error is not None:
@@ -495,6 +498,7 @@ class SinkRunner:
                 if entry is not None:
                     self.staging.add(entry)
                     self.progress.staged_high = batch_id
+                    mark(f"batch {batch_id} staged")
                     kill_point("staged", batch_id)
                 self.batch_started = None
                 committed = self.apply_policy(self._until_next_trigger(started))
@@ -681,6 +685,7 @@ class SinkRunner:
                 skipped=result.skipped,
                 dead_letters=letters,
             )
+            mark(f"committed ({reason})")
             log.info(
                 "commit sink=%s table=%s reason=%s rows=%d deletes=%d bytes=%d files=%d batches=%d "
                 "progress=%d snapshot=%s duration=%.3fs%s",
