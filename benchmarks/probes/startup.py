@@ -105,14 +105,11 @@ def main() -> None:
     load_before = os.getloadavg()
 
     # set-up: the first run (its JVM dumps the class archive as it exits), then one that checks
-    # and adopts it (a dump is checked once it is SETTLED seconds old)
+    # and adopts it (once the dumping JVM has exited)
     run_once(work, env, timeline)
-    from icesql.engine.jvm_archive import SETTLED
+    from icesql.engine.jvm_archive import wait_for_dumps
 
-    deadline = time.time() + 300
-    while not list((work / "cache" / "icesql").glob("spark-cds-*.dump")) and time.time() < deadline:
-        time.sleep(1)
-    time.sleep(SETTLED + 2)
+    wait_for_dumps(str(work / "cache" / "icesql"))
     (work / "data" / "events-001.json").write_text(events(40, 120))
     run_once(work, env, timeline)
     archives = list((work / "cache" / "icesql").glob("spark-cds-*.jsa"))

@@ -8,35 +8,37 @@ on the next start (``-XX:SharedArchiveFile``) instead (benchmarks/README.md, "St
 
 How it is kept, under the user's cache directory (``settings.user_cache_dir``)::
 
-    spark-cds-<key>.jsa              the archive, used by every driver JVM icesql starts
-    spark-cds-<key>.jsa.<pid>.dump   written by the JVM of process <pid> as it exits (no archive yet)
-    spark-cds-<key>.jsa.bad          an archive that failed its check: none is made again for <key>
+    spark-cds-<key>.jsa                   the archive, used by every driver JVM icesql starts
+    spark-cds-<key>.jsa.<pid>.dump        written by the driver JVM of process <pid> as it exits
+    spark-cds-<key>.jsa.<pid>.dump.json   that JVM's class path and process id, once it runs
+    spark-cds-<key>.jsa.bad               a dump failed its check: none is made again for <key>
 
 ``<key>`` covers what an archive is only valid for: the ``java`` that runs it, the Spark jars
 (names, sizes, times) and the JVM options icesql gives. The first driver with no archive dumps
-one as its JVM exits (after icesql has exited: it costs the user nothing). The next start checks
-a dump with a ``java -Xshare:on -version`` run on the same class path (a dump cut short by a kill
-makes a JVM crash instead of falling back, so nothing unchecked is ever used; the class path is
-the one the dumping JVM reported, ``<dump>.cp``) and then renames it
-to the archive. The JVM falls back to loading classes itself when an archive does not match
-(``-Xshare:auto``), so a class path that differs (``spark.driver.extraClassPath``) costs only
-the speed. ``ICESQL_JVM_ARCHIVE=0`` turns it off.
+one as its JVM exits (after icesql has exited: it costs the user nothing). Once that JVM has
+exited, the next start checks the dump with a ``java -Xshare:on -version`` run on the dumping
+JVM's class path - a dump cut short by a kill makes a JVM crash instead of falling back, so
+nothing unchecked is ever used - and renames it to the archive. The JVM falls back to loading
+classes itself when an archive does not match (``-Xshare:auto``), so a class path that differs
+(``spark.driver.extraClassPath``) costs only the speed. ``ICESQL_JVM_ARCHIVE=0`` turns it off.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("icesql.spark")
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"  # never a CDS warning on the user's terminal
-SETTLED = 30.0  # seconds since a dump last changed before it is checked (its JVM may still write it)
+ORPHANED = 600.0  # seconds after which a dump whose driver never said which JVM writes it is dropped
 CHECK_TIMEOUT = 60.0
 
 
@@ -87,57 +89,120 @@ def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Pa
         directory = Path(cache_dir or user_cache_dir())
         archive = directory / f"spark-cds-{_key(java, spark_home, options)}.jsa"
         if archive.is_file():
-            for late in directory.glob(f"{archive.name}.*.dump"):  # JVMs that started before it was made
-                if time.time() - late.stat().st_mtime > SETTLED:
-                    _forget(late)
+            for dump, ticket in _dumps(archive):  # of JVMs that started before it was made
+                if not ticket or not _alive(int(ticket.get("jvm_pid", 0))):
+                    _forget(dump)
             return f"-XX:SharedArchiveFile={archive} {QUIET}", None
         if Path(f"{archive}.bad").exists():
             return "", None
-        dumps = sorted(directory.glob(f"{archive.name}.*.dump"))
-        for dump in dumps:
-            if time.time() - dump.stat().st_mtime < SETTLED:
+        writing = False
+        for dump, ticket in _dumps(archive):
+            if not ticket:  # its session never came up (or is coming up now)
+                if not dump.exists() or time.time() - dump.stat().st_mtime > ORPHANED:
+                    _forget(dump)
+                writing = writing or dump.exists()
                 continue
-            if _usable(java, dump, options):
+            if _alive(int(ticket.get("jvm_pid", 0))):
+                writing = True  # the JVM runs (or writes it as it exits)
+                continue
+            if not dump.exists():  # the JVM was killed: nothing was written
+                _forget(dump)
+                continue
+            if _usable(java, dump, options, ticket.get("class_path", "")):
                 os.replace(dump, archive)
-                for other in directory.glob(f"{archive.name}.*.dump*"):
-                    other.unlink(missing_ok=True)
+                for other, _ in _dumps(archive):
+                    if other != dump:
+                        _forget(other)
+                _forget(dump)
                 log.debug("JVM class archive %s made", archive)
                 return f"-XX:SharedArchiveFile={archive} {QUIET}", None
-            checked = Path(f"{dump}.cp").exists()  # on the class path it was made with: unusable
             _forget(dump)
-            if checked:
-                Path(f"{archive}.bad").touch()
-                log.debug("JVM class archive dump %s failed its check; none for this install", dump)
-                return "", None
-        if any(directory.glob(f"{archive.name}.*.dump")):
-            return "", None  # one is being written
+            Path(f"{archive}.bad").touch()
+            log.debug("JVM class archive dump %s failed its check; none for this install", dump)
+            return "", None
+        if writing:
+            return "", None
         directory.mkdir(parents=True, exist_ok=True)
         dump = Path(f"{archive}.{os.getpid()}.dump")
         return f"-XX:ArchiveClassesAtExit={dump} {QUIET}", dump
-    except OSError:
+    except (OSError, ValueError):
         log.debug("no JVM class archive", exc_info=True)
         return "", None
 
 
-def remember_class_path(dump: Path, class_path: str) -> None:
-    """The class path of the JVM that will write ``dump`` (its check runs on the same one)."""
+def remember_class_path(dump: Path, class_path: str, jvm_pid: int) -> None:
+    """The JVM that will write ``dump`` runs: its class path (the dump's check runs on the same
+    one) and its process id (the dump is complete once that process has exited)."""
     try:
-        Path(f"{dump}.cp").write_text(class_path, encoding="utf-8")
+        tmp = Path(f"{dump}.json.tmp")
+        tmp.write_text(json.dumps({"class_path": class_path, "jvm_pid": jvm_pid}), encoding="utf-8")
+        os.replace(tmp, f"{dump}.json")
     except OSError:
-        log.debug("cannot write %s.cp", dump, exc_info=True)
+        log.debug("cannot write %s.json", dump, exc_info=True)
+
+
+def wait_for_dumps(cache_dir: str | None = None, timeout: float = 120.0) -> None:
+    """Until no JVM that will write a dump under ``cache_dir`` still runs (a set-up that wants
+    the archive made before what follows: the next driver checks and uses it)."""
+    from icesql.settings import user_cache_dir
+
+    directory = Path(cache_dir or user_cache_dir())
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = []
+        for ticket in directory.glob("spark-cds-*.dump.json"):
+            try:
+                pids.append(int(json.loads(ticket.read_text(encoding="utf-8")).get("jvm_pid", 0)))
+            except (OSError, ValueError):
+                continue
+        if not any(_alive(p) for p in pids):
+            return
+        time.sleep(0.5)
+
+
+def _dumps(archive: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Each dump of ``archive`` under way or left (``<archive>.<pid>.dump``), with its ticket."""
+    out: dict[Path, dict[str, Any]] = {}
+    for path in archive.parent.glob(f"{archive.name}.*.dump*"):
+        name = path.name
+        if name.endswith(".dump"):
+            out.setdefault(path, {})
+        elif name.endswith(".dump.json"):
+            dump = path.with_name(name[: -len(".json")])
+            try:
+                out[dump] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                out.setdefault(dump, {})
+    return sorted(out.items())
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
 
 
 def _forget(dump: Path) -> None:
-    dump.unlink(missing_ok=True)
-    Path(f"{dump}.cp").unlink(missing_ok=True)
+    for path in (dump, Path(f"{dump}.json"), Path(f"{dump}.json.tmp")):
+        path.unlink(missing_ok=True)
 
 
-def _usable(java: str, dump: Path, options: str) -> bool:
+def _usable(java: str, dump: Path, options: str, class_path: str) -> bool:
     """Whether a JVM on the dumping JVM's class path maps ``dump`` (``-Xshare:on`` fails rather
-    than fall back); False when that class path is not known."""
-    try:
-        class_path = Path(f"{dump}.cp").read_text(encoding="utf-8")
-    except OSError:
+    than fall back)."""
+    if not class_path:
         return False
     cmd = [
         java,
@@ -158,4 +223,4 @@ def _usable(java: str, dump: Path, options: str) -> bool:
     return p.returncode == 0 and "sharing" in p.stderr
 
 
-__all__ = ["archive_options", "remember_class_path"]
+__all__ = ["archive_options", "remember_class_path", "wait_for_dumps"]

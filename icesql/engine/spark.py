@@ -241,7 +241,11 @@ def get_spark(
             from icesql.engine.jvm_archive import remember_class_path
 
             jvm: Any = session._jvm
-            remember_class_path(dump, jvm.System.getProperty("java.class.path"))
+            try:
+                pid = int(jvm.ProcessHandle.current().pid())
+                remember_class_path(dump, str(jvm.System.getProperty("java.class.path")), pid)
+            except Exception:  # noqa: BLE001 - only the archive is lost (the dump is dropped later)
+                logging.getLogger("icesql.spark").debug("no class archive ticket", exc_info=True)
         return session
 
 
