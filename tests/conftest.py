@@ -26,6 +26,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Tests that start Spark run with the driver JVM's class archive made first."""
+    if any(item.get_closest_marker("spark") for item in session.items):
+        from tests.support.jvm_archive import ensure_archive
+
+        said = ensure_archive()
+        writer = session.config.get_terminal_writer() if hasattr(session.config, "get_terminal_writer") else None
+        if writer is not None:
+            writer.line(f"icesql: the driver JVM's class archive: {said}")
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
