@@ -21,16 +21,23 @@ Usage: ``.venv/bin/python benchmarks/probes/startup.py [--runs 3] [--keep DIR]``
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
+
+# run as a script, this file's directory comes first on sys.path, where probes/select.py hides
+# the standard library's ``select`` (which subprocess imports)
+if sys.path and sys.path[0] == __import__("os").path.dirname(__import__("os").path.abspath(__file__)):
+    sys.path.pop(0)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ICESQL = str(Path(sys.executable).with_name("icesql"))
@@ -85,7 +92,7 @@ def run_once(work: Path, env: dict[str, str], timeline: Path) -> tuple[float, li
     if timeline.exists():
         for line in timeline.read_text().splitlines():
             t, step = line.split(" ", 1)
-            steps.append((float(t) - started, step))
+            steps.append((float(t) - started, re.sub(r"batch \d+", "batch N", step)))
     return wall, steps, p.stderr
 
 
