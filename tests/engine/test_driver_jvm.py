@@ -4,6 +4,7 @@ On the Arrow path the driver only coordinates, yet with the JVM's default collec
 grew with the garbage of a long write to 1.2-2.0 GB of RSS after a 10M-row append (0.77 GB with
 the serial collector, the write as fast: benchmarks/README.md, "tenth look"). A user's own
 ``spark.driver.extraJavaOptions`` replaces icesql's whole, as it did before for the logging.
+The driver also maps the class archive of Spark's classes (``jvm_archive``).
 """
 
 from __future__ import annotations
@@ -31,4 +32,9 @@ def test_the_sessions_driver_jvm_collects_with_the_serial_collector(spark: Any) 
     names = {beans.get(i).getName() for i in range(beans.size())}
     assert names == {"Copy", "MarkSweepCompact"}  # the serial collector's young and old generations
     options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
-    assert options.endswith(" " + driver_java_options("ERROR"))  # after Spark's own module flags
+    quiet = driver_java_options("ERROR")
+    assert f" {quiet} " in f"{options} "  # after Spark's own module flags
+    # then the class archive the test run made first (conftest), which the JVM maps
+    archive = options.split(quiet, 1)[1].split()
+    assert archive[0].startswith("-XX:SharedArchiveFile=") and archive[0].endswith(".jsa"), options
+    assert "sharing" in jvm.java.lang.System.getProperty("java.vm.info")
