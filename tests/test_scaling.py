@@ -16,6 +16,7 @@ from benchmarks.hardening import memory, script, timings
 from icesql.syntax.parser import parse
 
 
+@pytest.mark.slow  # a timing check of 50 s, as benchmarks/hardening.py measures it: not in CI's time
 @pytest.mark.timeout(900)
 def test_check_and_exec_time_grow_linearly_with_the_script() -> None:
     parse(script(20))  # the grammar, loaded before anything is timed

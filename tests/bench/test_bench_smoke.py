@@ -112,6 +112,7 @@ def test_pyiceberg_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # a minute: CI time (the hooks run for real in benchmarks/run.py)
 def test_icesql_hooks_at_tiny_size(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
     """append (day(ts)), upsert (load + one Debezium batch; run once, then into a running sink) and
     the commit path, one child process."""
@@ -165,6 +166,7 @@ def test_run_py_reports_ratios_only_when_both_sides_ran(tmp_path: Path) -> None:
     assert "### Ratios" in md and "pyarrow_parquet" in md and res["command"].startswith("python benchmarks/run.py")
 
 
+@pytest.mark.slow  # half a minute: CI time
 def test_index_build_hook_is_na_until_the_key_index_lands(ds: datagen.Dataset, tmp_path: Path) -> None:
     r = baselines.icesql_index_build(ds, tmp_path)
     if not baselines.index_available():

@@ -401,6 +401,7 @@ def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
     assert weed.secret_key not in metadata_texts(weed, ns, "events")
 
 
+@pytest.mark.slow  # CI time: the S3 drop box on Spark Connect is run by the REST + S3 test above
 def test_files_source_on_s3_through_spark_connect(connect: ConnectServer, weed: Any, tmp_path: Path) -> None:
     """A FILES source on S3 (``AWS CONNECTION``) read through a Spark Connect server: the server's
     Python lists and reads the prefix with the connection's keys (carried in the data source's
@@ -474,6 +475,7 @@ CREATE SOURCE IF NOT EXISTS orders_sasl FROM KAFKA CONNECTION ks (TOPIC = 'order
 
 
 @pytest.mark.kafka
+@pytest.mark.slow  # CI time (56 s): Kafka's local checkpoint rule is a unit test; this runs it end to end
 def test_kafka_source_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
     """A Kafka sink through Spark Connect: its tasks read the topic on the server, the client
     commits; a second run reads only the new records, the table holds each record once with the
