@@ -231,6 +231,7 @@ def test_run_py_goals_met_missed_and_new_sections(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # CI time: the CLI tests run icesql as a user does
 def test_e2e_section_runs_icesql_as_a_user_does(tmp_path: Path) -> None:
     """One fresh ``icesql --home <fresh> run append.sql --once`` on JSON lines, day(ts): the generated
     script, the whole-process time, the table read back from its manifests (rows, no stray nulls)."""
@@ -247,6 +248,7 @@ def test_e2e_section_runs_icesql_as_a_user_does(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # CI time: a baseline's smoke run
 def test_spark4_parquet_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
     r = baselines.spark_parquet_append(ds, tmp_path, partitioned=False, spark="4")
     _sane(r, ROWS)

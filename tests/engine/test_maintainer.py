@@ -182,7 +182,11 @@ def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) ->
         foreign.stop.set()
 
 
-@pytest.mark.parametrize("where", ["between", "beside"])
+@pytest.mark.parametrize(
+    "where",
+    # CI time: "between" (small rewrites between commits) also runs in the tests below; -m slow runs it here
+    [pytest.param("between", marks=pytest.mark.slow), "beside"],
+)
 def test_a_running_upsert_sink_maintains_its_table_beside_a_foreign_writer(
     spark: Any, tmp_path: Path, caplog: Any, where: str
 ) -> None:
