@@ -256,6 +256,7 @@ def test_spark4_parquet_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
 
 
 @pytest.mark.java
+@pytest.mark.slow  # CI time (87 s): a baseline's smoke run
 @pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
 def test_spark_iceberg_java_baselines(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
     r = baselines.spark_iceberg_append(ds, tmp_path / "append", partitioned=True)
@@ -278,6 +279,7 @@ def test_spark_iceberg_java_baselines(ds: datagen.Dataset, upsert: datagen.Upser
 
 
 @pytest.mark.java
+@pytest.mark.slow  # CI time (78 s): a baseline's smoke run
 @pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
 def test_spark_iceberg_java_fresh_processes(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
     """The e2e peers: a fresh Spark 3.5 + Iceberg Java process per append (JSON lines, the same rows,
