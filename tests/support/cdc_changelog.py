@@ -191,11 +191,17 @@ class Changelog:
     # ----------------------------------------------------------------- rounds
 
     def next_round(self, n_changes: int, max_files: int = 3, n_files: int | None = None) -> Round:
-        """The next ``n_changes`` changes in 1..``max_files`` files (exactly ``n_files`` when given)."""
+        """The next ``n_changes`` changes in 1..``max_files`` files (exactly ``n_files`` when given:
+        then each file holds at least ``MIN_FILE_CHANGES``, for tests that count on every
+        micro-batch of the round having something to write - a file of one delete of an absent
+        key writes nothing, so its batch stages nothing; seed 1102901914 drew one)."""
         r = self.rng
         changes = [self._next_change() for _ in range(n_changes)]
+        exact = n_files is not None
         n_files = n_files or r.randint(1, max_files)
         cuts = sorted(r.sample(range(1, n_changes), n_files - 1)) if n_files > 1 else []
+        while exact and n_files * MIN_FILE_CHANGES <= n_changes and _shortest(cuts, n_changes) < MIN_FILE_CHANGES:
+            cuts = sorted(r.sample(range(1, n_changes), n_files - 1))
         bounds = [0, *cuts, n_changes]
         parts = [changes[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         if len(parts) >= 2 and (r.random() < 0.5 or not self.stats["interleaved_files"]):
@@ -274,3 +280,11 @@ def as_tuples(state: dict[Key, Row]) -> list[tuple[Any, ...]]:
 def as_dicts(state: dict[Key, Row]) -> list[dict[str, Any]]:
     """Expected rows as dicts (for ``readers.canonical_digest``)."""
     return [dict(zip(COLUMNS, t, strict=True)) for t in as_tuples(state)]
+
+
+MIN_FILE_CHANGES = 20
+
+
+def _shortest(cuts: list[int], n: int) -> int:
+    bounds = [0, *cuts, n]
+    return min(b - a for a, b in zip(bounds, bounds[1:], strict=False))
