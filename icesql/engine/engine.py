@@ -573,9 +573,11 @@ class Engine:
         (``precheck``, answered without Spark) are left out, each with one log line."""
         from icesql.engine.precheck import nothing_new
 
+        if not settings.PRECHECK.enabled():
+            return plans
         out = []
         for plan in plans:
-            why = nothing_new(self, plan) if settings.PRECHECK.enabled() else None
+            why = nothing_new(self, plan)
             if why is None:
                 out.append(plan)
                 continue

@@ -37,6 +37,27 @@ def checkpoint_root(home: Path, sink_id: str, suffix: str) -> str:
     return f"{Path(home) / 'sinks' / sink_id / 'checkpoint'}{suffix}"
 
 
+def is_local(location: str) -> bool:
+    """Whether a checkpoint location is on this machine's disk (a path or a ``file:`` URI)."""
+    return "://" not in location or location.startswith("file:")
+
+
+def source_offset(checkpoint: Path, batch_id: int) -> dict[str, Any] | None:
+    """The end offset Spark's offset log holds for batch ``batch_id`` of a query reading one
+    source (None: no such batch, or no offset for it)."""
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text().splitlines()
+    except OSError:
+        return None
+    # v1 / the batch's metadata / one line per source
+    for line in lines[2:]:
+        line = line.strip()
+        if line and line != "-":
+            offset = json.loads(line)
+            return offset if isinstance(offset, dict) else None
+    return None
+
+
 def _batch_ids(directory: Path) -> list[int]:
     try:
         return sorted(int(n) for n in (p.name for p in directory.iterdir()) if n.isdigit())
@@ -51,16 +72,8 @@ def last_batch(checkpoint: Path) -> tuple[int, dict[str, Any]] | None:
     planned = _batch_ids(checkpoint / "offsets")
     if not planned or planned[-1] not in _batch_ids(checkpoint / "commits"):
         return None
-    try:
-        lines = (checkpoint / "offsets" / str(planned[-1])).read_text().splitlines()
-    except OSError:
-        return None
-    # v1 / the batch's metadata / one line per source
-    sources = [line.strip() for line in lines[2:] if line.strip()]
-    if len(sources) != 1 or sources[0] == "-":
-        return None
-    offset = json.loads(sources[0])
-    return (planned[-1], offset) if isinstance(offset, dict) else None
+    offset = source_offset(checkpoint, planned[-1])
+    return (planned[-1], offset) if offset is not None else None
 
 
 @dataclass(frozen=True)
@@ -102,7 +115,7 @@ def _nothing_new(engine: Any, plan: Any) -> str | None:
     if staging.is_dir() and Staging(staging).pending():
         return None
     location = checkpoint_root(engine.home, sink_id, kind.checkpoint_suffix)
-    if "://" in location or location.startswith("file:"):
+    if not is_local(location) or location.startswith("file:"):  # (a file: URI: not a path to read here)
         return None
     checkpoint = Path(location)
     found = last_batch(checkpoint)
@@ -115,4 +128,4 @@ def _nothing_new(engine: Any, plan: Any) -> str | None:
     return kind.nothing_new(Probe(plan.name, relation, checkpoint, found[1], engine))
 
 
-__all__ = ["Probe", "checkpoint_root", "last_batch", "nothing_new"]
+__all__ = ["Probe", "checkpoint_root", "is_local", "last_batch", "nothing_new", "source_offset"]

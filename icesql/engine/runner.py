@@ -266,7 +266,9 @@ class SinkRunner:
 
     @property
     def local_checkpoint(self) -> bool:
-        return _is_local(self.checkpoint_location)
+        from icesql.engine.precheck import is_local
+
+        return is_local(self.checkpoint_location)
 
     def prepare(self) -> None:
         """Version, table and recovery: everything before the query starts."""
@@ -846,10 +848,6 @@ class SinkRunner:
             "last_maintenance": self.maintainer.last,
             **(self.source.status() if self.source is not None and self.status == "running" else {}),
         }
-
-
-def _is_local(location: str) -> bool:
-    return "://" not in location or location.startswith("file:")
 
 
 def compaction_hint_at(policy: Any, limit: int) -> int:

@@ -42,17 +42,10 @@ def local_path(location: str) -> str:
 
 def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
     """The end offsets Spark's offset log holds for a batch (None: not there)."""
-    path = Path(checkpoint) / "offsets" / str(spark_batch_id)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        return None
-    # v1 / the batch's metadata / one line per source (a sink reads one)
-    for line in lines[2:]:
-        line = line.strip()
-        if line and line != "-":
-            return parse(json.loads(line))
-    return None
+    from icesql.engine.precheck import source_offset
+
+    offset = source_offset(Path(checkpoint), spark_batch_id)
+    return parse(offset) if offset is not None else None
 
 
 class KafkaProgress(SourceProgress):
