@@ -246,6 +246,9 @@ def section_e2e(cfg: Config) -> dict[str, Any]:
     c = cfg.codec
     runners: dict[str, Callable[..., dict[str, Any]]] = {
         "icesql_cli": lambda d, fmt, wd, p: B.icesql_e2e_append(d, fmt, wd, p, c, cfg.spark_conf),
+        # the same command on Spark's streaming query (what a run --once was before it ran without Spark)
+        "icesql_cli_on_spark": lambda d, fmt, wd, p: B.icesql_e2e_append(d, fmt, wd, p, c, cfg.spark_conf,
+                                                                         env={"ICESQL_LOCAL_RUN": "0"}),
         "spark35_iceberg_submit": lambda d, fmt, wd, p: B.spark_iceberg_e2e_append(d, fmt, wd, p, c, cfg.spark_conf),
     }
     for fmt in cfg.e2e_formats:
@@ -532,6 +535,8 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
                                    ice, java, speed, f">= {E2E_VS_JAVA:g}x", lambda v: v >= E2E_VS_JAVA))
             rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql peak memory / Spark+Iceberg Java's",
                                    ice, java, _mem_ratio, "-", None, ok=_has_mem))
+            rows.append(_ratio_row(f"e2e {fmt} {layout}: (context) icesql on Spark (ICESQL_LOCAL_RUN=0) vs "
+                                   "Spark+Iceberg Java", _get(res, "icesql_cli_on_spark"), java, speed, "-", None))
     up = sections.get("upsert", {})
     if up:
         rows.append(_ratio_row("upsert: icesql vs Spark+Iceberg Java MERGE INTO (merge-on-read), timed phase",

@@ -107,6 +107,13 @@ PRECHECK = Setting(
     "`0` starts Spark for every sink of a `run --once`, even when the check without Spark finds "
     "nothing new to read",
 )
+LOCAL_RUN = Setting(
+    "ICESQL_LOCAL_RUN",
+    "1",
+    "`0` runs every sink of a `run --once` on Spark; by default a sink appending from a FILES source "
+    "on the Arrow path runs in icesql's own process without starting Spark (same checkpoint, same "
+    "table; a batch that needs Spark's reader restarts the sink on Spark)",
+)
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",
     "30",
@@ -166,6 +173,18 @@ JAVA_HOME = Setting(
     "JAVA_HOME",
     None,
     "the Java that runs Spark (else `java` on `PATH`); the class archive is made for each one",
+)
+SPARK_CONF_DIR = Setting(
+    "SPARK_CONF_DIR",
+    None,
+    "a directory of Spark settings of your own (`spark-defaults.conf`): a `run --once` then runs every "
+    "sink on Spark, which reads them",
+)
+SPARK_HOME = Setting(
+    "SPARK_HOME",
+    None,
+    "a Spark installation; with a `conf/spark-defaults.conf` there, a `run --once` runs every sink on "
+    "Spark, which reads it",
 )
 PYSPARK_PYTHON = Setting(
     "PYSPARK_PYTHON",
@@ -230,6 +249,7 @@ ALL: tuple[Setting, ...] = (
     WARM_WORKERS,
     ARROW_PATH,
     PRECHECK,
+    LOCAL_RUN,
     CATALOG_TIMEOUT,
     COMMIT_RETRIES,
     RETRY_BACKOFF,
@@ -240,6 +260,8 @@ ALL: tuple[Setting, ...] = (
     XDG_CACHE_HOME,
     JVM_ARCHIVE,
     JAVA_HOME,
+    SPARK_CONF_DIR,
+    SPARK_HOME,
     PYSPARK_PYTHON,
     EDITOR,
     EDITOR_FALLBACK,

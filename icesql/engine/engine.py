@@ -69,6 +69,7 @@ class Engine:
         self.listeners = Listeners()
         self._table_cache_: Any = None  # table_reader.TableCache of SELECTs (created on the first)
         self._duck: Any = None  # fastpath.DuckSession (created on the first fast-path SELECT)
+        self._spark_needed: set[str] = set()  # sinks whose run without Spark met a batch needing it
 
     def add_listener(self, listener: SinkListener) -> None:
         """Receive every sink's commits, failures and state changes (``events``)."""
@@ -106,16 +107,22 @@ class Engine:
 
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
-    def relation(self, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
+    def relation(self, name: str, *, on_error: Any = None, arrow: Any = None, local: bool = False) -> Any:
         """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
-        Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given)."""
+        Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given); ``local``: read
+        in this process, without Spark (``local_query``)."""
         from icesql.engine.sources import build_relation
 
         plan = self.objects.relation(name)
         if isinstance(plan, SourcePlan) and plan.aws_connection:
             arrow = self._object_store_binding(plan, arrow)
         return build_relation(
-            self.spark, name, self.objects.relation, on_error=on_error, arrow=arrow, bind=self.kafka_binding
+            None if local else self.spark,
+            name,
+            self.objects.relation,
+            on_error=on_error,
+            arrow=arrow,
+            bind=self.kafka_binding,
         )
 
     def kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
@@ -350,20 +357,52 @@ class Engine:
 
     # ----------------------------------------------------------------- sinks
 
-    def _runner(self, plan: SinkPlan) -> Any:
+    def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
         from icesql.engine.runner import SinkRunner
 
         return SinkRunner(
             plan,
-            spark=self.spark,
+            spark=None if local is not None else self.spark,
             home=self.home,
             state=self.state,
             target=lambda: self.target(plan),
-            relation=lambda arrow: self.relation(plan.relation, on_error=plan.on_error, arrow=arrow),
+            relation=lambda arrow: self.relation(
+                plan.relation, on_error=plan.on_error, arrow=arrow, local=local is not None
+            ),
             relation_plan=lambda: self.objects.relation(plan.relation),
             trigger_interval=self.trigger_interval,
             listeners=self.listeners,
+            local=local,
         )
+
+    def local_session(self, plan: SinkPlan) -> Any:
+        """The ``local_query.LocalSession`` a bounded run of ``plan`` runs in without Spark, or None
+        when it needs Spark: ``ICESQL_LOCAL_RUN=0``, a Spark session already given or running, a
+        master that is not local, a Spark Connect server, a checkpoint not on this machine, a relation
+        that is not a source, or what its source kind says (``SourceProgress.runs_locally``)."""
+        from icesql.engine.checkpoint_log import checkpoint_root, is_local
+        from icesql.engine.local_query import LocalSession
+        from icesql.engine.source_kinds import SOURCE_KINDS
+        from icesql.engine.spark import DEFAULT_CONF, DEFAULT_MASTER
+        from icesql.settings import SPARK_MASTER
+
+        if not settings.LOCAL_RUN.enabled() or self._spark is not None or plan.name in self._spark_needed:
+            return None
+        session = LocalSession.from_conf(
+            self._spark_master or SPARK_MASTER.get() or DEFAULT_MASTER, {**DEFAULT_CONF, **self._spark_conf}
+        )
+        relation = self.objects.relation(plan.relation)
+        if session is None or not isinstance(relation, SourcePlan):
+            return None
+        kind = SOURCE_KINDS[relation.source_kind]()
+        location = checkpoint_root(self.home, self.state.sink_id(plan.name), kind.checkpoint_suffix)
+        if not is_local(location) or location.startswith("file:"):
+            return None
+        why = kind.runs_locally(relation, plan, session)
+        if why is not None:
+            log.debug("sink %s: runs on Spark: %s", plan.name, why)
+            return None
+        return session
 
     def warm_up(self, *, query: bool = False) -> None:
         """Prepare Spark for running sinks, in the background, once per engine: register the
@@ -433,13 +472,22 @@ class Engine:
     def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
         ``will_retry(error)`` says whether a failure will be retried (the sink is then
-        ``retrying`` rather than ``failed``)."""
-        self.warm_up()
+        ``retrying`` rather than ``failed``). ``once``: in this process, without Spark, where the
+        sink can (``local_session``); a batch there that needs Spark restarts it on Spark."""
+        from icesql.engine.local_query import SparkNeeded
+
         with self._lock:
             old = self._runners.get(plan.name)
+        if old is not None and isinstance(old.error, SparkNeeded):
+            self._spark_needed.add(plan.name)
+        local = self.local_session(plan) if once else None
+        if local is None:
+            self.warm_up()
+        else:
+            log.info("sink %s: runs in this process, without starting Spark", plan.name)
         if old is not None and old.active:
             old.stop()
-        runner = self._runner(plan)
+        runner = self._runner(plan, local)
         if will_retry is not None:
             runner.will_retry = will_retry
         with self._lock:
@@ -554,6 +602,10 @@ class Engine:
 
         plans = list(plans)
         if once:
+            if settings.LOCAL_RUN.enabled():  # a run without Spark never converts to pandas
+                from icesql.engine.fastpath import without_pandas
+
+                without_pandas()
             plans = self._with_input(plans)
             mark("precheck done")
             if not plans:

@@ -17,63 +17,14 @@ fails - is "maybe": the run starts Spark as it always did, and finds out there.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from icesql.engine.checkpoint_log import checkpoint_root, is_local, last_batch, source_offset
+
 log = logging.getLogger("icesql.engine")
-
-
-def checkpoint_root(home: Path, sink_id: str, suffix: str) -> str:
-    """Where Spark keeps a sink's checkpoint: ``<home>/sinks/<id>/checkpoint<suffix>``, or
-    ``$ICESQL_CHECKPOINT_ROOT/<id><suffix>`` when set."""
-    from icesql import settings
-
-    root = settings.CHECKPOINT_ROOT.get()
-    if root:
-        return f"{root.rstrip('/')}/{sink_id}{suffix}"
-    return f"{Path(home) / 'sinks' / sink_id / 'checkpoint'}{suffix}"
-
-
-def is_local(location: str) -> bool:
-    """Whether a checkpoint location is on this machine's disk (a path or a ``file:`` URI)."""
-    return "://" not in location or location.startswith("file:")
-
-
-def source_offset(checkpoint: Path, batch_id: int) -> dict[str, Any] | None:
-    """The end offset Spark's offset log holds for batch ``batch_id`` of a query reading one
-    source (None: no such batch, or no offset for it)."""
-    try:
-        lines = (checkpoint / "offsets" / str(batch_id)).read_text().splitlines()
-    except OSError:
-        return None
-    # v1 / the batch's metadata / one line per source
-    for line in lines[2:]:
-        line = line.strip()
-        if line and line != "-":
-            offset = json.loads(line)
-            return offset if isinstance(offset, dict) else None
-    return None
-
-
-def _batch_ids(directory: Path) -> list[int]:
-    try:
-        return sorted(int(n) for n in (p.name for p in directory.iterdir()) if n.isdigit())
-    except OSError:
-        return []
-
-
-def last_batch(checkpoint: Path) -> tuple[int, dict[str, Any]] | None:
-    """Spark's last planned batch in a local checkpoint and its source's end offset (the query
-    reads one source), when that batch is committed too; None otherwise (no batch yet, or one
-    planned and not committed)."""
-    planned = _batch_ids(checkpoint / "offsets")
-    if not planned or planned[-1] not in _batch_ids(checkpoint / "commits"):
-        return None
-    offset = source_offset(checkpoint, planned[-1])
-    return (planned[-1], offset) if offset is not None else None
 
 
 @dataclass(frozen=True)

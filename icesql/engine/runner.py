@@ -100,8 +100,10 @@ class SinkRunner:
         trigger_interval: float = 1.0,
         period_tick: float | None = None,
         listeners: Listeners | None = None,
+        local: Any = None,
     ) -> None:
         self.plan = plan
+        self.local = local  # local_query.LocalSession: a bounded run without Spark (spark is None)
         self.listeners = listeners or Listeners()
         self.name = plan.name
         self.spark = spark
@@ -260,13 +262,13 @@ class SinkRunner:
         return self.checkpoint_root(self.source.checkpoint_suffix if self.source is not None else "")
 
     def checkpoint_root(self, suffix: str) -> str:
-        from icesql.engine.precheck import checkpoint_root
+        from icesql.engine.checkpoint_log import checkpoint_root
 
         return checkpoint_root(self.home, self.sink_id, suffix)
 
     @property
     def local_checkpoint(self) -> bool:
-        from icesql.engine.precheck import is_local
+        from icesql.engine.checkpoint_log import is_local
 
         return is_local(self.checkpoint_location)
 
@@ -861,11 +863,16 @@ def compaction_hint_at(policy: Any, limit: int) -> int:
     return max(limit, 2 * policy.maximum_delete_files + 1)
 
 
-class SchemaChangedError(ExecutionError):
-    """A batch brought columns the table lacks: the sink restarts at once (nothing of the batch
-    was committed), evolves the table's schema as it starts, and reads the batch again."""
+class RestartAtOnce(ExecutionError):
+    """Not a failure: the sink restarts at once (in a ``once`` run, without a backoff and without
+    counting as a failure; ``supervisor``), resuming from what it committed and staged."""
 
     transient = True  # restarted (by ``Engine.run`` or the supervisor), never a failure
+
+
+class SchemaChangedError(RestartAtOnce):
+    """A batch brought columns the table lacks: the sink restarts at once (nothing of the batch
+    was committed), evolves the table's schema as it starts, and reads the batch again."""
 
 
 def translate_new_columns(exc: BaseException, *, evolve: bool) -> ExecutionError | None:
@@ -897,4 +904,4 @@ def _execution_error(exc: BaseException) -> ExecutionError:
     return ExecutionError(head[:1000])
 
 
-__all__ = ["SchemaChangedError", "SinkRunner", "StateCallback"]
+__all__ = ["RestartAtOnce", "SchemaChangedError", "SinkRunner", "StateCallback"]

@@ -39,6 +39,12 @@ class SourceProgress:
         (the run then starts Spark and finds out)."""
         return None
 
+    @classmethod
+    def runs_locally(cls, source: SourcePlan, sink: Any, session: Any) -> str | None:
+        """Why a bounded run of ``sink`` reading ``source`` needs Spark, or None when it can run in
+        icesql's own process (``local_query``; ``session``: a ``local_query.LocalSession``)."""
+        return f"a {source.source_kind.value.upper()} source is read by Spark"
+
     def binding(self) -> Any:
         """What the relation needs from the sink (None: nothing)."""
         return None

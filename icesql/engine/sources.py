@@ -262,16 +262,24 @@ RELATIONS: dict[SourceKind, Callable[..., Relation]] = {
 }
 
 
-def _row_schema(spark: Any, plan: SourcePlan) -> Any:
+def _row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None) -> Any:
+    """The rows' schema a source's SCHEMA declares (None: none declared). Without ``spark`` (a
+    run without it) only what is built in Python, with the session's ``timestamp_type``."""
     from pyspark.sql.types import StructType, _parse_datatype_string
 
     from icesql.engine.ddl import struct_from_ddl
 
     if plan.schema:
         # built in Python where Spark's answer is certain (a JVM parse costs ~0.2 s of a sink's start)
-        built = struct_from_ddl(plan.schema, spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ"))
+        if spark is not None:
+            timestamp_type = spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ")
+        built = struct_from_ddl(plan.schema, timestamp_type or "TIMESTAMP_LTZ")
         if built is not None:
             return built
+        if spark is None:
+            from icesql.engine.files.types import Unsupported
+
+            raise Unsupported("its SCHEMA needs Spark's parser")
         try:
             st = _parse_datatype_string(plan.schema)
         except Exception as e:

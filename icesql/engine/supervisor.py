@@ -35,8 +35,9 @@ available input, committed, then the sink stops) under the same policy, with two
 
 * a failure that is final ends the whole run at once: the other sinks stop with a final commit
   and the error is raised (a scheduler learns of it now, not after the others' input);
-* a batch that brought new columns (``SchemaChangedError``) restarts the sink at once, without a
-  backoff and without counting as a failure, at most ``ONCE_EVOLUTIONS`` times in a row;
+* a batch that brought new columns (``SchemaChangedError``), or that needs Spark in a run
+  without it (``local_query.SparkNeeded``), restarts the sink at once, without a backoff and
+  without counting as a failure, at most ``ONCE_EVOLUTIONS`` times in a row;
 * a restarted sink has recovered only once it commits (not by running ``backoff_max`` seconds):
   a run whose every attempt fails before it commits gives up at the budget.
 
@@ -314,12 +315,13 @@ class Supervisor:
             self.engine.listeners.state(StateEvent(name, "retrying"))
 
     def _evolves_now(self, name: str, err: IcesqlError) -> bool:
-        """``once``: ``err`` is a batch's new columns, restarted at once (``ONCE_EVOLUTIONS``)."""
-        from icesql.engine.runner import SchemaChangedError
+        """``once``: ``err`` restarts the sink at once (``runner.RestartAtOnce``: a batch's new
+        columns, a batch that needs Spark), at most ``ONCE_EVOLUTIONS`` times in a row."""
+        from icesql.engine.runner import RestartAtOnce
 
         return (
             self.once
-            and isinstance(err, SchemaChangedError)
+            and isinstance(err, RestartAtOnce)
             and self.streaks[name].evolutions < ONCE_EVOLUTIONS
         )
 

@@ -23,17 +23,23 @@ from tests.support.pipeline_helpers import icesql_summaries, load_table
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.parametrize("random_kills", [1])
-def test_sigkill_anywhere_exactly_once(tmp_path: Path, random_kills: int) -> None:
-    crash_loop(tmp_path, random_kills)
+# a run --once takes one of two paths: Spark's streaming query, or the same query in icesql's own
+# process without Spark (engine.local_query; the default for this FILES append sink)
+PATHS = {"spark": {"ICESQL_LOCAL_RUN": "0"}, "local": {"ICESQL_LOCAL_RUN": "1"}}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_sigkill_anywhere_exactly_once(tmp_path: Path, path: str) -> None:
+    crash_loop(tmp_path, random_kills=1, path=PATHS[path])
 
 
 @pytest.mark.slow
-def test_sigkill_soak(tmp_path: Path) -> None:
-    crash_loop(tmp_path, random_kills=8)
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_sigkill_soak(tmp_path: Path, path: str) -> None:
+    crash_loop(tmp_path, random_kills=8, path=PATHS[path])
 
 
-def crash_loop(tmp: Path, random_kills: int) -> None:
+def crash_loop(tmp: Path, random_kills: int, path: dict[str, str]) -> None:
     data = tmp / "in"
     nxt = add_files(data, 0, 4)
     kills = [
@@ -45,20 +51,24 @@ def crash_loop(tmp: Path, random_kills: int) -> None:
     ]
     killed = 0
     for env in kills:
-        rc, out = run_child(tmp, env)
+        rc, out = run_child(tmp, {**path, **env})
         assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{out[-4000:]}"
         killed += 1
         check_no_duplicates(tmp)
         nxt = add_files(data, nxt, 2)
     rng = random.Random(int(os.environ.get("ICESQL_CRASH_SEED", "7")))
     for _ in range(random_kills):
-        rc, out = run_child(tmp, {"ICESQL_TEST_BATCH_DELAY": "0.3"}, kill_after=rng.uniform(1.0, 10.0))
+        rc, out = run_child(tmp, {**path, "ICESQL_TEST_BATCH_DELAY": "0.3"}, kill_after=rng.uniform(1.0, 10.0))
         assert rc in (0, -signal.SIGKILL), out[-4000:]
         check_no_duplicates(tmp)
         nxt = add_files(data, nxt, 2)
-    rc, out = run_child(tmp, {})
+    rc, out = run_child(tmp, path)
     assert rc == 0, out[-4000:]
-    assert "already staged or committed, skipping" in out  # Spark replayed a committed batch
+    assert "already staged or committed, skipping" in out  # the query replayed a committed batch
+    # each run took the path asked for (the local one starts no Spark)
+    runs = (tmp / "child.log").read_text().split("==== run ")[1:]
+    local = path["ICESQL_LOCAL_RUN"] == "1"
+    assert runs and all(("runs in this process" in r) == local for r in runs)
     ids = table_ids(tmp)
     expected = list(range(nxt * ROWS_PER_FILE))
     assert sorted(ids) == expected, f"missing {sorted(set(expected) - set(ids))[:20]}"

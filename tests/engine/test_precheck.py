@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.precheck import last_batch, nothing_new
+from icesql.engine.checkpoint_log import last_batch
+from icesql.engine.precheck import nothing_new
 from tests.support.pipeline_helpers import load_table, write_json_lines
 
 pytestmark = pytest.mark.spark

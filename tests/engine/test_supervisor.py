@@ -117,7 +117,10 @@ class ScriptedEngine(Engine):
         self.starts: dict[str, list[float]] = {name: [] for name in scripts}
         self.runners: list[ScriptedRunner] = []
 
-    def _runner(self, plan: SinkPlan) -> Any:
+    def local_session(self, plan: SinkPlan) -> Any:
+        return None  # the scripted runners stand in for Spark's
+
+    def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
         self.starts[plan.name].append(time.monotonic())
         script = self.scripts[plan.name]
         runner = ScriptedRunner(plan.name, script.pop(0) if script else "runs", self.state)  # type: ignore[arg-type]

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         SourcePlan,
         Transform,
     )
-    from tests.support.pipeline_helpers import Objects, State, local_catalog, spark_for_tests
+    from tests.support.pipeline_helpers import SPARK_TEST_CONF, Objects, State, local_catalog, spark_for_tests
 
     connections: dict[str, object] = {"cat": local_catalog(warehouse=args.warehouse)}
     if args.kafka:
@@ -112,13 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         commit=CommitPolicy(minimum_size=args.min_size),
         on_error=OnError(args.on_error),
     )
+    local = not args.continuous and os.environ.get("ICESQL_LOCAL_RUN", "1") != "0"
     engine = Engine(
         args.home,
         objects=Objects(connections, {"events": source}),  # type: ignore[arg-type]
         secrets=lambda name: "unused",
         state=State(args.home / "state.json"),
-        spark=spark_for_tests() if args.spark_master is None else None,
-        spark_master=args.spark_master,
+        # a run --once without Spark (ICESQL_LOCAL_RUN, the default) starts none; a batch needing
+        # Spark there starts it on local[2] with the tests' settings, as spark_for_tests does
+        spark=spark_for_tests() if args.spark_master is None and not local else None,
+        spark_master=args.spark_master or "local[2]",
+        spark_conf=SPARK_TEST_CONF,
         trigger_interval=0.1,
     )
     print("crash_runner: started", flush=True)

@@ -48,21 +48,42 @@ class FilesProgress(SourceProgress):
             file_log.close()
         return f"no new file in {plan.path}"
 
+    @classmethod
+    def runs_locally(cls, source: Any, sink: Any, session: Any) -> str | None:
+        """An append on the Arrow path whose rows' schema is built without Spark."""
+        from icesql.engine.ddl import struct_from_ddl
+        from icesql.plan import SinkMode, SourceFormat
+
+        if not settings.ARROW_PATH.enabled():
+            return "ICESQL_ARROW_PATH is off"
+        if sink.mode is SinkMode.UPSERT:
+            return "an upsert reduces its changes with Spark"
+        if source.format is SourceFormat.DEBEZIUM_JSON:
+            return "a changelog is filtered by Spark"
+        if not source.schema:
+            return "a source without a SCHEMA takes the schema Spark infers"
+        if struct_from_ddl(source.schema, session.timestamp_type) is None:
+            return "its SCHEMA needs Spark's parser"
+        return None
+
     def binding(self) -> Any:
         """What binds the source to this sink on the Arrow path (None: Spark's path only)."""
         r = self.runner
-        if r.spark is None or not settings.ARROW_PATH.enabled():
+        if (r.spark is None and r.local is None) or not settings.ARROW_PATH.enabled():
             return None
         from icesql.engine.files.log import DIRECTORY
         from icesql.engine.files.relation import ArrowBinding
         from icesql.engine.spark import parallelism, session_time_zone
 
-        return ArrowBinding(
-            log_dir=f"{r.checkpoint_root(self.checkpoint_suffix).rstrip('/')}/{DIRECTORY}",
-            parallelism=parallelism(r.spark),
-            io_properties={},
-            session_tz=session_time_zone(r.spark),
-        )
+        log_dir = f"{r.checkpoint_root(self.checkpoint_suffix).rstrip('/')}/{DIRECTORY}"
+        if r.local is not None:  # a run without Spark (local_query)
+            return ArrowBinding(
+                log_dir=log_dir,
+                parallelism=r.local.parallelism,
+                session_tz=r.local.time_zone,
+                timestamp_type=r.local.timestamp_type,
+            )
+        return ArrowBinding(log_dir=log_dir, parallelism=parallelism(r.spark), session_tz=session_time_zone(r.spark))
 
     def bound(self, relation: Any) -> SourceProgress:
         # Spark's reader took the source (a reader option, a map column, ...): its checkpoint alone

@@ -43,7 +43,8 @@ def files_relation(
     arrow: ArrowBinding | None = None,
 ) -> Relation:
     """A FILES source: on the Arrow path when ``arrow`` binds it to a sink's checkpoint and the
-    Arrow readers can read it exactly as Spark would (``files.decode``), else on Spark's path."""
+    Arrow readers can read it exactly as Spark would (``files.decode``), else on Spark's path.
+    Without ``spark`` (a bounded run without Spark, ``local_query``) the Arrow path only."""
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
     policy = _policy(plan, on_error)
@@ -53,6 +54,10 @@ def files_relation(
         try:
             return arrow_files_relation(spark, plan, policy, arrow)
         except Unsupported as e:
+            if spark is None:
+                from icesql.engine.local_query import SparkNeeded
+
+                raise SparkNeeded(f"source '{plan.name}' needs Spark's reader ({e})") from None
             log.info(
                 "source %s: read by Spark's %s reader (%s)",
                 plan.name,
@@ -414,6 +419,7 @@ class ArrowBinding:
     parallelism: int = 2  # cores to keep busy
     io_properties: Mapping[str, str] = field(default_factory=dict, repr=False)  # the source's storage
     session_tz: str = "UTC"
+    timestamp_type: str = "TIMESTAMP_LTZ"  # the session's spark.sql.timestampType
 
 
 @dataclass(frozen=True)
@@ -440,17 +446,22 @@ class ArrowSource:
 def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:
     """The Arrow path: a streaming DataFrame of pieces (``files.source``), plus what the sink's
     tasks need to read them (``ArrowSource``). Raises ``files.types.Unsupported`` when the
-    source needs Spark's reader (a map or binary column, a reader option, ...)."""
+    source needs Spark's reader (a map or binary column, a reader option, ...). Without
+    ``spark``, the DataFrame is a ``local_query.LocalStreamFrame`` over the same reader: the
+    sink's bounded run then runs in this process."""
     from icesql.engine.files.decode import SourceFormat as ArrowFormat
     from icesql.engine.files.listing import Location
     from icesql.engine.files.source import NAME, PIECE_SCHEMA, io_options, register
+    from icesql.engine.files.types import Unsupported
 
     fmt = plan.format or SourceFormat.JSON
-    row_schema = _row_schema(spark, plan)
+    row_schema = _row_schema(spark, plan, binding.timestamp_type)
     inferred = row_schema is None
     if row_schema is None:
         if fmt is not SourceFormat.PARQUET:
             raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
+        if spark is None:
+            raise Unsupported("a Parquet source without a SCHEMA takes the schema Spark infers")
         row_schema = _infer_parquet_schema(spark, plan)
     opts = dict(plan.options)
     header = plan.header if "header" not in opts else opts.pop("header").lower() == "true"
@@ -466,21 +477,19 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     )
     source_format.check_supported()
     location = Location(plan.path or "", dict(binding.io_properties))
-    register(spark)
     options = {
-        "path": plan.path,
+        "path": plan.path or "",
         "format": fmt.value,
         "log": binding.log_dir,
         "parallelism": str(binding.parallelism),
         **arrow_stream_options(plan),
+        **io_options(dict(binding.io_properties)),
     }
-    df = (
-        spark.readStream.format(NAME)
-        .schema(PIECE_SCHEMA)
-        .options(**options)
-        .options(**io_options(dict(binding.io_properties)))
-        .load()
-    )
+    if spark is None:
+        df: Any = _local_frame(options)
+    else:
+        register(spark)
+        df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
     arrow = ArrowSource(
         plan=plan, format=source_format, location=location, policy=policy, log_dir=binding.log_dir
     )
@@ -488,12 +497,25 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         name=plan.name,
         df=df,
         changelog=arrow.changelog,
-        skipped=_skip_counter(spark, policy),
-        letters=_letters(spark, policy),
+        skipped=_skip_counter(spark, policy) if spark is not None else None,
+        letters=_letters(spark, policy) if spark is not None else (),
         sources=(plan.name,),
         arrow=arrow,
         row_schema=row_schema,
     )
+
+
+def _local_frame(options: dict[str, str]) -> Any:
+    """The source's pieces for a run without Spark: its reader in this process."""
+    from icesql.engine.files.source import PIECE_SCHEMA, FilesStreamReader
+    from icesql.engine.files.task import fallback_of
+    from icesql.engine.local_query import LocalStreamFrame
+
+    def needs_spark(exc: BaseException) -> str | None:
+        path = fallback_of(exc)
+        return None if path is None else f"file '{short_path(path)}' needs Spark's reader"
+
+    return LocalStreamFrame(lambda: FilesStreamReader(dict(options)), PIECE_SCHEMA, needs_spark)
 
 
 def _long() -> Any:

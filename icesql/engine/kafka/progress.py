@@ -42,7 +42,7 @@ def local_path(location: str) -> str:
 
 def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
     """The end offsets Spark's offset log holds for a batch (None: not there)."""
-    from icesql.engine.precheck import source_offset
+    from icesql.engine.checkpoint_log import source_offset
 
     offset = source_offset(Path(checkpoint), spark_batch_id)
     return parse(offset) if offset is not None else None

@@ -1,0 +1,315 @@
+"""A bounded run (``run --once``) without Spark: the sink's streaming query, run in this process.
+
+A scheduled ``run --once`` spends 10-20 s starting Spark around a few seconds of work, and on the
+Arrow path Spark does little of that work: a Python streaming source's reader plans the batch
+(``files.source.FilesStreamReader``: the file log, the pieces), the sink's Arrow task reads and
+writes the data (``files.task.WriteTask``), the driver stages and commits. Here the same reader
+and the same task run in this process, without a JVM:
+
+* ``LocalStreamFrame`` stands where the source's streaming DataFrame stands (``sources.Relation``);
+  the runner starts it exactly as it starts Spark's (``writeStream.foreachBatch(...).start()``),
+  so the sink's lifecycle - staging, commits, recovery, maintenance - is the one code path;
+* ``LocalQuery`` is Spark's micro-batch loop under ``Trigger.AvailableNow``, over the same
+  checkpoint in Spark's own format (``checkpoint_log``): a batch's offsets are written before it
+  runs and its commit after the sink staged it, a batch planned and not committed is replayed
+  with the same offsets, and a later run on Spark takes up where this one stopped (and the other
+  way round);
+* ``LocalPieces`` is one batch of pieces: the two DataFrame methods the Arrow path's batch writer
+  calls (``mapInArrow`` then ``collect``), each of the tasks Spark would run a thread here (the
+  readers and writers are Arrow's C++, which runs outside the GIL).
+
+What needs Spark is never done here: a piece the Arrow readers cannot read exactly as Spark would
+(the Arrow path then reads that file with Spark's reader) stops the batch before it stages
+anything with ``SparkNeeded``, and the supervisor restarts the sink at once on Spark, which
+replays that batch from the checkpoint. Which sinks may run here is the source kind's to say
+(``source_kinds.SourceProgress.runs_locally``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from icesql.engine.runner import RestartAtOnce
+
+log = logging.getLogger("icesql.sink")
+
+
+@dataclass(frozen=True)
+class LocalSession:
+    """What a run without Spark takes from the Spark session it stands in for: the cores a batch
+    keeps busy, the time zone zoneless timestamps are read in, what a plain TIMESTAMP is."""
+
+    parallelism: int
+    time_zone: str = "UTC"
+    timestamp_type: str = "TIMESTAMP_LTZ"
+
+    @staticmethod
+    def from_conf(master: str, conf: Mapping[str, Any]) -> LocalSession | None:
+        """The session a local master (``local``, ``local[N]``, ``local[*]``) and ``conf`` (icesql's
+        defaults and the user's ``--conf``) make; None for any other master (a cluster runs the
+        work where it is, not here) or when Spark would read settings of its own
+        (``SPARK_CONF_DIR``, ``$SPARK_HOME/conf/spark-defaults.conf``)."""
+        found = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+        if found is None or _spark_defaults_file():
+            return None
+        cores = found.group(1)
+        if cores is None:
+            parallelism = 1
+        elif cores == "*":
+            parallelism = os.cpu_count() or 1
+        else:
+            parallelism = int(cores)
+        values = {str(k): str(v) for k, v in conf.items()}
+        if values.get("spark.default.parallelism", "").isdigit():
+            parallelism = int(values["spark.default.parallelism"])
+        return LocalSession(
+            parallelism=max(1, parallelism),
+            time_zone=values.get("spark.sql.session.timeZone") or "UTC",
+            timestamp_type=values.get("spark.sql.timestampType") or "TIMESTAMP_LTZ",
+        )
+
+
+def _spark_defaults_file() -> bool:
+    from icesql import settings
+
+    if settings.SPARK_CONF_DIR.get():
+        return True
+    home = settings.SPARK_HOME.get()
+    return bool(home) and Path(str(home), "conf", "spark-defaults.conf").exists()
+
+
+class SparkNeeded(RestartAtOnce):
+    """A batch needs Spark (a file only Spark's reader reads exactly): the sink restarts at once
+    on Spark, which replays the batch from the checkpoint."""
+
+
+class LocalPieces:
+    """One micro-batch of a Python streaming source, as a DataFrame of pieces the Arrow path's
+    batch writer maps and collects; each of the batch's partitions runs as a thread."""
+
+    isStreaming = False  # noqa: N815 - PySpark's name
+
+    def __init__(
+        self,
+        reader: Any,
+        partitions: Sequence[Any],
+        arrow_schema: Any,
+        needs_spark: Callable[[BaseException], str | None],
+    ) -> None:
+        self.reader = reader
+        self.partitions = list(partitions)
+        self.arrow_schema = arrow_schema
+        self.needs_spark = needs_spark
+
+    def mapInArrow(self, task: Callable[[Any], Any], schema: Any) -> _Mapped:  # noqa: N802 - PySpark's name
+        return _Mapped(self, task)
+
+    def filter(self, condition: Any) -> LocalPieces:
+        raise SparkNeeded("the batch needs Spark's reader")  # pragma: no cover - needs_spark stops first
+
+
+class _Mapped:
+    def __init__(self, pieces: LocalPieces, task: Callable[[Any], Any]) -> None:
+        self.pieces = pieces
+        self.task = task
+
+    def _run(self, partition: Any) -> list[dict[str, Any]]:
+        import pyarrow as pa
+
+        rows = list(self.pieces.reader.read(partition))
+        names = self.pieces.arrow_schema.names
+        batch = pa.RecordBatch.from_pylist([dict(zip(names, r, strict=True)) for r in rows], self.pieces.arrow_schema)
+        out: list[dict[str, Any]] = []
+        for b in self.task(iter([batch])):
+            out.extend(b.to_pylist())
+        return out
+
+    def collect(self) -> list[Any]:
+        from icesql.engine.fastpath import Row
+
+        parts = self.pieces.partitions
+        why: str | None = None
+        try:
+            if len(parts) <= 1:
+                results = [self._run(p) for p in parts]
+            else:
+                with ThreadPoolExecutor(len(parts), thread_name_prefix="icesql-task") as pool:
+                    results = list(pool.map(self._run, parts))
+        except Exception as e:
+            why = self.pieces.needs_spark(e)
+            if why is None:
+                raise
+        if why is not None:  # raised here, outside the handler: the task's marked error is not its context
+            raise SparkNeeded(f"{why}: the sink restarts on Spark, which reads it")
+        return [Row(list(r), list(r.values())) for rows in results for r in rows]
+
+
+class LocalQuery:
+    """Spark's micro-batch loop under ``Trigger.AvailableNow`` for one Python streaming source's
+    reader, in a thread of this process, over a local checkpoint in Spark's format. The methods
+    the runner calls on Spark's ``StreamingQuery``: ``awaitTermination``, ``stop``, ``isActive``,
+    ``exception``."""
+
+    def __init__(
+        self,
+        frame: LocalStreamFrame,
+        foreach_batch: Callable[[Any, int], None],
+        checkpoint: str,
+        name: str,
+    ) -> None:
+        from icesql.engine.checkpoint_log import CheckpointLog, is_local
+
+        if not is_local(checkpoint) or checkpoint.startswith("file:"):
+            raise ValueError(f"a query run without Spark needs a local checkpoint, not {checkpoint}")
+        self.frame = frame
+        self.foreach_batch = foreach_batch
+        self.log = CheckpointLog(Path(checkpoint))
+        self.name = name
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"icesql-local-{name}", daemon=True)
+        self.batches = 0  # micro-batches run
+
+    def start(self) -> LocalQuery:
+        self._thread.start()
+        return self
+
+    @property
+    def isActive(self) -> bool:  # noqa: N802 - PySpark's name
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """No batch starts after this, and the one running ends before this returns (Spark's
+        ``stop`` interrupts it; a thread cannot be, and its batch is short)."""
+        self._stop.set()
+        if threading.current_thread() is not self._thread and self._thread.is_alive():
+            self._thread.join()
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802 - PySpark's name
+        self._thread.join(timeout)
+        if self._error is not None:
+            raise self._error
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        reader = self.frame.make_reader()
+        try:
+            self._loop(reader)
+        except BaseException as e:  # noqa: BLE001 - handed to awaitTermination, as Spark does
+            self._error = e
+        finally:
+            try:
+                reader.stop()
+            except Exception:  # noqa: BLE001
+                log.debug("query %s: stopping the reader failed", self.name, exc_info=True)
+
+    def _loop(self, reader: Any) -> None:
+        planned, committed = self.log.planned(), self.log.committed()
+        self.log.ensure_metadata()
+        reader.prepareForTriggerAvailableNow()
+        if not planned:
+            batch_id, start = 0, reader.initialOffset()
+        else:
+            last = planned[-1]
+            if last in committed:
+                batch_id, start = last + 1, self._offset(last)
+                reader.commit(start)
+            else:  # planned and not committed: replayed with the offsets it was planned with
+                before = self._offset(last - 1) if last > 0 else reader.initialOffset()
+                self._batch(reader, last, before, self._offset(last))
+                batch_id, start = last + 1, self._offset(last)
+        limit = reader.getDefaultReadLimit()
+        while not self._stop.is_set():
+            end = reader.latestOffset(start, limit)
+            if end == start:
+                break
+            self.log.write_offsets(batch_id, end)
+            self._batch(reader, batch_id, start, end)
+            start, batch_id = end, batch_id + 1
+
+    def _offset(self, batch_id: int) -> dict[str, Any]:
+        offset = self.log.offset(batch_id)
+        if offset is None:
+            raise ValueError(f"the checkpoint {self.log.root} has no offsets for batch {batch_id}")
+        return offset
+
+    def _batch(self, reader: Any, batch_id: int, start: dict[str, Any], end: dict[str, Any]) -> None:
+        pieces = LocalPieces(reader, reader.partitions(start, end), self.frame.arrow_schema, self.frame.needs_spark)
+        self.foreach_batch(pieces, batch_id)
+        self.log.write_commit(batch_id)
+        reader.commit(end)
+        self.batches += 1
+
+
+class LocalStreamFrame:
+    """Where a source's streaming DataFrame stands when its sink runs without Spark: what the
+    runner reads of it (``isStreaming``, ``writeStream``) and what ``LocalQuery`` needs (a new
+    reader, the schema of its rows, which failures need Spark)."""
+
+    isStreaming = True  # noqa: N815 - PySpark's name
+
+    def __init__(
+        self,
+        make_reader: Callable[[], Any],
+        schema: Any,
+        needs_spark: Callable[[BaseException], str | None],
+    ) -> None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.make_reader = make_reader
+        self.schema = schema  # the reader's rows (a Spark StructType)
+        self.arrow_schema = to_arrow_schema(schema)
+        self.needs_spark = needs_spark
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    @property
+    def writeStream(self) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name
+        return _LocalStreamWriter(self)
+
+
+class _LocalStreamWriter:
+    """``DataStreamWriter``'s calls the runner makes, for a ``LocalStreamFrame``."""
+
+    def __init__(self, frame: LocalStreamFrame) -> None:
+        self.frame = frame
+        self.batch: Callable[[Any, int], None] | None = None
+        self.options: dict[str, str] = {}
+        self.name = "icesql"
+
+    def foreachBatch(self, batch: Callable[[Any, int], None]) -> _LocalStreamWriter:  # noqa: N802
+        self.batch = batch
+        return self
+
+    def option(self, key: str, value: Any) -> _LocalStreamWriter:
+        self.options[key] = str(value)
+        return self
+
+    def queryName(self, name: str) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name
+        self.name = name
+        return self
+
+    def trigger(self, *, availableNow: bool = False, **other: Any) -> _LocalStreamWriter:  # noqa: N803
+        if not availableNow or other:
+            raise ValueError("a query run without Spark is bounded: Trigger.AvailableNow only")
+        return self
+
+    def start(self) -> LocalQuery:
+        assert self.batch is not None
+        return LocalQuery(self.frame, self.batch, self.options["checkpointLocation"], self.name).start()
+
+
+__all__ = ["LocalPieces", "LocalQuery", "LocalSession", "LocalStreamFrame", "SparkNeeded"]
