@@ -111,8 +111,8 @@ LOCAL_RUN = Setting(
     "ICESQL_LOCAL_RUN",
     "1",
     "`0` runs every sink of a `run --once` on Spark; by default a sink appending from a FILES source "
-    "on the Arrow path runs in icesql's own process without starting Spark (same checkpoint, same "
-    "table; a batch that needs Spark's reader restarts the sink on Spark)",
+    "or a KAFKA topic on the Arrow path runs in icesql's own process without starting Spark (same "
+    "checkpoint, same table; a batch that needs Spark's reader restarts the sink on Spark)",
 )
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",

@@ -228,15 +228,19 @@ def test_run_once_deletes_what_it_committed(
 
 
 @pytest.mark.spark
-def test_archive_with_several_batches_per_run(spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("without_spark", [False, True])
+def test_archive_with_several_batches_per_run(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, without_spark: bool
+) -> None:
     """MAX BYTES PER TRIGGER makes one batch per file here; every file ends in the archive under
-    its own path, each read once."""
+    its own path, each read once - on Spark, and in a run without it (``local_query``)."""
     home, data, done = tmp_path / "home", tmp_path / "in", tmp_path / "done"
     for k in range(4):
         write_json_lines(data, f"f{k}.json", [{"id": k, "v": "x" * 50}])
     size = (data / "f0.json").stat().st_size
     src = source(data, clean_source=CleanSource.ARCHIVE, archive_directory=str(done), max_bytes_per_trigger=size)
-    run(spark, home, src, sink("s", "t"), arrow=True, monkeypatch=monkeypatch)
+    eng = run(None if without_spark else spark, home, src, sink("s", "t"), arrow=True, monkeypatch=monkeypatch)
+    assert (eng._spark is None) == without_spark
     assert len(icesql_summaries(load_table(home, "ns.t"))) == 4  # one batch (and commit) per file
     assert files_in(data) == []
     archived = done / str(data).lstrip("/")

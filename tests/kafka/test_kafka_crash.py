@@ -39,7 +39,14 @@ def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any) -> None:
+# a run --once takes one of two paths: Spark's streaming query, or the same query in icesql's own
+# process without Spark (engine.local_query; the default for this append of JSON values)
+PATHS = {"spark": {"ICESQL_LOCAL_RUN": "0"}, "local": {"ICESQL_LOCAL_RUN": "1"}}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any, path: str) -> None:
+    env_path = PATHS[path]
     K.create_topic(broker.bootstrap, TOPIC, 3)
     K.produce(broker.bootstrap, TOPIC, _records(0, N), linger_ms=20)
     args = ("--kafka", f"{broker.bootstrap}:{TOPIC}", "--records-per-trigger", "700")
@@ -52,7 +59,7 @@ def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any) -> None:
     ]
     produced = N
     for i, env in enumerate(kills):
-        rc, log = run_child(tmp_path, env, extra_args=args)
+        rc, log = run_child(tmp_path, {**env_path, **env}, extra_args=args)
         assert rc != 0, f"kill {env} did not happen:\n{log[-3000:]}"
         ids = table_ids(tmp_path)
         assert len(ids) == len(set(ids)), f"duplicates after {env}"
@@ -60,7 +67,9 @@ def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any) -> None:
         K.produce(broker.bootstrap, TOPIC, _records(produced, produced + 200), linger_ms=20)
         produced += 200
         assert i >= 0
-    rc, log = run_child(tmp_path, {}, extra_args=args)
+    rc, log = run_child(tmp_path, env_path, extra_args=args)
     assert rc == 0, log[-3000:]
     ids = table_ids(tmp_path)
     assert sorted(ids) == list(range(produced))
+    runs = (tmp_path / "child.log").read_text().split("==== run ")[1:]
+    assert runs and all(("runs in this process" in r) == (path == "local") for r in runs)

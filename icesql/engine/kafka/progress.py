@@ -79,6 +79,24 @@ class KafkaProgress(SourceProgress):
             return None
         return f"no record in topic {topic} past the committed offsets"
 
+    @classmethod
+    def runs_locally(cls, source: Any, sink: Any, session: Any) -> str | None:
+        """An append of JSON values on the Arrow path whose rows' schema is built without Spark
+        (``relation.local_row_schema``)."""
+        from icesql import settings
+        from icesql.engine.kafka.relation import local_row_schema
+        from icesql.plan import SinkMode
+
+        if not settings.ARROW_PATH.enabled():
+            return "ICESQL_ARROW_PATH is off"
+        if sink.mode is SinkMode.UPSERT:
+            return "an upsert reduces its changes with Spark"
+        if source.kafka.on_data_loss != "fail":
+            return "ON DATA LOSS counts lost records in Spark"
+        if local_row_schema(source, session.timestamp_type) is None:
+            return "its records are decoded by Spark (a key, an envelope, a format or SCHEMA Spark parses)"
+        return None
+
     @property
     def seed_path(self) -> str:
         return os.path.join(local_path(self.runner.checkpoint_root(self.checkpoint_suffix)), SEED)
@@ -96,6 +114,15 @@ class KafkaProgress(SourceProgress):
                 f"ICESQL_CHECKPOINT_ROOT is not a local directory ({settings.CHECKPOINT_ROOT.get()})",
                 hint="unset ICESQL_CHECKPOINT_ROOT, or set it to a directory both icesql and the Spark "
                 "driver can reach (a shared mount)",
+            )
+        local = self.runner.local
+        if local is not None:  # a run without Spark (local_query)
+            return KafkaBinding(
+                seed=self.seed_path,
+                parallelism=local.parallelism,
+                arrow=settings.ARROW_PATH.enabled(),
+                session_tz=local.time_zone,
+                timestamp_type=local.timestamp_type,
             )
         spark = self.runner.spark
         return KafkaBinding(

@@ -61,6 +61,7 @@ class KafkaBinding:
     parallelism: int = 2
     arrow: bool = False  # a sink reads the source directly: the Arrow path where it can (``arrow``)
     session_tz: str = "UTC"
+    timestamp_type: str = "TIMESTAMP_LTZ"  # the session's spark.sql.timestampType (a run without Spark)
 
     def options(self, plan: SourcePlan) -> dict[str, str]:
         from icesql.engine.kafka.source import kafka_options
@@ -95,6 +96,8 @@ def kafka_relation(
 
     if plan.kafka is None:  # pragma: no cover - the analyzer never makes one
         raise ExecutionError(f"source '{plan.name}' has no topic")
+    if spark is None:
+        return _without_spark(plan, policy, binding)
     register(spark)
     opts = binding.options(plan)
     if streaming:
@@ -153,6 +156,85 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
         return relation
     pieces = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**binding.options(plan), mode="pieces").load()
     return dataclasses.replace(relation, df=pieces, arrow=source, row_schema=row_schema)
+
+
+def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
+    """The rows' schema Spark's decoding (``decode_records``) gives an append of JSON values - the
+    value's SCHEMA, then the INCLUDE columns - built in Python for a run without Spark; None where
+    it is not certain (a key, an envelope, another format, a SCHEMA only Spark parses)."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType, TimestampType
+
+    from icesql.engine.ddl import struct_from_ddl
+    from icesql.engine.kafka.source import RECORD_SCHEMA
+
+    spec = plan.kafka
+    if spec is None or spec.envelope is not KafkaEnvelope.NONE or not plan.schema:
+        return None
+    if (plan.format or SourceFormat.JSON) is not SourceFormat.JSON:
+        return None
+    value = struct_from_ddl(plan.schema, timestamp_type)
+    if value is None:
+        return None
+    types = {
+        KafkaMetadata.PARTITION: IntegerType(),
+        KafkaMetadata.OFFSET: LongType(),
+        KafkaMetadata.TIMESTAMP: TimestampType(),
+        KafkaMetadata.HEADERS: RECORD_SCHEMA["headers"].dataType,
+    }
+    fields = list(value.fields)
+    for inc in spec.include:
+        if inc.what not in types:
+            return None
+        fields.append(StructField(inc.name, types[inc.what], True))
+    return StructType(fields)
+
+
+def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> Relation:
+    """The Arrow path for a run without Spark (``local_query``): the source's reader of offset
+    ranges in this process, the sink's tasks as threads."""
+    from icesql.engine.ddl import struct_from_ddl
+    from icesql.engine.files.types import Unsupported
+    from icesql.engine.kafka.arrow import KafkaArrowSource, fallback_of
+    from icesql.engine.kafka.source import PIECE_SCHEMA, KafkaStreamReader
+    from icesql.engine.local_query import LocalStreamFrame, SparkNeeded
+
+    row_schema = local_row_schema(plan, binding.timestamp_type)
+    if row_schema is None or not binding.arrow:
+        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark")
+    value = struct_from_ddl(plan.schema or "", binding.timestamp_type)
+    source = KafkaArrowSource(
+        plan=plan,
+        conf=dict(binding.conf),
+        row_schema_json=row_schema.jsonValue(),
+        value_schema_json=value.jsonValue() if value is not None else None,
+        key_schema_json=None,
+        policy=policy,
+        session_tz=binding.session_tz,
+        lost=None,
+    )
+    try:
+        source.check_supported()
+    except Unsupported as e:
+        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark's parsers ({e})") from None
+    options = {**binding.options(plan), "mode": "pieces"}
+
+    def needs_spark(exc: BaseException) -> str | None:
+        where = fallback_of(exc)
+        if where is None:
+            return None
+        partition, start, end = where
+        return f"records {start}-{end} of partition {partition} need Spark's parsers"
+
+    frame = LocalStreamFrame(lambda: KafkaStreamReader(dict(options)), PIECE_SCHEMA, needs_spark)
+    return Relation(
+        name=plan.name,
+        df=frame,
+        changelog=False,
+        sources=(plan.name,),
+        binding=binding,
+        arrow=source,
+        row_schema=row_schema,
+    )
 
 
 def _struct_ddl(st: Any) -> str:
@@ -374,4 +456,4 @@ class KafkaRecordGuard(_RecordGuard):
         }
 
 
-__all__ = ["KafkaBinding", "KafkaRecordGuard", "decode_records", "kafka_relation"]
+__all__ = ["KafkaBinding", "KafkaRecordGuard", "decode_records", "kafka_relation", "local_row_schema"]

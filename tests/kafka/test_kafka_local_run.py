@@ -1,0 +1,140 @@
+"""A bounded run of a KAFKA append sink without Spark (``engine.local_query``): the rows' schema
+built in Python is the one Spark's decoding gives, and runs with and without Spark take turns on
+one checkpoint, every record once. The SIGKILL loop runs on both paths in
+``test_kafka_crash.py``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icesql.engine.checkpoint_log import CheckpointLog
+from icesql.engine.engine import Engine
+from icesql.engine.kafka.relation import decode_records, local_row_schema
+from icesql.engine.kafka.source import RECORD_SCHEMA
+from icesql.engine.sources import INTERNAL_COLUMNS
+from icesql.plan import (
+    KafkaConnectionPlan,
+    KafkaEnvelope,
+    KafkaInclude,
+    KafkaMetadata,
+    KafkaSourceSpec,
+    OnError,
+    SinkPlan,
+    SourceFormat,
+    SourceKind,
+    SourcePlan,
+)
+from tests.support import kafka as K
+from tests.support.pipeline_helpers import (
+    SPARK_TEST_CONF,
+    Objects,
+    State,
+    load_table,
+    local_catalog,
+    spark_for_tests,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+SCHEMA = "id BIGINT, name STRING, amount DECIMAL(10,2), at TIMESTAMP, tags ARRAY<STRING>, p STRUCT<x: INT>"
+ALL = tuple(
+    KafkaInclude(what, name)
+    for what, name in (
+        (KafkaMetadata.PARTITION, "part"),
+        (KafkaMetadata.OFFSET, "off"),
+        (KafkaMetadata.TIMESTAMP, "kts"),
+        (KafkaMetadata.HEADERS, "hdrs"),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    return spark_for_tests()
+
+
+def _source(topic: str, **spec: Any) -> SourcePlan:
+    return SourcePlan(
+        name="events",
+        source_kind=SourceKind.KAFKA,
+        format=SourceFormat.JSON,
+        schema=SCHEMA,
+        kafka=KafkaSourceSpec(connection="k", topic=topic, **spec),
+    )
+
+
+@pytest.mark.parametrize("include", [(), ALL[:1], ALL[1:3], ALL], ids=["none", "partition", "offset-ts", "all"])
+def test_the_rows_schema_without_spark_is_sparks(spark: Any, include: tuple[KafkaInclude, ...]) -> None:
+    plan = _source("t", include=include)
+    records = spark.createDataFrame([], RECORD_SCHEMA)
+    df, changelog = decode_records(spark, records, plan, OnError.FAIL, None, None)
+    sparks = [f for f in df.schema.fields if f.name not in INTERNAL_COLUMNS]
+    assert not changelog
+    assert list(local_row_schema(plan, "TIMESTAMP_LTZ").fields) == sparks
+
+
+def test_what_is_left_to_spark() -> None:
+    assert local_row_schema(_source("t", include=(KafkaInclude(KafkaMetadata.KEY, "k"),)), "TIMESTAMP_LTZ") is None
+    assert local_row_schema(_source("t", envelope=KafkaEnvelope.UPSERT), "TIMESTAMP_LTZ") is None
+    text = SourcePlan(name="e", source_kind=SourceKind.KAFKA, format=SourceFormat.TEXT, kafka=KafkaSourceSpec("k", "t"))
+    assert local_row_schema(text, "TIMESTAMP_LTZ") is None
+
+
+def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:
+    return [
+        (
+            str(i).encode(),
+            json.dumps(
+                {"id": i, "name": f"n{i}", "amount": f"{i}.25", "at": "2026-11-27T10:00:00Z", "tags": ["a"], "p": {"x": i}}
+            ).encode(),
+        )
+        for i in range(start, end)
+    ]
+
+
+def _run(home: Path, bootstrap: str, topic: str, spark: Any, caplog: pytest.LogCaptureFixture) -> Engine:
+    objects = Objects(
+        {"cat": local_catalog(warehouse=home / "warehouse"), "k": KafkaConnectionPlan("k", (bootstrap,))},  # type: ignore[dict-item]
+        {"events": _source(topic, include=ALL[:3], max_records_per_trigger=40)},
+    )
+    sink = SinkPlan(name="s", relation="events", catalog_connection="cat", namespace=("ns",), table="t")
+    eng = Engine(
+        home,
+        objects=objects,
+        secrets=lambda n: "x",
+        state=State(home / "state.json"),
+        spark=spark,
+        spark_master="local[2]",
+        spark_conf=SPARK_TEST_CONF,
+        trigger_interval=0.2,
+    )
+    caplog.clear()
+    with caplog.at_level("INFO", logger="icesql.engine"):
+        eng.run([sink], once=True)
+    assert ("sink s: runs in this process, without starting Spark" in caplog.text) == (spark is None)
+    assert (eng._spark is None) == (spark is None)
+    return eng
+
+
+def test_runs_with_and_without_spark_take_turns_on_one_checkpoint(
+    spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    topic = "local-turns"
+    K.create_topic(noida.bootstrap, topic, 2)
+    home = tmp_path / "home"
+    K.produce(noida.bootstrap, topic, _records(0, 100))
+    _run(home, noida.bootstrap, topic, None, caplog)  # a new checkpoint, three batches of <= 40
+    K.produce(noida.bootstrap, topic, _records(100, 150))
+    _run(home, noida.bootstrap, topic, spark, caplog)  # Spark takes up after them
+    K.produce(noida.bootstrap, topic, _records(150, 180))
+    _run(home, noida.bootstrap, topic, None, caplog)  # and the run without Spark after Spark
+    rows = load_table(home, "ns.t", home / "warehouse").scan().to_arrow().to_pylist()
+    assert sorted(r["id"] for r in rows) == list(range(180))
+    assert len({(r["part"], r["off"]) for r in rows}) == 180  # every record once, by its position
+    (checkpoint,) = (home / "sinks").glob("*/checkpoint-kafka")
+    log = CheckpointLog(checkpoint)
+    assert log.planned() == log.committed() and len(log.planned()) >= 6
