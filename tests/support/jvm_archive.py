@@ -32,7 +32,8 @@ def ensure_archive() -> str:
     with tempfile.TemporaryDirectory(prefix="icesql-archive-") as scratch:
         examples = Path(scratch) / "examples"
         shutil.copytree(ROOT / "examples", examples, ignore=shutil.ignore_patterns("warehouse"))
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        # on Spark: a run --once of the quick start otherwise runs without it (local_query)
+        env = dict(os.environ, PYTHONPATH=str(ROOT), ICESQL_LOCAL_RUN="0")
         env.pop("ICESQL_HOME", None)
         p = subprocess.run(
             [
