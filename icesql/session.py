@@ -710,7 +710,9 @@ class Session:
         """Run sinks: the named ones, else those created by ``execute`` so far, else all.
 
         ``once=True`` processes what is available, commits and returns; otherwise it blocks
-        until the sinks stop or ``stop()`` is called (Ctrl-C in the CLI).
+        until the sinks stop or ``stop()`` is called (Ctrl-C in the CLI). With ``once`` and no
+        Spark session given, a sink appending from a FILES source or a Kafka topic runs in this
+        process without starting Spark (``engine.local_query``; ``ICESQL_LOCAL_RUN=0`` turns it off).
         """
         names = list(sinks) if sinks is not None else (self.created_sinks or None)
         plans = self.sink_plans(names)
