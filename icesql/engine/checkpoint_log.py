@@ -66,6 +66,16 @@ def is_local(location: str) -> bool:
     return "://" not in location or location.startswith("file:")
 
 
+def local_path(location: str) -> Path | None:
+    """A checkpoint location on this machine's disk as a path (``file:/x`` and ``file:///x`` are
+    ``/x``); None for any other URI (a checkpoint only Spark reaches)."""
+    if location.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(location).path))
+    return Path(location) if is_local(location) else None
+
+
 def _lines(checkpoint: Path, batch_id: int) -> list[str] | None:
     try:
         return (checkpoint / "offsets" / str(batch_id)).read_text().splitlines()

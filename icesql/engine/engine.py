@@ -380,7 +380,7 @@ class Engine:
         when it needs Spark: ``ICESQL_LOCAL_RUN=0``, a Spark session already given or running, a
         master that is not local, a Spark Connect server, a checkpoint not on this machine, a relation
         that is not a source, or what its source kind says (``SourceProgress.runs_locally``)."""
-        from icesql.engine.checkpoint_log import checkpoint_root, is_local
+        from icesql.engine.checkpoint_log import checkpoint_root, local_path
         from icesql.engine.local_query import LocalSession
         from icesql.engine.source_kinds import SOURCE_KINDS
         from icesql.engine.spark import DEFAULT_CONF, DEFAULT_MASTER
@@ -395,8 +395,7 @@ class Engine:
         if session is None or not isinstance(relation, SourcePlan):
             return None
         kind = SOURCE_KINDS[relation.source_kind]()
-        location = checkpoint_root(self.home, self.state.sink_id(plan.name), kind.checkpoint_suffix)
-        if not is_local(location) or location.startswith("file:"):
+        if local_path(checkpoint_root(self.home, self.state.sink_id(plan.name), kind.checkpoint_suffix)) is None:
             return None
         why = kind.runs_locally(relation, plan, session)
         if why is not None:

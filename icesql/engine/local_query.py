@@ -165,13 +165,14 @@ class LocalQuery:
         checkpoint: str,
         name: str,
     ) -> None:
-        from icesql.engine.checkpoint_log import CheckpointLog, is_local
+        from icesql.engine.checkpoint_log import CheckpointLog, local_path
 
-        if not is_local(checkpoint) or checkpoint.startswith("file:"):
+        root = local_path(checkpoint)
+        if root is None:
             raise ValueError(f"a query run without Spark needs a local checkpoint, not {checkpoint}")
         self.frame = frame
         self.foreach_batch = foreach_batch
-        self.log = CheckpointLog(Path(checkpoint))
+        self.log = CheckpointLog(root)
         self.name = name
         self._stop = threading.Event()
         self._error: BaseException | None = None

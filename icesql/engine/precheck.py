@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icesql.engine.checkpoint_log import checkpoint_root, is_local, last_batch, source_offset
+from icesql.engine.checkpoint_log import checkpoint_root, is_local, last_batch, local_path, source_offset
 
 log = logging.getLogger("icesql.engine")
 
@@ -65,10 +65,9 @@ def _nothing_new(engine: Any, plan: Any) -> str | None:
     staging = Path(engine.home) / "sinks" / sink_id / "staging"
     if staging.is_dir() and Staging(staging).pending():
         return None
-    location = checkpoint_root(engine.home, sink_id, kind.checkpoint_suffix)
-    if not is_local(location) or location.startswith("file:"):  # (a file: URI: not a path to read here)
+    checkpoint = local_path(checkpoint_root(engine.home, sink_id, kind.checkpoint_suffix))
+    if checkpoint is None:
         return None
-    checkpoint = Path(location)
     found = last_batch(checkpoint)
     if found is None:
         return None

@@ -33,11 +33,10 @@ LAG_EVERY = 5.0  # seconds a log end asked for the lag stays good
 
 def local_path(location: str) -> str:
     """A local checkpoint location as a path (``file:/x`` and ``file:///x`` are ``/x``)."""
-    if location.startswith("file:"):
-        from urllib.parse import unquote, urlparse
+    from icesql.engine.checkpoint_log import local_path as path_of
 
-        return unquote(urlparse(location).path)
-    return location
+    path = path_of(location)
+    return str(path) if path is not None else location
 
 
 def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
