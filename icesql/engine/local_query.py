@@ -95,8 +95,6 @@ class LocalPieces:
     """One micro-batch of a Python streaming source, as a DataFrame of pieces the Arrow path's
     batch writer maps and collects; each of the batch's partitions runs as a thread."""
 
-    isStreaming = False  # noqa: N815 - PySpark's name
-
     def __init__(
         self,
         reader: Any,
@@ -155,8 +153,7 @@ class _Mapped:
 class LocalQuery:
     """Spark's micro-batch loop under ``Trigger.AvailableNow`` for one Python streaming source's
     reader, in a thread of this process, over a local checkpoint in Spark's format. The methods
-    the runner calls on Spark's ``StreamingQuery``: ``awaitTermination``, ``stop``, ``isActive``,
-    ``exception``."""
+    the runner calls on Spark's ``StreamingQuery``: ``awaitTermination``, ``stop``, ``isActive``."""
 
     def __init__(
         self,
@@ -177,7 +174,6 @@ class LocalQuery:
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"icesql-local-{name}", daemon=True)
-        self.batches = 0  # micro-batches run
 
     def start(self) -> LocalQuery:
         self._thread.start()
@@ -193,9 +189,6 @@ class LocalQuery:
         self._stop.set()
         if threading.current_thread() is not self._thread and self._thread.is_alive():
             self._thread.join()
-
-    def exception(self) -> BaseException | None:
-        return self._error
 
     def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802 - PySpark's name
         self._thread.join(timeout)
@@ -250,7 +243,6 @@ class LocalQuery:
         self.foreach_batch(pieces, batch_id)
         self.log.write_commit(batch_id)
         reader.commit(end)
-        self.batches += 1
 
 
 class LocalStreamFrame:
@@ -272,10 +264,6 @@ class LocalStreamFrame:
         self.schema = schema  # the reader's rows (a Spark StructType)
         self.arrow_schema = to_arrow_schema(schema)
         self.needs_spark = needs_spark
-
-    @property
-    def columns(self) -> list[str]:
-        return list(self.schema.names)
 
     @property
     def writeStream(self) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name
