@@ -188,7 +188,7 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
 def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[str],
                       debezium_files: list[str], expected_rows: int, home: str, *,
                       spark_conf: dict[str, str] | None = None, smoke: bool = False,
-                      running: bool = False) -> dict[str, Any]:
+                      running: bool = False, on_spark: bool = False) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -202,11 +202,19 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     trigger, a commit per micro-batch, its maintenance beside it); each batch is timed from the
     file's arrival in the inbox to the commit that holds it (the wait for the next trigger
     included), and the sink is stopped after the last batch.
+
+    ``on_spark``: the session is given a SparkSession (built like the baselines'), so the sink runs
+    as Spark's streaming query; without it (the default path of ``icesql.Session(home)``) the sink
+    runs in this process without Spark (``engine.local_query``).
     """
+    import icesql
     from benchmarks.datagen import SPARK_DDL
 
-    s, spark, session_s = _session(home, spark_conf)
-    warm_s = 0.0 if smoke else _warm_up(s, spark, base_files, Path(home) / "warmup")
+    if on_spark:
+        s, spark, session_s = _session(home, spark_conf)
+        warm_s = 0.0 if smoke else _warm_up(s, spark, base_files, Path(home) / "warmup")
+    else:
+        s, spark, session_s, warm_s = icesql.Session(home=home), None, 0.0, 0.0
     _connect(s, home)
     target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
     inbox = Path(home) / "inbox"
@@ -250,8 +258,9 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         s.stop()
     meta = _metadata(s, "u")
     totals = _sink_totals(s, "u")
+    spark_started = s.engine._spark is not None
     s.close()
-    if not smoke:
+    if not smoke and spark is not None:
         spark.stop()
     from pyiceberg.table import StaticTable
 
@@ -268,7 +277,9 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "metadata": meta, "load_seconds": round(load_s, 2), "session_seconds": round(session_s, 2),
         "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
         "engine": "icesql MODE UPSERT (position deletes from the key index)"
-                  + (", running sink (Session.start)" if running else ", run(once=True) per batch"),
+                  + (", running sink (Session.start)" if running else ", run(once=True) per batch")
+                  + (", on Spark" if on_spark else ", without Spark"),
+        "spark_started": spark_started,
         "expected_rows": expected_rows, **totals,
     }
     out.update(file_stats(sizes=data))

@@ -285,7 +285,13 @@ class BatchWriter:
         elif changelog:
             df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
         data_columns = [c for c in batch_df.columns if c not in _internal()]
-        task = FileWriterTask(
+        task = self._task(data_columns, changelog, batch_id)
+        df = df.select(*[F.col(_q(c)) for c in self._kept(data_columns, df.columns)])
+        out = df.mapInArrow(task, files_spark_schema())
+        return [r.asDict() for r in out.collect()]  # one small row per written file
+
+    def _task(self, data_columns: list[str], changelog: bool, batch_id: int) -> FileWriterTask:
+        return FileWriterTask(
             self.spec,
             data_columns,
             changelog=changelog,
@@ -297,12 +303,40 @@ class BatchWriter:
             relation=self.relation,
             key_enforced=self.key_enforced,
         )
-        keep = data_columns + ([OP] if changelog and OP in df.columns else [])
+
+    def _kept(self, data_columns: list[str], columns: list[str]) -> list[str]:
+        keep = data_columns + ([OP] if OP in columns else [])
         if self.upsert:  # where a change came from, for the null-key error
-            keep += [c for c in (FILE, BLK, LINE) if c in df.columns]
-        df = df.select(*[F.col(_q(c)) for c in keep])
-        out = df.mapInArrow(task, files_spark_schema())
-        return [r.asDict() for r in out.collect()]  # one small row per written file
+            keep += [c for c in (FILE, BLK, LINE) if c in columns]
+        return keep
+
+    def write_arrow(self, changes: Any, batch_id: int, threads: int) -> list[dict[str, Any]]:
+        """``__call__`` for a batch whose rows are here as one Arrow table (a run without Spark,
+        ``local_query``): the same reduction (``index.task.last_per_key``: the last change per
+        KEY in the changelog's order; changes with a null KEY all go to the writer, which fails or
+        drops them) and the same ``FileWriterTask``, over ``threads`` slices of the batch."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.index.task import last_per_key
+        from icesql.engine.local_query import map_in_threads
+
+        names = changes.column_names
+        changelog = OP in names
+        if self.upsert and changes.num_rows:
+            null_key = pc.is_null(changes.column(self.key[0]))
+            for k in self.key[1:]:
+                null_key = pc.or_(null_key, pc.is_null(changes.column(k)))
+            last = last_per_key(changes.filter(pc.invert(null_key)), self.key)
+            changes = pa.concat_tables([last, changes.filter(null_key).cast(last.schema)])
+        elif changelog and changes.num_rows:
+            changes = changes.filter(pc.fill_null(pc.not_equal(changes.column(OP), "d"), True))
+        data_columns = [c for c in names if c not in _internal()]
+        changes = changes.select(self._kept(data_columns, names))
+        step = max(1, -(-changes.num_rows // max(1, threads)))
+        slices = [changes.slice(i, step).to_batches() for i in range(0, changes.num_rows, step)]
+        outputs = map_in_threads(self._task(data_columns, changelog, batch_id), slices, threads)
+        return [r for out in outputs for b in out for r in b.to_pylist()]
 
 
 def with_fallbacks(
@@ -380,7 +414,7 @@ class ArrowBatchWriter:
         changes = pieces.mapInArrow(DecodeTask(self.arrow.format, self.arrow.location), changes_schema)
         if fallback:
             changes = changes.unionByName(self._spark_rows(pieces, fallback))
-        return self.inner(changes, batch_id) + self._consumed(pieces)
+        return write_batch(self.inner, changes, batch_id) + self._consumed(pieces)
 
     def _changes_schema(self, pieces: Any) -> Any:
         from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -428,6 +462,16 @@ class ArrowBatchWriter:
         return [
             {"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files.values()
         ]
+
+
+def write_batch(writer: Any, changes: Any, batch_id: int) -> list[dict[str, Any]]:
+    """``writer``'s rows for one batch of ``changes``: a Spark DataFrame, or the rows a batch run
+    without Spark decoded (``local_query.LocalRows``), written from Arrow in this process."""
+    from icesql.engine.local_query import LocalRows
+
+    if isinstance(changes, LocalRows):
+        return writer.write_arrow(changes.arrow(), batch_id, changes.parallelism)
+    return writer(changes, batch_id)
 
 
 class RemoteBatch:

@@ -479,7 +479,7 @@ class Engine:
             old = self._runners.get(plan.name)
         if old is not None and isinstance(old.error, SparkNeeded):
             self._spark_needed.add(plan.name)
-        local = self.local_session(plan) if once else None
+        local = self.local_session(plan)
         if local is None:
             self.warm_up()
         else:

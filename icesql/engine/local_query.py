@@ -31,6 +31,7 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -88,7 +89,10 @@ def _spark_defaults_file() -> bool:
 
 class SparkNeeded(RestartAtOnce):
     """A batch needs Spark (a file only Spark's reader reads exactly): the sink restarts at once
-    on Spark, which replays the batch from the checkpoint."""
+    on Spark, which replays the batch from the checkpoint (a running sink too: it stays on Spark
+    for the rest of the process)."""
+
+    running_too = True
 
 
 class LocalPieces:
@@ -101,53 +105,97 @@ class LocalPieces:
         partitions: Sequence[Any],
         arrow_schema: Any,
         needs_spark: Callable[[BaseException], str | None],
+        parallelism: int = 1,
     ) -> None:
         self.reader = reader
         self.partitions = list(partitions)
         self.arrow_schema = arrow_schema
         self.needs_spark = needs_spark
+        self.parallelism = parallelism  # the cores the session stands for
 
-    def mapInArrow(self, task: Callable[[Any], Any], schema: Any) -> _Mapped:  # noqa: N802 - PySpark's name
-        return _Mapped(self, task)
+    def mapInArrow(self, task: Callable[[Any], Any], schema: Any) -> LocalRows:  # noqa: N802 - PySpark's name
+        return LocalRows(self, task, schema)
+
+    def select(self, *names: str) -> _Selected:
+        return _Selected(self, names)
 
     def filter(self, condition: Any) -> LocalPieces:
         raise SparkNeeded("the batch needs Spark's reader")  # pragma: no cover - needs_spark stops first
 
-
-class _Mapped:
-    def __init__(self, pieces: LocalPieces, task: Callable[[Any], Any]) -> None:
-        self.pieces = pieces
-        self.task = task
-
-    def _run(self, partition: Any) -> list[dict[str, Any]]:
+    def batch(self, partition: Any) -> Any:
+        """The pieces of one partition, as one Arrow batch."""
         import pyarrow as pa
 
-        rows = list(self.pieces.reader.read(partition))
-        names = self.pieces.arrow_schema.names
-        batch = pa.RecordBatch.from_pylist([dict(zip(names, r, strict=True)) for r in rows], self.pieces.arrow_schema)
-        out: list[dict[str, Any]] = []
-        for b in self.task(iter([batch])):
-            out.extend(b.to_pylist())
-        return out
+        names = self.arrow_schema.names
+        rows = [dict(zip(names, r, strict=True)) for r in self.reader.read(partition)]
+        return pa.RecordBatch.from_pylist(rows, self.arrow_schema)
+
+
+class _Selected:
+    def __init__(self, pieces: LocalPieces, names: Sequence[str]) -> None:
+        self.pieces = pieces
+        self.names = list(names)
 
     def collect(self) -> list[Any]:
-        from icesql.engine.fastpath import Row
+        from types import SimpleNamespace
 
+        return [
+            SimpleNamespace(**{n: r[n] for n in self.names})
+            for p in self.pieces.partitions
+            for r in self.pieces.batch(p).to_pylist()
+        ]
+
+
+def map_in_threads(task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int) -> list[list[Any]]:
+    """``task`` (a ``mapInArrow`` body: Arrow batches in, Arrow batches out) over each of
+    ``inputs`` (each a task's batches), at most ``threads`` at a time; the outputs in order."""
+
+    def run(batches: Sequence[Any]) -> list[Any]:
+        return list(task(iter(batches)))
+
+    if len(inputs) <= 1 or threads <= 1:
+        return [run(i) for i in inputs]
+    with ThreadPoolExecutor(min(threads, len(inputs)), thread_name_prefix="icesql-task") as pool:
+        return list(pool.map(run, inputs))
+
+
+class LocalRows:
+    """What a task mapped over a batch's pieces gives (``LocalPieces.mapInArrow``): collected as
+    rows (the files an append's tasks wrote), or kept as one Arrow table (``arrow``: the decoded
+    changes an upsert reduces across the batch, ``batch.write_batch``)."""
+
+    def __init__(self, pieces: LocalPieces, task: Callable[[Any], Any], schema: Any) -> None:
+        self.pieces = pieces
+        self.task = task
+        self.schema = schema  # of the task's output (a Spark StructType)
+        self.parallelism = pieces.parallelism  # for the batch's work after the pieces' tasks
+
+    def _batches(self) -> list[Any]:
         parts = self.pieces.partitions
         why: str | None = None
         try:
-            if len(parts) <= 1:
-                results = [self._run(p) for p in parts]
-            else:
-                with ThreadPoolExecutor(len(parts), thread_name_prefix="icesql-task") as pool:
-                    results = list(pool.map(self._run, parts))
+            outputs = map_in_threads(self.task, [[self.pieces.batch(p)] for p in parts], len(parts))
         except Exception as e:
             why = self.pieces.needs_spark(e)
             if why is None:
                 raise
         if why is not None:  # raised here, outside the handler: the task's marked error is not its context
             raise SparkNeeded(f"{why}: the sink restarts on Spark, which reads it")
-        return [Row(list(r), list(r.values())) for rows in results for r in rows]
+        return [b for out in outputs for b in out]
+
+    def arrow(self) -> Any:
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        tables = [pa.Table.from_batches([b]) for b in self._batches()]
+        if not tables:
+            return to_arrow_schema(self.schema).empty_table()
+        return pa.concat_tables(tables, promote_options="default")
+
+    def collect(self) -> list[Any]:
+        from icesql.engine.fastpath import Row
+
+        return [Row(list(r), list(r.values())) for b in self._batches() for r in b.to_pylist()]
 
 
 class LocalQuery:
@@ -161,6 +209,7 @@ class LocalQuery:
         foreach_batch: Callable[[Any, int], None],
         checkpoint: str,
         name: str,
+        interval: float | None = None,
     ) -> None:
         from icesql.engine.checkpoint_log import CheckpointLog, local_path
 
@@ -171,6 +220,8 @@ class LocalQuery:
         self.foreach_batch = foreach_batch
         self.log = CheckpointLog(root)
         self.name = name
+        self.interval = interval  # seconds between triggers of a running query; None: AvailableNow
+        self.recentProgress: list[dict[str, Any]] = []  # noqa: N815 - PySpark's name
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"icesql-local-{name}", daemon=True)
@@ -211,7 +262,8 @@ class LocalQuery:
     def _loop(self, reader: Any) -> None:
         planned, committed = self.log.planned(), self.log.committed()
         self.log.ensure_metadata()
-        reader.prepareForTriggerAvailableNow()
+        if self.interval is None:
+            reader.prepareForTriggerAvailableNow()
         if not planned:
             batch_id, start = 0, reader.initialOffset()
         else:
@@ -225,12 +277,23 @@ class LocalQuery:
                 batch_id, start = last + 1, self._offset(last)
         limit = reader.getDefaultReadLimit()
         while not self._stop.is_set():
+            started = time.monotonic()
             end = reader.latestOffset(start, limit)
-            if end == start:
+            ran = end != start
+            if ran:
+                self.log.write_offsets(batch_id, end)
+                self._batch(reader, batch_id, start, end)
+                start, batch_id = end, batch_id + 1
+            elif self.interval is None:
                 break
-            self.log.write_offsets(batch_id, end)
-            self._batch(reader, batch_id, start, end)
-            start, batch_id = end, batch_id + 1
+            self._progress(batch_id - 1, ran)
+            if self.interval is not None:  # the next trigger, as Spark's ProcessingTime: at once if late
+                self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def _progress(self, batch_id: int, ran: bool) -> None:
+        """A trigger's record (``StreamingQuery.recentProgress``: the last 100)."""
+        self.recentProgress.append({"batchId": batch_id, "ranBatch": ran, "timestamp": time.time()})
+        del self.recentProgress[:-100]
 
     def _offset(self, batch_id: int) -> dict[str, Any]:
         offset = self.log.offset(batch_id)
@@ -239,7 +302,10 @@ class LocalQuery:
         return offset
 
     def _batch(self, reader: Any, batch_id: int, start: dict[str, Any], end: dict[str, Any]) -> None:
-        pieces = LocalPieces(reader, reader.partitions(start, end), self.frame.arrow_schema, self.frame.needs_spark)
+        frame = self.frame
+        pieces = LocalPieces(
+            reader, reader.partitions(start, end), frame.arrow_schema, frame.needs_spark, frame.parallelism
+        )
         self.foreach_batch(pieces, batch_id)
         self.log.write_commit(batch_id)
         reader.commit(end)
@@ -257,9 +323,12 @@ class LocalStreamFrame:
         make_reader: Callable[[], Any],
         schema: Any,
         needs_spark: Callable[[BaseException], str | None],
+        *,
+        parallelism: int | None = None,
     ) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        self.parallelism = max(1, parallelism or os.cpu_count() or 1)
         self.make_reader = make_reader
         self.schema = schema  # the reader's rows (a Spark StructType)
         self.arrow_schema = to_arrow_schema(schema)
@@ -278,6 +347,7 @@ class _LocalStreamWriter:
         self.batch: Callable[[Any, int], None] | None = None
         self.options: dict[str, str] = {}
         self.name = "icesql"
+        self.interval: float | None = None
 
     def foreachBatch(self, batch: Callable[[Any, int], None]) -> _LocalStreamWriter:  # noqa: N802
         self.batch = batch
@@ -291,14 +361,22 @@ class _LocalStreamWriter:
         self.name = name
         return self
 
-    def trigger(self, *, availableNow: bool = False, **other: Any) -> _LocalStreamWriter:  # noqa: N803
-        if not availableNow or other:
-            raise ValueError("a query run without Spark is bounded: Trigger.AvailableNow only")
+    def trigger(self, *, availableNow: bool = False, processingTime: str | None = None) -> _LocalStreamWriter:  # noqa: N803
+        """``Trigger.AvailableNow`` (a bounded run), or ``ProcessingTime`` in milliseconds (the
+        runner's own spelling, ``"N milliseconds"``)."""
+        if availableNow == (processingTime is not None):
+            raise ValueError("a query run without Spark takes AvailableNow or a processing time")
+        if processingTime is not None:
+            found = re.fullmatch(r"(\d+) milliseconds", processingTime.strip())
+            if found is None:
+                raise ValueError(f"a processing time in milliseconds, not {processingTime!r}")
+            self.interval = int(found.group(1)) / 1000
         return self
 
     def start(self) -> LocalQuery:
         assert self.batch is not None
-        return LocalQuery(self.frame, self.batch, self.options["checkpointLocation"], self.name).start()
+        checkpoint = self.options["checkpointLocation"]
+        return LocalQuery(self.frame, self.batch, checkpoint, self.name, self.interval).start()
 
 
-__all__ = ["LocalPieces", "LocalQuery", "LocalSession", "LocalStreamFrame", "SparkNeeded"]
+__all__ = ["LocalPieces", "LocalQuery", "LocalRows", "LocalSession", "LocalStreamFrame", "SparkNeeded", "map_in_threads"]

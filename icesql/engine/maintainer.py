@@ -511,7 +511,7 @@ class Maintainer:
             return
         try:
             paths = [getattr(f, "file_path", None) or f.path for f in new_files]
-            self._hashed = hash_files(r.spark, r.table, paths, key=r.key_index.key_columns(), shards=index.shards)
+            self._hashed = hash_files(r.table, paths, key=r.key_index.key_columns(), shards=index.shards)
         except Exception as e:  # the follow reads them itself
             log.debug("sink %s: could not read the rewrite's files ahead: %s", r.name, _one_line(e))
 

@@ -868,6 +868,7 @@ class RestartAtOnce(ExecutionError):
     counting as a failure; ``supervisor``), resuming from what it committed and staged."""
 
     transient = True  # restarted (by ``Engine.run`` or the supervisor), never a failure
+    running_too = False  # a running sink (not ``once``) restarts at once too, not after a backoff
 
 
 class SchemaChangedError(RestartAtOnce):

@@ -315,13 +315,14 @@ class Supervisor:
             self.engine.listeners.state(StateEvent(name, "retrying"))
 
     def _evolves_now(self, name: str, err: IcesqlError) -> bool:
-        """``once``: ``err`` restarts the sink at once (``runner.RestartAtOnce``: a batch's new
-        columns, a batch that needs Spark), at most ``ONCE_EVOLUTIONS`` times in a row."""
+        """``err`` restarts the sink at once (``runner.RestartAtOnce``: in a ``once`` run a batch's
+        new columns, in any run a batch that needs Spark), at most ``ONCE_EVOLUTIONS`` times in a
+        row."""
         from icesql.engine.runner import RestartAtOnce
 
         return (
-            self.once
-            and isinstance(err, RestartAtOnce)
+            isinstance(err, RestartAtOnce)
+            and (self.once or err.running_too)
             and self.streaks[name].evolutions < ONCE_EVOLUTIONS
         )
 

@@ -9,6 +9,9 @@ Everything goes through ``icesql.Session`` and SQL on small Debezium changelogs:
   cumulative across restarts) and logged; every other change is applied;
 * ``MODE APPEND`` (no KEY) on a changelog: deletes are no-ops, inserts, updates and snapshot
   reads each append their ``after`` row image.
+
+Each test runs on both paths a ``run --once`` takes: Spark's, and the same query in icesql's own
+process without Spark (``engine.local_query``, the default when no Spark session is given).
 """
 
 from __future__ import annotations
@@ -30,8 +33,19 @@ SCHEMA = "id BIGINT, name STRING, qty INT"
 
 
 @pytest.fixture(scope="module")
-def spark() -> Any:
+def spark_session() -> Any:
     return spark_for_tests()
+
+
+@pytest.fixture(params=["spark", "local"])
+def spark(request: pytest.FixtureRequest) -> Any:
+    """The Spark session a test's sessions get: Spark's, or None (a run without Spark)."""
+    return request.getfixturevalue("spark_session") if request.param == "spark" else None
+
+
+def assert_path(s: icesql.Session, spark: Any) -> None:
+    """The run took the path the test asked for (without a Spark session, no JVM started)."""
+    assert (s.engine._spark is None) == (spark is None)
 
 
 def r(i: int | None, name: str, qty: int) -> dict[str, Any]:
@@ -83,6 +97,7 @@ def test_null_key_fails_the_batch_naming_sink_and_column(spark: Any, tmp_path: P
         )
         with pytest.raises(ExecutionError) as ei:
             s.run(once=True)
+        assert_path(s, spark)
         msg = ei.value.message
         assert "sink 'strict_sink'" in msg and "KEY column 'id' is null" in msg, msg
         assert "0002.json" in msg and "record 2" in msg, msg
@@ -110,6 +125,7 @@ def test_null_key_not_enforced_drops_and_counts(
             "KEY (id) NOT ENFORCED MODE UPSERT",
         )
         s.run(once=True)
+        assert_path(s, spark)
         assert s.status()[0].skipped_records == 3
     assert rows(tmp_path, "ns.loose") == [(1, "a2", 10), (3, "c", 3)]
     warnings = [m.getMessage() for m in caplog.records if "null KEY" in m.getMessage()]
@@ -123,6 +139,7 @@ def test_null_key_not_enforced_drops_and_counts(
     )
     with icesql.Session(home=home, spark=spark) as s:
         s.run(once=True, sinks=["loose_sink"])
+        assert_path(s, spark)
         (show,) = s.execute("SHOW SINK STATUS loose_sink")
         st = dict(zip(show.columns, show.rows[0], strict=True))
         assert st["state"] == "stopped" and st["skipped_records"] == 4, st
@@ -151,6 +168,7 @@ def test_append_mode_on_a_changelog(spark: Any, tmp_path: Path) -> None:
             "MODE APPEND",
         )
         s.run(once=True)
+        assert_path(s, spark)
     table = load_table(tmp_path, "ns.log", warehouse=tmp_path / "wh", catalog_name="lake")
     assert [f.name for f in table.schema().fields] == ["id", "name", "qty"]  # no changelog columns
     assert rows(tmp_path, "ns.log") == sorted(

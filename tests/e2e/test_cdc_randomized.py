@@ -26,6 +26,10 @@ rows. Snapshot summaries are checked against the manifests: ``added-data-files``
 number equal to its snapshot's (deletes never at an older sequence number than the data they
 follow), and ``icesql.progress`` strictly increasing.
 
+The scenario runs on both paths a ``run --once`` takes (``[spark]``: every session is given a
+Spark session; ``[local]``: none is, and every run - the killed children's too - runs in this
+process without Spark, ``engine.local_query``).
+
 Seed: ``ICESQL_CDC_SEED`` (random when unset; printed, and named in every failure message).
 """
 
@@ -156,6 +160,7 @@ def run_scenario(
     def run(s: icesql.Session, what: str, check: bool = False) -> None:
         t0 = time.monotonic()
         s.run(once=True, sinks=[SINK])
+        assert (s.engine._spark is None) == (spark is None), "the run took the other path"
         out.runs += 1
         t1 = time.monotonic()
         if check or out.runs % check_every == 0:
@@ -168,7 +173,7 @@ def run_scenario(
 
     def kill(env: dict[str, str], what: str) -> None:
         t0 = time.monotonic()
-        rc, text = run_child(home, SINK, child_log, env)
+        rc, text = run_child(home, SINK, child_log, {**env, "ICESQL_CDC_CHILD_SPARK": "0" if spark is None else "1"})
         print(f"  child killed ({what}) after {time.monotonic() - t0:.1f}s")
         assert rc == -signal.SIGKILL, f"{out.tag()} expected a SIGKILL ({what}), got rc={rc}\n{text[-5000:]}"
         out.kills += 1
@@ -363,10 +368,13 @@ def check_commit_logs(out: Outcome) -> None:
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.fixture(scope="module")
-def scenario(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+@pytest.fixture(scope="module", params=["spark", "local"])
+def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     seed = int(os.environ.get("ICESQL_CDC_SEED") or random.randrange(1 << 31))
-    return run_scenario(tmp_path_factory.mktemp("cdc"), spark, seed=seed, rounds=12, changes_per_round=250)
+    spark = request.getfixturevalue("spark") if request.param == "spark" else None
+    out = run_scenario(tmp_path_factory.mktemp("cdc"), spark, seed=seed, rounds=12, changes_per_round=250)
+    out.notes["path"] = request.param
+    return out
 
 
 def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
@@ -387,6 +395,10 @@ def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
         "interleaved_files",
     ):
         assert gen.stats[k] > 0, (scenario.tag(), gen.stats)
+    # the killed children took the scenario's path
+    runs = scenario.notes["child_log"].split("==== cdc_runner ")[1:]
+    local = scenario.notes["path"] == "local"
+    assert len(runs) == 2 and all(("runs in this process, without starting Spark" in r) == local for r in runs)
     print(f"cdc randomized: { ({k: v for k, v in scenario.notes.items() if k != 'child_log'}) }")
     print("\n".join(ln for ln in scenario.log if ln.startswith("commit ")))
 

@@ -142,7 +142,7 @@ def index_matches_the_table(spark: Any, home: Path, state: State, key: tuple[str
         assert base is not None, store.manifests()
         changes = table_changes(table, base[1], sink_id)
         assert changes is not None
-        m = follow(spark, table, store, base[0], changes, key=key, progress=progress, version=base[0].version)
+        m = follow(table, store, base[0], changes, key=key, progress=progress, version=base[0].version)
     fields = key_arrow_fields(table.schema(), key)
     got = sorted(
         tuple(r.values())
@@ -469,7 +469,7 @@ def test_a_follow_takes_files_read_and_hashed_ahead(spark: Any, tmp_path: Path, 
     base = followable(store, table, sink_id=sink_id, key=key, progress=progress)
     assert base is not None
     rewrite = compact_table(table)  # another writer rewrites every file
-    hashed = hash_files(spark, table, rewrite.added_files, key=key, shards=base[0].shards)
+    hashed = hash_files(table, rewrite.added_files, key=key, shards=base[0].shards)
     table.refresh()
     first_new = rewrite.added_files[0]
     sink_commit(table, 1, [], [position_deletes(table, {first_new: [0, 2]})], sink_id="another")
@@ -490,14 +490,14 @@ def test_a_follow_takes_files_read_and_hashed_ahead(spark: Any, tmp_path: Path, 
         tuple(r.values()) for p in plan_live_files(table) for r in live_entries(table.io, p, key, ks).to_pylist()
     )
     version = base[0].version
-    plain = entries(follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version))
+    plain = entries(follow(table, store, base[0], changes, key=key, progress=progress, version=version))
 
     def no_read(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the follow read a file it was given read and hashed")
 
     monkeypatch.setattr(build, "file_entries", no_read)
     ahead = entries(
-        follow(spark, table, store, base[0], changes, key=key, progress=progress, version=version, hashed=hashed)
+        follow(table, store, base[0], changes, key=key, progress=progress, version=version, hashed=hashed)
     )
     assert ahead == plain == expected
     assert len(expected) == len(replay(first + second)) - 2

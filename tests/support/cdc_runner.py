@@ -36,7 +36,7 @@ def run_child(
 ) -> tuple[int, str]:
     """Run ``sink`` of ``home`` once in a child process group; ``(returncode, this run's log)``."""
     env = dict(os.environ)
-    for k in ("ICESQL_TEST_KILL_AT", "ICESQL_TEST_KILL_COMMIT", "ICESQL_TEST_BATCH_DELAY"):
+    for k in ("ICESQL_TEST_KILL_AT", "ICESQL_TEST_KILL_COMMIT", "ICESQL_TEST_BATCH_DELAY", "ICESQL_CDC_CHILD_SPARK"):
         env.pop(k, None)
     env.update(env_extra or {})
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     import icesql
     from tests.support.pipeline_helpers import spark_for_tests
 
-    with icesql.Session(home=args.home, spark=spark_for_tests()) as session:
+    # ICESQL_CDC_CHILD_SPARK=0: no Spark session given, so the run goes without Spark (engine.local_query)
+    spark = spark_for_tests() if os.environ.get("ICESQL_CDC_CHILD_SPARK", "1") != "0" else None
+    with icesql.Session(home=args.home, spark=spark) as session:
         print(STARTED, flush=True)
         session.run(once=True, sinks=[args.sink])
     print(DONE, flush=True)

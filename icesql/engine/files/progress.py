@@ -50,21 +50,26 @@ class FilesProgress(SourceProgress):
 
     @classmethod
     def runs_locally(cls, source: Any, sink: Any, session: Any) -> str | None:
-        """An append on the Arrow path whose rows' schema is built without Spark."""
+        """A sink on the Arrow path whose rows' schema is built without Spark: an append, a
+        changelog's append, or an upsert (reduced per KEY in Arrow, its key index hashed as
+        Spark hashes it: ``index.hashing``)."""
+        from pyspark.sql.pandas.types import to_arrow_type
+
         from icesql.engine.ddl import struct_from_ddl
-        from icesql.plan import SinkMode, SourceFormat
+        from icesql.engine.index.hashing import hashable
 
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
-        if sink.mode is SinkMode.UPSERT:
-            return "an upsert reduces its changes with Spark"
-        if source.format is SourceFormat.DEBEZIUM_JSON:
-            return "a changelog is filtered by Spark"
         if not source.schema:
             return "a source without a SCHEMA takes the schema Spark infers"
-        if struct_from_ddl(source.schema, session.timestamp_type) is None:
+        struct = struct_from_ddl(source.schema, session.timestamp_type)
+        if struct is None:
             return "its SCHEMA needs Spark's parser"
-        return None
+        fields = {f.name.lower(): f for f in struct.fields}
+        keys = [fields.get(k.lower()) for k in sink.key]
+        if any(f is None for f in keys):
+            return "its KEY is not a column of the SCHEMA"
+        return hashable([to_arrow_type(f.dataType) for f in keys if f is not None])
 
     def binding(self) -> Any:
         """What binds the source to this sink on the Arrow path (None: Spark's path only)."""

@@ -486,7 +486,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         **io_options(dict(binding.io_properties)),
     }
     if spark is None:
-        df: Any = _local_frame(options)
+        df: Any = _local_frame(options, binding.parallelism)
     else:
         register(spark)
         df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
@@ -505,7 +505,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     )
 
 
-def _local_frame(options: dict[str, str]) -> Any:
+def _local_frame(options: dict[str, str], parallelism: int) -> Any:
     """The source's pieces for a run without Spark: its reader in this process."""
     from icesql.engine.files.source import PIECE_SCHEMA, FilesStreamReader
     from icesql.engine.files.task import fallback_of
@@ -515,7 +515,9 @@ def _local_frame(options: dict[str, str]) -> Any:
         path = fallback_of(exc)
         return None if path is None else f"file '{short_path(path)}' needs Spark's reader"
 
-    return LocalStreamFrame(lambda: FilesStreamReader(dict(options)), PIECE_SCHEMA, needs_spark)
+    return LocalStreamFrame(
+        lambda: FilesStreamReader(dict(options)), PIECE_SCHEMA, needs_spark, parallelism=parallelism
+    )
 
 
 def _long() -> Any:

@@ -245,29 +245,29 @@ def build_index(
         )
         store.write_manifest(m)
         return m
-    plan_df = spark.createDataFrame([(json.dumps(p),) for p in plans], "plan string")
-    plan_df = plan_df.repartition(max(1, min(len(plans), parallelism * 4)))
-    entry_struct = StructType(
-        [
-            *[StructField(f.name, t) for f, t in zip(key_fields, key_spark_types(schema, key), strict=True)],
-            StructField("__path", StringType()),
-            StructField("__pos", LongType()),
-        ]
-    )
-    entries = plan_df.mapInArrow(
-        ReadKeysTask(key, key_schema(schema, key).model_dump_json(), io_properties, table.location()),
-        entry_struct,
-    )
-    shard = shard_expression(key, key_spark_types(schema, key), shards)
-    entries = entries.withColumn(SHARD, shard).repartition(shards, SHARD)
-    written = entries.mapInArrow(
-        WriteBaseTask(store, progress, version), "shard int, name string, keys bigint"
-    ).collect()
+    read = ReadKeysTask(key, key_schema(schema, key).model_dump_json(), io_properties, table.location())
+    write = WriteBaseTask(store, progress, version)
+    if spark is None:
+        written = _build_here(plans, read, write, key, shards, parallelism)
+    else:
+        plan_df = spark.createDataFrame([(json.dumps(p),) for p in plans], "plan string")
+        plan_df = plan_df.repartition(max(1, min(len(plans), parallelism * 4)))
+        entry_struct = StructType(
+            [
+                *[StructField(f.name, t) for f, t in zip(key_fields, key_spark_types(schema, key), strict=True)],
+                StructField("__path", StringType()),
+                StructField("__pos", LongType()),
+            ]
+        )
+        entries = plan_df.mapInArrow(read, entry_struct)
+        shard = shard_expression(key, key_spark_types(schema, key), shards)
+        entries = entries.withColumn(SHARD, shard).repartition(shards, SHARD)
+        written = [r.asDict() for r in entries.mapInArrow(write, "shard int, name string, keys bigint").collect()]
     chains: list[tuple[str, ...]] = [() for _ in range(shards)]
     shard_keys = [0] * shards
     for r in written:
-        chains[r.shard] = (*chains[r.shard], r.name)
-        shard_keys[r.shard] += r.keys
+        chains[r["shard"]] = (*chains[r["shard"]], r["name"])
+        shard_keys[r["shard"]] += r["keys"]
     m = Manifest(
         progress,
         version,
@@ -279,6 +279,34 @@ def build_index(
     )
     store.write_manifest(m)
     return m
+
+
+def _build_here(
+    plans: list[dict[str, Any]], read: ReadKeysTask, write: WriteBaseTask, key: Sequence[str], shards: int, threads: int
+) -> list[dict[str, Any]]:
+    """``build_index``'s two stages in this process (a run without Spark): the live entries of
+    the files, ``threads`` tasks at a time, hashed to their shards as Spark would
+    (``hashing.shards_of``), and each shard's base written."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from icesql.engine.index.hashing import shards_of
+    from icesql.engine.local_query import map_in_threads
+
+    plan_batch = pa.RecordBatch.from_pydict({"plan": [json.dumps(p) for p in plans]})
+    step = max(1, -(-len(plans) // max(1, threads * 4)))
+    inputs = [[plan_batch.slice(i, step)] for i in range(0, len(plans), step)]
+    parts = [pa.Table.from_batches([b]) for out in map_in_threads(read, inputs, threads) for b in out if b.num_rows]
+    if not parts:
+        return []
+    entries = pa.concat_tables(parts)
+    shard = shards_of([entries.column(k) for k in key], shards)
+    entries = entries.append_column(SHARD, shard)
+    groups = [
+        entries.filter(pc.equal(shard, pa.scalar(s, pa.int32()))).to_batches()
+        for s in pc.unique(shard).sort().to_pylist()
+    ]
+    return [r for out in map_in_threads(write, groups, threads) for b in out for r in b.to_pylist()]
 
 
 def _spark_type(field: Any) -> Any:

@@ -132,11 +132,12 @@ class Hashed:
     files: Mapping[str, Any]  # path -> (KEY, __path, __pos, shard) of every row of the file
 
 
-def hash_files(spark: Any, table: Any, paths: Sequence[str], *, key: Sequence[str], shards: int) -> Hashed:
+def hash_files(table: Any, paths: Sequence[str], *, key: Sequence[str], shards: int) -> Hashed:
     """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
     import pyarrow as pa
 
     from icesql.engine.index.build import file_entries, key_schema
+    from icesql.engine.index.hashing import shards_of
     from icesql.engine.index.task import SHARD
 
     schema = table.schema()
@@ -144,7 +145,8 @@ def hash_files(spark: Any, table: Any, paths: Sequence[str], *, key: Sequence[st
     read = {p: file_entries(table.io, p, key, key_schema(schema, key)) for p in paths}
     if not read:
         return Hashed(shards, {})
-    shard = _shards(spark, pa.concat_tables(read.values()).select(key), schema, key, shards)
+    keys = pa.concat_tables(read.values())
+    shard = shards_of([keys.column(k) for k in key], shards)
     files, offset = {}, 0
     for path, t in read.items():
         files[path] = t.append_column(SHARD, shard.slice(offset, t.num_rows))
@@ -220,7 +222,6 @@ class _Moves:
 
 
 def follow(
-    spark: Any,
     table: Any,
     store: IndexStore,
     manifest: Manifest,
@@ -265,7 +266,7 @@ def follow(
         plans = [p for p in plan_live_files(table) if p["path"] in wanted]
         ready = dict(hashed.files) if hashed is not None and hashed.shards == manifest.shards else {}
         unread = [p["path"] for p in plans if p["path"] not in ready]
-        ready.update(hash_files(spark, table, unread, key=key, shards=manifest.shards).files)
+        ready.update(hash_files(table, unread, key=key, shards=manifest.shards).files)
         ks = key_schema(schema, key)
         parts = [live_entries(table.io, p, key, ks, entries=ready[p["path"]]) for p in plans]
         parts = [p for p in parts if p.num_rows]
@@ -333,25 +334,6 @@ def follow(
         f" ({claimed} moved by the rewrite, nothing read)" if remap is not None else "",
     )
     return m
-
-
-def _shards(spark: Any, keys: Any, schema: Any, key: Sequence[str], shards: int) -> Any:
-    """The shard of each row of ``keys`` (KEY columns), in order: Spark's own expression, as a
-    batch hashes its keys, over a local relation (the JVM, no Python worker)."""
-    import pyarrow as pa
-
-    from icesql.engine.index.build import key_spark_types, shard_expression
-    from icesql.engine.index.task import SHARD
-
-    numbered = keys.append_column("__i", pa.array(range(keys.num_rows), pa.int64()))
-    hashed = (
-        spark.createDataFrame(numbered)
-        .select("__i", shard_expression(key, key_spark_types(schema, key), shards).alias(SHARD))
-        .toArrow()
-        .sort_by("__i")
-    )
-    assert hashed.num_rows == keys.num_rows
-    return hashed.column(SHARD).cast(pa.int32())
 
 
 def _plain(entries: Any, key_fields: Sequence[Any]) -> Any:

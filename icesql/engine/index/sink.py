@@ -60,7 +60,7 @@ class SinkKeyIndex:
             key=self.key_columns(),
             progress=r.committed_progress,
             version=int(r.version or 0),
-            parallelism=parallelism(r.spark),
+            parallelism=r.local.parallelism if r.local is not None else parallelism(r.spark),
             io_properties=dict(r.target.io_properties(r.table)),
             rebuild=rebuild,
             base=base,

@@ -46,11 +46,11 @@ def _cached(root: str, shard: int, chain: tuple[str, ...]) -> Any:
     return None
 
 
-def _remember(root: str, shard: int, chain: tuple[str, ...], entries: Any) -> None:
+def _remember(root: str, shard: int, chain: tuple[str, ...], entries: Any, keep: int = _CACHE_SHARDS) -> None:
     with _CACHE_LOCK:
         _CACHE[(root, shard)] = (chain, entries)
         _CACHE.move_to_end((root, shard))
-        while len(_CACHE) > _CACHE_SHARDS:
+        while len(_CACHE) > keep:
             _CACHE.popitem(last=False)
 
 
@@ -87,9 +87,11 @@ class ShardTask:
         sink: str,
         relation: str,
         key_enforced: bool,
+        keep_shards: int = _CACHE_SHARDS,
     ) -> None:
         self.spec = spec
         self.store = store
+        self.keep_shards = keep_shards  # loaded shards the process keeps (all of them in a run without Spark)
         self.chains = [tuple(c) for c in chains]
         self.key = list(key)
         self.data_columns = list(data_columns)
@@ -182,7 +184,7 @@ class ShardTask:
             new_chain: tuple[str, ...] = (base,)
         else:
             new_chain = (*chain, delta_name)
-        _remember(self.store.root, shard, new_chain, new_entries)
+        _remember(self.store.root, shard, new_chain, new_entries, self.keep_shards)
         out.extend(file_row(f) for f in written)
         info = {
             "shard": shard,

@@ -147,7 +147,6 @@ def open_index(
 
             def follow_with(moves: Any) -> Manifest:
                 return follow(
-                    spark,
                     table,
                     store,
                     base[0],
@@ -250,7 +249,7 @@ class IndexedUpsertWriter:
 
         from icesql.engine.batch import _internal, files_spark_schema
         from icesql.engine.index.build import shard_expression
-        from icesql.engine.index.task import INDEX, SHARD, ShardTask
+        from icesql.engine.index.task import SHARD
         from icesql.engine.sources import CHANGELOG_COLUMNS
 
         progress = self.progress_base + int(batch_id)
@@ -261,23 +260,62 @@ class IndexedUpsertWriter:
         df = changes_df.select(*keep).withColumn(
             SHARD, shard_expression(self.key, [f.dataType for f in key_types], m.shards)
         )
-        task = ShardTask(
+        out = df.repartition(m.shards, SHARD).mapInArrow(self._task(data_columns, batch_id), files_spark_schema())
+        return self._recorded([r.asDict() for r in out.collect()], progress)
+
+    def write_arrow(self, changes: Any, batch_id: int, threads: int) -> list[dict[str, Any]]:
+        """``__call__`` for a batch whose changes are here as one Arrow table (a run without
+        Spark, ``local_query``): each key hashed to the shard Spark's expression gives it
+        (``hashing.shards_of``), then the same ``ShardTask`` per shard, ``threads`` at a time."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.batch import _internal
+        from icesql.engine.index.hashing import shards_of
+        from icesql.engine.index.task import SHARD
+        from icesql.engine.local_query import map_in_threads
+        from icesql.engine.schema import arrow_schema
+        from icesql.engine.sources import CHANGELOG_COLUMNS
+
+        progress = self.progress_base + int(batch_id)
+        m = self.manifest
+        key_types = arrow_schema(self.spec.schema())
+        data_columns = [c for c in changes.column_names if c not in _internal()]
+        keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes.column_names]
+        changes = changes.select(keep)
+        shard = shards_of([changes.column(k).cast(key_types.field(k).type) for k in self.key], m.shards)
+        changes = changes.append_column(SHARD, shard)
+        inputs = [
+            changes.filter(pc.equal(shard, pa.scalar(s, pa.int32()))).to_batches()
+            for s in pc.unique(shard).sort().to_pylist()
+        ]
+        task = self._task(data_columns, batch_id)
+        task.keep_shards = max(task.keep_shards, m.shards)  # this process is every shard's worker
+        outputs = map_in_threads(task, inputs, threads)
+        return self._recorded([r for out in outputs for b in out for r in b.to_pylist()], progress)
+
+    def _task(self, data_columns: list[str], batch_id: int) -> Any:
+        from icesql.engine.index.task import ShardTask
+
+        return ShardTask(
             self.spec,
             self.store,
-            m.chains,
+            self.manifest.chains,
             key=self.key,
             data_columns=data_columns,
-            progress=progress,
+            progress=self.progress_base + int(batch_id),
             version=self.version,
             batch_id=int(batch_id),
             sink=self.sink,
             relation=self.relation,
             key_enforced=self.key_enforced,
         )
-        rows = [
-            r.asDict()
-            for r in df.repartition(m.shards, SHARD).mapInArrow(task, files_spark_schema()).collect()
-        ]
+
+    def _recorded(self, rows: list[dict[str, Any]], progress: int) -> list[dict[str, Any]]:
+        """The batch's manifest from its shards' rows, written; the rows."""
+        from icesql.engine.index.task import INDEX
+
+        m = self.manifest
         chains = list(m.chains)
         deltas: list[str | None] = [None] * m.shards
         shard_keys = list(m.shard_keys) or [0] * m.shards

@@ -1,0 +1,144 @@
+"""Upserts and changelogs without Spark (issue 39): ``run --once`` of a Debezium FILES sink runs
+in icesql's own process (``engine.local_query``) and must leave what Spark's run leaves.
+
+* the differential: the same random changelog (``tests/support/cdc_changelog.py``: a composite
+  KEY of a string and a long, several changes of one key in a batch, deletes of absent keys,
+  LSN order differing from line order) through sinks run without Spark and sinks run on Spark,
+  round after round - position deletes through the key index, equality deletes, and a changelog
+  appended - and every table equals the replay and its twin, read by DuckDB and DataFusion;
+* turns on one key index: the index is sharded by Spark's hash of the KEY (``index.hashing``
+  computes it here), so a key a run without Spark inserted must be found by a batch on Spark and
+  the other way round; every round updates or deletes keys the other path wrote, and the table
+  never holds two rows of a key;
+* a rebuild of the key index without Spark gives Spark's shards, entry for entry.
+
+The SIGKILL cases on this path: ``tests/e2e/test_cdc_randomized.py`` (children run without Spark).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icesql
+from tests.support.cdc_changelog import SCHEMA, Changelog, as_tuples, expected_state, write_round
+from tests.support.pipeline_helpers import load_table
+from tests.support.readers import read_datafusion, read_duckdb
+
+pytestmark = pytest.mark.spark
+
+SINKS = {
+    "pos": "KEY (region, id) MODE UPSERT PARTITION BY (region, bucket(4, id))",
+    "eq": "KEY (region, id) MODE UPSERT WITH (DELETE MODE = 'equality')",
+    "log": "MODE APPEND",
+}
+
+
+def _setup(home: Path, wh: Path, data: Path, names: list[str]) -> None:
+    with icesql.Session(home=home) as s:
+        s.execute(
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{SCHEMA}');"
+        )
+        for name in names:
+            kind = name.split("_")[0]
+            s.execute(
+                f"CREATE SINK {name} FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = '{name}') "
+                f"{SINKS[kind]}"
+            )
+
+
+def _run(home: Path, spark: Any, sinks: list[str]) -> None:
+    with icesql.Session(home=home, spark=spark) as s:
+        s.run(once=True, sinks=sinks)
+        assert (s.engine._spark is None) == (spark is None), "the run took the other path"
+
+
+def _rows(home: Path, wh: Path, name: str) -> list[tuple[Any, ...]]:
+    meta = load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake").metadata_location
+    got = read_duckdb(meta)
+    assert read_datafusion(meta) == got
+    return got
+
+
+def _delete_contents(home: Path, wh: Path, name: str) -> set[int]:
+    table = load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake")
+    out = set()
+    for manifest in table.current_snapshot().manifests(table.io):
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            out.add(int(e.data_file.content))
+    return out - {0}
+
+
+def test_changes_without_spark_write_what_spark_writes(spark: Any, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    names = [f"{kind}_{path}" for kind in SINKS for path in ("here", "spark")]
+    _setup(home, wh, data, names)
+    gen = Changelog(11, keys_per_region=60)
+    appended: list[Any] = []
+    base = time.time()
+    for round_no in range(4):
+        rnd = gen.next_round(150, max_files=3)
+        write_round(data, rnd, base)
+        appended += [c for _, changes in rnd.files for c in changes]
+        _run(home, None, [n for n in names if n.endswith("_here")])
+        _run(home, spark, [n for n in names if n.endswith("_spark")])
+        want = as_tuples(expected_state(gen.changes))
+        for kind in ("pos", "eq"):
+            here = _rows(home, wh, f"{kind}_here")
+            assert here == want, f"{kind} after round {round_no}"
+            assert _rows(home, wh, f"{kind}_spark") == here
+        assert sorted(_rows(home, wh, "log_here"), key=repr) == sorted(_rows(home, wh, "log_spark"), key=repr)
+    assert len(_rows(home, wh, "log_here")) == sum(1 for c in gen.changes if c.op != "d")
+    assert _delete_contents(home, wh, "pos_here") <= {1}  # position deletes only
+    assert _delete_contents(home, wh, "eq_here") <= {2}
+
+
+def test_runs_with_and_without_spark_take_turns_on_one_key_index(spark: Any, tmp_path: Path) -> None:
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    _setup(home, wh, data, ["pos_k"])
+    # few keys, many changes: most changes of a round hit keys the other path wrote
+    gen = Changelog(23, keys_per_region=12)
+    base = time.time()
+    for round_no, path in enumerate([None, spark, None, None, spark, None]):
+        write_round(data, gen.next_round(60, max_files=2), base)
+        _run(home, path, ["pos_k"])
+        got = _rows(home, wh, "pos_k")
+        keys = [(r[0], r[1]) for r in got]
+        assert len(keys) == len(set(keys)), f"two rows of a key after round {round_no}"
+        assert got == as_tuples(expected_state(gen.changes)), f"round {round_no}"
+
+
+def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path) -> None:
+    from icesql.engine.index.build import build_index, key_arrow_fields
+    from icesql.engine.index.shard import load
+    from icesql.engine.index.store import IndexStore
+
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    _setup(home, wh, data, ["pos_k"])
+    gen = Changelog(5, keys_per_region=200)
+    base = time.time()
+    for _ in range(2):
+        write_round(data, gen.next_round(300, max_files=2), base)
+        _run(home, None, ["pos_k"])
+    table = load_table(home, "n.pos_k", warehouse=wh, catalog_name="lake")
+    built = {}
+    for name, session in (("here", None), ("spark", spark)):
+        store = IndexStore(str(tmp_path / "index" / name), "s", {})
+        built[name] = (
+            build_index(
+                session, table, store, key=["region", "id"], progress=9, version=1, parallelism=3, io_properties={}
+            ),
+            store,
+        )
+    (mh, sh), (ms, ss) = built["here"], built["spark"]
+    assert mh.shards == ms.shards and mh.shard_keys == ms.shard_keys and mh.keys == ms.keys > 0
+    fields = key_arrow_fields(table.schema(), ["region", "id"])
+    for shard in range(mh.shards):
+        a = load(sh.read_entries, mh.chains[shard], fields).to_pylist()
+        b = load(ss.read_entries, ms.chains[shard], fields).to_pylist()
+        key = lambda r: (r["region"], r["id"], r["__path"], r["__pos"])  # noqa: E731
+        assert sorted(a, key=key) == sorted(b, key=key), f"shard {shard}"
