@@ -710,9 +710,10 @@ class Session:
         """Run sinks: the named ones, else those created by ``execute`` so far, else all.
 
         ``once=True`` processes what is available, commits and returns; otherwise it blocks
-        until the sinks stop or ``stop()`` is called (Ctrl-C in the CLI). With ``once`` and no
-        Spark session given, a sink appending from a FILES source or a Kafka topic runs in this
-        process without starting Spark (``engine.local_query``; ``ICESQL_LOCAL_RUN=0`` turns it off).
+        until the sinks stop or ``stop()`` is called (Ctrl-C in the CLI). With no Spark session
+        given, a sink reading a FILES source on the Arrow path (appends and upserts) or appending
+        from a Kafka topic runs in this process without starting Spark, ``once`` or not
+        (``engine.local_query``; ``ICESQL_LOCAL_RUN=0`` turns it off).
         """
         names = list(sinks) if sinks is not None else (self.created_sinks or None)
         plans = self.sink_plans(names)
@@ -736,7 +737,8 @@ class Session:
         self.run(once=once, sinks=[o.name for o in self.store.list_objects("sink")])
 
     def start(self, sinks: Sequence[str] | None = None) -> None:
-        """Start sinks in the background (the shell uses this) and return at once."""
+        """Start sinks in the background (the shell uses this) and return at once (without Spark
+        where ``run`` would go without it)."""
         for plan in self.sink_plans(sinks):
             self._observe([plan.name])
             self.engine.start_sink(plan)

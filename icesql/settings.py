@@ -110,9 +110,11 @@ PRECHECK = Setting(
 LOCAL_RUN = Setting(
     "ICESQL_LOCAL_RUN",
     "1",
-    "`0` runs every sink of a `run --once` on Spark; by default a sink appending from a FILES source "
-    "or a KAFKA topic on the Arrow path runs in icesql's own process without starting Spark (same "
-    "checkpoint, same table; a batch that needs Spark's reader restarts the sink on Spark)",
+    "`0` runs every sink on Spark; by default, on a local master with no Spark session given, a sink "
+    "reading a FILES source on the Arrow path (appends, changelogs, upserts) or a KAFKA topic of JSON "
+    "values (appends) runs in icesql's own process without starting Spark, `--once` or running (same "
+    "checkpoint, same table, same key index; a batch that needs Spark's reader restarts the sink on "
+    "Spark)",
 )
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from icesql.engine.hooks import batch_delay, kill_point
+from icesql.engine.hooks import batch_delay, kill_point, mark
 from icesql.engine.sources import BLK, FILE, LINE, OP, POSITION, marked_message, short_path
 from icesql.engine.sources import SEQ as SEQ_COLUMN
 from icesql.errors import ExecutionError
@@ -470,7 +470,9 @@ def write_batch(writer: Any, changes: Any, batch_id: int) -> list[dict[str, Any]
     from icesql.engine.local_query import LocalRows
 
     if isinstance(changes, LocalRows):
-        return writer.write_arrow(changes.arrow(), batch_id, changes.parallelism)
+        table = changes.arrow()
+        mark("changes decoded")
+        return writer.write_arrow(table, batch_id, changes.parallelism)
     return writer(changes, batch_id)
 
 

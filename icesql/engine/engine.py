@@ -376,7 +376,7 @@ class Engine:
         )
 
     def local_session(self, plan: SinkPlan) -> Any:
-        """The ``local_query.LocalSession`` a bounded run of ``plan`` runs in without Spark, or None
+        """The ``local_query.LocalSession`` ``plan`` runs in without Spark, or None
         when it needs Spark: ``ICESQL_LOCAL_RUN=0``, a Spark session already given or running, a
         master that is not local, a Spark Connect server, a checkpoint not on this machine, a relation
         that is not a source, or what its source kind says (``SourceProgress.runs_locally``)."""
@@ -471,8 +471,9 @@ class Engine:
     def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
         ``will_retry(error)`` says whether a failure will be retried (the sink is then
-        ``retrying`` rather than ``failed``). ``once``: in this process, without Spark, where the
-        sink can (``local_session``); a batch there that needs Spark restarts it on Spark."""
+        ``retrying`` rather than ``failed``). ``once``: a bounded run. In this process, without
+        Spark, where the sink can (``local_session``); a batch there that needs Spark restarts it
+        on Spark."""
         from icesql.engine.local_query import SparkNeeded
 
         with self._lock:

@@ -1,22 +1,26 @@
-"""A bounded run (``run --once``) without Spark: the sink's streaming query, run in this process.
+"""A sink's streaming query without Spark, run in this process.
 
-A scheduled ``run --once`` spends 10-20 s starting Spark around a few seconds of work, and on the
-Arrow path Spark does little of that work: a Python streaming source's reader plans the batch
-(``files.source.FilesStreamReader``: the file log, the pieces), the sink's Arrow task reads and
-writes the data (``files.task.WriteTask``), the driver stages and commits. Here the same reader
-and the same task run in this process, without a JVM:
+A scheduled ``run --once`` spends 10-20 s starting Spark around a few seconds of work, and a
+running upsert sink spends most of each small batch in Spark's jobs and Python workers; on the
+Arrow path Spark does little of the work itself: a Python streaming source's reader plans the
+batch (``files.source.FilesStreamReader``: the file log, the pieces; the Kafka offset ranges), the
+sink's Arrow tasks read, decode and write the data (``files.task``, ``index.task.ShardTask``), the
+driver stages and commits. Here the same reader and the same tasks run in this process, without a
+JVM:
 
 * ``LocalStreamFrame`` stands where the source's streaming DataFrame stands (``sources.Relation``);
   the runner starts it exactly as it starts Spark's (``writeStream.foreachBatch(...).start()``),
   so the sink's lifecycle - staging, commits, recovery, maintenance - is the one code path;
-* ``LocalQuery`` is Spark's micro-batch loop under ``Trigger.AvailableNow``, over the same
-  checkpoint in Spark's own format (``checkpoint_log``): a batch's offsets are written before it
-  runs and its commit after the sink staged it, a batch planned and not committed is replayed
-  with the same offsets, and a later run on Spark takes up where this one stopped (and the other
-  way round);
-* ``LocalPieces`` is one batch of pieces: the two DataFrame methods the Arrow path's batch writer
-  calls (``mapInArrow`` then ``collect``), each of the tasks Spark would run a thread here (the
-  readers and writers are Arrow's C++, which runs outside the GIL).
+* ``LocalQuery`` is Spark's micro-batch loop - under ``Trigger.AvailableNow`` for a bounded run,
+  under a processing-time trigger for a running sink - over the same checkpoint in Spark's own
+  format (``checkpoint_log``): a batch's offsets are written before it runs and its commit after
+  the sink staged it, a batch planned and not committed is replayed with the same offsets, and a
+  later run on Spark takes up where this one stopped (and the other way round);
+* ``LocalPieces`` is one batch of pieces: the DataFrame methods the Arrow path's batch writer
+  calls (``mapInArrow`` then ``collect``, or ``LocalRows.arrow`` for the decoded changes an upsert
+  reduces across the batch: ``batch.write_batch``), each task Spark would run a thread here (the
+  readers and writers are Arrow's C++, which runs outside the GIL); ``map_in_threads`` runs the
+  later stages' tasks (an upsert's shards, a key index rebuild) the same way.
 
 What needs Spark is never done here: a piece the Arrow readers cannot read exactly as Spark would
 (the Arrow path then reads that file with Spark's reader) stops the batch before it stages

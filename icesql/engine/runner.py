@@ -497,7 +497,9 @@ class SinkRunner:
             # the key index as it is now: a rewrite beside the sink waits for it (maintainer)
             self.batch_started = started
         try:
-            entry = self.stage_rows(self.batch_writer()(batch_df, spark_batch_id), batch_id)
+            rows = self.batch_writer()(batch_df, spark_batch_id)
+            mark(f"batch {batch_id} written")
+            entry = self.stage_rows(rows, batch_id)
             with self.lock:
                 if entry is not None:
                     self.staging.add(entry)

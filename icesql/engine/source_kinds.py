@@ -41,7 +41,7 @@ class SourceProgress:
 
     @classmethod
     def runs_locally(cls, source: SourcePlan, sink: Any, session: Any) -> str | None:
-        """Why a bounded run of ``sink`` reading ``source`` needs Spark, or None when it can run in
+        """Why ``sink`` reading ``source`` (a bounded run or a running one) needs Spark, or None when it can run in
         icesql's own process (``local_query``; ``session``: a ``local_query.LocalSession``)."""
         return f"a {source.source_kind.value.upper()} source is read by Spark"
 

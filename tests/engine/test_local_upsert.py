@@ -142,3 +142,80 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
         b = load(ss.read_entries, ms.chains[shard], fields).to_pylist()
         key = lambda r: (r["region"], r["id"], r["__path"], r["__pos"])  # noqa: E731
         assert sorted(a, key=key) == sorted(b, key=key), f"shard {shard}"
+
+
+def _wait(cond: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_a_running_sink_runs_without_spark(spark: Any, tmp_path: Path) -> None:
+    """A sink left running (``Session.start``) with no Spark session given: Spark's processing-time
+    trigger in this process, a commit per batch as files arrive; Spark takes up its checkpoint."""
+    from icesql.engine.local_query import LocalQuery
+
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    _setup(home, wh, data, ["pos_k"])
+    gen = Changelog(31, keys_per_region=30)
+    base = time.time()
+    with icesql.Session(home=home) as s:
+        s.start(["pos_k"])
+        runner = s.engine.runner("pos_k")
+        assert isinstance(runner.query, LocalQuery) and runner.query.interval is not None
+        for round_no in range(3):
+            commits = runner.totals["commits"]
+            write_round(data, gen.next_round(80, max_files=1), base)
+            _wait(lambda: runner.totals["commits"] > commits or not runner.active, "a commit")  # noqa: B023
+            assert runner.active, runner.status_row()
+            assert _rows(home, wh, "pos_k") == as_tuples(expected_state(gen.changes)), f"round {round_no}"
+        assert runner.query.recentProgress  # one record per trigger, as Spark's query keeps them
+        s.stop()
+        assert s.engine._spark is None
+    write_round(data, gen.next_round(80, max_files=1), base)
+    _run(home, spark, ["pos_k"])  # Spark takes up the checkpoint and the key index
+    assert _rows(home, wh, "pos_k") == as_tuples(expected_state(gen.changes))
+
+
+def test_a_running_sink_moves_to_spark_when_a_batch_needs_it(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file the Arrow reader cannot read exactly as Spark would (a malformed record under ON
+    ERROR = 'skip'): the supervisor restarts the running sink on Spark at once, without a backoff,
+    and Spark replays that batch from the checkpoint; every good change is applied once."""
+    import json
+    import threading
+
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    data.mkdir()
+    with icesql.Session(home=home) as s:
+        s.execute(
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = 'id BIGINT, v STRING', "
+            "ON ERROR = 'skip');"
+            "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 'k') KEY (id) MODE UPSERT"
+        )
+
+    def change(i: int, v: str) -> str:
+        return json.dumps({"op": "c", "after": {"id": i, "v": v}, "source": {"lsn": i}})
+
+    (data / "1.json").write_text("\n".join(change(i, "a") for i in range(5)) + "\n")
+    caplog.set_level("INFO", logger="icesql")
+    with icesql.Session(home=home) as s:
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (s.run(sinks=["k"]), done.set()), daemon=True)
+        thread.start()
+        _wait(lambda: s.engine._runners.get("k") is not None and s.engine.runner("k").totals["commits"] > 0, "batch 1")
+        assert s.engine._spark is None
+        (data / ".2.json").write_text("\n".join([change(1, "b"), '{"op": "c", "after": ', change(7, "b")]) + "\n")
+        (data / ".2.json").rename(data / "2.json")
+        _wait(lambda: s.engine._spark is not None and s.engine.runner("k").totals["commits"] > 0, "Spark's batch", 180)
+        _wait(lambda: _rows(home, wh, "k") == [(0, "a"), (1, "b"), (2, "a"), (3, "a"), (4, "a"), (7, "b")], "the rows", 60)
+        state = s.store.get_sink_state("k")
+        s.stop()
+        thread.join(60)
+        assert done.is_set()
+    assert state.skipped_records == 1
+    assert "needs Spark's reader: the sink restarts on Spark" in caplog.text
+    assert "restarting in" not in caplog.text  # at once, not after a backoff
