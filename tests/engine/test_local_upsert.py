@@ -94,6 +94,30 @@ def test_changes_without_spark_write_what_spark_writes(spark: Any, tmp_path: Pat
         assert sorted(_rows(home, wh, "log_here"), key=repr) == sorted(_rows(home, wh, "log_spark"), key=repr)
     assert len(_rows(home, wh, "log_here")) == sum(1 for c in gen.changes if c.op != "d")
     assert _delete_contents(home, wh, "pos_here") <= {1}  # position deletes only
+    # without Spark a batch writes one position-delete file per partition, not one per partition
+    # and key index shard (as Spark's tasks do)
+    assert _deletes_per_partition(home, wh, "pos_here") == 1
+    assert _deletes_per_partition(home, wh, "pos_spark") >= 1
+
+
+def _deletes_per_partition(home: Path, wh: Path, name: str) -> int:
+    """The most delete files one commit added in one partition."""
+    from collections import Counter
+
+    from pyiceberg.manifest import ManifestEntryStatus
+
+    table = load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake")
+    most = 0
+    for snap in table.snapshots():
+        counts: Counter[str] = Counter()
+        for manifest in snap.manifests(table.io):
+            if manifest.added_snapshot_id != snap.snapshot_id:
+                continue
+            for e in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+                if e.status == ManifestEntryStatus.ADDED and int(e.data_file.content) == 1:
+                    counts[repr(e.data_file.partition)] += 1
+        most = max(most, *counts.values(), 0)
+    return most
     assert _delete_contents(home, wh, "eq_here") <= {2}
 
 

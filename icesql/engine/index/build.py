@@ -288,9 +288,8 @@ def _build_here(
     the files, ``threads`` tasks at a time, hashed to their shards as Spark would
     (``hashing.shards_of``), and each shard's base written."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from icesql.engine.index.hashing import shards_of
+    from icesql.engine.index.hashing import by_shard, shards_of
     from icesql.engine.local_query import map_in_threads
 
     plan_batch = pa.RecordBatch.from_pydict({"plan": [json.dumps(p) for p in plans]})
@@ -301,11 +300,7 @@ def _build_here(
         return []
     entries = pa.concat_tables(parts)
     shard = shards_of([entries.column(k) for k in key], shards)
-    entries = entries.append_column(SHARD, shard)
-    groups = [
-        entries.filter(pc.equal(shard, pa.scalar(s, pa.int32()))).to_batches()
-        for s in pc.unique(shard).sort().to_pylist()
-    ]
+    groups = by_shard(entries.append_column(SHARD, shard), shard)
     return [r for out in map_in_threads(write, groups, threads) for b in out for r in b.to_pylist()]
 
 

@@ -166,4 +166,13 @@ def shards_of(columns: Sequence[pa.ChunkedArray | pa.Array], shards: int) -> pa.
     return pa.array((h % np.int64(shards)).astype(np.int32))  # numpy's % of a positive is >= 0, as pmod
 
 
-__all__ = ["hash_keys", "hashable", "shards_of"]
+def by_shard(table: pa.Table, shard: pa.Array) -> list[list[pa.RecordBatch]]:
+    """The rows of ``table`` grouped by ``shard`` (one per row), in shard order: one task's input
+    per shard, as Spark's ``repartition(N, shard)`` hands them to its tasks."""
+    return [
+        table.filter(pc.equal(shard, pa.scalar(s, shard.type))).to_batches()
+        for s in pc.unique(shard).sort().to_pylist()
+    ]
+
+
+__all__ = ["by_shard", "hash_keys", "hashable", "shards_of"]

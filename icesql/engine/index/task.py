@@ -92,6 +92,9 @@ class ShardTask:
         self.spec = spec
         self.store = store
         self.keep_shards = keep_shards  # loaded shards the process keeps (all of them in a run without Spark)
+        # a run without Spark: the shards' position deletes, handed to the batch's writer, which
+        # writes them as one file (None: each shard writes its own, as a Spark task must)
+        self.deletes: list[Any] | None = None
         self.chains = [tuple(c) for c in chains]
         self.key = list(key)
         self.data_columns = list(data_columns)
@@ -165,7 +168,10 @@ class ShardTask:
                     .rename_columns([*self.key, FILE_PATH, POS])
                     .sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
                 )
-                del_w.write(deletes)
+                if self.deletes is not None:
+                    self.deletes.append(deletes)
+                else:
+                    del_w.write(deletes)
             written += del_w.close()
         except BaseException:
             data_w.abort()

@@ -267,11 +267,8 @@ class IndexedUpsertWriter:
         """``__call__`` for a batch whose changes are here as one Arrow table (a run without
         Spark, ``local_query``): each key hashed to the shard Spark's expression gives it
         (``hashing.shards_of``), then the same ``ShardTask`` per shard, ``threads`` at a time."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         from icesql.engine.batch import _internal
-        from icesql.engine.index.hashing import shards_of
+        from icesql.engine.index.hashing import by_shard, shards_of
         from icesql.engine.index.task import SHARD
         from icesql.engine.local_query import map_in_threads
         from icesql.engine.schema import arrow_schema
@@ -284,15 +281,34 @@ class IndexedUpsertWriter:
         keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes.column_names]
         changes = changes.select(keep)
         shard = shards_of([changes.column(k).cast(key_types.field(k).type) for k in self.key], m.shards)
-        changes = changes.append_column(SHARD, shard)
-        inputs = [
-            changes.filter(pc.equal(shard, pa.scalar(s, pa.int32()))).to_batches()
-            for s in pc.unique(shard).sort().to_pylist()
-        ]
+        inputs = by_shard(changes.append_column(SHARD, shard), shard)
         task = self._task(data_columns, batch_id)
         task.keep_shards = max(task.keep_shards, m.shards)  # this process is every shard's worker
+        # one position-delete file for the batch, not one per shard: every delete file costs a
+        # reader a file to open, and their count is what makes the maintenance rewrite the table
+        task.deletes = []
         outputs = map_in_threads(task, inputs, threads)
-        return self._recorded([r for out in outputs for b in out for r in b.to_pylist()], progress)
+        rows = [r for out in outputs for b in out for r in b.to_pylist()]
+        rows += self._position_deletes(task.deletes)
+        return self._recorded(rows, progress)
+
+    def _position_deletes(self, parts: list[Any]) -> list[dict[str, Any]]:
+        """The rows of the position-delete files holding ``parts`` (the shards' deletes)."""
+        if not parts:
+            return []
+        import pyarrow as pa
+
+        from icesql.engine.batch import file_row
+        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
+
+        deletes = pa.concat_tables(parts).sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
+        writer = DataFileWriter(self.spec, "position_deletes")
+        try:
+            writer.write(deletes)
+            return [file_row(f) for f in writer.close()]
+        except BaseException:
+            writer.abort()
+            raise
 
     def _task(self, data_columns: list[str], batch_id: int) -> Any:
         from icesql.engine.index.task import ShardTask
