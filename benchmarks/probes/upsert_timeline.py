@@ -18,7 +18,8 @@ driver, the JVM and the Python workers, ``procmon.sample_tree``; the number of P
 processes). The first batch pays the index load; the median is over the others.
 
 Usage: ``.venv/bin/python benchmarks/probes/upsert_timeline.py [--keys 1000000] [--batches 6]
-[--batch-size 100000] [--keep DIR]``
+[--batch-size 100000] [--paths spark,local] [--keep DIR]`` (``--keys 10000000 --paths local``: the
+scaling check, time per batch and memory against the table's size)
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=100_000)
     ap.add_argument("--keep", default=None, help="a directory for the data (kept between runs)")
+    ap.add_argument("--paths", default="spark,local", help="spark,local (default both) or one of them")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--work", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--data", default=None, help=argparse.SUPPRESS)
@@ -150,7 +152,10 @@ def main() -> None:
     data = keep / f"data-{args.keys}-{args.batches}x{args.batch_size}"
     print(f"load average {os.getloadavg()[0]:.2f}; {args.keys:,} keys, {args.batches} x {args.batch_size:,} changes")
     results: dict[str, Any] = {}
+    wanted = {p.strip() for p in args.paths.split(",")}
     for name, env in PATHS.items():
+        if ("spark" if env else "local") not in wanted:
+            continue
         work = keep / ("work-" + ("spark" if env else "local"))
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
