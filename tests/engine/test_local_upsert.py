@@ -25,7 +25,7 @@ import pytest
 
 import icesql
 from tests.support.cdc_changelog import SCHEMA, Changelog, as_tuples, expected_state, write_round
-from tests.support.pipeline_helpers import load_table
+from tests.support.pipeline_helpers import load_table, wait_for
 from tests.support.readers import read_datafusion, read_duckdb
 
 pytestmark = pytest.mark.spark
@@ -168,13 +168,6 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
         assert sorted(a, key=key) == sorted(b, key=key), f"shard {shard}"
 
 
-def _wait(cond: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_a_running_sink_runs_without_spark(spark: Any, tmp_path: Path) -> None:
     """A sink left running (``Session.start``) with no Spark session given: Spark's processing-time
     trigger in this process, a commit per batch as files arrive; Spark takes up its checkpoint."""
@@ -191,7 +184,7 @@ def test_a_running_sink_runs_without_spark(spark: Any, tmp_path: Path) -> None:
         for round_no in range(3):
             commits = runner.totals["commits"]
             write_round(data, gen.next_round(80, max_files=1), base)
-            _wait(lambda: runner.totals["commits"] > commits or not runner.active, "a commit")  # noqa: B023
+            wait_for(lambda: runner.totals["commits"] > commits or not runner.active, 60, "a commit")  # noqa: B023
             assert runner.active, runner.status_row()
             assert _rows(home, wh, "pos_k") == as_tuples(expected_state(gen.changes)), f"round {round_no}"
         assert runner.query.recentProgress  # one record per trigger, as Spark's query keeps them
@@ -230,12 +223,13 @@ def test_a_running_sink_moves_to_spark_when_a_batch_needs_it(
         done = threading.Event()
         thread = threading.Thread(target=lambda: (s.run(sinks=["k"]), done.set()), daemon=True)
         thread.start()
-        _wait(lambda: s.engine._runners.get("k") is not None and s.engine.runner("k").totals["commits"] > 0, "batch 1")
+        wait_for(lambda: s.engine._runners.get("k") is not None and s.engine.runner("k").totals["commits"] > 0, 60, "batch 1")
         assert s.engine._spark is None
         (data / ".2.json").write_text("\n".join([change(1, "b"), '{"op": "c", "after": ', change(7, "b")]) + "\n")
         (data / ".2.json").rename(data / "2.json")
-        _wait(lambda: s.engine._spark is not None and s.engine.runner("k").totals["commits"] > 0, "Spark's batch", 180)
-        _wait(lambda: _rows(home, wh, "k") == [(0, "a"), (1, "b"), (2, "a"), (3, "a"), (4, "a"), (7, "b")], "the rows", 60)
+        wait_for(lambda: s.engine._spark is not None and s.engine.runner("k").totals["commits"] > 0, 180, "Spark's batch")
+        rows = [(0, "a"), (1, "b"), (2, "a"), (3, "a"), (4, "a"), (7, "b")]
+        wait_for(lambda: _rows(home, wh, "k") == rows, 60, "the rows")
         state = s.store.get_sink_state("k")
         s.stop()
         thread.join(60)
