@@ -88,8 +88,7 @@ def _column(col: pa.ChunkedArray | pa.Array, seed: np.ndarray) -> np.ndarray:
     if pa.types.is_boolean(t):
         h = _hash_int(_as_u64(pc.cast(pc.fill_null(col, False), pa.int32()), np.int32), seed)
     elif pa.types.is_integer(t) and t.bit_width <= 32 or pa.types.is_date32(t):
-        ints = pc.cast(col, pa.int32()) if not pa.types.is_date32(t) else col.cast(pa.int32())
-        h = _hash_int(_as_u64(pc.fill_null(ints, 0), np.int32), seed)
+        h = _hash_int(_as_u64(pc.fill_null(pc.cast(col, pa.int32()), 0), np.int32), seed)
     elif pa.types.is_int64(t):
         h = _hash_long(_as_u64(pc.fill_null(col, 0), np.int64), seed)
     elif pa.types.is_timestamp(t):
@@ -132,21 +131,12 @@ def _big_integer(v: int) -> bytes:
 
 
 def hashable(types: Sequence[pa.DataType]) -> str | None:
-    """None when ``hash_keys`` takes columns of these types, else why not."""
+    """None when ``hash_keys`` takes columns of these types, else why not (``_column`` tried on
+    an empty column of each)."""
     for t in types:
-        if not (
-            pa.types.is_boolean(t)
-            or pa.types.is_integer(t)
-            or pa.types.is_date32(t)
-            or pa.types.is_timestamp(t)
-            or pa.types.is_floating(t)
-            or pa.types.is_decimal(t)
-            or pa.types.is_string(t)
-            or pa.types.is_large_string(t)
-            or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t)
-            or pa.types.is_fixed_size_binary(t)
-        ):
+        try:
+            _column(pa.array([], type=t), np.zeros(0, dtype=np.uint64))
+        except (ValueError, pa.ArrowNotImplementedError):
             return f"a KEY column of type {t} is hashed by Spark"
     return None
 

@@ -87,11 +87,10 @@ class ShardTask:
         sink: str,
         relation: str,
         key_enforced: bool,
-        keep_shards: int = _CACHE_SHARDS,
     ) -> None:
         self.spec = spec
         self.store = store
-        self.keep_shards = keep_shards  # loaded shards the process keeps (all of them in a run without Spark)
+        self.keep_shards = _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
         # a run without Spark: the shards' position deletes, handed to the batch's writer, which
         # writes them as one file (None: each shard writes its own, as a Spark task must)
         self.deletes: list[Any] | None = None
