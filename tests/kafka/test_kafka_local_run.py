@@ -6,6 +6,7 @@ one checkpoint, every record once. The SIGKILL loop runs on both paths in
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from icesql.engine.kafka.relation import decode_records, local_row_schema
 from icesql.engine.kafka.source import RECORD_SCHEMA
 from icesql.engine.sources import INTERNAL_COLUMNS
 from icesql.plan import (
+    Column,
     KafkaConnectionPlan,
     KafkaEnvelope,
     KafkaInclude,
@@ -67,6 +69,27 @@ def _source(topic: str, **spec: Any) -> SourcePlan:
     )
 
 
+def _variant(name: str) -> SourcePlan:
+    """Sources whose rows a run without Spark builds: appends, ENVELOPE UPSERT with each KEY
+    FORMAT, Debezium values, text and bytes values, with INCLUDE columns."""
+    key = (KafkaInclude(KafkaMetadata.KEY, "k"),)
+    json_key = {"key_format": SourceFormat.JSON, "key_schema": "tenant STRING, uid INT",
+                "key_columns": (Column("tenant", "string"), Column("uid", "int"))}
+    return {
+        "upsert-text-key": lambda: _source("t", envelope=KafkaEnvelope.UPSERT, key_columns=(Column("key", "string"),),
+                                           include=ALL[:2]),
+        "upsert-bytes-key": lambda: _source("t", envelope=KafkaEnvelope.UPSERT, key_format=SourceFormat.BYTES,
+                                            key_columns=(Column("key", "binary"),), include=key),
+        "upsert-json-key": lambda: _source("t", envelope=KafkaEnvelope.UPSERT, include=key + ALL, **json_key),
+        "json-include-json-key": lambda: _source("t", include=key, key_format=SourceFormat.JSON,
+                                                 key_schema="tenant STRING, uid INT"),
+        "debezium": lambda: replace(_source("t", include=ALL[:2]), format=SourceFormat.DEBEZIUM_JSON),
+        "text": lambda: replace(_source("t", include=key), format=SourceFormat.TEXT, schema=None),
+        "bytes-upsert": lambda: replace(_source("t", envelope=KafkaEnvelope.UPSERT, key_columns=(Column("k", "string"),)),
+                                        format=SourceFormat.BYTES, schema=None),
+    }[name]()
+
+
 @pytest.mark.parametrize("include", [(), ALL[:1], ALL[1:3], ALL], ids=["none", "partition", "offset-ts", "all"])
 def test_the_rows_schema_without_spark_is_sparks(spark: Any, include: tuple[KafkaInclude, ...]) -> None:
     plan = _source("t", include=include)
@@ -77,11 +100,23 @@ def test_the_rows_schema_without_spark_is_sparks(spark: Any, include: tuple[Kafk
     assert list(local_row_schema(plan, "TIMESTAMP_LTZ").fields) == sparks
 
 
+@pytest.mark.parametrize(
+    "variant",
+    ["upsert-text-key", "upsert-bytes-key", "upsert-json-key", "json-include-json-key", "debezium", "text", "bytes-upsert"],
+)
+def test_changelog_and_other_rows_schemas_without_spark_are_sparks(spark: Any, variant: str) -> None:
+    plan = _variant(variant)
+    records = spark.createDataFrame([], RECORD_SCHEMA)
+    df, _ = decode_records(spark, records, plan, OnError.FAIL, None, None)
+    sparks = [f for f in df.schema.fields if f.name not in INTERNAL_COLUMNS]
+    assert list(local_row_schema(plan, "TIMESTAMP_LTZ").fields) == sparks
+
+
 def test_what_is_left_to_spark() -> None:
-    assert local_row_schema(_source("t", include=(KafkaInclude(KafkaMetadata.KEY, "k"),)), "TIMESTAMP_LTZ") is None
-    assert local_row_schema(_source("t", envelope=KafkaEnvelope.UPSERT), "TIMESTAMP_LTZ") is None
-    text = SourcePlan(name="e", source_kind=SourceKind.KAFKA, format=SourceFormat.TEXT, kafka=KafkaSourceSpec("k", "t"))
-    assert local_row_schema(text, "TIMESTAMP_LTZ") is None
+    csv = replace(_source("t"), format=SourceFormat.CSV)
+    assert local_row_schema(csv, "TIMESTAMP_LTZ") is None  # Spark's CSV parser
+    odd_key = _source("t", envelope=KafkaEnvelope.UPSERT, key_format=SourceFormat.JSON, key_schema="a MAP<STRING, INT")
+    assert local_row_schema(odd_key, "TIMESTAMP_LTZ") is None  # a KEY SCHEMA only Spark parses
 
 
 def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:

@@ -323,6 +323,32 @@ def _envelope(row: pa.DataType) -> pa.StructType:
 
 
 def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) -> pa.RecordBatch:
+    """Debezium events, one per line, as the rows their op leaves and the changelog columns; an
+    event's position is (file, piece, line)."""
+    rows, op, seq = debezium_events(data, source)
+    n = rows.num_rows
+    position = {
+        FILE: pa.array([piece.path] * n, pa.string()),
+        BLK: pa.array([piece.start] * n, pa.int64()),
+        LINE: pa.array(range(first_line, first_line + n), pa.int64()),
+    }
+    return changelog_batch(rows, op, seq, position)
+
+
+def changelog_batch(rows: pa.RecordBatch, op: pa.Array, seq: pa.Array, position: Mapping[str, pa.Array]) -> pa.RecordBatch:
+    """``rows`` with the changelog columns after them: ``__op``, ``__seq``, then the position
+    (``__file``, ``__blk``, ``__line``)."""
+    extra = [(OP, op), (SEQ, seq), *((name, position[name]) for name in (FILE, BLK, LINE))]
+    schema = pa.schema([*rows.schema, *((name, a.type) for name, a in extra)])
+    return pa.RecordBatch.from_arrays([*rows.columns, *(a for _, a in extra)], schema=schema)
+
+
+def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, pa.Array, pa.Array]:
+    """Debezium events (one JSON object per line, Kafka Connect's ``payload`` wrapper or not) ->
+    (the row image each op leaves: ``before`` for a delete, ``after`` otherwise; the op; the
+    database's order: ``source.lsn``, else ``source.ts_ms``, else ``ts_ms``), as Spark's path
+    reads them. An event without a known op or its image raises ``Fallback`` (Spark's path
+    names it as a bad record)."""
     import pyarrow.json as pj
 
     schema = source.row_schema()
@@ -332,18 +358,8 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
     read_schema = pa.schema(
         [*(pa.field(f.name, f.type) for f in env), *([pa.field("payload", env)] if wrapped else [])]
     )
-    out_schema = pa.schema(
-        [
-            *schema,
-            (OP, pa.string()),
-            (SEQ, pa.int64()),
-            (FILE, pa.string()),
-            (BLK, pa.int64()),
-            (LINE, pa.int64()),
-        ]
-    )
     if _blank(data):
-        return pa.RecordBatch.from_pylist([], schema=out_schema)
+        return pa.RecordBatch.from_pylist([], schema=schema), pa.array([], pa.string()), pa.array([], pa.int64())
     try:
         t = pj.read_json(
             io.BytesIO(data),
@@ -354,7 +370,6 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise Fallback(str(e)) from None
-    n = t.num_rows
     payload = t.column("payload").combine_chunks() if wrapped else None
 
     def ev(name: str) -> pa.Array:
@@ -376,14 +391,7 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
     rows = _to_batch(
         pa.Table.from_arrays(image.flatten(), names=schema.names), schema, source.session_tz, text=False
     )
-    extra = [
-        op,
-        seq,
-        pa.array([piece.path] * n, pa.string()),
-        pa.array([piece.start] * n, pa.int64()),
-        pa.array(range(first_line, first_line + n), pa.int64()),
-    ]
-    return pa.RecordBatch.from_arrays([*rows.columns, *extra], schema=out_schema)
+    return rows, op, seq
 
 
-__all__ = ["BLK", "FILE", "LINE", "OP", "SEQ", "SourceFormat", "decode"]
+__all__ = ["BLK", "FILE", "LINE", "OP", "SEQ", "SourceFormat", "changelog_batch", "debezium_events", "decode"]

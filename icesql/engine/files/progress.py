@@ -53,10 +53,8 @@ class FilesProgress(SourceProgress):
         """A sink on the Arrow path whose rows' schema is built without Spark: an append, a
         changelog's append, or an upsert (reduced per KEY in Arrow, its key index hashed as
         Spark hashes it: ``index.hashing``)."""
-        from pyspark.sql.pandas.types import to_arrow_type
-
         from icesql.engine.ddl import struct_from_ddl
-        from icesql.engine.index.hashing import hashable
+        from icesql.engine.index.hashing import key_hashable
 
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
@@ -65,11 +63,7 @@ class FilesProgress(SourceProgress):
         struct = struct_from_ddl(source.schema, session.timestamp_type)
         if struct is None:
             return "its SCHEMA needs Spark's parser"
-        fields = {f.name.lower(): f for f in struct.fields}
-        keys = [fields.get(k.lower()) for k in sink.key]
-        if any(f is None for f in keys):
-            return "its KEY is not a column of the SCHEMA"
-        return hashable([to_arrow_type(f.dataType) for f in keys if f is not None])
+        return key_hashable(struct, sink.key)
 
     def binding(self) -> Any:
         """What binds the source to this sink on the Arrow path (None: Spark's path only)."""

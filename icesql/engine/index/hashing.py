@@ -141,6 +141,18 @@ def hashable(types: Sequence[pa.DataType]) -> str | None:
     return None
 
 
+def key_hashable(rows: Any, key: Sequence[str]) -> str | None:
+    """None when a sink's KEY names columns of ``rows`` (a Spark StructType: the source's rows as
+    a run without Spark builds them) that ``hash_keys`` takes, else why not."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = {f.name.lower(): f for f in rows.fields}
+    keys = [fields.get(k.lower()) for k in key]
+    if any(f is None for f in keys):
+        return "its KEY is not a column of the source's rows"
+    return hashable([to_arrow_type(f.dataType) for f in keys if f is not None])
+
+
 def hash_keys(columns: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     """Spark's ``xxhash64(c1, c2, ...)`` of each row, as int64 (the columns in the index's types)."""
     n = len(columns[0]) if columns else 0

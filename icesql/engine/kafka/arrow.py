@@ -6,15 +6,17 @@ topic, partition, start, end; the ``icesql_kafka`` source in ``mode=pieces``); e
 ranges with confluent-kafka (``source.read_range``), turns the records into the relation's rows
 (``decode``: values by FORMAT with the FILES source's Spark-exact JSON reader, the key by KEY
 FORMAT, the INCLUDE columns), and - for appends - writes them with ``writer.DataFileWriter`` in the
-same task (``WriteTask``). Upserts and ``ENVELOPE UPSERT`` changelogs decode in the tasks
-(``DecodeTask``) and reduce per KEY in Spark, as every changelog does (``batch.BatchWriter``).
+same task (``WriteTask``). Upserts and changelogs (``ENVELOPE UPSERT``, ``debezium-json`` values:
+the same Debezium reader as a FILES source's, ``files.decode.debezium_events``) decode in the
+tasks (``DecodeTask``) and reduce per KEY in the batch writer, as every changelog does
+(``batch.BatchWriter``; in this process for a run without Spark, ``batch.write_batch``).
 
 Exactly Spark's answer, or Spark's: whatever Arrow cannot read exactly as ``from_json`` would (a
 malformed value, a spelling whose conversion is not known to match, a blank value) raises
 ``files.types.Fallback``; the task fails with a marked error naming its range, and the batch runs
 again with that range read by the records path (``relation.decode_records``: Spark's parsers and
 the bad-record guard, so ON ERROR applies). Formats the Arrow path does not decode at all
-(``csv``, ``debezium-json``, a map or binary column) take the records path for the whole source.
+(``csv``, a map or binary column) take the records path for the whole source.
 """
 
 from __future__ import annotations
@@ -31,13 +33,17 @@ from icesql.engine.batch import (
     files_spark_schema,
     releases_task_memory,
     with_fallbacks,
+    write_batch,
 )
 from icesql.engine.hooks import kill_point
 from icesql.engine.sources import BLK, FILE, LINE, OP, SEQ
 from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
 
 FALLBACK_MARKER = "ICESQL-KAFKA-FALLBACK:"
-ARROW_FORMATS = (SourceFormat.JSON, SourceFormat.TEXT, SourceFormat.BYTES)
+ARROW_FORMATS = (SourceFormat.JSON, SourceFormat.DEBEZIUM_JSON, SourceFormat.TEXT, SourceFormat.BYTES)
+# formats whose values are JSON objects read by the SCHEMA (without an envelope a null value, a
+# tombstone, carries no row)
+JSON_VALUES = (SourceFormat.JSON, SourceFormat.DEBEZIUM_JSON)
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,8 @@ class KafkaArrowSource:
     @property
     def changelog(self) -> bool:
         spec = self.plan.kafka
-        return spec is not None and spec.envelope is KafkaEnvelope.UPSERT
+        upsert = spec is not None and spec.envelope is KafkaEnvelope.UPSERT
+        return upsert or self.plan.format is SourceFormat.DEBEZIUM_JSON
 
     def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
         return KafkaBatchWriter(inner, self, skipped=skipped, letters=letters)
@@ -91,11 +98,13 @@ class KafkaArrowSource:
 
     def decode(self, records: Any) -> Any:
         """Kafka records (``source.RECORD_SCHEMA`` as Arrow) -> the relation's rows, plus the
-        changelog columns for ENVELOPE UPSERT. Raises ``Fallback`` where Arrow is not sure."""
+        changelog columns for ENVELOPE UPSERT and Debezium. Raises ``Fallback`` where Arrow is
+        not sure."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from icesql.engine.files.types import arrow_schema
+        from icesql.engine.files.decode import changelog_batch, debezium_events
+        from icesql.engine.files.types import Fallback, arrow_schema
 
         spec = self.plan.kafka
         assert spec is not None
@@ -103,11 +112,12 @@ class KafkaArrowSource:
         upsert = spec.envelope is KafkaEnvelope.UPSERT
         value = records.column("value")
         tomb = pc.is_null(value)
-        if not upsert and fmt is SourceFormat.JSON and pc.any(tomb).as_py():
+        if not upsert and fmt in JSON_VALUES and pc.any(tomb).as_py():
             records = records.filter(pc.invert(tomb))  # a tombstone carries no row
             value, tomb = records.column("value"), pc.is_null(records.column("value"))
         n = records.num_rows
         cols: dict[str, Any] = {}
+        op = seq = None
         if upsert:
             key = self._key(records.column("key"))
             if spec.key_format is SourceFormat.JSON:
@@ -115,13 +125,20 @@ class KafkaArrowSource:
                     cols[c.name] = pc.struct_field(key, c.name)
             else:
                 cols[spec.key_columns[0].name if spec.key_columns else "key"] = key
+            op, seq = pc.if_else(tomb, pa.scalar("d"), pa.scalar("u")), pa.nulls(n, pa.int64())
         if fmt is SourceFormat.TEXT:
             cols["value"] = _utf8(value)
         elif fmt is SourceFormat.BYTES:
             cols["value"] = value
         else:
             assert self.value_schema_json is not None
-            parsed = _json_rows(value, self._json_format(self.value_schema_json), allow_null=upsert)
+            source = self._json_format(self.value_schema_json)
+            if fmt is SourceFormat.DEBEZIUM_JSON:
+                parsed, op, seq = debezium_events(_one_per_line(value), source)
+                if parsed.num_rows != n:
+                    raise Fallback("values that are not one JSON object each")
+            else:
+                parsed = _json_rows(value, source, allow_null=upsert)
             for name in parsed.schema.names:
                 cols[name] = parsed.column(name)
         for inc in spec.include:
@@ -137,18 +154,17 @@ class KafkaArrowSource:
         for f in schema:
             col = cols[f.name]
             arrays.append(col if col.type == f.type else col.cast(f.type))
-        if upsert:
-            op = pc.if_else(tomb, pa.scalar("d"), pa.scalar("u"))
-            extra = [
-                (OP, op),
-                (SEQ, pa.nulls(n, pa.int64())),
-                (FILE, records.column("topic")),
-                (BLK, records.column("partition").cast(pa.int64())),
-                (LINE, records.column("offset")),
-            ]
-            schema = pa.schema([*schema, *((name, a.type) for name, a in extra)])
-            arrays += [a for _, a in extra]
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        rows = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if op is None or seq is None:
+            return rows
+        # a change's position: (topic, partition, offset), so a batch's last change per key is
+        # the one the topic holds last
+        position = {
+            FILE: records.column("topic"),
+            BLK: records.column("partition").cast(pa.int64()),
+            LINE: records.column("offset"),
+        }
+        return changelog_batch(rows, op, seq, position)
 
     def _key(self, key: Any) -> Any:
         spec = self.plan.kafka
@@ -175,6 +191,17 @@ def _utf8(values: Any) -> Any:
         raise Fallback("a value that is not UTF-8 text") from None
 
 
+def _one_per_line(values: Any) -> bytes:
+    """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
+    where a space means the same: one value, one line); a blank value raises ``Fallback``."""
+    from icesql.engine.files.types import Fallback
+
+    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
+    if any(not line.strip() for line in lines):
+        raise Fallback("a blank value")
+    return b"\n".join(lines) + b"\n" if lines else b""
+
+
 def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
     """One row per value, by Spark's rules (``files.decode``'s JSON reader over the values as
     lines; a null value is a row of nulls where ``allow_null``)."""
@@ -186,14 +213,8 @@ def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
 
     present = pc.is_valid(values)
     texts = values.filter(present) if values.null_count else values
-    raw = texts.to_pylist()
-    # JSON allows a raw line break only between tokens, where a space means the same: one value,
-    # one line
-    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in raw]
-    if any(not line.strip() for line in lines):
-        raise Fallback("a blank value")
-    batch = _json(b"\n".join(lines) + b"\n", fmt)
-    if batch.num_rows != len(lines):
+    batch = _json(_one_per_line(texts), fmt)
+    if batch.num_rows != len(texts):
         raise Fallback("values that are not one JSON object each")
     if not values.null_count:
         return batch
@@ -313,7 +334,7 @@ class KafkaBatchWriter:
                 changes = pieces.mapInArrow(DecodeTask(self.arrow), self._schema())
                 if fallback:
                     changes = changes.unionByName(self._records(batch_df, fallback))
-                return self.inner(changes, batch_id)
+                return write_batch(self.inner, changes, batch_id)
             task = WriteTask(self.arrow, self.inner.spec, batch_id)
             rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
             if fallback:

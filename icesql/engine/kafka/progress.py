@@ -80,21 +80,21 @@ class KafkaProgress(SourceProgress):
 
     @classmethod
     def runs_locally(cls, source: Any, sink: Any, session: Any) -> str | None:
-        """An append of JSON values on the Arrow path whose rows' schema is built without Spark
-        (``relation.local_row_schema``)."""
+        """A sink on the Arrow path whose rows' schema is built without Spark
+        (``relation.local_row_schema``): an append, a changelog's append, or an upsert (reduced
+        per KEY in Arrow, its key index hashed as Spark hashes it: ``index.hashing``)."""
         from icesql import settings
+        from icesql.engine.index.hashing import key_hashable
         from icesql.engine.kafka.relation import local_row_schema
-        from icesql.plan import SinkMode
 
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
-        if sink.mode is SinkMode.UPSERT:
-            return "an upsert reduces its changes with Spark"
         if source.kafka.on_data_loss != "fail":
             return "ON DATA LOSS counts lost records in Spark"
-        if local_row_schema(source, session.timestamp_type) is None:
-            return "its records are decoded by Spark (a key, an envelope, a format or SCHEMA Spark parses)"
-        return None
+        rows = local_row_schema(source, session.timestamp_type)
+        if rows is None:
+            return "its records are decoded by Spark (a format or SCHEMA Spark parses)"
+        return key_hashable(rows, sink.key)
 
     @property
     def seed_path(self) -> str:

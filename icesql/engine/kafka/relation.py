@@ -129,11 +129,11 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
     import dataclasses
 
     from icesql.engine.files.types import Unsupported
-    from icesql.engine.kafka.arrow import KafkaArrowSource
+    from icesql.engine.kafka.arrow import JSON_VALUES, KafkaArrowSource
     from icesql.engine.kafka.source import NAME, PIECE_SCHEMA
 
     row_schema = relation.data_schema()
-    value = _row_schema(spark, plan) if plan.format is SourceFormat.JSON else None
+    value = _row_schema(spark, plan) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
     spec = plan.kafka
     assert spec is not None
     key_json = spec.key_format is SourceFormat.JSON and (
@@ -159,33 +159,60 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
 
 
 def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
-    """The rows' schema Spark's decoding (``decode_records``) gives an append of JSON values - the
-    value's SCHEMA, then the INCLUDE columns - built in Python for a run without Spark; None where
-    it is not certain (a key, an envelope, another format, a SCHEMA only Spark parses)."""
-    from pyspark.sql.types import IntegerType, LongType, StructField, StructType, TimestampType
+    """The rows' schema Spark's decoding (``decode_records``) gives - the key columns of ENVELOPE
+    UPSERT, the value by FORMAT (a JSON or Debezium value's SCHEMA, or ``value``), then the
+    INCLUDE columns - built in Python for a run without Spark; None where it is not certain (a
+    format the Arrow path does not decode, a SCHEMA only Spark parses)."""
+    from pyspark.sql.types import (
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
 
     from icesql.engine.ddl import struct_from_ddl
+    from icesql.engine.kafka.arrow import ARROW_FORMATS, JSON_VALUES
     from icesql.engine.kafka.source import RECORD_SCHEMA
 
     spec = plan.kafka
-    if spec is None or spec.envelope is not KafkaEnvelope.NONE or not plan.schema:
+    fmt = plan.format or SourceFormat.JSON
+    if spec is None or fmt not in ARROW_FORMATS:
         return None
-    if (plan.format or SourceFormat.JSON) is not SourceFormat.JSON:
-        return None
-    value = struct_from_ddl(plan.schema, timestamp_type)
-    if value is None:
-        return None
+    key: Any = None
+    if spec.envelope is KafkaEnvelope.UPSERT or any(i.what is KafkaMetadata.KEY for i in spec.include):
+        if spec.key_format is SourceFormat.JSON:
+            key = struct_from_ddl(spec.key_schema or "", timestamp_type)
+            if key is None:
+                return None
+        else:
+            key = BinaryType() if spec.key_format is SourceFormat.BYTES else StringType()
+    fields: list[Any] = []
+    if spec.envelope is KafkaEnvelope.UPSERT:
+        if isinstance(key, StructType):
+            by_name = {f.name: f for f in key.fields}
+            if any(c.name not in by_name for c in spec.key_columns):
+                return None
+            fields += [StructField(c.name, by_name[c.name].dataType, True) for c in spec.key_columns]
+        else:
+            fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
+    if fmt in JSON_VALUES:
+        value = struct_from_ddl(plan.schema or "", timestamp_type)
+        if value is None:
+            return None
+        fields += value.fields
+    else:
+        fields.append(StructField("value", StringType() if fmt is SourceFormat.TEXT else BinaryType(), True))
     types = {
+        KafkaMetadata.KEY: key,
         KafkaMetadata.PARTITION: IntegerType(),
         KafkaMetadata.OFFSET: LongType(),
         KafkaMetadata.TIMESTAMP: TimestampType(),
         KafkaMetadata.HEADERS: RECORD_SCHEMA["headers"].dataType,
     }
-    fields = list(value.fields)
-    for inc in spec.include:
-        if inc.what not in types:
-            return None
-        fields.append(StructField(inc.name, types[inc.what], True))
+    fields += [StructField(inc.name, types[inc.what], True) for inc in spec.include]
     return StructType(fields)
 
 
@@ -194,20 +221,23 @@ def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> 
     ranges in this process, the sink's tasks as threads."""
     from icesql.engine.ddl import struct_from_ddl
     from icesql.engine.files.types import Unsupported
-    from icesql.engine.kafka.arrow import KafkaArrowSource, fallback_of
+    from icesql.engine.kafka.arrow import JSON_VALUES, KafkaArrowSource, fallback_of
     from icesql.engine.kafka.source import PIECE_SCHEMA, KafkaStreamReader
     from icesql.engine.local_query import LocalStreamFrame, SparkNeeded
 
     row_schema = local_row_schema(plan, binding.timestamp_type)
     if row_schema is None or not binding.arrow:
         raise SparkNeeded(f"source '{plan.name}' is decoded by Spark")
-    value = struct_from_ddl(plan.schema or "", binding.timestamp_type)
+    spec = plan.kafka
+    assert spec is not None
+    value = struct_from_ddl(plan.schema or "", binding.timestamp_type) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
+    key = struct_from_ddl(spec.key_schema, binding.timestamp_type) if spec.key_schema else None
     source = KafkaArrowSource(
         plan=plan,
         conf=dict(binding.conf),
         row_schema_json=row_schema.jsonValue(),
         value_schema_json=value.jsonValue() if value is not None else None,
-        key_schema_json=None,
+        key_schema_json=key.jsonValue() if key is not None and spec.key_format is SourceFormat.JSON else None,
         policy=policy,
         session_tz=binding.session_tz,
         lost=None,
@@ -229,7 +259,7 @@ def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> 
     return Relation(
         name=plan.name,
         df=frame,
-        changelog=False,
+        changelog=source.changelog,
         sources=(plan.name,),
         binding=binding,
         arrow=source,
