@@ -46,6 +46,8 @@ from icesql.engine.runner import RestartAtOnce
 
 log = logging.getLogger("icesql.sink")
 
+IDLE_CHECK = 0.1  # seconds between a running query's looks at an idle source (``LocalStreamFrame.idle_check``)
+
 
 @dataclass(frozen=True)
 class LocalSession:
@@ -283,6 +285,7 @@ class LocalQuery:
         while not self._stop.is_set():
             started = time.monotonic()
             end = reader.latestOffset(start, limit)
+            checked = time.monotonic() - started
             ran = end != start
             if ran:
                 self.log.write_offsets(batch_id, end)
@@ -291,12 +294,21 @@ class LocalQuery:
             elif self.interval is None:
                 break
             self._progress(batch_id - 1, ran)
-            if self.interval is not None:  # the next trigger, as Spark's ProcessingTime: at once if late
+            if self.interval is None:
+                continue
+            if ran:  # the next trigger, as Spark's ProcessingTime: at once if late
                 self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+            else:  # an idle source: looked at again sooner, a batch still at most once an interval
+                self._stop.wait(self.frame.idle_check(self.interval, checked))
 
     def _progress(self, batch_id: int, ran: bool) -> None:
-        """A trigger's record (``StreamingQuery.recentProgress``: the last 100)."""
-        self.recentProgress.append({"batchId": batch_id, "ranBatch": ran, "timestamp": time.time()})
+        """A trigger's record (``StreamingQuery.recentProgress``: the last 100; an idle source's
+        checks at most one a second)."""
+        now = time.time()
+        if not ran and self.recentProgress and not self.recentProgress[-1]["ranBatch"]:
+            if now - self.recentProgress[-1]["timestamp"] < 1.0:
+                return
+        self.recentProgress.append({"batchId": batch_id, "ranBatch": ran, "timestamp": now})
         del self.recentProgress[:-100]
 
     def _offset(self, batch_id: int) -> dict[str, Any]:
@@ -329,6 +341,7 @@ class LocalStreamFrame:
         needs_spark: Callable[[BaseException], str | None],
         *,
         parallelism: int | None = None,
+        cheap_checks: bool = True,
     ) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -337,6 +350,21 @@ class LocalStreamFrame:
         self.schema = schema  # the reader's rows (a Spark StructType)
         self.arrow_schema = to_arrow_schema(schema)
         self.needs_spark = needs_spark
+        # a look for new data costs no more than the time it takes (a local directory, a Kafka
+        # ListOffsets), not a billed request (an object store's listing)
+        self.cheap_checks = cheap_checks
+
+    def idle_check(self, interval: float, took: float) -> float:
+        """Seconds until a running query looks again at a source that had nothing new, when the
+        look took ``took`` seconds. Spark's processing-time trigger looks once an interval, so a
+        batch arriving just after a look waits the whole interval; here a source whose looks are
+        cheap is looked at every ``IDLE_CHECK`` seconds, or ten times the look's own time (at
+        most a tenth of a core), never less often than the interval. A batch still starts at
+        most once an interval (the wait after a batch is Spark's), so batches and their files
+        are no smaller than on Spark; only the wait of a batch arriving at an idle sink is."""
+        if not self.cheap_checks:
+            return interval
+        return min(interval, max(IDLE_CHECK, 10 * took))
 
     @property
     def writeStream(self) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name

@@ -9,6 +9,7 @@ records the batch, and at random moments)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 import icesql
 from icesql.engine.checkpoint_log import RETAIN, CheckpointLog, batch_ids
 from icesql.engine.local_query import LocalSession
-from tests.support.pipeline_helpers import icesql_summaries, load_table, write_json_lines
+from tests.support.pipeline_helpers import icesql_summaries, load_table, wait_for, write_json_lines
 
 pytestmark = pytest.mark.spark
 
@@ -226,3 +227,42 @@ def test_the_checkpoint_log_is_written_as_spark_writes_it(tmp_path: Path) -> Non
     # the newest RETAIN batches are kept, as Spark's minBatchesToRetain keeps them
     assert batch_ids(tmp_path / "offsets") == batch_ids(tmp_path / "commits") == list(range(5, RETAIN + 5))
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_a_running_sink_without_spark_looks_at_an_idle_source_sooner(tmp_path: Path) -> None:
+    """Spark's processing-time trigger looks at the source once an interval, so a file arriving
+    just after a look waits the whole interval. Without Spark, an idle local source is looked at
+    every ``IDLE_CHECK`` seconds (a stat of the directory), while a batch still starts at most once
+    an interval: with an 8 s trigger, a file dropped into an idle sink is committed long before the
+    next interval, and one dropped right after that batch waits for the interval."""
+    from icesql.engine.local_query import IDLE_CHECK, LocalQuery, LocalStreamFrame
+
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "data"
+    data.mkdir()
+    interval = 8.0
+    with icesql.Session(home=home) as s:
+        _setup(s, data, wh)
+        s.engine.trigger_interval = interval
+        s.start(["k"])
+        runner = s.engine.runner("k")
+        assert isinstance(runner.query, LocalQuery) and runner.query.interval == interval
+        time.sleep(1.0)  # the first look found nothing: Spark's next look would be at 8 s
+        dropped = time.monotonic()
+        write_json_lines(data, "a.json", _rows(0, 10))
+        wait_for(lambda: runner.totals["commits"] >= 1, 60, "the first batch")
+        first = time.monotonic() - dropped
+        write_json_lines(data, "b.json", _rows(10, 10))
+        wait_for(lambda: runner.totals["commits"] >= 2, 60, "the second batch")
+        second = time.monotonic() - dropped
+        s.stop()
+    assert first < interval / 2, f"an idle sink took {first:.1f} s to take a new file"
+    assert second >= interval - 0.5, f"two batches {second:.1f} s apart: less than the {interval} s interval"
+    assert len(_content(home, wh, "k")) == 20
+    # the rule itself: cheap looks every IDLE_CHECK s or ten times their cost, never less often
+    # than the interval; an object store's listing (a billed request) once an interval
+    frame = LocalStreamFrame(lambda: None, runner.relation.df.schema, lambda e: None)
+    assert frame.idle_check(1.0, 0.001) == IDLE_CHECK
+    assert frame.idle_check(1.0, 0.05) == pytest.approx(0.5)
+    assert frame.idle_check(1.0, 0.5) == 1.0
+    remote = LocalStreamFrame(lambda: None, runner.relation.df.schema, lambda e: None, cheap_checks=False)
+    assert remote.idle_check(1.0, 0.001) == 1.0

@@ -450,7 +450,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     ``spark``, the DataFrame is a ``local_query.LocalStreamFrame`` over the same reader: the
     sink's bounded run then runs in this process."""
     from icesql.engine.files.decode import SourceFormat as ArrowFormat
-    from icesql.engine.files.listing import Location
+    from icesql.engine.files.listing import Location, is_remote
     from icesql.engine.files.source import NAME, PIECE_SCHEMA, io_options, register
     from icesql.engine.files.types import Unsupported
 
@@ -486,7 +486,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         **io_options(dict(binding.io_properties)),
     }
     if spark is None:
-        df: Any = _local_frame(options, binding.parallelism)
+        df: Any = _local_frame(options, binding.parallelism, cheap_checks=not is_remote(plan.path or ""))
     else:
         register(spark)
         df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
@@ -505,8 +505,10 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     )
 
 
-def _local_frame(options: dict[str, str], parallelism: int) -> Any:
-    """The source's pieces for a run without Spark: its reader in this process."""
+def _local_frame(options: dict[str, str], parallelism: int, *, cheap_checks: bool) -> Any:
+    """The source's pieces for a run without Spark: its reader in this process (``cheap_checks``:
+    a local directory, listed as often as an idle running sink likes; an object store's listing is
+    a billed request, made once a trigger as Spark does)."""
     from icesql.engine.files.source import PIECE_SCHEMA, FilesStreamReader
     from icesql.engine.files.task import fallback_of
     from icesql.engine.local_query import LocalStreamFrame
@@ -516,7 +518,11 @@ def _local_frame(options: dict[str, str], parallelism: int) -> Any:
         return None if path is None else f"file '{short_path(path)}' needs Spark's reader"
 
     return LocalStreamFrame(
-        lambda: FilesStreamReader(dict(options)), PIECE_SCHEMA, needs_spark, parallelism=parallelism
+        lambda: FilesStreamReader(dict(options)),
+        PIECE_SCHEMA,
+        needs_spark,
+        parallelism=parallelism,
+        cheap_checks=cheap_checks,
     )
 
 
