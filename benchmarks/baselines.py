@@ -162,16 +162,18 @@ def spark_iceberg_merge(u: datagen.UpsertDataset, workdir: Path, conf: dict[str,
 
 
 def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None, *,
-                  running: bool = False, on_spark: bool = False) -> dict[str, Any]:
+                  running: bool = False, on_spark: bool = False, kafka: str | None = None) -> dict[str, Any]:
     """``running``: the sink left running (``Session.start``) while the batches arrive, instead of
     one ``run(once=True)`` per batch. ``on_spark``: the session is given a SparkSession (the sink
-    runs as Spark's streaming query) instead of running in the worker's process without Spark."""
+    runs as Spark's streaming query) instead of running in the worker's process without Spark.
+    ``kafka``: the changes come from a Debezium topic on this broker instead of files."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"base_files": u.base.files, "base_dir": u.base.path, "change_files": u.change_files,
          "debezium_files": u.debezium_files, "expected_rows": u.expected_rows, "home": str(home),
-         "spark_conf": conf or {}, "running": running, "on_spark": on_spark}
-    name = ("icesql_running_upsert" if running else "icesql_upsert") + ("_on_spark" if on_spark else "")
+         "spark_conf": conf or {}, "running": running, "on_spark": on_spark, "kafka": kafka}
+    name = (("icesql_running_upsert" if running else "icesql_upsert") + ("_on_spark" if on_spark else "")
+            + ("_kafka" if kafka else ""))
     return run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_upsert", a, workdir)
 
 
@@ -387,26 +389,38 @@ def _copy_in(src: str, inbox: Path) -> None:
 
 
 def icesql_e2e_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None,
-                      batches: int | None = None) -> dict[str, Any]:
+                      batches: int | None = None, kafka: str | None = None) -> dict[str, Any]:
     """The upsert as a scheduled job runs it: per change batch, the Debezium file lands in the inbox
     and a fresh ``icesql --home <home> run upsert.sql --once`` applies it (the sum of the processes'
     wall times is ``seconds``). Set-up (untimed, recorded): one run on the empty inbox creates the
-    table (KEY (id) as its identifier field), ``load.sql`` appends the base rows."""
+    table (KEY (id) as its identifier field), ``load.sql`` appends the base rows. ``kafka`` (a
+    bootstrap address): the batch's lines are produced to a Debezium topic instead (one transaction,
+    untimed) and the source reads the topic."""
     home, wh, inbox = workdir / "home", workdir / "warehouse", workdir / "inbox"
     for d in (wh, inbox):
         d.mkdir(parents=True, exist_ok=True)
     conn = f"CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');\n"
     target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
     upsert = workdir / "upsert.sql"
-    upsert.write_text(conn + f"CREATE SOURCE IF NOT EXISTS ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', "
-                      f"SCHEMA = '{datagen.SPARK_DDL}');\nCREATE SINK IF NOT EXISTS u FROM ch {target} "
-                      "KEY (id) MODE UPSERT;\n")
+    producer = None
+    if kafka:
+        from benchmarks.kafka import FileProducer
+
+        producer = FileProducer(kafka, "changes_e2e")
+        source = (f"CREATE CONNECTION IF NOT EXISTS k TO KAFKA (BROKER = '{kafka}');\n"
+                  f"CREATE SOURCE IF NOT EXISTS ch FROM KAFKA CONNECTION k (TOPIC = 'changes_e2e', "
+                  f"FORMAT = 'debezium-json', SCHEMA = '{datagen.SPARK_DDL}');\n")
+    else:
+        source = (f"CREATE SOURCE IF NOT EXISTS ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', "
+                  f"SCHEMA = '{datagen.SPARK_DDL}');\n")
+    upsert.write_text(conn + source + f"CREATE SINK IF NOT EXISTS u FROM ch {target} KEY (id) MODE UPSERT;\n")
     load = workdir / "load.sql"
     load.write_text(conn + f"CREATE SOURCE IF NOT EXISTS base FROM FILES '{u.base.path}' (FORMAT = 'parquet', "
                     f"SCHEMA = '{datagen.SPARK_DDL}');\nCREATE SINK IF NOT EXISTS load FROM base {target} "
                     "MODE APPEND;\n")
     conf_args = _conf_args(conf)
-    out: dict[str, Any] = {"name": "icesql_e2e", "engine": "icesql run --once, one fresh process per batch"}
+    out: dict[str, Any] = {"name": "icesql_e2e", "engine": "icesql run --once, one fresh process per batch"
+                           + (", from a Debezium Kafka topic" if kafka else "")}
     for step, script in (("create", upsert), ("load", load)):
         r = run_icesql_cli(f"icesql_e2e_{step}", home, ["run", str(script), "--once", *conf_args], workdir)
         out[f"{step}_wall_seconds"] = r.get("wall_seconds")
@@ -415,7 +429,10 @@ def icesql_e2e_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, s
     walls: list[float] = []
     peaks: list[float] = []
     for i, f in enumerate(u.debezium_files[:batches]):
-        _copy_in(f, inbox)
+        if producer is not None:
+            producer.send(f)
+        else:
+            _copy_in(f, inbox)
         r = run_icesql_cli(f"icesql_e2e_batch{i:03d}", home, ["run", str(upsert), "--once", *conf_args], workdir)
         if r.get("status") != "ok":
             return {**out, "status": "error", "error": f"batch {i}: {r.get('error')}",

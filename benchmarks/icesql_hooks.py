@@ -188,7 +188,7 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
 def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[str],
                       debezium_files: list[str], expected_rows: int, home: str, *,
                       spark_conf: dict[str, str] | None = None, smoke: bool = False,
-                      running: bool = False, on_spark: bool = False) -> dict[str, Any]:
+                      running: bool = False, on_spark: bool = False, kafka: str | None = None) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -206,6 +206,14 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     ``on_spark``: the session is given a SparkSession (built like the baselines'), so the sink runs
     as Spark's streaming query; without it (the default path of ``icesql.Session(home)``) the sink
     runs in this process without Spark (``engine.local_query``).
+
+    ``kafka`` (a bootstrap address): the changes come from a Debezium topic instead of the inbox
+    (``CREATE SOURCE ch FROM KAFKA CONNECTION k (TOPIC = 'changes', FORMAT = 'debezium-json', ...)``,
+    ``changes_running`` for a running sink);
+    each batch's lines are produced as one transaction (``kafka.FileProducer``, untimed: the sink
+    reads committed records only, so the batch arrives at once, as a renamed file does), and a
+    running sink's batch is timed from the commit of that transaction to the table's commit that
+    holds the topic's log end.
     """
     import icesql
     from benchmarks.datagen import SPARK_DDL
@@ -219,7 +227,17 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
     inbox = Path(home) / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
-    s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
+    producer = None
+    if kafka:
+        from benchmarks.kafka import FileProducer
+
+        topic = "changes_running" if running else "changes"  # one broker serves both writers
+        producer = FileProducer(kafka, topic)
+        s.execute(f"CREATE CONNECTION k TO KAFKA (BROKER = '{kafka}')")
+        s.execute(f"CREATE SOURCE ch FROM KAFKA CONNECTION k (TOPIC = '{topic}', FORMAT = 'debezium-json', "
+                  f"SCHEMA = '{SPARK_DDL}')")
+    else:
+        s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
     s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT")
     s.run(once=True, sinks=["u"])  # empty inbox: creates the table with KEY (id) as its identifier field
     s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
@@ -239,16 +257,26 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         with open(f, "rb") as fh:
             changes += sum(1 for _ in fh)
         tmp = inbox / ("." + Path(f).name + ".tmp")
-        shutil.copyfile(f, tmp)
+        if producer is None:
+            shutil.copyfile(f, tmp)
         if runner is None:
-            os.replace(tmp, inbox / Path(f).name)
+            if producer is not None:
+                producer.send(f)
+            else:
+                os.replace(tmp, inbox / Path(f).name)
             t0 = time.perf_counter()
             s.run(once=True, sinks=["u"])
         else:
             commits = runner.totals["commits"]
-            os.replace(tmp, inbox / Path(f).name)
-            t0 = time.perf_counter()
-            while runner.totals["commits"] == commits:
+            if producer is not None:
+                ends = producer.send(f)
+                t0 = time.perf_counter()
+                done = lambda ends=ends: all(runner.source.committed.get(p, 0) >= e for p, e in ends.items())  # noqa: E731
+            else:
+                os.replace(tmp, inbox / Path(f).name)
+                t0 = time.perf_counter()
+                done = lambda commits=commits: runner.totals["commits"] > commits  # noqa: E731
+            while not done():
                 if not runner.active:
                     raise RuntimeError(f"the running sink stopped: {runner.status_row().get('last_error')}")
                 time.sleep(0.01)
@@ -278,7 +306,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
         "engine": "icesql MODE UPSERT (position deletes from the key index)"
                   + (", running sink (Session.start)" if running else ", run(once=True) per batch")
-                  + (", on Spark" if on_spark else ", without Spark"),
+                  + (", on Spark" if on_spark else ", without Spark")
+                  + (", from a Debezium Kafka topic" if kafka else ", from Debezium files"),
         "spark_started": spark_started,
         "expected_rows": expected_rows, **totals,
     }

@@ -129,6 +129,39 @@ def _consume_all(bootstrap: str, topic: str, on_batch: Any) -> tuple[int, int]:
     return n, nbytes
 
 
+class FileProducer:
+    """A change file's lines to a topic as one transaction (issue 39's Kafka upserts): a sink reads
+    with ``read_committed``, so the batch appears at once, as a file renamed into a FILES source's
+    directory does. ``send`` returns the topic's log end offsets after the commit."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 4) -> None:
+        from confluent_kafka import Producer
+
+        from tests.support import kafka as K
+
+        K.create_topic(bootstrap, topic, partitions)
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONF, "enable.idempotence": True,
+                                  "transactional.id": f"icesql-bench-{topic}-{os.getpid()}"})
+        self.producer.init_transactions(60)
+
+    def send(self, path: str) -> dict[int, int]:
+        from tests.support import kafka as K
+
+        p = self.producer
+        p.begin_transaction()
+        with open(path, "rb") as fh:
+            for n, line in enumerate(fh):
+                while True:
+                    try:
+                        p.produce(self.topic, line.rstrip(b"\n"), partition=n % self.partitions)
+                        break
+                    except BufferError:
+                        p.poll(0.05)
+        p.commit_transaction(120)
+        return K.log_end(self.bootstrap, self.topic)
+
+
 # --------------------------------------------------------------------------------- workers
 def produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:
     """Pre-produce ``records`` values (timed: produce() calls to the last delivery report)."""

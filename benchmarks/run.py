@@ -14,6 +14,7 @@ a ratio is only computed when both of its sides ran.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import functools
 import json
@@ -24,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,47 +191,89 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
     out: dict[str, Any] = {"dataset": {"keys": u.keys, "batches": u.batches, "batch_size": u.batch_size,
                                        "mix": u.mix, "expected_rows": u.expected_rows, "path": u.path,
                                        "generate_seconds": round(time.perf_counter() - t0, 1)}}
-    writers = (("icesql", B.icesql_upsert), ("icesql_running", functools.partial(B.icesql_upsert, running=True)),
+    writers = [("icesql", B.icesql_upsert), ("icesql_running", functools.partial(B.icesql_upsert, running=True)),
                # context: the same sinks given a SparkSession (Spark's streaming query, Spark's jobs)
                ("icesql_on_spark", functools.partial(B.icesql_upsert, on_spark=True)),
                ("icesql_running_on_spark", functools.partial(B.icesql_upsert, running=True, on_spark=True)),
-               ("spark35_merge", B.spark_iceberg_merge))
+               ("spark35_merge", B.spark_iceberg_merge)]
     for name, fn in writers:
-        if name in cfg.skip:
-            continue
-        wd = cfg.work / f"upsert-{name}"
-        shutil.rmtree(wd, ignore_errors=True)
-        r = fn(u, wd, cfg.spark_conf)
-        r["name"] = name
-        _say(f"upsert {name}: {_brief(r)}")
-        out[name] = r
-        if r.get("status") == "ok" and r.get("metadata"):
-            if name == "icesql_running":
-                _reads(cfg, r["metadata"], u.expected, wd, name, out)
-            elif name == "icesql":
-                _reads(cfg, r["metadata"], u.expected, wd, "icesql", out)
-                if "compacted_reference" not in cfg.skip:
-                    ref = B.reference_table(r["metadata"], u.expected, wd / "reference", cfg.codec)
-                    ref["name"] = "compacted_reference"
-                    out["compacted_reference"] = ref
-                    _say(f"upsert compacted reference: {ref.get('status')} {ref.get('files')} file(s) "
-                         f"{ref.get('rows_in_table')} rows {ref.get('error') or ''}")
-                    if ref.get("status") == "ok":
-                        _reads(cfg, ref["metadata"], u.expected, wd, "compacted", out)
-            elif "merge_read" not in cfg.skip:
-                _reads(cfg, r["metadata"], u.expected, wd, name, out)
-        _clean(cfg, wd)
+        _upsert_writer(cfg, u, out, name, lambda wd, fn=fn: fn(u, wd, cfg.spark_conf))
     for name, fn in (("icesql_e2e", B.icesql_e2e_upsert), ("spark35_merge_e2e", B.spark_iceberg_e2e_merge)):
-        if name in cfg.skip or "e2e" in cfg.skip:
-            continue
-        wd = cfg.work / f"upsert-{name}"
-        shutil.rmtree(wd, ignore_errors=True)
-        r = fn(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches)
-        r["name"] = name
-        _say(f"upsert {name} (fresh process per batch): {_brief(r)}")
-        out[name] = r
-        _clean(cfg, wd)
+        if "e2e" not in cfg.skip:
+            _upsert_writer(cfg, u, out, name, lambda wd, fn=fn: fn(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches))
+    _kafka_upsert_writers(cfg, u, out)
     return out
+
+
+def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
+    """The same changes from a Debezium topic (issue 39's Kafka upserts), after the others, each
+    writer with a noida-db of its own that runs only while it does (an idle noida-db holding a
+    topic takes CPU from whatever runs beside it); then, for context, what that broker serves one
+    plain consumer of the same records."""
+    modes = {"icesql_kafka": {}, "icesql_kafka_running": {"running": True}, "icesql_kafka_e2e": None}
+    for name, kw in modes.items():
+        if name in cfg.skip or (kw is None and "e2e" in cfg.skip):
+            continue
+        with _upsert_broker(cfg, name) as bs:
+            if bs is None:
+                out[name] = {"name": name, "status": "n/a", "reason": "noida-db missing (pip install noida-db)"}
+                continue
+            if kw is None:
+                run = lambda wd, bs=bs: B.icesql_e2e_upsert(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches, kafka=bs)  # noqa: E731
+            else:
+                run = lambda wd, bs=bs, kw=kw: B.icesql_upsert(u, wd, cfg.spark_conf, kafka=bs, **kw)  # noqa: E731
+            _upsert_writer(cfg, u, out, name, run)
+            if name == "icesql_kafka" and out.get(name, {}).get("status") == "ok":
+                r = B.run_worker("kafka_raw_consume", B.PROJECT_PY, "benchmarks.kafka:raw_consume",
+                                 {"bootstrap": bs, "topic": "changes", "records": u.batches * u.batch_size},
+                                 cfg.work / "upsert-kafka-raw")
+                out["kafka_raw_consume"] = {**r, "name": "kafka_raw_consume"}
+                _say(f"upsert kafka_raw_consume (one consumer, the whole topic): {_brief(r)}")
+
+
+@contextlib.contextmanager
+def _upsert_broker(cfg: Config, name: str) -> Iterator[str | None]:
+    """A fresh noida-db on loopback for one Kafka upsert writer (None: noida-db missing)."""
+    from tests.support import kafka as K
+
+    if K.missing_reason("noida"):
+        yield None
+        return
+    bdir = cfg.work / f"upsert-broker-{name}"
+    shutil.rmtree(bdir, ignore_errors=True)
+    broker = K.Broker("noida", bdir).start()
+    try:
+        yield str(broker.bootstrap)
+    finally:
+        broker.stop()
+        shutil.rmtree(bdir, ignore_errors=True)
+
+
+def _upsert_writer(cfg: Config, u: Any, out: dict[str, Any], name: str, fn: Callable[[Path], dict[str, Any]]) -> None:
+    """One upsert writer (skipped when named in --skip) in a fresh work directory, its table then
+    read back by every reader (``_reads``: rows checked against the expected state)."""
+    if name in cfg.skip:
+        return
+    wd = cfg.work / f"upsert-{name}"
+    shutil.rmtree(wd, ignore_errors=True)
+    r = fn(wd)
+    r["name"] = name
+    _say(f"upsert {name}{' (fresh process per batch)' if name.endswith('_e2e') else ''}: {_brief(r)}")
+    out[name] = r
+    if r.get("status") == "ok" and r.get("metadata") and not name.endswith("_e2e"):
+        if name == "icesql":
+            _reads(cfg, r["metadata"], u.expected, wd, "icesql", out)
+            if "compacted_reference" not in cfg.skip:
+                ref = B.reference_table(r["metadata"], u.expected, wd / "reference", cfg.codec)
+                ref["name"] = "compacted_reference"
+                out["compacted_reference"] = ref
+                _say(f"upsert compacted reference: {ref.get('status')} {ref.get('files')} file(s) "
+                     f"{ref.get('rows_in_table')} rows {ref.get('error') or ''}")
+                if ref.get("status") == "ok":
+                    _reads(cfg, ref["metadata"], u.expected, wd, "compacted", out)
+        elif name == "icesql_running" or "merge_read" not in cfg.skip:
+            _reads(cfg, r["metadata"], u.expected, wd, name, out)
+    _clean(cfg, wd)
 
 
 def section_e2e(cfg: Config) -> dict[str, Any]:
@@ -556,6 +599,13 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
                                    _get(up, ice), _get(up, merge), speed, f">= {goal:g}x",
                                    lambda v, goal=goal: v >= goal))
             rows.append(_ratio_row(f"upsert: {what}, icesql peak memory / MERGE INTO's", _get(up, ice),
+                                   _get(up, merge), _mem_ratio, "<= 1x", lambda v: v <= 1.0, ok=_has_mem))
+        for what, ice, merge, goal in modes:  # the same changes from a Debezium Kafka topic
+            kafka = ice.replace("icesql", "icesql_kafka")
+            rows.append(_ratio_row(f"upsert from Kafka: {what}, icesql vs MERGE INTO (from files)",
+                                   _get(up, kafka), _get(up, merge), speed, f">= {goal:g}x",
+                                   lambda v, goal=goal: v >= goal))
+            rows.append(_ratio_row(f"upsert from Kafka: {what}, icesql peak memory / MERGE INTO's", _get(up, kafka),
                                    _get(up, merge), _mem_ratio, "<= 1x", lambda v: v <= 1.0, ok=_has_mem))
         for what, ice in (("a running sink", "icesql_running_on_spark"), ("one run(once=True) per batch",
                                                                           "icesql_on_spark")):

@@ -111,8 +111,8 @@ LOCAL_RUN = Setting(
     "ICESQL_LOCAL_RUN",
     "1",
     "`0` runs every sink on Spark; by default, on a local master with no Spark session given, a sink "
-    "reading a FILES source on the Arrow path (appends, changelogs, upserts) or a KAFKA topic of JSON "
-    "values (appends) runs in icesql's own process without starting Spark, `--once` or running (same "
+    "reading a FILES source on the Arrow path or a KAFKA topic of json, debezium-json, text or bytes "
+    "values (appends, changelogs, upserts) runs in icesql's own process without starting Spark, `--once` or running (same "
     "checkpoint, same table, same key index; a batch that needs Spark's reader restarts the sink on "
     "Spark)",
 )

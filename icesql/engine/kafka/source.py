@@ -397,58 +397,79 @@ def read_range(
                     f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
                     f"offset {pos} of the range {start}-{end - 1}|END"
                 )
-            for m in msgs:
+            # the records between error events, a column at a time (a loop over the records with
+            # its checks was most of a range's read: 0.9 s of 1.6 s for 100k records)
+            events = [k for k, m in enumerate(msgs) if m.error() is not None]
+            i = 0
+            for j in [*events, len(msgs)]:
+                if j > i:
+                    before = pos
+                    pos, done = _append_records(cols, msgs[i:j], topic, partition, end, pos)
+                    if pos != before:
+                        last_progress = time.monotonic()
+                if done or j == len(msgs):
+                    break
+                m, i = msgs[j], j + 1
                 if m.topic() is not None and (m.partition() != partition or m.topic() != topic):
                     continue  # a reused reader's earlier assignment (librdkafka drops those; be sure)
                 err = m.error()
-                if err is not None:
-                    code = err.code()
-                    if code == KafkaError._PARTITION_EOF:
-                        if m.offset() >= end:
-                            done = True
-                            break
-                        continue
-                    if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                        lo = _log_start(c, topic, partition)
-                        if on_lost is None or lo is None or lo <= pos:
-                            gone = min(end, lo) if lo is not None and lo > pos else None
-                            raise DataLossError(lost_message(topic, partition, pos, gone))
-                        on_lost(topic, partition, pos, min(lo, end))
-                        if lo >= end:
-                            done = True
-                            break
-                        pos = lo
-                        last_progress = time.monotonic()
-                        c.assign([TopicPartition(topic, partition, lo)])
-                        break  # the records fetched so far belong to the old position
-                    raise kafka_failure(f"topic '{topic}' partition {partition}", err)
-                off = m.offset()
-                if off >= end:
-                    done = True
-                    break
-                pos = off + 1
-                last_progress = time.monotonic()
-                ts_type, ts = m.timestamp()
-                headers = m.headers()
-                cols["key"].append(m.key())
-                cols["value"].append(m.value())
-                cols["topic"].append(topic)
-                cols["partition"].append(partition)
-                cols["offset"].append(off)
-                cols["timestamp"].append(ts * 1000 if ts_type and ts is not None and ts >= 0 else None)
-                cols["timestampType"].append(max(0, ts_type - 1) if ts_type else None)
-                cols["headers"].append(
-                    [{"key": k, "value": v} for k, v in headers] if headers is not None else None
-                )
-                if pos >= end:
-                    done = True
-                    break
+                code = err.code()
+                if code == KafkaError._PARTITION_EOF:
+                    done = m.offset() >= end
+                    if done:
+                        break
+                    continue
+                if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                    lo = _log_start(c, topic, partition)
+                    if on_lost is None or lo is None or lo <= pos:
+                        gone = min(end, lo) if lo is not None and lo > pos else None
+                        raise DataLossError(lost_message(topic, partition, pos, gone))
+                    on_lost(topic, partition, pos, min(lo, end))
+                    if lo >= end:
+                        done = True
+                        break
+                    pos = lo
+                    last_progress = time.monotonic()
+                    c.assign([TopicPartition(topic, partition, lo)])
+                    break  # the records fetched so far belong to the old position
+                raise kafka_failure(f"topic '{topic}' partition {partition}", err)
             if len(cols["offset"]) >= BATCH_RECORDS or (done and cols["offset"]):
                 yield pa.RecordBatch.from_pydict(cols, schema=schema)
                 cols = {n: [] for n in schema.names}
         finished = True
     finally:
         _release(conf, c, reuse=finished)
+
+
+def _append_records(
+    cols: dict[str, list[Any]], msgs: list[Any], topic: str, partition: int, end: int, pos: int
+) -> tuple[int, bool]:
+    """Records without errors onto ``cols``, those of [``pos``, ``end``) of ``topic``/``partition``
+    only; (the next position, whether the range is done)."""
+    import bisect
+
+    # a reused reader's earlier assignment (librdkafka drops those; be sure)
+    msgs = [m for m in msgs if m.partition() == partition and m.topic() == topic]
+    offsets = [m.offset() for m in msgs]
+    done = False
+    if offsets and offsets[-1] >= end:
+        cut = bisect.bisect_left(offsets, end)
+        msgs, offsets, done = msgs[:cut], offsets[:cut], True
+    if not msgs:
+        return pos, done
+    n = len(msgs)
+    stamps = [m.timestamp() for m in msgs]
+    headers = [m.headers() for m in msgs]
+    cols["key"] += [m.key() for m in msgs]
+    cols["value"] += [m.value() for m in msgs]
+    cols["topic"] += [topic] * n
+    cols["partition"] += [partition] * n
+    cols["offset"] += offsets
+    cols["timestamp"] += [ts * 1000 if kind and ts is not None and ts >= 0 else None for kind, ts in stamps]
+    cols["timestampType"] += [max(0, kind - 1) if kind else None for kind, _ in stamps]
+    cols["headers"] += [[{"key": k, "value": v} for k, v in h] if h is not None else None for h in headers]
+    nxt = offsets[-1] + 1
+    return nxt, done or nxt >= end
 
 
 # A task's consumer outlives its range: the next range this Python worker reads (the same task's
