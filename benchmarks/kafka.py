@@ -134,7 +134,7 @@ class FileProducer:
     with ``read_committed``, so the batch appears at once, as a file renamed into a FILES source's
     directory does. ``send`` returns the topic's log end offsets after the commit."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int = 4) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
         from confluent_kafka import Producer
 
         from tests.support import kafka as K

@@ -7,6 +7,7 @@ a new icesql home. Every table is compared with the replay of its topic."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -347,14 +348,25 @@ def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     first = [
         r for batch in S.read_range(conf, "reuse", 0, 0, 120) for r in batch.column("offset").to_pylist()
     ]
-    kept = dict(S._IDLE_READERS)
+    (kept,) = S._IDLE_READERS.values()
     assert first == list(range(120)) and len(kept) == 1
+    consumer = kept[0]
     rest = [
         r for batch in S.read_range(conf, "reuse", 0, 120, 200) for r in batch.column("offset").to_pylist()
     ]
     assert rest == list(range(120, 200))  # the log end: nothing waited for beyond it
-    assert list(S._IDLE_READERS.values()) == list(kept.values())  # the same consumer again
+    assert list(S._IDLE_READERS.values()) == [[consumer]]  # the same consumer again
     reading = S.read_range(conf, "reuse", 1, 0, 200)
     next(reading)
     reading.close()  # abandoned: its state is not known, so it is not kept
-    assert S._IDLE_READERS == {}
+    assert list(S._IDLE_READERS.values()) == [[]]
+    # two threads reading at once (a run without Spark) keep a consumer each
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(p: int) -> int:
+        return sum(b.num_rows for b in S.read_range(conf, "reuse", p, 0, 200))
+
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(read, [0, 1])) == [200, 200]
+    (idle,) = S._IDLE_READERS.values()
+    assert len(idle) == min(2, os.cpu_count() or 1)

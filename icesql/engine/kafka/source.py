@@ -475,24 +475,33 @@ def _append_records(
 # A task's consumer outlives its range: the next range this Python worker reads (the same task's
 # next piece, or a later trigger's task, since Spark reuses its Python workers) skips the
 # connection and bootstrap a new librdkafka client pays - most of a small trigger's read. One
-# idle consumer per connection per worker, unassigned (so it prefetches nothing) between ranges.
-_IDLE_READERS: dict[tuple[tuple[str, str], ...], Any] = {}
+# idle consumer per connection per worker thread, unassigned (so it prefetches nothing) between
+# ranges: a Spark Python worker reads with one thread, a run without Spark (``local_query``) with
+# one per core, and a thread that found no idle consumer paid a new one and closed it after its
+# range (about a second of a 100k-record batch).
+_IDLE_READERS: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+_IDLE_LOCK = threading.Lock()
 
 
 def _reader(conf: Mapping[str, str]) -> Any:
-    c = _IDLE_READERS.pop(tuple(sorted(conf.items())), None)
+    with _IDLE_LOCK:
+        idle = _IDLE_READERS.get(tuple(sorted(conf.items())))
+        c = idle.pop() if idle else None
     return c if c is not None else _consumer(conf, **{"fetch.wait.max.ms": 100})
 
 
 def _release(conf: Mapping[str, str], c: Any, *, reuse: bool) -> None:
-    """Back to the idle slot after a whole range was read; closed after a failure or an
-    abandoned read (its state is not known), or when the slot is taken."""
+    """Back to the idle consumers after a whole range was read (at most one per core); closed
+    after a failure or an abandoned read (its state is not known), or when enough are idle."""
     key = tuple(sorted(conf.items()))
-    if reuse and key not in _IDLE_READERS:
+    if reuse:
         try:
             c.unassign()
-            _IDLE_READERS[key] = c
-            return
+            with _IDLE_LOCK:
+                idle = _IDLE_READERS.setdefault(key, [])
+                if len(idle) < (os.cpu_count() or 1):
+                    idle.append(c)
+                    return
         except Exception:  # noqa: BLE001 - a consumer that cannot unassign is closed instead
             log.debug("an idle Kafka reader could not be kept", exc_info=True)
     c.close()
