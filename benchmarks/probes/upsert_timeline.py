@@ -18,8 +18,9 @@ driver, the JVM and the Python workers, ``procmon.sample_tree``; the number of P
 processes). The first batch pays the index load; the median is over the others.
 
 Usage: ``.venv/bin/python benchmarks/probes/upsert_timeline.py [--keys 1000000] [--batches 6]
-[--batch-size 100000] [--paths spark,local] [--keep DIR]`` (``--keys 10000000 --paths local``: the
-scaling check, time per batch and memory against the table's size)
+[--batch-size 100000] [--merge N] [--paths spark,local] [--keep DIR]`` (``--keys 10000000 --paths local``:
+the scaling check, time per batch and memory against the table's size; ``--batches 10 --merge 5``:
+batches of 500k changes on both paths, whether Spark's distributed path wins on large batches)
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def child(args: argparse.Namespace) -> None:
 
     work = Path(args.work)
     u = datagen.generate_upsert(Path(args.data), args.keys, args.batches, args.batch_size)
+    files = _merged(u.debezium_files, args.merge, work / "merged")
     timeline = work / "timeline.txt"
     os.environ["ICESQL_TEST_TIMELINE"] = str(timeline)
     home, inbox, wh = work / "home", work / "inbox", work / "warehouse"
@@ -76,7 +78,7 @@ def child(args: argparse.Namespace) -> None:
     group = str(runner.query.runId) if spark is not None else None
     seen_jobs: set[int] = set()
     batches = []
-    for f in u.debezium_files:
+    for f in files:
         commits = runner.totals["commits"]
         tmp = inbox / ("." + Path(f).name)
         shutil.copyfile(f, tmp)
@@ -121,6 +123,24 @@ def child(args: argparse.Namespace) -> None:
     print("RESULT " + json.dumps({"batches": batches, "spark": spark is not None}), flush=True)
 
 
+def _merged(files: list[str], n: int, into: Path) -> list[str]:
+    """Every ``n`` consecutive batch files as one (``--merge``: larger batches from the same data;
+    a key changes at most once per generated batch, and each batch's events are later by their
+    ``ts_ms`` than the one's before, so the merged batch keeps each key's last change)."""
+    if n <= 1:
+        return list(files)
+    into.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i in range(0, len(files), n):
+        path = into / f"merged-{i // n:03d}.json"
+        with open(path, "wb") as dst:
+            for f in files[i : i + n]:
+                with open(f, "rb") as src:
+                    shutil.copyfileobj(src, dst)
+        out.append(str(path))
+    return out
+
+
 def _python_workers(root: int) -> int:
     from benchmarks.procmon import _children_map, _rss_and_exe
 
@@ -139,6 +159,8 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--batches", type=int, default=6)
     ap.add_argument("--batch-size", type=int, default=100_000)
+    ap.add_argument("--merge", type=int, default=1,
+                    help="batches of N generated batches each (larger batches from the same data; default 1)")
     ap.add_argument("--keep", default=None, help="a directory for the data (kept between runs)")
     ap.add_argument("--paths", default="spark,local", help="spark,local (default both) or one of them")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -150,7 +172,8 @@ def main() -> None:
         return
     keep = Path(args.keep or tempfile.mkdtemp(prefix="icesql-upsert-timeline-"))
     data = keep / f"data-{args.keys}-{args.batches}x{args.batch_size}"
-    print(f"load average {os.getloadavg()[0]:.2f}; {args.keys:,} keys, {args.batches} x {args.batch_size:,} changes")
+    print(f"load average {os.getloadavg()[0]:.2f}; {args.keys:,} keys, {args.batches} x {args.batch_size:,} changes"
+          + (f", applied {args.merge} batches at a time" if args.merge > 1 else ""))
     results: dict[str, Any] = {}
     wanted = {p.strip() for p in args.paths.split(",")}
     for name, env in PATHS.items():
@@ -160,7 +183,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         cmd = [sys.executable, __file__, "--child", name, "--work", str(work), "--data", str(data),
-               "--keys", str(args.keys), "--batches", str(args.batches), "--batch-size", str(args.batch_size)]
+               "--keys", str(args.keys), "--batches", str(args.batches), "--batch-size", str(args.batch_size),
+               "--merge", str(args.merge)]
         out = subprocess.run(cmd, env={**os.environ, **env}, cwd=ROOT, capture_output=True, text=True)
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
