@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 import icesql
+from tests.engine.test_local_upsert import _run
 from tests.support import kafka as K
 from tests.support.cdc_changelog import SCHEMA, Change, Changelog, as_tuples, expected_state
 from tests.support.pipeline_helpers import load_table, spark_for_tests
@@ -70,12 +71,18 @@ def _upsert_records(changes: list[Change]) -> list[tuple[bytes, bytes | None]]:
     return out
 
 
+def _connections(bootstrap: str, wh: Path) -> str:
+    return (
+        f"CREATE CONNECTION k TO KAFKA (BROKER = '{bootstrap}');"
+        f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+    )
+
+
 def _setup(home: Path, wh: Path, bootstrap: str, sinks: dict[str, str]) -> None:
     with icesql.Session(home=home) as s:
         s.execute(
-            f"CREATE CONNECTION k TO KAFKA (BROKER = '{bootstrap}');"
-            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-            f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-cdc', FORMAT = 'debezium-json', SCHEMA = '{SCHEMA}');"
+            _connections(bootstrap, wh)
+            + f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-cdc', FORMAT = 'debezium-json', SCHEMA = '{SCHEMA}');"
             "CREATE SOURCE ups FROM KAFKA CONNECTION k (TOPIC = 'l-ups', FORMAT = 'json', "
             "SCHEMA = 'name STRING, qty INT, ts TIMESTAMP', ENVELOPE = 'upsert', KEY FORMAT = 'json', "
             "KEY SCHEMA = 'region STRING, id BIGINT')"
@@ -84,18 +91,12 @@ def _setup(home: Path, wh: Path, bootstrap: str, sinks: dict[str, str]) -> None:
             s.execute(f"CREATE SINK {name} FROM {source} {TARGET.format(name=name)}")
 
 
-def _run(home: Path, spark: Any, sinks: list[str]) -> None:
-    with icesql.Session(home=home, spark=spark) as s:
-        s.run(once=True, sinks=sinks)
-        assert (s.engine._spark is None) == (spark is None), "the run took the other path"
-
-
 def _rows(home: Path, wh: Path, name: str) -> list[tuple[Any, ...]]:
-    meta = load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake").metadata_location
-    got = read_duckdb(meta)
-    assert read_datafusion(meta) == got
+    table = load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake")
+    got = read_duckdb(table.metadata_location)
+    assert read_datafusion(table.metadata_location) == got
     # the upsert topic's table has the key columns first, as its rows do: order as the replay's
-    cols = [f.name for f in load_table(home, f"n.{name}", warehouse=wh, catalog_name="lake").schema().fields]
+    cols = [f.name for f in table.schema().fields]
     at = [cols.index(c) for c in ("region", "id", "name", "qty", "ts")]
     return sorted((tuple(r[i] for i in at) for r in got), key=repr)
 
@@ -132,9 +133,8 @@ def test_a_kafka_record_arrow_cannot_decode_moves_the_run_to_spark(
     home, wh = tmp_path / "home", tmp_path / "wh"
     with icesql.Session(home=home) as s:
         s.execute(
-            f"CREATE CONNECTION k TO KAFKA (BROKER = '{b}');"
-            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-            "CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-bad', FORMAT = 'debezium-json', "
+            _connections(b, wh)
+            + "CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-bad', FORMAT = 'debezium-json', "
             "SCHEMA = 'id BIGINT, v STRING', ON ERROR = 'skip');"
             "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 'k') KEY (id) MODE UPSERT"
         )
@@ -171,9 +171,8 @@ def test_a_kafka_upsert_sink_without_spark_killed_anywhere_applies_every_change_
     home, wh = tmp_path / "home", tmp_path / "wh"
     with icesql.Session(home=home) as s:
         s.execute(
-            f"CREATE CONNECTION k TO KAFKA (BROKER = '{b}');"
-            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-            f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-kill', FORMAT = 'debezium-json', "
+            _connections(b, wh)
+            + f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = 'l-kill', FORMAT = 'debezium-json', "
             f"SCHEMA = '{SCHEMA}', MAX RECORDS PER TRIGGER = 60);"
             f"CREATE SINK kk FROM cdc {TARGET.format(name='kk')}"
         )
