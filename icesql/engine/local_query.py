@@ -180,7 +180,10 @@ class LocalRows:
         parts = self.pieces.partitions
         why: str | None = None
         try:
-            outputs = map_in_threads(self.task, [[self.pieces.batch(p)] for p in parts], len(parts))
+            # as many at a time as the session has cores, as Spark's local[N] runs its tasks (a
+            # Kafka batch's three ranges in three threads on two cores took 3.4-4.4 s, in two 2.8-3.0 s)
+            threads = min(len(parts), self.parallelism)
+            outputs = map_in_threads(self.task, [[self.pieces.batch(p)] for p in parts], threads)
         except Exception as e:
             why = self.pieces.needs_spark(e)
             if why is None:

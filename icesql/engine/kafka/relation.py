@@ -163,6 +163,13 @@ def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
     UPSERT, the value by FORMAT (a JSON or Debezium value's SCHEMA, or ``value``), then the
     INCLUDE columns - built in Python for a run without Spark; None where it is not certain (a
     format the Arrow path does not decode, a SCHEMA only Spark parses)."""
+    found = _local_schemas(plan, timestamp_type)
+    return found[2] if found is not None else None
+
+
+def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any] | None:
+    """(the key's type where the rows use it, the value's SCHEMA where the format has one, the
+    rows' schema) built in Python (``local_row_schema``)."""
     from pyspark.sql.types import (
         BinaryType,
         IntegerType,
@@ -198,6 +205,7 @@ def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
             fields += [StructField(c.name, by_name[c.name].dataType, True) for c in spec.key_columns]
         else:
             fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
+    value = None
     if fmt in JSON_VALUES:
         value = struct_from_ddl(plan.schema or "", timestamp_type)
         if value is None:
@@ -213,31 +221,29 @@ def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
         KafkaMetadata.HEADERS: RECORD_SCHEMA["headers"].dataType,
     }
     fields += [StructField(inc.name, types[inc.what], True) for inc in spec.include]
-    return StructType(fields)
+    return key, value, StructType(fields)
 
 
 def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> Relation:
     """The Arrow path for a run without Spark (``local_query``): the source's reader of offset
     ranges in this process, the sink's tasks as threads."""
-    from icesql.engine.ddl import struct_from_ddl
+    from pyspark.sql.types import StructType
+
     from icesql.engine.files.types import Unsupported
-    from icesql.engine.kafka.arrow import JSON_VALUES, KafkaArrowSource, fallback_of
+    from icesql.engine.kafka.arrow import KafkaArrowSource, fallback_of
     from icesql.engine.kafka.source import PIECE_SCHEMA, KafkaStreamReader
     from icesql.engine.local_query import LocalStreamFrame, SparkNeeded
 
-    row_schema = local_row_schema(plan, binding.timestamp_type)
-    if row_schema is None or not binding.arrow:
+    found = _local_schemas(plan, binding.timestamp_type)
+    if found is None or not binding.arrow:
         raise SparkNeeded(f"source '{plan.name}' is decoded by Spark")
-    spec = plan.kafka
-    assert spec is not None
-    value = struct_from_ddl(plan.schema or "", binding.timestamp_type) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
-    key = struct_from_ddl(spec.key_schema, binding.timestamp_type) if spec.key_schema else None
+    key, value, row_schema = found
     source = KafkaArrowSource(
         plan=plan,
         conf=dict(binding.conf),
         row_schema_json=row_schema.jsonValue(),
         value_schema_json=value.jsonValue() if value is not None else None,
-        key_schema_json=key.jsonValue() if key is not None and spec.key_format is SourceFormat.JSON else None,
+        key_schema_json=key.jsonValue() if isinstance(key, StructType) else None,
         policy=policy,
         session_tz=binding.session_tz,
         lost=None,
