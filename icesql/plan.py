@@ -18,6 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 DEFAULT_MAXIMUM_FILE_SIZE = 512 * 1024 * 1024  # 512 MiB, as S3 Tables and the design doc
+# A sink's FORMAT: the data file formats Iceberg tables hold (``write.format.default``'s values).
+DATA_FILE_FORMATS = ("parquet", "orc", "avro")
+# The table property naming the format of new data files (Iceberg Java's and pyiceberg's name);
+# a table without it is written in Parquet, the spec's default.
+WRITE_FORMAT_DEFAULT = "write.format.default"
+# Which readers read a table's data files of each format (SHOW SINK STATUS and the README say
+# so; icesql does not refuse a format some reader cannot read)
+FORMAT_READERS = {
+    "parquet": "Iceberg Java/Spark, pyiceberg, DuckDB, iceberg-rust/DataFusion",
+    "orc": "Iceberg Java/Spark, pyiceberg (not uuid, fixed or time columns); not DuckDB, iceberg-rust",
+    "avro": "Iceberg Java/Spark; not pyiceberg, DuckDB, iceberg-rust",
+}
 OMIT_AT_DEFAULT = {"omit_at_default": True}  # field metadata: ``to_dict`` leaves the field out at its default
 DEFAULT_REGION = "us-east-1"  # SigV4 signing region when the AWS connection sets none
 
@@ -363,7 +375,10 @@ class SinkPlan:
     key_enforced: bool = True
     mode: SinkMode = SinkMode.APPEND
     partition_by: tuple[PartitionFieldPlan, ...] = ()
-    format: str = "parquet"
+    # FORMAT: 'parquet' | 'orc' | 'avro' (DATA_FILE_FORMATS). None: the sink did not say, and
+    # the engine writes the table's ``write.format.default`` (Parquet for a table icesql
+    # creates). Left out of the JSON form at None; a stored "format": "parquet" still loads.
+    format: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     commit: CommitPolicy = field(default_factory=CommitPolicy)
     maximum_file_size: int = DEFAULT_MAXIMUM_FILE_SIZE
     format_version: int = 2

@@ -52,6 +52,8 @@ class SinkStatus:
     maintenance_runs: int = 0  # maintenance steps the sink made while running here
     last_maintenance: str | None = None  # what the last one did (step, files, bytes, time)
     source_lag: int | None = None  # KAFKA: records between the committed offsets and the log end
+    file_format: str | None = None  # the data files' format (the sink's FORMAT, else its table's)
+    readers: str | None = None  # which readers read that format (plan.FORMAT_READERS)
 
 
 def show_secrets(objects: Iterable[Any]) -> Result:
@@ -108,7 +110,9 @@ def explain(sink: P.SinkPlan) -> Result:
     else:
         rows.append(("schema", "derived from the relation when the sink starts"))
     rows.append(("partition spec", ", ".join(p.describe() for p in sink.partition_by) or "unpartitioned"))
-    rows.append(("format", f"{sink.format}, format version {sink.format_version}"))
+    # no FORMAT: the engine writes the table's write.format.default (unset on a table icesql creates)
+    data_format = sink.format or f"the table's {P.WRITE_FORMAT_DEFAULT} (parquet when unset)"
+    rows.append(("format", f"{data_format}, format version {sink.format_version}"))
     rows.append(("maximum file size", f"{sink.maximum_file_size} bytes"))
     rows.append(("commit", sink.commit.describe()))
     if sink.mode is P.SinkMode.UPSERT:

@@ -796,6 +796,8 @@ class Session:
                     maintenance_runs=int(lv.get("maintenance_runs") or 0),
                     last_maintenance=lv.get("last_maintenance"),
                     source_lag=lv.get("source_lag"),
+                    file_format=(fmt := lv.get("file_format") or getattr(P.plan_from_dict(obj.definition), "format", None)),
+                    readers=P.FORMAT_READERS.get(fmt) if fmt else None,
                 )
             )
         return out

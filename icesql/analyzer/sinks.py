@@ -11,8 +11,13 @@ Decisions where SPEC §1.4 leaves room (documented here because users will ask):
   tests and demos want quicker commits); under 1 s a warning mentions small files.
 * ``MAXIMUM FILE SIZE`` must be at least 1 KiB (tiny files make rollover testable), default
   512 MiB; ``MINIMUM SIZE`` any positive size.
-* ``FORMAT`` is only 'parquet' ('avro' and 'orc' are "not supported yet"); ``FORMAT VERSION``
-  is only 2 (v1 is out of scope in the design document, v3 not supported yet).
+* ``FORMAT`` is 'parquet', 'orc' or 'avro' (any case, kept lower case), written in WITH or as
+  Materialize's ``FORMAT ORC`` clause (the parser makes that the same WITH option). A sink that
+  says no FORMAT plans ``None``: the engine writes the table's ``write.format.default`` (Parquet
+  for a table icesql creates, as the Iceberg spec's default). When the sink says FORMAT, the
+  table icesql creates gets ``write.format.default`` to match, so PROPERTIES may not set that
+  property too. FORMAT cannot be changed by ALTER SINK (it is not among ALTER_SINK's options).
+* ``FORMAT VERSION`` is only 2 (v1 is out of scope in the design document, v3 not supported yet).
 * A relation that is neither an icesql source nor view is assumed to be a Spark table or view
   (SPEC: embedding programs register their own DataFrames); a warning says so.
 """
@@ -24,7 +29,7 @@ import re
 
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import _check_aws_connection, _names_hint, connection_kind_name
-from icesql.analyzer.diagnostics import Context, did_you_mean, find_column
+from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, OptionTable, collect
 from icesql.analyzer.schema import iceberg_family, is_nested
@@ -32,7 +37,9 @@ from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
 from icesql.analyzer.units import format_size
 from icesql.errors import Span
 from icesql.plan import (
+    DATA_FILE_FORMATS,
     DEFAULT_MAXIMUM_FILE_SIZE,
+    WRITE_FORMAT_DEFAULT,
     CatalogConnectionPlan,
     Column,
     CommitPolicy,
@@ -53,8 +60,6 @@ MIN_FILE_SIZE = 1024
 SINK_OPTIONS = OptionTable("sink WITH", "sink")
 ALTER_OPTIONS = OptionTable("ALTER SINK", "alter_sink")
 TARGET_OPTIONS = OptionTable("sink catalog", "sink_target")
-
-_NOT_YET = {"avro", "orc"}
 
 
 def analyze_sink(
@@ -93,16 +98,7 @@ def analyze_sink(
         _check_upsert_source(ctx, stmt, catalog, key)
 
     opts = collect(ctx, stmt.with_options, SINK_OPTIONS)
-    fmt = (opts.get_str("FORMAT") or "parquet").lower()
-    if fmt != "parquet":
-        node = opts.node("FORMAT").value
-        if fmt in _NOT_YET:
-            raise ctx.error(f"FORMAT '{fmt}' is not supported yet", node, "icesql writes parquet data files")
-        raise ctx.error(
-            f"unknown FORMAT '{fmt}'",
-            node,
-            did_you_mean(fmt, ["parquet"], quote="'") or "use FORMAT = 'parquet'",
-        )
+    fmt = _format(ctx, opts)
     version = opts.get_int("FORMAT VERSION")
     if version is not None and version != 2:
         node = opts.node("FORMAT VERSION").value
@@ -114,12 +110,25 @@ def analyze_sink(
             )
         raise ctx.error(f"FORMAT VERSION {version} is not supported yet", node, "use FORMAT VERSION = 2")
     properties = opts.pairs("PROPERTIES")
-    for k, _ in properties:
+    for k, v in properties:
         if k == "format-version":
             raise ctx.error(
                 "property 'format-version' is set by FORMAT VERSION",
                 opts.node("PROPERTIES"),
                 "use FORMAT VERSION = 2",
+            )
+        if k == WRITE_FORMAT_DEFAULT:
+            wanted = v.lower()
+            if fmt is not None:
+                hint = f"leave the property out: FORMAT '{fmt}' sets it"
+            elif wanted in DATA_FILE_FORMATS:
+                hint = (
+                    f"use FORMAT = '{wanted}' (or the clause FORMAT {wanted.upper()}) instead of the property"
+                )
+            else:
+                hint = f"use FORMAT = {one_of(DATA_FILE_FORMATS)} instead of the property"
+            raise ctx.error(
+                f"property '{WRITE_FORMAT_DEFAULT}' is set by FORMAT", opts.node("PROPERTIES"), hint
             )
     commit, file_size = _commit_policy(ctx, opts, CommitPolicy(), DEFAULT_MAXIMUM_FILE_SIZE)
     delete_mode = opts.get_str("DELETE MODE")
@@ -154,6 +163,23 @@ def analyze_sink(
         dead_letter_table=_dead_letter_table(ctx, opts, namespace, table),
     )
     return plan, deps
+
+
+def _format(ctx: Context, opts: Collected) -> str | None:
+    """FORMAT = 'parquet' | 'orc' | 'avro' in lower case; None when the sink does not say (the
+    engine then writes the table's ``write.format.default``)."""
+    text = opts.get_str("FORMAT")
+    if text is None:
+        return None
+    fmt = text.lower()
+    if fmt not in DATA_FILE_FORMATS:
+        raise ctx.error(
+            f"unknown FORMAT '{text}': expected {one_of(DATA_FILE_FORMATS)}",
+            opts.node("FORMAT").value,
+            did_you_mean(fmt, DATA_FILE_FORMATS, quote="'")
+            or "FORMAT names the data files' format; leave it out to write the table's default (parquet)",
+        )
+    return fmt
 
 
 def _dead_letter_table(

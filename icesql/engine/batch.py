@@ -246,7 +246,10 @@ class BatchWriter:
 
         upsert = plan.mode is SinkMode.UPSERT
         spec = WriteSpec.from_table(
-            table, max_file_size=plan.maximum_file_size, io_properties=dict(io_properties or {})
+            table,
+            max_file_size=plan.maximum_file_size,
+            io_properties=dict(io_properties or {}),
+            file_format=plan.format,  # the sink's FORMAT, else the table's write.format.default
         )
         return cls(
             spec,

@@ -51,6 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icesql.engine import formats
 from icesql.engine.maintenance.files import LiveFile, entries_reader, ident, live_files
 from icesql.errors import ExecutionError
 from icesql.plan import MaintenancePolicy
@@ -104,43 +105,6 @@ _POSITIONS_CACHE_SIZE = 4096
 _positions_cache: dict[str, dict[str, Any]] = {}
 
 
-def _read(io: Any, path: str, columns: list[str] | None = None) -> Any:
-    import pyarrow.parquet as pq
-
-    with io.new_input(path).open() as f:
-        return pq.read_table(f, columns=columns)
-
-
-def _read_columns(io: Any, path: str, schema: Any) -> Any:
-    """The columns of ``schema`` from a data file, matched by field id: a file written before
-    a column was added (schema evolution) gets that column as nulls, a renamed column its new
-    name. A file that has every column under its name reads as ``_read`` reads it."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    names = [f.name for f in schema.fields]
-    with io.new_input(path).open() as f:
-        pf = pq.ParquetFile(f)
-        file_schema = pf.schema_arrow
-        by_id: dict[int, str] = {}
-        for fld in file_schema:
-            fid = (fld.metadata or {}).get(b"PARQUET:field_id")
-            if fid is not None:
-                by_id[int(fid)] = fld.name
-        found = [by_id.get(c.field_id) if by_id else (c.name if c.name in file_schema.names else None) for c in schema.fields]
-        if found == names:
-            return pf.read(columns=names)
-        table = pf.read(columns=[n for n in found if n is not None])
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-    target = schema_to_pyarrow(schema)
-    columns = [
-        table.column(n) if n is not None else pa.nulls(table.num_rows, target.field(i).type)
-        for i, n in enumerate(found)
-    ]
-    return pa.table(columns, names=names)
-
-
 def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
     """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file.
     Delete files never change: each is read once per process (bounded cache)."""
@@ -149,13 +113,13 @@ def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
     cached = _positions_cache.get(delete.path)
     if cached is not None:
         return cached
-    fmt = str(getattr(delete.data_file.file_format, "value", delete.data_file.file_format)).upper()
-    if fmt != "PARQUET":
+    fmt = str(getattr(delete.file_format, "value", delete.file_format)).upper()
+    if fmt == "PUFFIN":
         raise ExecutionError(
-            f"delete file {delete.path} is {fmt}: icesql applies Parquet position deletes only",
+            f"delete file {delete.path} is a deletion vector: icesql applies position delete files only",
             hint="deletion vectors (format v3) are not supported yet",
         )
-    t = _read(io, delete.path, ["file_path", "pos"])
+    t = formats.read_file(io, delete.path, ["file_path", "pos"], delete.file_format)
     paths = t.column("file_path").combine_chunks().dictionary_encode()
     codes = paths.indices.to_numpy(zero_copy_only=False)
     positions = t.column("pos").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
@@ -474,7 +438,7 @@ class LiveRows:
             if not columns or any(c is None for c in columns):
                 raise ExecutionError(f"equality delete file {d.path} has unknown equality ids")
             names = [str(c) for c in columns]
-            self._keys[d.path] = (names, _read(self.io, d.path, names))
+            self._keys[d.path] = (names, formats.read_file(self.io, d.path, names, d.file_format))
         return self._keys[d.path]
 
     def read(self, f: LiveFile) -> tuple[Any, int]:
@@ -489,7 +453,7 @@ class LiveRows:
         key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
         positions = self.index.positions(f)
         drop = np.unique(np.concatenate(positions)) if positions else None
-        return _surviving(_read_columns(self.io, f.path, self.schema), drop, key_sets)
+        return _surviving(formats.read_by_id(self.io, f.path, self.schema, f.file_format), drop, key_sets)
 
 
 class CompactionStopped(Exception):

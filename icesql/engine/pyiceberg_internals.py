@@ -40,6 +40,9 @@ What is used, and why:
   ``DataFile`` for a given format version, and reading a partition tuple back.
 * ``pyiceberg.io.pyarrow._get_parquet_writer_kwargs``: the Parquet writer options a table's
   ``write.parquet.*`` properties ask for, so executors write what pyiceberg would.
+* ``pyiceberg.io.pyarrow._primitive_to_physical``: the physical type ``StatsAggregator`` checks
+  a column's statistics against, for the bounds the ORC and Avro writers take from the rows
+  (``formats.stats``).
 * ``Catalog._load_file_io`` (replaced per catalog object): the driver's commits of a sink with
   ``USING AWS CONNECTION`` use that connection's storage access (see ``icesql.engine.fileio``).
 """
@@ -586,6 +589,14 @@ def parquet_writer_kwargs(table_properties: Mapping[str, str]) -> dict[str, Any]
     if kwargs.get("compression") == "uncompressed":
         kwargs["compression"] = "none"
     return kwargs
+
+
+def stats_aggregator(field_type: Any, truncate: int | None) -> Any:
+    """pyiceberg's ``StatsAggregator`` for a column of ``field_type`` (bounds as manifests keep
+    them, strings and binaries cut to ``truncate``)."""
+    from pyiceberg.io.pyarrow import StatsAggregator, _primitive_to_physical
+
+    return StatsAggregator(field_type, _primitive_to_physical(field_type), truncate)
 
 
 def override_file_io(catalog: Any, load: Callable[[Callable[..., Any], Any, str | None], Any]) -> Any:

@@ -820,6 +820,17 @@ class SinkRunner:
     def active(self) -> bool:
         return not self._done.is_set()
 
+    def file_format(self) -> str | None:
+        """The format of the data files this sink writes: its FORMAT, else its table's
+        ``write.format.default`` (None before the table is loaded)."""
+        if self.plan.format:
+            return self.plan.format
+        if self.table is None:
+            return None
+        from icesql.engine import formats
+
+        return formats.table_format(self.table.metadata.properties)
+
     def status_row(self) -> dict[str, Any]:
         pending = self.staging.pending()
         rows = sum(e.rows for e in pending)
@@ -847,6 +858,7 @@ class SinkRunner:
             "dead_letters": self.dead_letter_count,
             "dead_letter_table": self.dead_letters.name if self.dead_letters is not None else None,
             "path": "arrow" if getattr(self.relation, "arrow", None) is not None else "spark",
+            "file_format": self.file_format(),
             "fallback_files": self.fallback_files,
             "maintenance_runs": self.maintainer.runs,
             "last_maintenance": self.maintainer.last,

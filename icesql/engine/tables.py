@@ -2,9 +2,10 @@
 
 A new table gets the schema derived from the source (``schema.spark_to_iceberg_schema``), the
 partition spec of ``PARTITION BY``, the KEY as identifier fields, ``FORMAT VERSION`` (2 by
-default) and the sink's ``PROPERTIES``, on top of ``CREATED_TABLE_PROPERTIES``. An existing table
-is checked with ``schema.compatibility_problems`` and refused with an ``ExecutionError`` naming
-the columns; its properties are left as they are.
+default), ``write.format.default`` when the sink says FORMAT, and the sink's ``PROPERTIES``, on
+top of ``CREATED_TABLE_PROPERTIES``. An existing table is checked with
+``schema.compatibility_problems`` and refused with an ``ExecutionError`` naming the columns; its
+properties are left as they are.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from icesql.engine.schema import SparkSchemaJson, compatibility_problems, spark_to_iceberg_schema
 from icesql.errors import ExecutionError
-from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
+from icesql.plan import WRITE_FORMAT_DEFAULT, PartitionFieldPlan, SinkMode, SinkPlan, Transform
 
 log = logging.getLogger("icesql.sink")
 
@@ -124,9 +125,12 @@ def partition_spec_for(schema: Any, partition_by: Sequence[PartitionFieldPlan]) 
 
 def table_properties_for(plan: SinkPlan) -> dict[str, str]:
     """The properties of the table a sink creates: ``CREATED_TABLE_PROPERTIES``, the sink's
-    ``PROPERTIES`` over them, ``FORMAT VERSION``."""
+    ``PROPERTIES`` over them, ``FORMAT VERSION``, and ``write.format.default`` when the sink
+    says FORMAT (nothing when it does not: Parquet is the default)."""
     props = {**CREATED_TABLE_PROPERTIES, **{k: str(v) for k, v in plan.properties}}
     props["format-version"] = str(plan.format_version)
+    if plan.format is not None:
+        props[WRITE_FORMAT_DEFAULT] = plan.format
     return props
 
 

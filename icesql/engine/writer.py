@@ -1,17 +1,19 @@
-"""Executor-side Parquet writing: data files and equality-delete files for one Iceberg table.
+"""Executor-side data file writing: data files and delete files for one Iceberg table, in the
+table's format (Parquet, ORC or Avro: ``engine.formats``).
 
 Runs inside Spark executors (``mapInArrow``), so what crosses the wire is small and picklable:
 
 * ``WriteSpec`` — a frozen description of the target (schema and partition spec as JSON, the
-  table location, FileIO properties, table properties, the rollover size and a write id). Its
+  table location, FileIO properties, table properties, the file format, the rollover size and a
+  write id). Its
   ``io_properties`` may hold credentials: they are excluded from ``repr`` and never logged.
 * ``WrittenFile`` — a plain, picklable / JSON-able record of one written file, turned back into
   a pyiceberg ``DataFile`` on the driver with ``to_data_file()``.
 
-``DataFileWriter`` streams Arrow batches: each batch is conformed to the table's Arrow schema
-(field ids in ``PARQUET:field_id``), split by the partition spec, buffered per partition up to a
-row group's worth of bytes, and written; a file is closed and a new one started when the Parquet
-writer's output reaches ``max_file_size``. Memory is bounded by (open files × row-group buffer);
+``DataFileWriter`` streams Arrow batches: each batch is conformed to the table's Arrow schema,
+split by the partition spec, buffered per partition up to a row group's worth of bytes, and
+handed to the format's writer (a Parquet row group, ORC rows toward a stripe, Avro blocks); a file
+is closed and a new one started when the format writer's size reaches ``max_file_size``. Memory is bounded by (open files × row-group buffer);
 at most ``max_open_files`` files are open at once (the least recently used one is finished).
 """
 
@@ -29,7 +31,6 @@ from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from icesql.errors import ExecutionError
 from icesql.plan import DEFAULT_MAXIMUM_FILE_SIZE
@@ -63,6 +64,7 @@ class WriteSpec:
     write_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     spec_id: int = 0
     schema_id: int = 0
+    file_format: str = "parquet"  # 'parquet' | 'orc' | 'avro' (engine.formats)
 
     @classmethod
     def from_table(
@@ -72,10 +74,14 @@ class WriteSpec:
         max_file_size: int | None = None,
         io_properties: Mapping[str, str] | None = None,
         write_id: str | None = None,
+        file_format: str | None = None,
     ) -> WriteSpec:
         """Describe a pyiceberg ``Table`` (driver side). FileIO properties default to the table's
-        own (catalog properties plus vended credentials); ``io_properties`` entries override them."""
+        own (catalog properties plus vended credentials); ``io_properties`` entries override them.
+        ``file_format`` (a sink's FORMAT) defaults to the table's ``write.format.default``."""
         from pyiceberg.table import TableProperties
+
+        from icesql.engine import formats
 
         meta = table.metadata
         props = dict(meta.properties)
@@ -100,6 +106,7 @@ class WriteSpec:
             write_id=write_id or uuid.uuid4().hex,
             spec_id=spec.spec_id,
             schema_id=meta.current_schema_id,
+            file_format=formats.get(file_format).name if file_format else formats.table_format(props),
         )
 
     def with_io(self, io_properties: Mapping[str, str] | None) -> WriteSpec:
@@ -122,6 +129,7 @@ class WriteSpec:
                 self.write_id,
                 self.spec_id,
                 self.schema_id,
+                self.file_format,
             ),
         )
 
@@ -166,7 +174,7 @@ def _dec(v: Any) -> Any:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """One Parquet file written for a table: a picklable, JSON-able stand-in for a ``DataFile``."""
+    """One file written for a table: a picklable, JSON-able stand-in for a ``DataFile``."""
 
     content: int  # 0 data, 1 position deletes, 2 equality deletes (pyiceberg DataFileContent)
     file_path: str
@@ -314,7 +322,7 @@ class _PartitionPath:
 
 
 class _OpenFile:
-    def __init__(self, path: str, stream: Any, writer: pq.ParquetWriter, partition: tuple[Any, ...]) -> None:
+    def __init__(self, path: str, stream: Any, writer: Any, partition: tuple[Any, ...]) -> None:
         self.path = path
         self.stream = stream
         self.writer = writer
@@ -326,8 +334,9 @@ class _OpenFile:
         self.pending_bytes = 0
 
     def tell(self) -> int:
+        """The file's size if it were closed now (the format writer's estimate)."""
         try:
-            return int(self.stream.tell())
+            return int(self.writer.size())
         except Exception:  # pragma: no cover - streams without tell
             return self.arrow_bytes
 
@@ -339,7 +348,7 @@ class _OpenFile:
 
 
 class DataFileWriter:
-    """Stream Arrow batches into Parquet data files (or delete files) of one table.
+    """Stream Arrow batches into data files (or delete files) of one table, in ``spec``'s format.
 
     ``content='equality_deletes'`` writes only the ``equality_ids`` columns (the KEY), taken by
     name from the batches (extra columns are ignored); each delete file carries the partition of
@@ -370,7 +379,7 @@ class DataFileWriter:
         from pyiceberg.table import TableProperties
         from pyiceberg.table.locations import load_location_provider
 
-        from icesql.engine.pyiceberg_internals import parquet_writer_kwargs
+        from icesql.engine import formats
         from icesql.engine.schema import arrow_schema
 
         if content not in ("data", "equality_deletes", "position_deletes"):
@@ -414,7 +423,7 @@ class DataFileWriter:
         self._io = load_file_io(dict(spec.io_properties), spec.location)
         self._locations = load_location_provider(spec.location, dict(spec.table_properties))
         props = dict(spec.table_properties)
-        self._pq_kwargs = parquet_writer_kwargs(props)
+        self._format = formats.get(spec.file_format)
         self._row_group_rows = int(
             props.get(
                 TableProperties.PARQUET_ROW_GROUP_LIMIT, TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT
@@ -472,15 +481,19 @@ class DataFileWriter:
 
         self._counter += 1
         suffix = {"equality_deletes": "-deletes", "position_deletes": "-pos-deletes"}.get(self.content, "")
-        name = f"{self.spec.write_id}-{self._tag}-{self._counter:05d}{suffix}.parquet"
+        name = f"{self.spec.write_id}-{self._tag}-{self._counter:05d}{suffix}.{self._format.file_extension()}"
         pkey = None
         if self._partition_columns:
             pkey = _PartitionPath(self._partition_spec.partition_to_path(Record(*key), self._file_schema))
         path = self._locations.new_data_location(data_file_name=name, partition_key=pkey)  # type: ignore[arg-type]
         stream = self._io.new_output(path).create(overwrite=True)
         try:
-            writer = pq.ParquetWriter(
-                stream, schema=self._arrow_schema, store_decimal_as_integer=True, **self._pq_kwargs
+            writer = self._format.open_writer(
+                stream,
+                self._file_schema,
+                self._arrow_schema,
+                dict(self.spec.table_properties),
+                target_size=self.max_file_size,
             )
         except Exception:
             stream.close()
@@ -518,7 +531,7 @@ class DataFileWriter:
             rows = int(budget / per_row) if budget > 0 else 1
             rows = max(1, min(rows, n - offset, self._row_group_rows))
             chunk = data.slice(offset, rows)
-            f.writer.write_table(chunk, row_group_size=rows)
+            f.writer.write(chunk)
             if self._track:
                 self._positions.append(
                     pa.table(
@@ -542,19 +555,13 @@ class DataFileWriter:
         self._open[key] = self._new_file(key)
 
     def _finish(self, f: _OpenFile) -> None:
-        from pyiceberg.io.pyarrow import (
-            compute_statistics_plan,
-            data_file_statistics_from_parquet_metadata,
-            parquet_path_to_id_mapping,
-        )
-
         if f.pending:
             key = f.partition
             self._open[key] = f
             self._flush(key, f)
             f = self._open.pop(key)
-        f.writer.close()
-        size = f.tell()
+        stats = f.writer.close()
+        size = int(f.stream.tell())
         f.stream.close()
         if f.rows == 0:
             try:
@@ -562,11 +569,6 @@ class DataFileWriter:
             except Exception:
                 pass
             return
-        stats = data_file_statistics_from_parquet_metadata(
-            parquet_metadata=f.writer.writer.metadata,
-            stats_columns=compute_statistics_plan(self._file_schema, dict(self.spec.table_properties)),
-            parquet_column_mapping=parquet_path_to_id_mapping(self._file_schema),
-        )
         s = stats.to_serialized_dict()
         self._done.append(
             WrittenFile(
@@ -584,6 +586,7 @@ class DataFileWriter:
                 upper_bounds=dict(s.get("upper_bounds") or {}),
                 split_offsets=tuple(s["split_offsets"]) if s.get("split_offsets") else None,
                 equality_ids=self.equality_ids,
+                file_format=self._format.file_format.value,
             )
         )
 

@@ -151,6 +151,20 @@ def _kafka_words(stmt_words: list[str], context: list[Token]) -> tuple[str, ...]
     return ()
 
 
+def _sink_words(stmt_words: list[str], context: list[Token]) -> tuple[str, ...]:
+    """After a sink's ``FORMAT`` clause word (Materialize's ``FORMAT ORC``): the formats (the
+    grammar reads the value as a name or a string, so it offers nothing)."""
+    if statement_head(stmt_words) != ("CREATE", "SINK") or not context:
+        return ()
+    last = context[-1]
+    before = context[-2] if len(context) > 1 else None
+    if last.kind is not TokenKind.WORD or last.upper != "FORMAT":
+        return ()
+    if before is not None and (before.upper == "BY" or (before.kind is TokenKind.PUNCT and before.text == ",")):
+        return ()  # PARTITION BY format: a column's name
+    return tuple(f.upper() for f in vocab.sink_formats())
+
+
 def _is_eq(t: Token) -> bool:
     return t.kind is TokenKind.PUNCT and t.text == "="
 
@@ -278,7 +292,7 @@ def suggest(
     kinds = _object_kinds_at(stmt_words, prev_words)
     if kinds:
         out.append(Suggestion("object", kinds, prefix))
-    words = _kafka_words(stmt_words, context)
+    words = _kafka_words(stmt_words, context) or _sink_words(stmt_words, context)
     if words:
         return [Suggestion("keyword", words, prefix)]
 

@@ -1,5 +1,5 @@
 """Words the shell offers beyond the grammar's "what comes next": option names and values
-per option list, partition transforms, and the keyword set used for colouring.
+per option list, partition transforms, a sink's formats, and the keyword set used for colouring.
 
 Nothing is listed twice: option names, aliases, enumerated values and which options name a
 connection or take a secret come from the dialect's option declarations
@@ -51,8 +51,10 @@ def _specs(list_kind: str) -> tuple[Any, ...]:
     return LISTS[_TABLES[list_kind]]
 
 
-def _spec_values(spec: Any) -> tuple[str, ...]:
+def _spec_values(spec: Any, list_kind: str) -> tuple[str, ...]:
     kind = spec.kind.name
+    if list_kind == "sink" and spec.name == "FORMAT":
+        return tuple(f"'{f}'" for f in sink_formats())
     if spec.choices:
         return tuple(f"'{c}'" for c in spec.choices)
     if kind == "BOOL":
@@ -90,7 +92,7 @@ def options_for(list_kind: str, discriminator: str | None = None) -> tuple[Optio
             out.append(
                 OptionInfo(
                     name=name,
-                    values=_spec_values(spec),
+                    values=_spec_values(spec, list_kind),
                     object_kind="connection" if kind == "CONNECTION" else None,
                     takes_secret=kind in ("SECRET", "STRING_OR_SECRET"),
                 )
@@ -123,6 +125,15 @@ def include_items() -> tuple[str, ...]:
     from icesql.plan import KafkaMetadata
 
     return tuple(m.name for m in KafkaMetadata)
+
+
+@functools.lru_cache(maxsize=1)
+def sink_formats() -> tuple[str, ...]:
+    """A sink's data file formats (``FORMAT = 'orc'``, ``FORMAT ORC``), as the plan lists them;
+    the analyzer checks the value, so the option declares no ``choices``."""
+    from icesql.plan import DATA_FILE_FORMATS
+
+    return DATA_FILE_FORMATS
 
 
 @functools.lru_cache(maxsize=1)

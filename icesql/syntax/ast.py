@@ -270,7 +270,8 @@ class CreateSink(Statement):
         USING AWS CONNECTION aws KEY (id) NOT ENFORCED MODE UPSERT WITH (COMMIT INTERVAL = '60s')
 
     ``catalog_options`` holds the parenthesised options after the catalog name;
-    ``namespace``/``table`` hold the design-document clause.
+    ``namespace``/``table`` hold the design-document clause. Materialize's ``FORMAT ORC`` clause
+    is kept as the ``with_options`` entry ``FORMAT`` it means (as a Kafka source's ``FORMAT JSON``).
     """
 
     name: Ident

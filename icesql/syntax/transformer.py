@@ -125,6 +125,7 @@ _CLAUSE_NAMES = {
     "key": "KEY",
     "mode": "MODE",
     "partition": "PARTITION BY",
+    "format": "FORMAT",
     "with": "WITH",
     "catalog_options": "catalog option list",
 }
@@ -406,6 +407,11 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             return ast.PartitionArg(number=ast.NumberLit(str(item), span=token_span(item)), span=token_span(item))
         return ast.PartitionArg(column=item, span=item.span)
 
+    def sink_format_clause(self, children: list[Any]) -> _Part:
+        """``FORMAT ORC`` / ``FORMAT 'avro'`` after the target: the WITH option FORMAT it means."""
+        clause = self._clause("FORMAT", children)
+        return _Part("format", clause.value, clause.span)
+
     def with_clause(self, children: list[Any]) -> _Part:
         return _Part("with", children[1].value, span_of(children))  # type: ignore[arg-type]
 
@@ -444,6 +450,8 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
                 values["partition_by"] = c.value
             elif c.kind == "with":
                 values["with_options"] = c.value
+        if "format" in seen:
+            values["with_options"] = self._sink_format(seen["format"], values.get("with_options", ()))
         return ast.CreateSink(
             name,
             relation,
@@ -451,6 +459,21 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             span=span_of(children),
             **values,
         )
+
+    @staticmethod
+    def _sink_format(clause: _Part, with_options: tuple[ast.Option, ...]) -> tuple[ast.Option, ...]:
+        """The FORMAT clause as the WITH option FORMAT (printed as such); a WITH list that says
+        FORMAT too gives it twice, which is refused where the second one is written."""
+        option: ast.Option = clause.value
+        prior = next((o for o in with_options if o.name == "FORMAT" and not o.key_is_string), None)
+        if prior is not None:
+            at = clause.span if prior.span is None or clause.span.start > prior.span.start else prior.span
+            raise _error(
+                "FORMAT is given twice: as a FORMAT clause and in WITH (...)",
+                at,
+                hint="give it once: FORMAT ORC after the target, or WITH (FORMAT = 'orc')",
+            )
+        return (*with_options, option)
 
     def set_options(self, children: list[Any]) -> _Part:
         return _Part("set", children[1].value, span_of(children))  # type: ignore[arg-type]

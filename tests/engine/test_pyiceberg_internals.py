@@ -53,6 +53,7 @@ def test_every_private_name_used_exists_in_the_installed_pyiceberg() -> None:
     assert isinstance(Transaction.__dict__["table_metadata"], property)
     assert hasattr(Transaction, "_apply")
     assert hasattr(pa_io, "_get_parquet_writer_kwargs")
+    assert hasattr(pa_io, "_primitive_to_physical")
     assert hasattr(SqlCatalog, "_load_file_io")
     assert hasattr(SqlCatalog, "_update_and_stage_table") and hasattr(SqlCatalog, "_parse_metadata_version")
     from pyiceberg.table import update as table_update

@@ -215,3 +215,13 @@ def test_completer_offers_cached_table_names() -> None:
     assert got == ["lake.analytics.orders"]
     got = [c.text for c in completer.get_completions(Document("SELECT * FROM e"), CompleteEvent())]
     assert got == ["events"]
+
+
+def test_sink_formats_in_both_spellings() -> None:
+    base = "CREATE SINK s FROM r TO ICEBERG CATALOG c "
+    assert set(kinds(base + "WITH (FORMAT = ")["value"].values) == {"'parquet'", "'orc'", "'avro'"}
+    clause = kinds(base + "FORMAT ")["keyword"]
+    assert set(clause.values) == {"PARQUET", "ORC", "AVRO"} and clause.prefix == ""
+    assert kinds(base + "FORMAT o")["keyword"].prefix == "o"
+    assert "keyword" not in kinds(base + "PARTITION BY format ")  # a column named format
+    assert "FORMAT" in kinds(base + "FO", expected_tokens=None)["keyword"].values  # the grammar's clause

@@ -120,3 +120,47 @@ def test_type_error_for_non_text() -> None:
     with pytest.raises(TypeError):
         parse(b"SHOW SINKS")  # type: ignore[arg-type]
 
+
+@pytest.mark.parametrize(
+    ("text", "canonical"),
+    [
+        (
+            "CREATE SINK s FROM t TO ICEBERG CATALOG c NAMESPACE n TABLE x FORMAT ORC",
+            "CREATE SINK s FROM t TO ICEBERG CATALOG c NAMESPACE n TABLE x WITH (FORMAT = 'orc')",
+        ),
+        (
+            "CREATE SINK s FROM t INTO ICEBERG CATALOG CONNECTION c (NAMESPACE = 'n', TABLE = 't') "
+            "KEY (id) MODE UPSERT FORMAT 'avro' WITH (COMMIT INTERVAL = '60s')",
+            "CREATE SINK s FROM t TO ICEBERG CATALOG c (NAMESPACE = 'n', TABLE = 't') KEY (id) MODE UPSERT "
+            "WITH (COMMIT INTERVAL = '60s', FORMAT = 'avro')",
+        ),
+        (
+            "EXPLAIN CREATE SINK s FROM t TO ICEBERG CATALOG c FORMAT Parquet",
+            "EXPLAIN CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (FORMAT = 'parquet')",
+        ),
+    ],
+)
+def test_sink_format_clause_is_the_with_option_and_round_trips(text: str, canonical: str) -> None:
+    """Materialize's ``FORMAT ORC`` after the target is the WITH option FORMAT: one tree, printed
+    in the WITH spelling, which parses back to the same tree."""
+    stmt = parse_one(text)
+    assert to_sql(stmt) == canonical
+    assert parse_one(canonical) == stmt
+    assert parse_one(to_sql(stmt)) == stmt
+    sink = stmt.statement if isinstance(stmt, ast.Explain) else stmt
+    assert isinstance(sink, ast.CreateSink)
+    (option,) = [o for o in sink.with_options if o.name == "FORMAT"]
+    assert option.value is not None and option.value.span is not None
+    word = text[option.value.span.start : option.value.span.end]
+    assert word.strip("'").lower() == to_sql(option.value).strip("'")  # errors point at the word written
+
+
+def test_sink_format_clause_given_twice() -> None:
+    text = "CREATE SINK s FROM t TO ICEBERG CATALOG c WITH (FORMAT = 'orc') FORMAT ORC"
+    with pytest.raises(ParseError, match=r"FORMAT is given twice: as a FORMAT clause and in WITH") as info:
+        parse(text, filename="a.sql")
+    assert info.value.headline().startswith(f"a.sql:1:{text.index('FORMAT ORC') + 1}: error:")
+    assert info.value.hint
+    with pytest.raises(ParseError) as again:
+        parse("CREATE SINK s FROM t TO ICEBERG CATALOG c FORMAT ORC FORMAT ORC")
+    assert again.value.message == "FORMAT is given twice" and again.value.hint

@@ -124,13 +124,12 @@ def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any
     not (``live_entries`` takes the deletes off). ``key_schema``: the Iceberg schema of the KEY
     fields; ``__path`` is a plain string."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
+    from icesql.engine import formats
     from icesql.engine.index.shard import PATH, POS
     from icesql.engine.schema import arrow_schema
 
-    with io.new_input(path).open() as f:
-        keys = pq.read_table(f, columns=list(key))
+    keys = formats.read_file(io, path, list(key))
     n = keys.num_rows
     return pa.table(
         {
@@ -150,21 +149,17 @@ def live_entries(
     ``entries``: the file's ``file_entries`` read already (other columns they have stay)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
+    from icesql.engine import formats
     from icesql.engine.index.shard import POS, remove_keys
 
     key = list(key)
-
-    def read(path: str, columns: list[str]) -> Any:
-        with io.new_input(path).open() as f:
-            return pq.read_table(f, columns=columns)
 
     path = plan["path"]
     t = entries if entries is not None else file_entries(io, path, key, key_schema)
     gone: list[Any] = []
     for d in plan["position_deletes"]:
-        dt = read(d, ["file_path", "pos"])
+        dt = formats.read_file(io, d, ["file_path", "pos"])
         gone.append(dt.filter(pc.equal(dt.column("file_path"), path)).column("pos"))
     if gone:
         dead = pa.concat_arrays([c.combine_chunks() for c in gone])
@@ -173,7 +168,7 @@ def live_entries(
         names = [key_schema.find_column_name(i) or "" for i in d["ids"]]
         if sorted(names) != sorted(key):
             raise ValueError(f"equality delete file {d['path']} is not on the KEY columns")
-        t = remove_keys(t, read(d["path"], names), key)
+        t = remove_keys(t, formats.read_file(io, d["path"], names), key)
     return t
 
 

@@ -356,12 +356,10 @@ def _deleted_positions(io: Any, delete_files: Sequence[str]) -> dict[str, Any]:
     """Per data file, the positions the position-delete files remove (a pyarrow array)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    parts: list[Any] = []
-    for path in delete_files:
-        with io.new_input(path).open() as f:
-            parts.append(pq.read_table(f, columns=["file_path", "pos"]))
+    from icesql.engine import formats
+
+    parts: list[Any] = [formats.read_file(io, path, ["file_path", "pos"]) for path in delete_files]
     if not parts:
         return {}
     t = pa.concat_tables(parts)

@@ -155,7 +155,9 @@ class SinkKeyIndex:
         from icesql.engine.tables import key_field_ids
         from icesql.engine.writer import DataFileWriter, WriteSpec
 
-        spec = WriteSpec.from_table(table, io_properties=dict(self.runner.target.io_properties(table)))
+        spec = WriteSpec.from_table(
+            table, io_properties=dict(self.runner.target.io_properties(table)), file_format=self.runner.plan.format
+        )
         writer = DataFileWriter(spec, "equality_deletes", key_field_ids(table.schema(), self.key_columns()))
         try:
             writer.write(keys)

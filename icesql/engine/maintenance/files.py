@@ -131,6 +131,11 @@ class LiveFile:
             partition_key=(spec_id, repr(f.partition)),
         )
 
+    @property
+    def file_format(self) -> Any:
+        """The file's format as its manifest entry names it (pyiceberg ``FileFormat``)."""
+        return self.data_file.file_format
+
 
 def live_files(table: Any, snapshot: Any) -> tuple[list[LiveFile], list[LiveFile]]:
     """(data files, delete files) that ``snapshot`` reads."""

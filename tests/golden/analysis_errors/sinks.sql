@@ -40,10 +40,12 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') KEY (order_id) MODE APPEND;
 -- case: alter_reset_not_changeable
 ALTER SINK existing RESET (MINIMUM SIZE, FORMAT);
--- case: format_avro_not_yet
-CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT = 'avro');
 -- case: format_unknown
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT = 'parket');
+-- case: format_unknown_nothing_close
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT = 'csv');
+-- case: format_clause_unknown
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') FORMAT ORK;
 -- case: format_version_1
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT VERSION = 1);
 -- case: format_version_3
@@ -68,6 +70,10 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (PROPERTIES = ('a' = SECRET sk));
 -- case: properties_format_version
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (PROPERTIES = ('format-version' = '1'));
+-- case: properties_write_format_default
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (PROPERTIES = ('write.format.default' = 'ORC'));
+-- case: properties_write_format_default_with_format
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') FORMAT avro WITH (PROPERTIES = ('write.format.default' = 'x'));
 -- case: unknown_with_option
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (MINIMUM SIZ = '1MiB');
 -- case: on_error_value
@@ -76,6 +82,8 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 ALTER SINK nope SET (MAXIMUM PERIOD = '1m');
 -- case: alter_format_not_changeable
 ALTER SINK existing SET (FORMAT = 'parquet');
+-- case: alter_format_orc_not_changeable
+ALTER SINK existing SET (FORMAT = 'orc');
 -- case: alter_unknown_option
 ALTER SINK existing SET (MAXIMUM PERIOS = '1m');
 -- case: alter_bad_duration

@@ -67,3 +67,17 @@ ALTER SINK s RESET (MINIMUM SIZE, MAXIMUM FILE SIZE);
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (ON ERROR = 'dead-letter');
 -- case: dead_letters_named_table
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 'errors');
+-- case: format_orc_with_option
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (FORMAT = 'orc');
+-- case: format_avro_any_case
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') WITH (FORMAT = 'AVRO', MAXIMUM PERIOD = '10s');
+-- case: format_clause_materialize_spelling
+CREATE SINK s FROM orders INTO ICEBERG CATALOG CONNECTION cat (NAMESPACE = 'sales', TABLE = 'orders')
+KEY (order_id) MODE UPSERT FORMAT ORC WITH (COMMIT INTERVAL = '60s');
+-- case: format_clause_string
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat NAMESPACE sales TABLE orders FORMAT 'avro';
+-- case: explain_format
+EXPLAIN CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') FORMAT ORC;
+-- case: alter_sink_keeps_format
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders') FORMAT avro;
+ALTER SINK s SET (MAXIMUM PERIOD = '1m');
