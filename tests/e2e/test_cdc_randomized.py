@@ -28,7 +28,19 @@ follow), and ``icesql.progress`` strictly increasing.
 
 The scenario runs on both paths a ``run --once`` takes (``[spark]``: every session is given a
 Spark session; ``[local]``: none is, and every run - the killed children's too - runs in this
-process without Spark, ``engine.local_query``).
+process without Spark, ``engine.local_query``), writing Parquet (no FORMAT: the default); and,
+on the path without Spark only (CI's time: about 20 s a scenario there, a minute on Spark's),
+in the other data file formats of issue 38: ``[local-orc]`` (``WITH (FORMAT = 'orc', ...)``)
+and ``[local-avro]`` (the clause ``FORMAT AVRO`` after the target). The killed children open the same home, so they
+run the stored sink definition, FORMAT included. Every data and position-delete file of those
+tables must be in the table's format (Iceberg Java writes the delete files of a table in its
+``write.format.default`` too). DuckDB and DataFusion read Parquet data files only, so an ORC or
+Avro table is compared with the replay through icesql's own read (``table_reader.read_rows``:
+the snapshot's files with every position delete applied, what SELECT and compaction read) after
+every run, and at the end also through pyiceberg for ORC (``scan().to_arrow()``: pyiceberg 0.12
+reads ORC data and ORC position-delete files; it reads no Avro data file, so there is no
+pyiceberg read of the Avro table). The ``java`` test reads all four tables with Iceberg Java,
+which reads data and position deletes in the three formats.
 
 Seed: ``ICESQL_CDC_SEED`` (random when unset; printed, and named in every failure message).
 """
@@ -52,7 +64,14 @@ import icesql
 from tests.support.cdc_changelog import SCHEMA, Changelog, as_dicts, as_tuples, expected_state, write_round
 from tests.support.cdc_runner import run_child
 from tests.support.pipeline_helpers import icesql_summaries, load_table, spark_for_tests
-from tests.support.readers import canonical_digest, java_available, read_datafusion, read_duckdb, read_java
+from tests.support.readers import (
+    _rows_from_arrow,
+    canonical_digest,
+    java_available,
+    read_datafusion,
+    read_duckdb,
+    read_java,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -74,6 +93,7 @@ class Outcome:
     log: list[str]
     changelog: Changelog
     expected: list[tuple[Any, ...]]
+    fmt: str = "parquet"
     metadata_location: str = ""
     runs: int = 0
     restarts: int = 0
@@ -94,16 +114,26 @@ class _Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
-def _setup_sql(wh: Path, data: Path) -> str:
+# The FORMAT of each data file format's sink: none for Parquet (the default, as before issue 38),
+# the WITH option for ORC, Materialize's clause after the target for Avro (both spellings).
+FORMAT_SQL = {
+    "parquet": ("", ""),
+    "orc": ("", ", FORMAT = 'orc'"),
+    "avro": ("\n      FORMAT AVRO", ""),
+}
+
+
+def _setup_sql(wh: Path, data: Path, fmt: str = "parquet") -> str:
+    clause, option = FORMAT_SQL[fmt]
     return f"""
     CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');
     CREATE SOURCE cdc FROM FILES '{data}'
       (FORMAT = 'debezium-json', SCHEMA = '{SCHEMA}', MAX FILES PER TRIGGER = 2);
     CREATE SINK {SINK} FROM cdc
-      INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = 'orders')
+      INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = 'orders'){clause}
       KEY (region, id) MODE UPSERT
       PARTITION BY (region, bucket(4, id))
-      WITH (MINIMUM SIZE = {BIG}, MAINTENANCE = 'off');
+      WITH (MINIMUM SIZE = {BIG}, MAINTENANCE = 'off'{option});
     """
 # (maintenance off: check_snapshots reads the sink's own commits one by one; automatic
 # maintenance under the same kind of replay is tests/engine/test_maintainer.py)
@@ -113,18 +143,34 @@ def _table(out: Outcome) -> Any:
     return load_table(out.home, TABLE, warehouse=out.warehouse, catalog_name="lake")
 
 
+def read_icesql(table: Any) -> list[tuple[Any, ...]]:
+    """The current snapshot as icesql reads it (``table_reader.read_rows``, every delete applied),
+    as the readers of ``tests/support/readers.py`` return rows."""
+    from icesql.engine.table_reader import read_rows
+
+    return _rows_from_arrow(read_rows(table, table.current_snapshot()))
+
+
 def _progress(out: Outcome) -> int:
     summ = icesql_summaries(_table(out))
     return int(summ[-1]["icesql.progress"]) if summ else -1
 
 
 def run_scenario(
-    tmp: Path, spark: Any, *, seed: int, rounds: int, changes_per_round: int, check_every: int = 1
+    tmp: Path,
+    spark: Any,
+    *,
+    seed: int,
+    rounds: int,
+    changes_per_round: int,
+    check_every: int = 1,
+    fmt: str = "parquet",
 ) -> Outcome:
     """Drive the changelog through sessions, restarts and two SIGKILLs; see the module doc.
 
     The table is compared with the replay after every ``check_every``-th run of the sink (and
-    after every restart that follows a kill)."""
+    after every restart that follows a kill): read by DuckDB when ``fmt`` is Parquet, else by
+    icesql's own reader (DuckDB reads Parquet data files only)."""
     assert rounds >= 12
     started = time.monotonic()
     home, wh, data = tmp / "home", tmp / "warehouse", tmp / "cdc"
@@ -135,7 +181,7 @@ def run_scenario(
     old_level = sink_log.level
     sink_log.setLevel(logging.INFO)
     sink_log.addHandler(handler)
-    out = Outcome(seed, home, wh, handler.lines, gen, [])
+    out = Outcome(seed, home, wh, handler.lines, gen, [], fmt=fmt)
     mtime_base = time.time()
     child_log = tmp / "child.log"
     done_rounds = 0
@@ -148,7 +194,7 @@ def run_scenario(
 
     def check_so_far(what: str) -> None:
         want = as_tuples(expected_state(gen.changes))
-        got = read_duckdb(_table(out).metadata_location)
+        got = read_duckdb(_table(out).metadata_location) if fmt == "parquet" else read_icesql(_table(out))
         if got != want:
             missing = sorted(set(want) - set(got), key=repr)[:5]
             extra = sorted(set(got) - set(want), key=repr)[:5]
@@ -184,7 +230,10 @@ def run_scenario(
         # --- session 1: create; MINIMUM SIZE never reached → the staged batches of a run commit
         # together at shutdown (round 0 has 3 files = 2 micro-batches → one commit, 2 snapshots)
         s = icesql.Session(home=home, spark=spark)
-        s.execute(_setup_sql(wh, data))
+        s.execute(_setup_sql(wh, data, fmt))
+        # the stored sink (what the killed children load from the home) carries the FORMAT
+        status = {st.name: st for st in s.status()}[SINK]
+        assert (status.file_format or "parquet") == fmt, (status.file_format, fmt)
         drop(n_files=3)
         run(s, "the first run")
         drop()
@@ -272,12 +321,47 @@ def run_scenario(
 
 def check_readers(out: Outcome) -> None:
     assert len(out.expected) > 0
+    if out.fmt != "parquet":
+        check_other_format(out)
+        return
     got = read_duckdb(out.metadata_location)
     assert got == out.expected, f"{out.tag()} DuckDB differs: {len(got)} rows vs {len(out.expected)} expected"
     got = read_datafusion(out.metadata_location)
     assert got == out.expected, (
         f"{out.tag()} DataFusion differs: {len(got)} rows vs {len(out.expected)} expected"
     )
+
+
+def check_other_format(out: Outcome) -> None:
+    """An ORC or Avro table: every file in its format, read by icesql (and pyiceberg for ORC).
+
+    DuckDB's iceberg extension and DataFusion (iceberg-rust) read Parquet data files only, so
+    they have nothing to read here. pyiceberg 0.12 reads ORC data files and applies ORC
+    position-delete files (``pyiceberg.io.pyarrow._read_deletes``); the table has no uuid, fixed
+    or time column, the ORC types pyiceberg would misread (it ignores Iceberg's ORC type
+    attributes). It reads no Avro data file at all."""
+    table = _table(out)
+    tag = out.tag()
+    assert table.properties.get("write.format.default") == out.fmt, f"{tag} {table.properties}"
+    files = [(content, f) for _, content, _, f in _entries(table)]
+    deletes = [f for content, f in files if content == 1]
+    assert deletes, f"{tag} no position-delete file: the upserts were not exercised"
+    wrong = [
+        (f.file_path, f.file_format.value)
+        for _, f in files
+        if f.file_format.value != out.fmt.upper() or not f.file_path.endswith(f".{out.fmt}")
+    ]
+    assert not wrong, f"{tag} files not in the table's format {out.fmt}: {wrong[:5]}"
+    got = read_icesql(table)
+    assert got == out.expected, (
+        f"{tag} icesql's read differs: {len(got)} rows vs {len(out.expected)} expected"
+    )
+    if out.fmt == "orc":
+        got = _rows_from_arrow(table.scan().to_arrow())
+        assert got == out.expected, (
+            f"{tag} pyiceberg's scan differs: {len(got)} rows vs {len(out.expected)} expected"
+        )
+    out.notes.update(files_in_format=len(files), delete_files_in_format=len(deletes))
 
 
 def _entries(table: Any) -> list[tuple[int, int, int, Any]]:
@@ -368,12 +452,25 @@ def check_commit_logs(out: Outcome) -> None:
 # --------------------------------------------------------------------------- tests
 
 
-@pytest.fixture(scope="module", params=["spark", "local"])
+# param -> (path, data file format): both paths in Parquet; ORC and Avro on the path without
+# Spark only (CI's time: a scenario takes about 20 s there, about a minute on Spark's path)
+SCENARIOS = {
+    "spark": ("spark", "parquet"),
+    "local": ("local", "parquet"),
+    "local-orc": ("local", "orc"),
+    "local-avro": ("local", "avro"),
+}
+
+
+@pytest.fixture(scope="module", params=list(SCENARIOS))
 def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     seed = int(os.environ.get("ICESQL_CDC_SEED") or random.randrange(1 << 31))
-    spark = request.getfixturevalue("spark") if request.param == "spark" else None
-    out = run_scenario(tmp_path_factory.mktemp("cdc"), spark, seed=seed, rounds=12, changes_per_round=250)
-    out.notes["path"] = request.param
+    path, fmt = SCENARIOS[request.param]
+    spark = request.getfixturevalue("spark") if path == "spark" else None
+    out = run_scenario(
+        tmp_path_factory.mktemp("cdc"), spark, seed=seed, rounds=12, changes_per_round=250, fmt=fmt
+    )
+    out.notes["path"] = path
     return out
 
 

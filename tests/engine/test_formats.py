@@ -238,3 +238,47 @@ def test_show_sink_status_says_the_format_and_its_readers(tmp_path: Path) -> Non
         assert rows["p"][fmt] == "-"  # not said: the table's write.format.default, known once it runs
     finally:
         s.close()
+
+
+@pytest.mark.spark
+def test_sinks_in_a_format_write_their_dead_letters_in_it_and_select_reads_both(tmp_path: Path) -> None:
+    """A record of the wrong type moves the run to Spark (which finds the bad records): the
+    target and the dead-letter table icesql creates are both in the sink's format, written by
+    Spark's executors, and SELECT reads them."""
+    import icesql
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.json").write_text('{"id": 1, "v": "one"}\n{"id": "two", "v": "2"}\n{"id": 3, "v": "three"}\n')
+    s = icesql.Session(home=tmp_path / "home")
+    try:
+        s.execute(
+            f"""
+            CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / "wh"}');
+            CREATE SOURCE src FROM FILES '{src}' (FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING');
+            """
+            + "".join(
+                f"""CREATE SINK k_{fmt} FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'ns', TABLE = 't_{fmt}')
+                  FORMAT {fmt.upper()} WITH (ON ERROR = 'dead-letter');"""
+                for fmt in FORMATS
+            )
+        )
+        s.run(once=True, sinks=[f"k_{fmt}" for fmt in FORMATS])
+        for fmt in FORMATS:
+            (good,) = s.execute(f"SELECT id, v FROM lake.ns.t_{fmt} ORDER BY id")
+            assert [tuple(r) for r in good.rows] == [(1, "one"), (3, "three")]
+            (bad,) = s.execute(f"SELECT raw FROM lake.ns.t_{fmt}_dead_letters")
+            assert len(bad.rows) == 1 and '"two"' in str(bad.rows[0][0])
+            for name in (f"t_{fmt}", f"t_{fmt}_dead_letters"):
+                table = load_table_of(tmp_path / "wh", name)
+                assert table.properties.get("write.format.default") == fmt
+                data = live_files(table, table.current_snapshot())[0]
+                assert data and {d.file_format for d in data} == {FileFormat(fmt.upper())}
+    finally:
+        s.close()
+
+
+def load_table_of(warehouse: Path, name: str) -> Any:
+    from tests.support.pipeline_helpers import load_table
+
+    return load_table(warehouse.parent / "home", f"ns.{name}", warehouse=warehouse, catalog_name="lake")

@@ -216,6 +216,38 @@ def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[dict[str, Any]]:
+    """``read_java`` of several tables in one harness process (one JVM: Spark starts once, about
+    25 s saved per table); what ``read_java`` returns for each location, in order."""
+    if not java_available():
+        raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
+    script = (
+        "import argparse, json, sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "import read_iceberg as r\n"
+        "for loc in sys.argv[2:]:\n"
+        "    rows = r.read_java(r.normalize(loc), argparse.Namespace(s3_endpoint='', key='', secret=''))\n"
+        "    digest, lines = r.canon(rows)\n"
+        "    print(json.dumps({'reader': 'java', 'rows': len(rows), 'digest': digest, 'all': lines}))\n"
+    )
+    out = subprocess.run(
+        [str(HARNESS / "venv/bin/python"), "-c", script, str(READ_ICEBERG.parent)]
+        + [_path(loc) for loc in metadata_locations],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the Java reader failed:\n{out.stderr[-4000:]}")
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith('{"reader": "java"')]
+    if len(lines) != len(metadata_locations):
+        raise RuntimeError(
+            f"the Java reader printed {len(lines)} results for {len(metadata_locations)} tables"
+        )
+    return [dict(json.loads(ln)) for ln in lines]
+
+
 def harness_digest(reader: str, metadata_location: str, timeout: float = 600) -> dict[str, Any]:
     """Any harness reader (``java``, ``duckdb``, ``datafusion``) through read_iceberg.py."""
     out = subprocess.run(
@@ -248,4 +280,5 @@ __all__ = [
     "read_datafusion",
     "read_duckdb",
     "read_java",
+    "read_java_many",
 ]
