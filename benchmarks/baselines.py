@@ -101,6 +101,80 @@ def table_facts(metadata: str, columns: tuple[str, ...] = ("ts", "event_date", "
     return out
 
 
+# The first bytes of a data file of each format (Parquet "PAR1", ORC "ORC", Avro object container "Obj\x01").
+FORMAT_MAGIC = {"parquet": b"PAR1", "orc": b"ORC", "avro": b"Obj\x01"}
+
+
+def _local_path(path: str) -> Path | None:
+    """A data file's local path (``file:/x``, ``file:///x`` or ``/x``); None when not local."""
+    if path.startswith("file:"):
+        path = "/" + path.removeprefix("file:").lstrip("/")
+    return Path(path) if path.startswith("/") else None
+
+
+def _sniff(path: Path) -> str:
+    """The format a file's first bytes say ('parquet' | 'orc' | 'avro'), or what they are."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        return f"unreadable ({type(e).__name__})"
+    return next((fmt for fmt, magic in FORMAT_MAGIC.items() if head.startswith(magic)), f"unknown {head!r}")
+
+
+def data_file_formats(metadata: str) -> dict[str, Any]:
+    """The live data files of a table as its manifests list them (pyiceberg, no data read): count
+    per manifest ``file_format``, per file name extension and per format the files' first bytes
+    say (local files), their rows and bytes."""
+    from collections import Counter
+
+    from pyiceberg.table import StaticTable
+
+    t = StaticTable.from_metadata(metadata)
+    snap = t.current_snapshot()
+    data = [e.data_file for m in (snap.manifests(t.io) if snap else [])
+            for e in m.fetch_manifest_entry(t.io, discard_deleted=True) if int(e.data_file.content) == 0]
+    fmts = Counter(str(getattr(f.file_format, "value", f.file_format)).lower() for f in data)
+    exts = Counter(Path(f.file_path).suffix.lower().lstrip(".") or "(none)" for f in data)
+    local = [_local_path(f.file_path) for f in data]
+    magic = Counter(_sniff(p) if p else "not local" for p in local)
+    return {"manifest_formats": dict(fmts), "file_extensions": dict(exts), "file_magic": dict(magic),
+            "rows_in_manifests": sum(f.record_count for f in data), "data_files": len(data),
+            "data_bytes": sum(f.file_size_in_bytes for f in data)}
+
+
+def check_format(r: dict[str, Any], fmt: str, rows: int) -> dict[str, Any]:
+    """Check a finished append wrote ``rows`` rows in data files of ``fmt`` only (manifests'
+    ``file_format``, file extensions and the files' first bytes); otherwise the run becomes an
+    error (``WRONG OUTPUT``) and loses its rate: a cell of the formats section must not report the
+    speed of the wrong format."""
+    if r.get("status") != "ok":
+        return r
+    problems: list[str] = []
+    if not r.get("metadata"):
+        problems.append("no table metadata in the result")
+    else:
+        try:
+            r.update(data_file_formats(str(r["metadata"])))
+        except Exception as e:  # noqa: BLE001 - reported as the cell's error
+            problems.append(f"manifests unreadable: {type(e).__name__}: {e}"[:300])
+    if not problems:
+        for what in ("manifest_formats", "file_extensions", "file_magic"):
+            if set(r[what]) != {fmt}:
+                problems.append(f"{what} {r[what]}")
+        if r["rows_in_manifests"] != rows:
+            problems.append(f"{r['rows_in_manifests']} rows in the manifests, {rows} expected")
+    if problems:
+        r["status"] = "error"
+        r["error"] = f"WRONG OUTPUT ({fmt} expected): " + "; ".join(problems)
+        r["unverified_seconds"] = r.pop("seconds", None)
+        for k in ("rows_per_s", "mb_per_s"):
+            r.pop(k, None)
+    else:
+        r["format_verified"] = fmt
+    return r
+
+
 def _append_args(ds: datagen.Dataset, workdir: Path, partitioned: bool, codec: str) -> dict[str, Any]:
     return {"files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes, "workdir": str(workdir),
             "partitioned": partitioned, "codec": codec}
@@ -108,10 +182,12 @@ def _append_args(ds: datagen.Dataset, workdir: Path, partitioned: bool, codec: s
 
 # ------------------------------------------------------------------------------------------ append
 def spark_iceberg_append(ds: datagen.Dataset, workdir: Path, partitioned: bool = False, codec: str = "zstd",
-                         conf: dict[str, str] | None = None) -> dict[str, Any]:
+                         conf: dict[str, str] | None = None, fmt: str | None = None) -> dict[str, Any]:
+    """Spark 3.5 + Iceberg Java appends ``ds`` to a new table; ``fmt`` ('parquet' | 'orc' | 'avro'):
+    the table's ``write.format.default`` and ``write.<fmt>.compression-codec`` = ``codec``."""
     if not harness_available():
         return {"name": "spark35_iceberg", "status": "n/a", "reason": "harness missing (iceberg-readers-setup)"}
-    a = _append_args(ds, workdir, partitioned, codec) | {"conf": conf or {}}
+    a = _append_args(ds, workdir, partitioned, codec) | {"conf": conf or {}} | ({"fmt": fmt} if fmt else {})
     return run_worker("spark35_iceberg", HARNESS_PY, "spark_iceberg:append", a, workdir)
 
 
@@ -136,19 +212,27 @@ def pyiceberg_append(ds: datagen.Dataset, workdir: Path, partitioned: bool = Fal
 
 
 def icesql_append(ds: datagen.Dataset, workdir: Path, partitioned: bool = False, codec: str = "zstd",
-                  conf: dict[str, str] | None = None, arrow: bool = True) -> dict[str, Any]:
+                  conf: dict[str, str] | None = None, arrow: bool = True, fmt: str | None = None,
+                  local: bool = False) -> dict[str, Any]:
     """icesql's APPEND sink; ``arrow=False`` runs it with ``ICESQL_ARROW_PATH=0`` (Spark's reader
-    and the ``mapInArrow`` writer: the path before the Arrow-native data plane)."""
+    and the ``mapInArrow`` writer: the path before the Arrow-native data plane). ``fmt``
+    ('parquet' | 'orc' | 'avro'): the sink's ``FORMAT``, ``codec`` in ``write.<fmt>.compression-codec``."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"source_dir": ds.path, "files": ds.files, "rows": ds.rows, "arrow_bytes": ds.arrow_bytes,
          "home": str(home), "partitioned": partitioned, "codec": codec, "spark_conf": conf or {}}
+    if fmt:
+        a["fmt"] = fmt
+    if local:  # in this process without Spark: what `icesql run --once` does for a FILES append
+        a["local"] = True
     name = "icesql" if arrow else "icesql_spark_path"
     r = run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_append", a, workdir,
                    env={"ICESQL_ARROW_PATH": "1" if arrow else "0"})
     want = "arrow" if arrow else "spark"
     if r.get("status") == "ok" and r.get("path") not in (None, want):
         r["warning"] = f"ran on the {r.get('path')} path, {want} expected"
+    if local and r.get("status") == "ok" and r.get("spark_started"):
+        r["warning"] = "asked to run without Spark, but the run started Spark"
     return r
 
 

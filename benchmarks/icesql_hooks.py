@@ -143,7 +143,8 @@ def _profile_stop(prof: Any) -> None:
 # ------------------------------------------------------------------------------------------ append
 def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes: int, home: str, *,
                       partitioned: bool = False, codec: str = "zstd",
-                      spark_conf: dict[str, str] | None = None, smoke: bool = False) -> dict[str, Any]:
+                      spark_conf: dict[str, str] | None = None, smoke: bool = False,
+                      fmt: str | None = None, local: bool = False) -> dict[str, Any]:
     """Append ``source_dir`` (Parquet, SPARK_DDL schema) into ``bench.t`` on a local catalog.
 
     ``CREATE SOURCE src FROM FILES '<source_dir>' (FORMAT = 'parquet', SCHEMA = SPARK_DDL)`` and
@@ -154,16 +155,28 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
     Spark's reader hands rows to the ``mapInArrow`` writer; the driver commits). The result says
     which path ran (``path``, from the runner's ``status_row()``) and ``fallback_files``. Timed: ``run(once=True)`` from the sink's start
     (table creation included, ~0.1 s) to its last commit.
+
+    ``fmt`` ('parquet' | 'orc' | 'avro', the formats section of issue 38): the sink says
+    ``FORMAT = '<fmt>'`` and the codec goes to ``write.<fmt>.compression-codec``.
+
+    ``local``: no SparkSession; ``run(once=True)`` runs the sink in this process without Spark, as
+    ``icesql run --once`` does for a FILES append (``engine.local_query``). Nothing to warm up.
     """
+    import icesql
     from benchmarks.datagen import SPARK_DDL
 
-    s, spark, session_s = _session(home, spark_conf)
-    warm_s = 0.0 if smoke else _warm_up(s, spark, files, Path(home) / "warmup")
+    if local:
+        s, spark, session_s, warm_s = icesql.Session(home=home), None, 0.0, 0.0
+    else:
+        s, spark, session_s = _session(home, spark_conf)
+        warm_s = 0.0 if smoke else _warm_up(s, spark, files, Path(home) / "warmup")
     _connect(s, home)
     s.execute(f"CREATE SOURCE src FROM FILES '{source_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
     part = "PARTITION BY (day(ts))" if partitioned else ""
+    with_fmt = f"FORMAT = '{fmt}', " if fmt else ""
     s.execute(f"CREATE SINK k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't') "
-              f"MODE APPEND {part} WITH (PROPERTIES = ('write.parquet.compression-codec' = '{codec}'))")
+              f"MODE APPEND {part} WITH ({with_fmt}PROPERTIES = "
+              f"('write.{fmt or 'parquet'}.compression-codec' = '{codec}'))")
     prof = _profile_start()
     t0 = time.perf_counter()
     s.run(once=True)
@@ -171,17 +184,20 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
     _profile_stop(prof)
     meta = _metadata(s, "k")
     totals = _sink_totals(s, "k")
+    spark_started = s.engine._spark is not None
     s.close()
-    if not smoke:
+    if spark is not None and not smoke:
         spark.stop()
     import pyspark
 
     path = totals.get("path") or "?"
     how = "Arrow path: pyarrow reads and writes in the tasks" if path == "arrow" else "Spark's reader, mapInArrow writer"
-    return finish_append(secs, meta, rows, arrow_bytes, session_seconds=round(session_s, 2),
+    if local:
+        how = "in process, without Spark" if not spark_started else "asked to run without Spark, but started Spark"
+    return finish_append(secs, meta, rows, arrow_bytes, session_seconds=round(session_s, 2), spark_started=spark_started,
                          warmup_seconds=warm_s, engine=f"icesql (Spark {pyspark.__version__}, {how})",
                          arrow_path_setting=os.environ.get("ICESQL_ARROW_PATH", "1"),
-                         codec=codec, partitioned=partitioned, **totals)
+                         codec=codec, partitioned=partitioned, file_format=fmt or "parquet", **totals)
 
 
 # ------------------------------------------------------------------------------------------ upsert

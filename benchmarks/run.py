@@ -1,14 +1,15 @@
 """icesql benchmark suite -- the one command.
 
     .venv/bin/python benchmarks/run.py [--rows N] [--quick]
-        [--only append,e2e,upsert,index,streaming,commit,scaling,views,frontend,kafka]
+        [--only append,e2e,upsert,index,streaming,commit,scaling,views,frontend,kafka,formats]
         [--out benchmarks/results/<stamp>.json] [--repeat N] [--update-readme]
 
 Every measurement runs in its own child process (memory of its whole process tree sampled from
 /proc); icesql and its peers run one after the other on the same data on the same machine, and
 figures are reported as ratios against the peers first, absolute numbers after. icesql runs go
 through the hooks in ``benchmarks/icesql_hooks.py``; until the engine lands they report "n/a", and
-a ratio is only computed when both of its sides ran.
+a ratio is only computed when both of its sides ran. The formats section (issue 38: Parquet, ORC and
+Avro, icesql against Spark 3.5 + Iceberg Java) runs only when named in ``--only``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ if str(ROOT) not in sys.path:
 from benchmarks import baselines as B  # noqa: E402
 from benchmarks import datagen  # noqa: E402
 
-SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend", "kafka"]
+SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend", "kafka",
+            "formats"]
+# run without --only: every section but formats (12 more 10M-row writes, 36 with --repeat 3; its
+# Parquet cells repeat the append section's icesql vs Spark+Iceberg Java): ask for it by name
+DEFAULT_SECTIONS = [s for s in SECTIONS if s != "formats"]
+FILE_FORMATS = ("parquet", "orc", "avro")
+VERDICT = {True: "met", False: "MISSED", None: "n/a"}
 RAW_PARQUET = ("spark4_parquet", "spark35_parquet", "pyarrow_parquet")
 README = Path(__file__).resolve().parent / "README.md"
 MARK_START, MARK_END = "<!-- results:start -->", "<!-- results:end -->"
@@ -75,6 +82,7 @@ class Config:
         known = {"unpartitioned": False, "day_ts": True}
         self.layouts: tuple[bool, ...] = tuple(known[x] for x in a.layouts.split(",") if x)
         self.codec: str = a.codec
+        self.write_formats: list[str] = [x for x in a.write_formats.split(",") if x]
         self.repeat: int = a.repeat
         self.keep: bool = a.keep
         self.data = Path(a.data_dir)
@@ -318,6 +326,55 @@ def section_e2e(cfg: Config) -> dict[str, Any]:
     return out
 
 
+def section_formats(cfg: Config, rows: int | None = None) -> dict[str, Any]:
+    """Output formats (issue 38): the append section's dataset (``--rows``, default its largest,
+    10M) written by icesql (``FORMAT = '<fmt>'``) and by Spark 3.5 + Iceberg Java
+    (``write.format.default``) as Parquet, ORC and Avro, each with ``write.<fmt>.compression-codec`` =
+    ``--codec``, both layouts, one run after the other, best of ``--repeat``. Every cell's table is
+    checked (``baselines.check_format``: manifests, extensions and first bytes of the data files
+    say ``fmt``, the manifests hold every row); a cell that wrote anything else is an error and
+    reports no rate."""
+    rows = rows or cfg.rows
+    _say(f"formats: generating {rows:,} rows")
+    t0 = time.perf_counter()
+    ds = datagen.generate_append(cfg.data / f"append-{rows}", rows)
+    c = cfg.codec
+    runners: dict[str, Callable[[Path, bool, str], dict[str, Any]]] = {
+        # the default of a scheduled `run --once` of a FILES append: in process, without Spark
+        "icesql": lambda wd, p, f: B.icesql_append(ds, wd, p, c, cfg.spark_conf, fmt=f, local=True),
+        "spark35_iceberg": lambda wd, p, f: B.spark_iceberg_append(ds, wd, p, c, cfg.spark_conf, fmt=f),
+        # context: icesql handed a SparkSession (the Arrow path in Spark's tasks)
+        "icesql_on_spark": lambda wd, p, f: B.icesql_append(ds, wd, p, c, cfg.spark_conf, fmt=f),
+    }
+    out: dict[str, Any] = {"dataset": {"rows": ds.rows, "input_files": len(ds.files),
+                                       "input_mb": round(ds.file_bytes / 2**20, 1), "arrow_mb": round(ds.mib, 1),
+                                       "path": ds.path, "generate_seconds": round(time.perf_counter() - t0, 1)},
+                           "codec": c, "formats": list(cfg.write_formats)}
+    for part in cfg.layouts:
+        layout = "partitioned_day_ts" if part else "unpartitioned"
+        out[layout] = {}
+        for fmt in cfg.write_formats:
+            res: dict[str, Any] = {}
+            for name, fn in runners.items():
+                if name in cfg.skip:
+                    continue
+                wd = cfg.work / f"formats-{rows}-{layout}-{fmt}-{name}"
+                r = _best_of(lambda w, fn=fn, part=part, fmt=fmt: B.check_format(fn(w, part, fmt), fmt, rows),
+                             cfg, wd)
+                r["name"] = name
+                res[name] = r
+                _say(f"formats {rows:,} {layout} {fmt} {name}: {_brief(r)}"
+                     + (f", {r.get('files')} files, {round((r.get('bytes') or 0) / 2**20, 1)} MB, "
+                        f"format checked: {r.get('format_verified')}" if r.get("status") == "ok" else ""))
+                _clean(cfg, wd)
+            out[layout][fmt] = res
+            row = _formats_ratio_rows(layout, fmt, res)
+            _say(f"formats {layout} {fmt}: " + "; ".join(
+                f"{what} {x['value']}x (goal {x['goal']}: {VERDICT[x['met']]})"
+                for what, x in zip(("speed", "memory"), row, strict=True)))
+    return out
+
+
 def section_index(cfg: Config) -> dict[str, Any]:
     """Key index rebuild (the upsert's index of KEY -> file and position) at each of ``--index-keys``."""
     out: dict[str, Any] = {}
@@ -455,7 +512,7 @@ def section_kafka(cfg: Config) -> dict[str, Any]:
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "append": section_append, "e2e": section_e2e, "upsert": section_upsert, "index": section_index,
     "streaming": section_streaming, "commit": section_commit, "scaling": section_scaling,
-    "views": section_views, "frontend": section_frontend, "kafka": section_kafka,
+    "views": section_views, "frontend": section_frontend, "kafka": section_kafka, "formats": section_formats,
 }
 
 
@@ -491,6 +548,40 @@ def compute_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
     for ap_name, ap in _append_sections(sections):
         rows += _append_ratios(ap_name, ap)
     rows += _other_ratios(sections)
+    rows += _formats_ratios(sections.get("formats") or {})
+    return rows
+
+
+def _wrong_output(r: dict[str, Any]) -> bool:
+    return r.get("status") == "error" and str(r.get("error", "")).startswith("WRONG OUTPUT")
+
+
+def _formats_ratio_rows(layout: str, fmt: str, res: dict[str, Any]) -> list[dict[str, Any]]:
+    """One (layout, format) cell: icesql's rate / Java's (>= 1.5x) and icesql's peak RSS / Java's
+    (<= 1x). A cell where icesql wrote the wrong output (``check_format``) is MISSED, not n/a."""
+    ice, java = _get(res, "icesql"), _get(res, "spark35_iceberg")
+    rows = [_ratio_row(f"formats {layout} {fmt}: icesql vs Spark+Iceberg Java (rows/s)", ice, java, _speed,
+                       f">= {FORMATS_VS_JAVA:g}x", lambda v: v >= FORMATS_VS_JAVA),
+            _ratio_row(f"formats {layout} {fmt}: icesql peak memory / Spark+Iceberg Java's", ice, java, _mem_ratio,
+                       "<= 1x", lambda v: v <= 1.0, ok=_has_mem)]
+    for row in rows:
+        row.update({"layout": layout, "format": fmt})
+        for side in (ice, java):
+            if _wrong_output(side):
+                row["sides"] += f" ({side.get('name')}: {side['error'][:160]})"
+                if side is ice:
+                    row["met"] = False
+    return rows
+
+
+def _formats_ratios(fm: dict[str, Any]) -> list[dict[str, Any]]:
+    if not fm or fm.get("status") in ("error", "n/a"):
+        return []
+    rows: list[dict[str, Any]] = []
+    for layout in ("unpartitioned", "partitioned_day_ts"):
+        for fmt, res in (fm.get(layout) or {}).items():
+            if isinstance(res, dict):
+                rows += _formats_ratio_rows(layout, fmt, res)
     return rows
 
 
@@ -532,6 +623,7 @@ APPEND_VS_JAVA, APPEND_VS_PYARROW = 2.0, 0.6
 # peak memory <= MERGE INTO's in every mode
 UPSERT_VS_MERGE, UPSERT_ONCE_VS_MERGE, UPSERT_E2E_VS_MERGE, READ_VS_COMPACTED = 3.0, 2.0, 1.5, 1.5
 E2E_VS_JAVA = 2.0
+FORMATS_VS_JAVA = 1.5  # issue 38: >= 1.5x Iceberg Java's rate in every (layout, format) cell, memory <= Java's
 FLAT_MEMORY = 1.25  # "memory must stay flat as rows grow": peak RSS at the largest size / the smallest
 KAFKA_VS_PYARROW = 0.6  # issue 35: icesql run --once >= 0.6x of one process consuming + writing Parquet
 KAFKA_P50_S, KAFKA_P99_S = 1.5, 3.0  # issue 35: produce-to-snapshot latency at MAXIMUM PERIOD = '1s'
@@ -952,6 +1044,9 @@ def render_markdown(res: dict[str, Any]) -> str:
         out += ["", "### Commit overhead (absolute, ms per commit of a 100-row file)", "",
                 _table(["run", "status", "p50 ms", "p99 ms", "p50 of the last 10 ms", "commits",
                         "add_files p50 ms (pre-written file)", "note"], crows)]
+    fm = res["sections"].get("formats")
+    if isinstance(fm, dict) and fm.get("status") not in ("error", "n/a"):
+        out += _formats_markdown(fm, res["ratios"])
     kf = secs.get("kafka")
     if kf:
         out += _kafka_markdown(kf)
@@ -961,6 +1056,60 @@ def render_markdown(res: dict[str, Any]) -> str:
                 _table(["measure", "status", "p50 ms", "note"],
                        [[k, r.get("status"), r.get("p50_ms"), (r.get("reason") or "")[:80]] for k, r in fe.items()])]
     return "\n".join(out) + "\n"
+
+
+def _formats_markdown(fm: dict[str, Any], ratios: list[dict[str, Any]]) -> list[str]:
+    """The formats section (issue 38): one row per (layout, format) with both goals, then every run."""
+    d = fm.get("dataset") or {}
+    verdict = VERDICT
+    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in ratios:
+        if r.get("format") and r.get("layout"):
+            by_cell.setdefault((r["layout"], r["format"]), []).append(r)
+    goal_rows, run_rows = [], []
+    for layout in ("unpartitioned", "partitioned_day_ts"):
+        for fmt, res in (fm.get(layout) or {}).items():
+            if not isinstance(res, dict):
+                continue
+            ice, java = _get(res, "icesql"), _get(res, "spark35_iceberg")
+            cell = by_cell.get((layout, fmt)) or []
+            speed, mem = (cell[0] if cell else {}), (cell[1] if len(cell) > 1 else {})
+            note = "; ".join(f"{r.get('name')}: {r.get('error') or r.get('reason')}"[:160]
+                             for r in (ice, java) if r.get("status") != "ok")
+            goal_rows.append([layout.replace("partitioned_day_ts", "day(ts)"), fmt,
+                              ice.get("rows_per_s"), java.get("rows_per_s"),
+                              f"{speed['value']}x" if speed.get("value") is not None else None,
+                              verdict[speed.get("met")],
+                              ice.get("peak_rss_mb"), java.get("peak_rss_mb"),
+                              f"{mem['value']}x" if mem.get("value") is not None else None, verdict[mem.get("met")],
+                              note])
+            for name in ("icesql", "spark35_iceberg", "icesql_on_spark"):
+                r = _get(res, name)
+                if name not in res:
+                    continue
+                own_pq = _get((fm.get(layout) or {}).get("parquet") or {}, name)
+                vs_pq = round(r["seconds"] / own_pq["seconds"], 2) if fmt != "parquet" and _ok(r) and _ok(own_pq) else None
+                run_rows.append([layout.replace("partitioned_day_ts", "day(ts)"), fmt, name, r.get("status"),
+                                 r.get("seconds"), r.get("rows_per_s"), r.get("mb_per_s"), _files(r),
+                                 round(r["bytes"] / 2**20, 1) if r.get("bytes") else None, vs_pq, _mem(r),
+                                 r.get("wall_seconds"), r.get("format_verified") or "NO",
+                                 str(r.get("error") or r.get("reason") or r.get("warning") or "")[:120]])
+    return ["", "### Output formats (issue 38)", "",
+            f"{_fmt(d.get('rows'))} rows (the append section's dataset, {d.get('input_files')} input Parquet files, "
+            f"{d.get('arrow_mb')} MB in Arrow) written by icesql (`CREATE SINK ... WITH (FORMAT = '<format>', "
+            f"PROPERTIES = ('write.<format>.compression-codec' = '{fm.get('codec')}'))`, run once in its own process "
+            "without Spark, as `icesql run --once` runs a FILES append; `icesql_on_spark`, for context: the same "
+            "sink handed a SparkSession, the Arrow path in Spark's tasks) and by Spark 3.5 + "
+            "Iceberg Java (`write.format.default` = the format, the same codec property), one after the other in "
+            "the same run; rows/s = rows / the timed write (as in the append section); memory = peak RSS of the "
+            "process tree in MB. Goals: icesql >= 1.5x Java's rate and peak RSS <= Java's, in every cell. Every "
+            "table is checked: the manifests' file_format, the files' extensions and first bytes all say the "
+            "format and the manifests hold every row (a cell that wrote anything else is an error: no rate).", "",
+            _table(["layout", "format", "icesql rows/s", "Java rows/s", "speed", ">= 1.5x", "icesql peak RSS MB",
+                    "Java peak RSS MB", "memory", "<= 1x", "note"], goal_rows),
+            "", "Every run (time vs own Parquet = this format's seconds / the same writer's Parquet seconds):", "",
+            _table(["layout", "format", "runner", "status", "seconds", "rows/s", "MB/s", "data files (min/median/max)",
+                    "MB written", "time vs own Parquet", "peak RSS MB", "wall s", "format checked", "note"], run_rows)]
 
 
 def _kafka_markdown(kf: dict[str, Any]) -> list[str]:
@@ -1025,11 +1174,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--append-rows", default=None,
                     help="comma list of append dataset sizes, each its own section (default 1M,10M)")
     ap.add_argument("--quick", action="store_true", help="small sizes everywhere (a few minutes)")
-    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {SECTIONS}")
+    ap.add_argument("--only", default=",".join(DEFAULT_SECTIONS),
+                    help=f"comma list of {SECTIONS} (default: all but formats)")
     ap.add_argument("--skip", default="", help="runner names to skip, e.g. spark35_parquet,pyiceberg_append")
     ap.add_argument("--out", default=None, help="JSON output (default benchmarks/results/<stamp>.json; .md beside it)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per append measurement; the fastest is kept")
-    ap.add_argument("--codec", default="zstd", help="Parquet codec for every writer (default zstd, Iceberg's default)")
+    ap.add_argument("--codec", default="zstd",
+                    help="codec for every writer (default zstd, Iceberg's Parquet default); the formats section "
+                         "puts it in write.<format>.compression-codec")
+    ap.add_argument("--write-formats", default=",".join(FILE_FORMATS),
+                    help="data file formats of the formats section: parquet,orc,avro (default all three)")
     ap.add_argument("--upsert-keys", type=int, default=None)
     ap.add_argument("--stream-seconds", type=float, default=None)
     ap.add_argument("--scaling", default=None, help="comma list of row counts (default 1M,5M,20M)")
@@ -1092,6 +1246,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in only if s not in SECTIONS]
     if bad:
         ap.error(f"unknown section(s) {bad}; choose from {SECTIONS}")
+    bad_formats = [x for x in a.write_formats.split(",") if x and x not in FILE_FORMATS]
+    if bad_formats:
+        ap.error(f"unknown format(s) {bad_formats}; choose from {','.join(FILE_FORMATS)}")
     bad_layouts = [x for x in a.layouts.split(",") if x and x not in ("unpartitioned", "day_ts")]
     if bad_layouts:
         ap.error(f"unknown layout(s) {bad_layouts}; choose from unpartitioned,day_ts")

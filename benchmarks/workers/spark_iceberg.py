@@ -27,8 +27,20 @@ def _iceberg_files(spark: Any, table: str) -> dict[str, Any]:
     return out
 
 
+def table_properties(codec: str, fmt: str | None = None) -> dict[str, str]:
+    """The appended table's properties: format version 2 and ``codec`` for the data files'
+    format; ``fmt`` ('parquet' | 'orc' | 'avro', the formats section) also sets
+    ``write.format.default`` (without it Iceberg writes Parquet, its default)."""
+    props = {"format-version": "2", f"write.{fmt or 'parquet'}.compression-codec": codec}
+    if fmt:
+        props["write.format.default"] = fmt
+    return props
+
+
 def append(files: list[str], rows: int, arrow_bytes: int, workdir: str, partitioned: bool = False,
-           codec: str = "zstd", conf: dict[str, str] | None = None) -> dict[str, Any]:
+           codec: str = "zstd", conf: dict[str, str] | None = None, fmt: str | None = None) -> dict[str, Any]:
+    """Append the Parquet ``files`` to a new table ``local.bench.t`` (timed: the append alone; the
+    table is created empty first). ``fmt``: the data files' format (``write.format.default``)."""
     wh = Path(workdir) / "warehouse"
     spark, session_s = spark_session("bench-iceberg-append", iceberg_warehouse=str(wh), conf=conf)
     import pyspark
@@ -37,8 +49,9 @@ def append(files: list[str], rows: int, arrow_bytes: int, workdir: str, partitio
     warm_s = warm_up(spark, files, Path(workdir) / "warmup")
     df = spark.read.parquet(*files)
     t0 = time.perf_counter()
-    w = df.limit(0).writeTo("local.bench.t").using("iceberg").tableProperty("format-version", "2")
-    w = w.tableProperty("write.parquet.compression-codec", codec)
+    w = df.limit(0).writeTo("local.bench.t").using("iceberg")
+    for k, v in table_properties(codec, fmt).items():
+        w = w.tableProperty(k, v)
     if partitioned:
         w = w.partitionedBy(days(col("ts")))
     w.create()
@@ -53,7 +66,7 @@ def append(files: list[str], rows: int, arrow_bytes: int, workdir: str, partitio
         "engine": f"Spark {pyspark.__version__} + Iceberg Java (Hadoop catalog)",
         "session_seconds": round(session_s, 2), "create_seconds": round(create_s, 2),
         "warmup_seconds": warm_s,
-        "rows_in_table": n, "codec": codec, "partitioned": partitioned,
+        "rows_in_table": n, "codec": codec, "partitioned": partitioned, "file_format": fmt or "parquet",
         "metadata": latest_metadata(wh / "bench" / "t"),
     })
     spark.stop()

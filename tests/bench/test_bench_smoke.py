@@ -419,3 +419,80 @@ def test_kafka_section_tiny(tmp_path: Path) -> None:
     for name in ("raw_consume", "pyarrow_parquet", "icesql_cli"):
         assert kf[name]["status"] == "ok", kf[name]
     assert kf["icesql_cli"]["rows_in_table"] == 3000 and kf["pyarrow_parquet"]["rows_in_files"] == 3000
+
+
+def test_formats_goals_and_report_on_made_up_results() -> None:
+    """The formats section's goals (issue 38): icesql >= 1.5x Java's rate and memory <= Java's per
+    (layout, format); a cell where icesql wrote the wrong format is MISSED, not n/a."""
+    def run_(name: str, seconds: float, mem: float, fmt: str, **kw: object) -> dict:
+        return {"name": name, "status": "ok", "seconds": seconds, "rows_per_s": int(1000 / seconds), "peak_rss_mb": mem,
+                "files": 1, "bytes": 2**20, "format_verified": fmt, **kw}
+
+    wrong = {"name": "icesql", "status": "error", "unverified_seconds": 1.0,
+             "error": "WRONG OUTPUT (avro expected): manifest_formats {'parquet': 1}"}
+    fm = {"dataset": {"rows": 1000, "input_files": 1, "arrow_mb": 1.0}, "codec": "zstd",
+          "formats": ["parquet", "orc", "avro"],
+          "unpartitioned": {"parquet": {"icesql": run_("icesql", 2, 900, "parquet"),
+                                        "spark35_iceberg": run_("spark35_iceberg", 4, 1000, "parquet")},
+                            "orc": {"icesql": run_("icesql", 3, 1200, "orc"),
+                                    "spark35_iceberg": run_("spark35_iceberg", 4, 1000, "orc")},
+                            "avro": {"icesql": wrong, "spark35_iceberg": run_("spark35_iceberg", 5, 1000, "avro")}}}
+    ratios = {r["ratio"]: r for r in run.compute_ratios({"formats": fm})}
+    pq_speed = ratios["formats unpartitioned parquet: icesql vs Spark+Iceberg Java (rows/s)"]
+    assert (pq_speed["value"], pq_speed["met"], pq_speed["goal"]) == (2.0, True, ">= 1.5x")
+    orc_speed = ratios["formats unpartitioned orc: icesql vs Spark+Iceberg Java (rows/s)"]
+    assert (orc_speed["value"], orc_speed["met"]) == (1.33, False)
+    orc_mem = ratios["formats unpartitioned orc: icesql peak memory / Spark+Iceberg Java's"]
+    assert (orc_mem["value"], orc_mem["met"], orc_mem["goal"]) == (1.2, False, "<= 1x")
+    avro = ratios["formats unpartitioned avro: icesql vs Spark+Iceberg Java (rows/s)"]
+    assert avro["value"] is None and avro["met"] is False and "WRONG OUTPUT" in avro["sides"]
+    res = {"started": "x", "command": "python benchmarks/run.py --only formats", "total_seconds": 1.0,
+           "sections": {"formats": fm}, "ratios": list(ratios.values()),
+           "machine": {k: "?" for k in ("nproc", "cpu", "mem_gib", "os", "java", "python", "project_venv_pyspark_pyarrow",
+                                        "harness_pyspark_pyarrow", "pyiceberg", "duckdb", "loadavg_start")}}
+    md = run.render_markdown(res)
+    block = md.split("### Output formats (issue 38)", 1)[1]
+    assert "| unpartitioned | parquet | 500 | 250 | 2.0x | met |" in block
+    assert "| unpartitioned | orc | 333 | 250 | 1.33x | MISSED |" in block
+    assert "| unpartitioned | avro | n/a | 200 | n/a | MISSED |" in block and "WRONG OUTPUT" in block
+    assert "| unpartitioned | orc | spark35_iceberg | ok | 4 |" in block  # every run, time vs own Parquet: 1.0
+    assert "formats" not in run.DEFAULT_SECTIONS and "formats" in run.SECTIONS
+
+
+def test_check_format_fails_a_table_of_another_format(ds: datagen.Dataset, tmp_path: Path) -> None:
+    """``baselines.check_format`` on a real table (pyiceberg writes Parquet): right format and rows
+    pass; another format or another row count turns the run into an error without a rate."""
+    r = baselines.pyiceberg_append(ds, tmp_path, partitioned=False)
+    assert r["status"] == "ok", r
+    ok = baselines.check_format(dict(r), "parquet", ROWS)
+    assert ok["status"] == "ok" and ok["format_verified"] == "parquet" and ok["rows_in_manifests"] == ROWS
+    assert ok["manifest_formats"] == ok["file_extensions"] == ok["file_magic"] == {"parquet": ok["data_files"]}
+    bad = baselines.check_format(dict(r), "orc", ROWS)
+    assert bad["status"] == "error" and bad["error"].startswith("WRONG OUTPUT (orc expected)")
+    assert "rows_per_s" not in bad and "seconds" not in bad and bad["unverified_seconds"] > 0
+    short = baselines.check_format(dict(r), "parquet", ROWS + 1)
+    assert short["status"] == "error" and f"{ROWS} rows in the manifests" in short["error"]
+
+
+@pytest.mark.java
+@pytest.mark.spark
+@pytest.mark.slow  # CI time (12 min on a busy 2-core machine): 12 child processes, a JVM each
+@pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
+def test_formats_section_tiny(tmp_path: Path) -> None:
+    """``run.py --only formats`` at 5,000 rows: both layouts, Parquet, ORC and Avro, icesql and Spark
+    3.5 + Iceberg Java; every cell ran, wrote its format (checked) and has both ratios."""
+    out = tmp_path / "f.json"
+    assert run.main(["--only", "formats", "--rows", "5000", "--conf", "spark.sql.shuffle.partitions=2",
+                     "--out", str(out), "--data-dir", str(tmp_path / "d"), "--work-dir", str(tmp_path / "w")]) == 0
+    res = json.loads(out.read_text())
+    fm = res["sections"]["formats"]
+    for layout in ("unpartitioned", "partitioned_day_ts"):
+        for fmt in ("parquet", "orc", "avro"):
+            for name in ("icesql", "spark35_iceberg"):
+                r = fm[layout][fmt][name]
+                assert r["status"] == "ok", (layout, fmt, name, r)
+                assert r["format_verified"] == fmt and r["rows_in_manifests"] == 5000 and r["rows_per_s"] > 0
+                assert r["file_magic"] == {fmt: r["data_files"]} and r["peak_rss_mb"] > 100
+            cell = [x for x in res["ratios"] if x.get("layout") == layout and x.get("format") == fmt]
+            assert len(cell) == 2 and all(x["value"] is not None and x["met"] is not None for x in cell), cell
+    assert "### Output formats (issue 38)" in out.with_suffix(".md").read_text()
