@@ -282,3 +282,39 @@ def load_table_of(warehouse: Path, name: str) -> Any:
     from tests.support.pipeline_helpers import load_table
 
     return load_table(warehouse.parent / "home", f"ns.{name}", warehouse=warehouse, catalog_name="lake")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_expiry_and_orphan_cleanup_keep_a_table_in_its_format_whole(catalog: SqlCatalog, fmt: str) -> None:
+    """Maintenance steps other than compaction touch no data file's format: after compaction,
+    snapshot expiry and orphan cleanup, the live files are all in the table's format and exist,
+    the rows are as before, and a stray file of the format (a torn write's) is removed."""
+    import time
+
+    from icesql.engine.maintenance.expire import expire_snapshots
+    from icesql.engine.maintenance.orphans import remove_orphan_files
+
+    table = ensure_table(catalog, "ns.m", struct(f("id", "long"), f("v", "string")), plan("m"))
+    table.transaction().set_properties({"write.format.default": fmt}).commit_transaction()
+    table = catalog.load_table("ns.m")
+    for i in range(4):
+        with DataFileWriter(WriteSpec.from_table(table)) as w:
+            w.write(pa.record_batch({"id": pa.array([i], pa.int64()), "v": [f"v{i}"]}))
+        commit(table, CommitRequest(w.close(), [], "sink", 1, i))
+        table = catalog.load_table("ns.m")
+    rows = _rows(table)
+    stray = f"{table.location()}/data/stray-torn-write.{fmt}"
+    with table.io.new_output(stray).create() as out:
+        out.write(b"torn")
+    compact_table(table, mode=CompactMode.FULL)
+    table = catalog.load_table("ns.m")
+    expired = expire_snapshots(table, time.time() + 3600, 1)
+    assert expired.expired
+    orphans = remove_orphan_files(catalog.load_table("ns.m"), time.time() + 3600)
+    assert stray in orphans.deleted
+    table = catalog.load_table("ns.m")
+    data = live_files(table, table.current_snapshot())[0]
+    assert len(data) == 1 and data[0].file_format is FileFormat(fmt.upper())
+    assert all(os.path.exists(d.path.removeprefix("file://")) for d in data)
+    assert not os.path.exists(stray.removeprefix("file://"))
+    assert _rows(table) == rows
