@@ -500,7 +500,12 @@ def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
     print("\n".join(ln for ln in scenario.log if ln.startswith("commit ")))
 
 
+# CI's time: the [spark] scenario is run again for CI's java step (another pytest process), 100 s
+# before its read; Java reads it with -m slow, and the three scenarios without Spark in CI
 @pytest.mark.java
+@pytest.mark.parametrize(
+    "scenario", [pytest.param("spark", marks=pytest.mark.slow), "local", "local-orc", "local-avro"], indirect=True
+)
 def test_random_changelog_upsert_java_reader(scenario: Outcome) -> None:
     if not java_available():
         pytest.skip("the Java reader harness is not built")

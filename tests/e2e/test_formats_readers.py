@@ -265,8 +265,11 @@ def test_both_paths_write_the_same_rows(local_run: Written, spark_run: Written, 
     assert got == want, f"{fmt}: without Spark vs Spark: {_diff(got, want)}"
 
 
+# CI's time: Java reads the tables of the path without Spark in CI's java step; the Spark path's
+# with -m slow (both paths write the same rows: test_both_paths_write_the_same_rows)
 @pytest.mark.java
 @pytest.mark.parametrize("fmt", OTHERS)
+@pytest.mark.parametrize("written", [pytest.param("spark", marks=pytest.mark.slow), "local"], indirect=True)
 def test_iceberg_java_reads_orc_and_avro_as_parquet(written: Written, fmt: str) -> None:
     """Iceberg Java (Spark 3.5 + iceberg-spark-runtime, the readers harness) reads all three
     formats: its digest of the ORC and of the Avro table equals its digest of the Parquet table
