@@ -202,10 +202,16 @@ def java_available() -> bool:
 
 def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
     """Run the Java reader in the harness; returns its JSON (``rows``, ``digest``, ``all``)."""
+    out = _run_java([str(READ_ICEBERG), "java", _path(metadata_location), "--all"], timeout)
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def _run_java(args: list[str], timeout: float) -> str:
+    """The harness's Python (Spark 3.5 + Iceberg Java) run with ``args``; its stdout."""
     if not java_available():
         raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
     out = subprocess.run(
-        [str(HARNESS / "venv/bin/python"), str(READ_ICEBERG), "java", _path(metadata_location), "--all"],
+        [str(HARNESS / "venv/bin/python"), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -213,14 +219,12 @@ def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
     )
     if out.returncode != 0:
         raise RuntimeError(f"the Java reader failed:\n{out.stderr[-4000:]}")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    return out.stdout
 
 
 def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[dict[str, Any]]:
     """``read_java`` of several tables in one harness process (one JVM: Spark starts once, about
     25 s saved per table); what ``read_java`` returns for each location, in order."""
-    if not java_available():
-        raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
     script = (
         "import argparse, json, sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
@@ -230,17 +234,8 @@ def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[
         "    digest, lines = r.canon(rows)\n"
         "    print(json.dumps({'reader': 'java', 'rows': len(rows), 'digest': digest, 'all': lines}))\n"
     )
-    out = subprocess.run(
-        [str(HARNESS / "venv/bin/python"), "-c", script, str(READ_ICEBERG.parent)]
-        + [_path(loc) for loc in metadata_locations],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"the Java reader failed:\n{out.stderr[-4000:]}")
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith('{"reader": "java"')]
+    stdout = _run_java(["-c", script, str(READ_ICEBERG.parent), *(_path(loc) for loc in metadata_locations)], timeout)
+    lines = [ln for ln in stdout.splitlines() if ln.startswith('{"reader": "java"')]
     if len(lines) != len(metadata_locations):
         raise RuntimeError(
             f"the Java reader printed {len(lines)} results for {len(metadata_locations)} tables"

@@ -25,9 +25,9 @@ from pyiceberg.io.fileformat import DataFileStatistics, FileFormatWriter
 
 
 class FormatWriter(FileFormatWriter):
-    """One open data file of a format. ``write`` takes Arrow tables in the file's Arrow schema
-    (``FormatModel.arrow_schema``; column metadata aside, as ``engine.schema.arrow_schema`` gives
-    it); ``size`` is the file's size if it were closed now (an estimate while the format buffers
+    """One open data file of a format. ``write`` takes Arrow tables in the Arrow schema it was
+    opened with (``engine.schema.arrow_schema`` of the file's schema, or a variant of the same
+    columns); ``size`` is the file's size if it were closed now (an estimate while the format buffers
     rows); ``close`` ends the file and returns its statistics."""
 
     def __init__(
@@ -70,12 +70,6 @@ class FormatModel(ABC):
 
     def file_extension(self) -> str:
         return self.name
-
-    def arrow_schema(self, file_schema: Any) -> pa.Schema:
-        """The Arrow schema of the file's columns with this format's field-id metadata."""
-        from pyiceberg.io.pyarrow import schema_to_pyarrow
-
-        return schema_to_pyarrow(file_schema, include_field_ids=True, file_format=self.file_format)
 
     def add_field_metadata(self, field: Any, metadata: dict[bytes, bytes], include_field_ids: bool) -> None:
         if include_field_ids:
