@@ -173,6 +173,40 @@ class AwsConnectionPlan:
 
 
 @dataclass(frozen=True)
+class GcsConnectionPlan:
+    """CREATE CONNECTION g TO GCS (...): Google Cloud Storage credentials for ``gs://`` paths.
+
+    No CREDENTIALS: Google's default credential chain, or anonymous access when ENDPOINT names
+    an emulator (fake-gcs-server)."""
+
+    name: str
+    project: str | None = None
+    credentials: SecretName | None = None  # a service-account key file's JSON
+    endpoint: str | None = None  # 'http://127.0.0.1:4443' (an emulator), else Google's
+    validate: bool = True
+    kind: ClassVar[str] = "gcs"
+
+
+@dataclass(frozen=True)
+class AzureConnectionPlan:
+    """CREATE CONNECTION a TO AZURE (...): Azure Blob Storage / ADLS Gen2 credentials for
+    ``abfs://``, ``abfss://`` and ``wasb(s)://`` paths. No key or token: the default chain."""
+
+    name: str
+    account_name: str | None = None
+    account_key: SecretName | None = None
+    sas_token: SecretName | None = None
+    endpoint: str | None = None  # 'http://127.0.0.1:10000/devstoreaccount1' (azurite), else Azure's
+    validate: bool = True
+    kind: ClassVar[str] = "azure"
+
+
+# A connection holding object-store credentials (``icesql.engine.stores`` maps each to FileIO
+# properties): what ``AWS CONNECTION``, ``GCS CONNECTION`` and ``AZURE CONNECTION`` name.
+StorageConnectionPlan = AwsConnectionPlan | GcsConnectionPlan | AzureConnectionPlan
+
+
+@dataclass(frozen=True)
 class KafkaConnectionPlan:
     """CREATE CONNECTION k TO KAFKA (...): the brokers and how to authenticate to them."""
 
@@ -232,6 +266,9 @@ class CatalogConnectionPlan:
     oauth2_server_uri: str | None = None
     scope: str | None = None
     aws_connection: str | None = None
+    # GCS CONNECTION = g / AZURE CONNECTION = a: the storage credentials of a gs:// or abfs://
+    # warehouse (the AWS CONNECTION is both the catalog's AWS identity and its S3 storage)
+    storage_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     access_delegation: str | None = None  # 'vended-credentials'
     properties: tuple[tuple[str, str], ...] = ()  # passed through to the pyiceberg catalog
     validate: bool = True
@@ -254,6 +291,8 @@ class SourcePlan:
     options: tuple[tuple[str, str], ...] = ()  # other reader options passed to Spark
     # FILES on object storage: the AWS connection whose keys, region and endpoint list and read it
     aws_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    # FILES on gs:// or abfs://: the GCS or AZURE connection that lists and reads it
+    storage_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     max_bytes_per_trigger: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     # what becomes of a file once the batch that read it is committed: kept, moved, deleted
     clean_source: CleanSource = field(default=CleanSource.OFF, metadata=OMIT_AT_DEFAULT)
@@ -396,6 +435,9 @@ class SinkPlan:
     # ON ERROR = 'dead-letter': DEAD LETTER TABLE = 'ns.t' as (namespace..., table); empty: the
     # target's name + ``_dead_letters`` in the target's namespace
     dead_letter_table: tuple[str, ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
+    # USING GCS CONNECTION g / USING AZURE CONNECTION a: the storage credentials the sink writes
+    # a gs:// or abfs:// table's files with (USING AWS CONNECTION stays in ``aws_connection``)
+    storage_connection: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
 
     @property
     def table_identifier(self) -> str:
@@ -422,7 +464,16 @@ class CreateSecretPlan:
 class CreateObjectPlan:
     """CREATE CONNECTION/SOURCE/VIEW/SINK: the definition plus what it depends on."""
 
-    definition: AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+    definition: (
+        AwsConnectionPlan
+        | GcsConnectionPlan
+        | AzureConnectionPlan
+        | KafkaConnectionPlan
+        | CatalogConnectionPlan
+        | SourcePlan
+        | ViewPlan
+        | SinkPlan
+    )
     sql: str  # canonical CREATE statement (secret values never appear in it)
     dependencies: tuple[tuple[str, str], ...] = ()  # (kind, name): 'secret'/'connection'/...
     if_not_exists: bool = False
@@ -586,7 +637,16 @@ StatementPlan = (
     | ShowSnapshotsPlan
 )
 
-ObjectPlan = AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+ObjectPlan = (
+    AwsConnectionPlan
+    | GcsConnectionPlan
+    | AzureConnectionPlan
+    | KafkaConnectionPlan
+    | CatalogConnectionPlan
+    | SourcePlan
+    | ViewPlan
+    | SinkPlan
+)
 
 
 # --------------------------------------------------------------------------- JSON form
@@ -595,6 +655,8 @@ _PLAN_TYPES: dict[str, type[Any]] = {
     t.__name__: t
     for t in (
         AwsConnectionPlan,
+        GcsConnectionPlan,
+        AzureConnectionPlan,
         KafkaConnectionPlan,
         KafkaInclude,
         KafkaSourceSpec,

@@ -230,8 +230,8 @@ def _status_value(field: str, value: Any) -> Any:
 
 
 def object_type(d: P.ObjectPlan) -> str:
-    if isinstance(d, P.AwsConnectionPlan):
-        return "aws"
+    if isinstance(d, P.AwsConnectionPlan | P.GcsConnectionPlan | P.AzureConnectionPlan):
+        return d.kind  # aws, gcs, azure
     if isinstance(d, P.KafkaConnectionPlan):
         return f"kafka ({d.security_protocol.lower()})"
     if isinstance(d, P.CatalogConnectionPlan):
@@ -243,9 +243,17 @@ def object_type(d: P.ObjectPlan) -> str:
     return f"iceberg sink ({d.mode.value})"
 
 
+def _details(*items: str | None) -> str:
+    return ", ".join(x for x in items if x) or "-"
+
+
 def object_summary(d: P.ObjectPlan) -> str:
     if isinstance(d, P.AwsConnectionPlan):
-        return ", ".join(x for x in (d.region and f"region {d.region}", d.endpoint) if x) or "-"
+        return _details(d.region and f"region {d.region}", d.endpoint)
+    if isinstance(d, P.GcsConnectionPlan):
+        return _details(d.project and f"project {d.project}", d.endpoint)
+    if isinstance(d, P.AzureConnectionPlan):
+        return _details(d.account_name and f"account {d.account_name}", d.endpoint)
     if isinstance(d, P.KafkaConnectionPlan):
         return ", ".join(d.brokers)
     if isinstance(d, P.CatalogConnectionPlan):

@@ -12,13 +12,13 @@ type (a test checks that every type has one), read by both recording views.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from icesql.plan import (
     AlterSinkPlan,
     AlterSourcePlan,
-    AwsConnectionPlan,
     CatalogConnectionPlan,
     Column,
     CreateObjectPlan,
@@ -39,6 +39,7 @@ from icesql.plan import (
     ShowTablesPlan,
     SourcePlan,
     StatementPlan,
+    StorageConnectionPlan,
     ValidateConnectionPlan,
     ViewPlan,
 )
@@ -65,8 +66,16 @@ class CatalogView(Protocol):
     def relation_columns(self, name: str) -> tuple[Column, ...] | None: ...
 
 
+# Every kind of connection plan: the storage ones (AWS, GCS, AZURE), Kafka's, Iceberg catalogs'.
+CONNECTION_PLANS: tuple[type[ObjectPlan], ...] = (
+    *typing.get_args(StorageConnectionPlan),
+    KafkaConnectionPlan,
+    CatalogConnectionPlan,
+)
+
+
 def object_kind(plan: ObjectPlan) -> str:
-    if isinstance(plan, AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan):
+    if isinstance(plan, CONNECTION_PLANS):
         return "connection"
     if isinstance(plan, SourcePlan):
         return "source"
@@ -210,6 +219,7 @@ class OverlayCatalog:
 
 
 __all__ = [
+    "CONNECTION_PLANS",
     "EFFECTS",
     "KINDS",
     "CatalogView",

@@ -1,12 +1,22 @@
-"""CREATE CONNECTION ... TO AWS | ICEBERG CATALOG | KAFKA: option tables and their rules.
+"""CREATE CONNECTION ... TO AWS | GCS | AZURE | ICEBERG CATALOG | KAFKA: option tables and their rules.
 
 SPEC §1.2 differs from Materialize in one place on purpose: a ``rest`` catalog may take an
 ``AWS CONNECTION`` and then signs its requests with SigV4 (``RestAuth.SIGV4``), which is how
 REST catalogs behind AWS (and SeaweedFS's) authenticate; Materialize refuses it.
+
+AWS, GCS and AZURE connections hold object-store credentials; ``STORAGES`` has one entry per
+kind (the syntax layer's ``StorageKind``: keyword, option list, URL schemes; the plan it
+becomes; its option table), and everything that names such a connection (a catalog's or a
+FILES source's ``GCS CONNECTION = g``, a sink's ``USING GCS CONNECTION g``) checks it with
+``check_storage_connection``.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from icesql.analyzer.catalog import CatalogView
@@ -21,55 +31,105 @@ from icesql.analyzer.options import (
 )
 from icesql.plan import (
     AwsConnectionPlan,
+    AzureConnectionPlan,
     CatalogConnectionPlan,
     CatalogType,
+    GcsConnectionPlan,
     KafkaConnectionPlan,
     ObjectPlan,
     RestAuth,
+    StorageConnectionPlan,
 )
-from icesql.syntax.ast import ConnectionKind, CreateConnection, Ident, Node, Option, StringList
+from icesql.syntax.ast import ConnectionKind, CreateConnection, Node, Option, StringList
+from icesql.syntax.options import STORAGE, StorageKind, storage_of
 
-AWS_OPTIONS = OptionTable("AWS CONNECTION", "aws")
 CONNECTION_WITH_OPTIONS = OptionTable("connection WITH", "connection_with")
 CATALOG_OPTIONS = OptionTable("ICEBERG CATALOG", "iceberg_catalog")
 KAFKA_OPTIONS = OptionTable("KAFKA CONNECTION", "kafka")
+
+
+@dataclass(frozen=True)
+class Storage:
+    """One kind of object-store connection (AWS, GCS, AZURE) as the analyzer sees it."""
+
+    syntax: StorageKind  # keyword, option list, URL schemes, what messages call it
+    plan: type[StorageConnectionPlan]  # what CREATE CONNECTION ... TO <keyword> becomes
+    options: OptionTable  # its CREATE CONNECTION options
+    # the field of a catalog's, source's or sink's plan that holds such a connection's name
+    field: str = "storage_connection"
+
+    @property
+    def keyword(self) -> str:
+        return self.syntax.keyword
+
+    @property
+    def kind(self) -> ConnectionKind:
+        return ConnectionKind[self.syntax.keyword]
+
+    @property
+    def option(self) -> str:
+        """``GCS CONNECTION``: the option (or sink clause) that names such a connection."""
+        return self.syntax.option
+
+
+def _storage(keyword: str, plan: type[StorageConnectionPlan], field: str = "storage_connection") -> Storage:
+    syntax = STORAGE[keyword]
+    return Storage(syntax, plan, OptionTable(syntax.option, syntax.list_kind), field)
+
+
+STORAGES: dict[ConnectionKind, Storage] = {
+    s.kind: s
+    for s in (
+        # AWS keeps the plans' field it always had: it is a catalog's AWS identity as well
+        _storage("AWS", AwsConnectionPlan, "aws_connection"),
+        _storage("GCS", GcsConnectionPlan),
+        _storage("AZURE", AzureConnectionPlan),
+    )
+}
+AWS_OPTIONS = STORAGES[ConnectionKind.AWS].options
+GCS_OPTIONS = STORAGES[ConnectionKind.GCS].options
+AZURE_OPTIONS = STORAGES[ConnectionKind.AZURE].options
+
 # the option table of each kind of connection
 CONNECTION_OPTIONS = {
-    ConnectionKind.AWS: AWS_OPTIONS,
+    **{kind: storage.options for kind, storage in STORAGES.items()},
     ConnectionKind.ICEBERG_CATALOG: CATALOG_OPTIONS,
     ConnectionKind.KAFKA: KAFKA_OPTIONS,
 }
 
+ConnectionPlan = StorageConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan
+
+# the kind of connection each connection plan is
+_PLAN_KINDS: dict[type[ObjectPlan], ConnectionKind] = {
+    **{storage.plan: kind for kind, storage in STORAGES.items()},
+    KafkaConnectionPlan: ConnectionKind.KAFKA,
+    CatalogConnectionPlan: ConnectionKind.ICEBERG_CATALOG,
+}
+
 
 def connection_kind_name(plan: ObjectPlan | None) -> str:
-    """How a statement names the kind of a connection: AWS, ICEBERG CATALOG, KAFKA."""
-    if isinstance(plan, AwsConnectionPlan):
-        return "AWS"
-    if isinstance(plan, KafkaConnectionPlan):
-        return "KAFKA"
-    return "ICEBERG CATALOG"
+    """How a statement names the kind of a connection: AWS, GCS, AZURE, ICEBERG CATALOG, KAFKA."""
+    kind = _PLAN_KINDS.get(type(plan)) if plan is not None else None
+    return (kind or ConnectionKind.ICEBERG_CATALOG).value
+
+
+def article(word: str) -> str:
+    """``an AWS``, ``an ICEBERG CATALOG``, ``a KAFKA``, ``a GCS``: as the keyword is read aloud."""
+    return "an" if word[:1].upper() in ("A", "E", "I", "O") else "a"
 
 # pyiceberg property keys that carry credentials: refused in PROPERTIES, where they would be
 # stored and shown in clear text
-_CREDENTIAL_MARKERS = ("secret", "password", "token", "credential", "session")
+_CREDENTIAL_MARKERS = ("secret", "password", "token", "credential", "session", "account-key", "account_key")
 
 
 def analyze_connection(
     ctx: Context, stmt: CreateConnection, catalog: CatalogView
-) -> tuple[
-    AwsConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan, list[tuple[str, str]], InlineSecrets
-]:
+) -> tuple[ConnectionPlan, list[tuple[str, str]], InlineSecrets]:
     inline = InlineSecrets(f"__inline__.{stmt.name.name}")
     with_opts = collect(ctx, stmt.with_options, CONNECTION_WITH_OPTIONS)
     validate = with_opts.get_bool("VALIDATE", True)
-    if stmt.connection_kind is ConnectionKind.AWS:
-        plan_a, deps = _aws(ctx, stmt, catalog, inline, validate)
-        return plan_a, deps, inline
-    if stmt.connection_kind is ConnectionKind.KAFKA:
-        plan_k, deps = _kafka(ctx, stmt, catalog, inline, validate)
-        return plan_k, deps, inline
-    plan_c, deps = _iceberg(ctx, stmt, catalog, inline, validate)
-    return plan_c, deps, inline
+    plan, deps = _ANALYZERS[stmt.connection_kind](ctx, stmt, catalog, inline, validate)
+    return plan, deps, inline
 
 
 def _secret_deps(opts: Collected, inline: InlineSecrets) -> list[tuple[str, str]]:
@@ -123,9 +183,7 @@ def _aws(
             opts.node("ASSUME ROLE ARN").value,
             "write it like 'arn:aws:iam::123456789012:role/writer'",
         )
-    endpoint = opts.get_str("ENDPOINT")
-    if endpoint is not None:
-        _check_url(ctx, opts.node("ENDPOINT"), endpoint)
+    endpoint = _endpoint(ctx, opts)
     region = opts.get_str("REGION")
     if region is not None and not region.strip():
         raise ctx.error("REGION must not be empty", opts.node("REGION").value, "write REGION = 'us-east-1'")
@@ -141,6 +199,95 @@ def _aws(
         validate=validate,
     )
     return plan, _secret_deps(opts, inline)
+
+
+def _gcs(
+    ctx: Context, stmt: CreateConnection, catalog: CatalogView, inline: InlineSecrets, validate: bool
+) -> tuple[GcsConnectionPlan, list[tuple[str, str]]]:
+    """No CREDENTIALS: Google's default chain, or anonymous access when ENDPOINT names an
+    emulator (the engine decides which)."""
+    opts = collect(ctx, stmt.options, GCS_OPTIONS, inline=inline, secret_exists=catalog.secret_exists)
+    project = opts.get_str("PROJECT")
+    if project is not None and not project.strip():
+        raise ctx.error("PROJECT must not be empty", opts.node("PROJECT").value, "write PROJECT = 'my-project'")
+    credentials = opts.secret("CREDENTIALS")
+    if credentials is not None:
+        _check_key_json(ctx, opts.node("CREDENTIALS"), credentials.name, inline)
+    plan = GcsConnectionPlan(
+        name=stmt.name.name,
+        project=project,
+        credentials=credentials,
+        endpoint=_endpoint(ctx, opts),
+        validate=validate,
+    )
+    return plan, _secret_deps(opts, inline)
+
+
+def _check_key_json(ctx: Context, opt: Option, secret: str, inline: InlineSecrets) -> None:
+    """CREDENTIALS written as a plain string (kept as a hidden secret) must be a key file's
+    JSON: a path to the file, or a key of another kind, is refused without quoting it."""
+    value = dict(inline.items).get(secret)
+    if value is None:
+        return  # SECRET name: its value is read when connecting
+    try:
+        key = json.loads(value.reveal())
+    except ValueError:
+        key = None
+    if not isinstance(key, dict):
+        raise ctx.error(
+            "CREDENTIALS must be a service-account key file's JSON, found a string that is not a JSON object",
+            opt.value,
+            "keep the key file's content in a secret: CREATE SECRET sa AS '{\"type\": \"service_account\", ...}'; "
+            "then CREDENTIALS = SECRET sa",
+        )
+
+
+# A storage account's name: 3 to 24 lower-case letters and digits (Azure's rule).
+_ACCOUNT_NAME = re.compile(r"[a-z0-9]{3,24}")
+
+
+def _azure(
+    ctx: Context, stmt: CreateConnection, catalog: CatalogView, inline: InlineSecrets, validate: bool
+) -> tuple[AzureConnectionPlan, list[tuple[str, str]]]:
+    """ACCOUNT KEY or SAS TOKEN, or neither: the default credential chain."""
+    opts = collect(ctx, stmt.options, AZURE_OPTIONS, inline=inline, secret_exists=catalog.secret_exists)
+    account = opts.get_str("ACCOUNT NAME")
+    if account is None:
+        raise ctx.error(
+            "AZURE connection needs ACCOUNT NAME",
+            stmt.name,
+            "add ACCOUNT NAME = 'mystorageaccount' (the storage account's name)",
+        )
+    if not _ACCOUNT_NAME.fullmatch(account):
+        fixed = account.strip().lower()
+        raise ctx.error(
+            f"invalid ACCOUNT NAME '{account}': a storage account name is 3 to 24 lower-case letters and digits",
+            opts.node("ACCOUNT NAME").value,
+            f"write ACCOUNT NAME = '{fixed if _ACCOUNT_NAME.fullmatch(fixed) else 'mystorageaccount'}'",
+        )
+    given = [n for n in opts.names() if n in ("ACCOUNT KEY", "SAS TOKEN")]
+    if len(given) > 1:
+        raise ctx.error(
+            f"{given[1]} cannot be combined with {given[0]}",
+            opts.node(given[1]),
+            "an AZURE connection authenticates one way: ACCOUNT KEY, SAS TOKEN, or neither (the default chain)",
+        )
+    plan = AzureConnectionPlan(
+        name=stmt.name.name,
+        account_name=account,
+        account_key=opts.secret("ACCOUNT KEY"),
+        sas_token=opts.secret("SAS TOKEN"),
+        endpoint=_endpoint(ctx, opts),
+        validate=validate,
+    )
+    return plan, _secret_deps(opts, inline)
+
+
+def _endpoint(ctx: Context, opts: Collected) -> str | None:
+    endpoint = opts.get_str("ENDPOINT")
+    if endpoint is not None:
+        _check_url(ctx, opts.node("ENDPOINT"), endpoint)
+    return endpoint
 
 
 _SASL = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -269,9 +416,14 @@ def _iceberg(
     uri = opts.get_str("URI")
     warehouse = opts.get_str("WAREHOUSE")
     aws_name = opts.get_str("AWS CONNECTION")
-    if aws_name is not None:
-        _check_aws_connection(ctx, opts.node("AWS CONNECTION"), aws_name, catalog)
-        deps.append(("connection", aws_name))
+    files_on = _catalog_storage(ctx, opts)
+    for kind, storage in STORAGES.items():
+        name = opts.get_str(storage.option)
+        if name is not None:
+            check_storage_connection(ctx, opts.node(storage.option), name, catalog, kind)
+            deps.append(("connection", name))
+    if files_on is not None:
+        _check_warehouse_storage(ctx, opts, files_on, warehouse)
 
     if ctype in ("rest", "sql", "hive") and uri is None:
         example = {
@@ -333,6 +485,7 @@ def _iceberg(
         oauth2_server_uri=oauth_url,
         scope=opts.get_str("SCOPE"),
         aws_connection=aws_name,
+        storage_connection=opts.get_str(files_on.option) if files_on is not None else None,
         access_delegation=opts.get_str("ACCESS DELEGATION"),
         properties=properties,
         validate=validate,
@@ -398,21 +551,62 @@ def _rest_auth(ctx: Context, opts: Collected, ctype: str) -> RestAuth:
     return auth
 
 
-def _check_aws_connection(ctx: Context, at: Option | Ident, name: str, catalog: CatalogView) -> None:
+def check_storage_connection(
+    ctx: Context,
+    at: Option | Node,
+    name: str,
+    catalog: CatalogView,
+    kind: ConnectionKind,
+) -> StorageConnectionPlan:
+    """The connection ``name`` of the storage ``kind`` (AWS, GCS, AZURE), or an error at ``at``
+    (an option's value, or a clause) saying it does not exist or is of another kind."""
+    storage = STORAGES[kind]
     node = at.value if isinstance(at, Option) and at.value is not None else at
     found = catalog.get("connection", name)
     if found is None:
         hint = (
             _names_hint(catalog, "connection", name)
-            or f"create it first: CREATE CONNECTION {name} TO AWS (...)"
+            or f"create it first: CREATE CONNECTION {name} TO {storage.keyword} (...)"
         )
         raise ctx.error(f"unknown connection {name}", node, hint)
-    if not isinstance(found, AwsConnectionPlan):
-        kind = connection_kind_name(found)
+    if not isinstance(found, storage.plan):
+        what = connection_kind_name(found)
         raise ctx.error(
-            f"connection {name} is {'a' if kind == 'KAFKA' else 'an'} {kind} connection, expected an AWS connection",
+            f"connection {name} is {article(what)} {what} connection, "
+            f"expected {article(storage.keyword)} {storage.keyword} connection",
             node,
-            f"AWS CONNECTION names a connection created with CREATE CONNECTION {name} TO AWS (...)",
+            f"{storage.option} names a connection created with CREATE CONNECTION {name} TO {storage.keyword} (...)",
+        )
+    return found
+
+
+def _catalog_storage(ctx: Context, opts: Collected) -> Storage | None:
+    """GCS CONNECTION = g or AZURE CONNECTION = a (one of them at most): the storage of the
+    catalog's files (an AWS CONNECTION is the catalog's AWS identity as well as its S3
+    storage, and stays ``aws_connection``)."""
+    names = opts.names()
+    given = sorted(
+        (s for s in STORAGES.values() if s.field == "storage_connection" and s.option in opts),
+        key=lambda s: names.index(s.option),
+    )
+    if len(given) > 1:
+        raise ctx.error(
+            f"{given[1].option} cannot be combined with {given[0].option}",
+            opts.node(given[1].option),
+            f"a catalog's files are on one storage: keep {given[0].option} or {given[1].option}, "
+            "the one its warehouse is on",
+        )
+    return given[0] if given else None
+
+
+def _check_warehouse_storage(ctx: Context, opts: Collected, storage: Storage, warehouse: str | None) -> None:
+    """A WAREHOUSE written as a URL is on the storage the catalog's connection is for."""
+    on = storage_of(warehouse) if warehouse is not None else None
+    if on is not None and on is not storage.syntax:
+        raise ctx.error(
+            f"WAREHOUSE is {on.url}, but {storage.option} gives {storage.syntax.store} credentials",
+            opts.node("WAREHOUSE").value,
+            f"a warehouse on {storage.syntax.store} is {storage.syntax.url}: WAREHOUSE = '{storage.syntax.example}'",
         )
 
 
@@ -432,8 +626,21 @@ def _check_properties(ctx: Context, opt: Option, properties: tuple[tuple[str, st
             raise ctx.error(
                 f"property '{key}' carries a credential; PROPERTIES are stored and shown in clear text",
                 item,
-                "pass credentials through PASSWORD / CREDENTIAL / TOKEN = SECRET name or an AWS CONNECTION",
+                "pass credentials through PASSWORD / CREDENTIAL / TOKEN = SECRET name or an AWS, GCS or AZURE CONNECTION",
             )
+
+
+_Analyzer = Callable[
+    [Context, CreateConnection, CatalogView, InlineSecrets, bool], tuple[ConnectionPlan, list[tuple[str, str]]]
+]
+# How each kind of CREATE CONNECTION is analysed.
+_ANALYZERS: dict[ConnectionKind, _Analyzer] = {
+    ConnectionKind.AWS: _aws,
+    ConnectionKind.GCS: _gcs,
+    ConnectionKind.AZURE: _azure,
+    ConnectionKind.KAFKA: _kafka,
+    ConnectionKind.ICEBERG_CATALOG: _iceberg,
+}
 
 
 class PathError(ValueError):

@@ -50,6 +50,7 @@ from icesql.syntax.options import (
     known_prefix,
     lookup,
     secrecy,
+    storage_named,
 )
 
 # An integer as written: ASCII digits only ('²' and '٣' are digits to str.isdigit, not to int()),
@@ -195,7 +196,7 @@ def collect(
         if spec is None and not opt.key_is_string:
             _check_missing_equals(ctx, opt, table)
         if spec is None:
-            hint = did_you_mean(opt.name, table.names)
+            hint = _storage_hint(opt.name, table) or did_you_mean(opt.name, table.names)
             # a name that mentions a secret may be a secret option with its value run into it
             shown = "(a name mentioning a secret, not repeated)" if _SECRET_MENTION.search(opt.name) else opt.name
             raise ctx.error(
@@ -219,6 +220,15 @@ def collect(
 
 
 _SECRET_MENTION = re.compile('|'.join(SECRET_WORDS), re.IGNORECASE)
+
+
+def _storage_hint(name: str, table: OptionTable) -> str | None:
+    """``S3 CONNECTION``, ``ADLS CONNECTION``: a storage connection called by another name."""
+    first, _, rest = name.partition(" ")
+    storage = storage_named(first)
+    if storage is None or rest != "CONNECTION" or storage.option not in table.names:
+        return None
+    return f"did you mean {storage.option}? (a connection TO {storage.keyword} holds {storage.store} credentials)"
 
 
 def _check_missing_equals(ctx: Context, opt: Option, table: OptionTable) -> None:

@@ -28,7 +28,13 @@ import dataclasses
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import _check_aws_connection, _names_hint, connection_kind_name
+from icesql.analyzer.connections import (
+    STORAGES,
+    _names_hint,
+    article,
+    check_storage_connection,
+    connection_kind_name,
+)
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, OptionTable, collect
@@ -51,7 +57,7 @@ from icesql.plan import (
     SinkPlan,
     SourcePlan,
 )
-from icesql.syntax.ast import AlterSink, CreateSink, Ident, Option, StringLit
+from icesql.syntax.ast import AlterSink, ConnectionKind, CreateSink, Ident, Option, StringLit
 from icesql.syntax.ast import SinkMode as AstSinkMode
 
 MIN_PERIOD = 0.1
@@ -79,15 +85,15 @@ def analyze_sink(
     if not isinstance(cat, CatalogConnectionPlan):
         kind = connection_kind_name(cat)
         raise ctx.error(
-            f"connection {stmt.catalog.name} is {'an' if kind == 'AWS' else 'a'} {kind} connection, "
+            f"connection {stmt.catalog.name} is {article(kind)} {kind} connection, "
             "expected an ICEBERG CATALOG connection",
             stmt.catalog,
             "a sink writes through CREATE CONNECTION ... TO ICEBERG CATALOG (...)",
         )
     deps.append(("connection", cat.name))
-    if stmt.aws_connection is not None:
-        _check_aws_connection(ctx, stmt.aws_connection, stmt.aws_connection.name, catalog)
-        deps.append(("connection", stmt.aws_connection.name))
+    for storage_kind, name in _using(ctx, stmt):
+        check_storage_connection(ctx, name, name.name, catalog, storage_kind)
+        deps.append(("connection", name.name))
 
     namespace, table = _target(ctx, stmt)
     key = _key(ctx, stmt, columns)
@@ -146,6 +152,7 @@ def analyze_sink(
         namespace=namespace,
         table=table,
         aws_connection=stmt.aws_connection.name if stmt.aws_connection is not None else None,
+        storage_connection=stmt.storage_connection.name.name if stmt.storage_connection is not None else None,
         key=key,
         key_enforced=not stmt.key_not_enforced,
         mode=mode,
@@ -163,6 +170,30 @@ def analyze_sink(
         dead_letter_table=_dead_letter_table(ctx, opts, namespace, table),
     )
     return plan, deps
+
+
+def _using(ctx: Context, stmt: CreateSink) -> list[tuple[ConnectionKind, Ident]]:
+    """The sink's USING clause, (kind, connection name): ``USING AWS
+    CONNECTION`` (``aws_connection``) or ``USING GCS | AZURE CONNECTION`` (``storage_connection``),
+    one of them (the parser sees to that; a tree built by hand is checked here)."""
+    ref = stmt.storage_connection
+    if ref is not None and ref.kind not in STORAGES:
+        raise ctx.error(
+            f"USING {ref.kind.value} CONNECTION does not name a storage connection",
+            ref,
+            "a sink writes its files through USING AWS | GCS | AZURE CONNECTION name",
+        )
+    if ref is not None and stmt.aws_connection is not None:
+        raise ctx.error(
+            f"USING {ref.kind.value} CONNECTION cannot be combined with USING AWS CONNECTION",
+            ref,
+            "a sink writes its table's files through one storage connection: keep one USING clause",
+        )
+    if stmt.aws_connection is not None:
+        return [(ConnectionKind.AWS, stmt.aws_connection)]
+    if ref is not None:
+        return [(ref.kind, ref.name)]
+    return []
 
 
 def _format(ctx: Context, opts: Collected) -> str | None:

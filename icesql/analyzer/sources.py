@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import (
+    STORAGES,
     PathError,
-    _check_aws_connection,
+    Storage,
     _names_hint,
+    article,
+    check_storage_connection,
     connection_kind_name,
     resolve_path,
 )
@@ -37,7 +41,7 @@ from icesql.plan import (
 )
 from icesql.syntax.ast import AlterSource, CreateSource, CreateView, Node, Option
 from icesql.syntax.ast import SourceKind as AstSourceKind
-from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS
+from icesql.syntax.options import FILE_FORMATS, GENERATOR, READER, SOURCE_FORMATS, storage_of
 
 FORMATS = SOURCE_FORMATS
 
@@ -62,7 +66,6 @@ assert set(_SPARK_NAME) == {spec.name for spec in READER}
 SOURCE_OPTIONS = OptionTable("SOURCE", "source")
 KAFKA_SOURCE_OPTIONS = OptionTable("KAFKA SOURCE", "kafka_source")
 ALTER_SOURCE_OPTIONS = OptionTable("ALTER SOURCE", "alter_source")
-_OBJECT_STORE = re.compile(r"^(s3|s3a|s3n)://", re.IGNORECASE)
 
 
 def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None = None) -> SourcePlan:
@@ -116,23 +119,13 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
             value = opts.get(name)
             reader.append((_SPARK_NAME[name], str(value).lower() if isinstance(value, bool) else str(value)))
     reader.extend(opts.pairs("OPTIONS"))
-    aws = opts.get_str("AWS CONNECTION")
-    remote = _OBJECT_STORE.match(path) is not None
-    if aws is not None:
-        if catalog is not None:
-            _check_aws_connection(ctx, opts.node("AWS CONNECTION"), aws, catalog)
-        if not remote:
-            raise ctx.error(
-                "AWS CONNECTION reads files on S3: the path must be an s3:// URL",
-                stmt.path,
-                "write FROM FILES 's3://bucket/prefix/' (or leave AWS CONNECTION out for local files)",
-            )
+    storage = _files_storage(ctx, stmt, opts, catalog)
     try:
         resolved = resolve_path(ctx.base_dir, path)  # a URL is left as it is
     except PathError as exc:
         raise ctx.error(f"invalid FILES path: {exc}", stmt.path, "write FROM FILES 'data/events/'") from None
     clean, archive = _clean_source(ctx, opts, resolved)
-    return SourcePlan(
+    plan = SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.FILES,
         path=resolved,
@@ -143,11 +136,52 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         max_files_per_trigger=max_files,
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         options=tuple(reader),
-        aws_connection=aws,
         max_bytes_per_trigger=max_bytes,
         clean_source=clean,
         archive_directory=archive,
     )
+    if storage is None:
+        return plan
+    # AWS CONNECTION: aws_connection; GCS or AZURE CONNECTION: storage_connection
+    connection: dict[str, Any] = {storage.field: opts.get_str(storage.option)}
+    return dataclasses.replace(plan, **connection)
+
+
+def _files_storage(
+    ctx: Context, stmt: CreateSource, opts: Collected, catalog: CatalogView | None
+) -> Storage | None:
+    """AWS CONNECTION (s3:// paths), GCS CONNECTION (gs://) or AZURE CONNECTION (abfs[s]://,
+    wasb[s]://): the one connection a FILES source on object storage reads through, checked
+    against its path. A path on object storage without one is read with the engine's default
+    credentials."""
+    names = opts.names()
+    given = sorted((s for s in STORAGES.values() if s.option in opts), key=lambda s: names.index(s.option))
+    if not given:
+        return None
+    storage = given[0]
+    if len(given) > 1:
+        raise ctx.error(
+            f"{given[1].option} cannot be combined with {storage.option}",
+            opts.node(given[1].option),
+            "a FILES source reads one storage: keep the connection its path is on",
+        )
+    name = opts.get_str(storage.option)
+    assert name is not None
+    if catalog is not None:
+        check_storage_connection(ctx, opts.node(storage.option), name, catalog, storage.kind)
+    assert stmt.path is not None
+    on = storage_of(stmt.path.value)
+    if on is not storage.syntax:
+        syntax = storage.syntax
+        hint = (
+            f"write FROM FILES '{syntax.example}' (or leave {storage.option} out for local files)"
+            if on is None
+            else f"the path is {on.url}: write {on.option} = name (a connection TO {on.keyword}) instead"
+        )
+        raise ctx.error(
+            f"{storage.option} reads files on {syntax.store}: the path must be {syntax.url}", stmt.path, hint
+        )
+    return storage
 
 
 def _clean_source(ctx: Context, opts: Collected, source: str) -> tuple[CleanSource, str | None]:
@@ -176,9 +210,9 @@ def _clean_source(ctx: Context, opts: Collected, source: str) -> tuple[CleanSour
         raise ctx.error(
             f"invalid ARCHIVE DIRECTORY: {exc}", node, "write ARCHIVE DIRECTORY = 'data/archive/'"
         ) from None
-    on_s3 = _OBJECT_STORE.match(source) is not None
-    if on_s3 != (_OBJECT_STORE.match(resolved) is not None) or (not on_s3 and "://" in resolved):
-        where = "on S3 (an s3:// URL)" if on_s3 else "a local directory"
+    store = storage_of(source)
+    if store is not storage_of(resolved) or (store is None and "://" in resolved):
+        where = f"on {store.store} ({store.url})" if store is not None else "a local directory"
         raise ctx.error(
             f"ARCHIVE DIRECTORY must be on the source's storage: {where}",
             node,
@@ -291,7 +325,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         if not isinstance(found, KafkaConnectionPlan):
             kind = connection_kind_name(found)
             raise ctx.error(
-                f"connection {conn} is {'an' if kind[0] in 'AI' else 'a'} {kind} connection, expected a KAFKA connection",
+                f"connection {conn} is {article(kind)} {kind} connection, expected a KAFKA connection",
                 stmt.connection,
                 f"a Kafka source reads through CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
             )

@@ -134,9 +134,13 @@ def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str 
     _check_name(ctx, stmt.name)
     _check_relation_clash(ctx, stmt.name, "source", catalog)
     definition = analyze_source(ctx, stmt, catalog)
-    deps = [("connection", definition.aws_connection)] if definition.aws_connection else []
-    if definition.kafka is not None:
-        deps.append(("connection", definition.kafka.connection))
+    # the connections it reads through: AWS, GCS or AZURE (FILES), KAFKA
+    kafka = definition.kafka.connection if definition.kafka is not None else None
+    deps = [
+        ("connection", name)
+        for name in (definition.aws_connection, definition.storage_connection, kafka)
+        if name
+    ]
     return CreateObjectPlan(
         definition=definition,
         sql=canonical_sql(stmt, source),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from icesql.repl import vocabulary as vocab
 from icesql.repl.scan import Token, TokenKind, current_statement, significant, tokenize
 from icesql.syntax.lexer import option_list_kind, statement_head
+from icesql.syntax.options import STORAGE
 
 ExpectedTokens = Callable[[str], "set[str]"]
 
@@ -130,8 +131,8 @@ def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
             return ("source", "view")
         if prev[-2:] == ["ICEBERG", "CATALOG"] or prev[-3:] == ["ICEBERG", "CATALOG", "CONNECTION"]:
             return ("connection",)
-        if prev[-3:] == ["USING", "AWS", "CONNECTION"]:
-            return ("connection",)
+        if len(prev) >= 3 and prev[-3] == "USING" and prev[-2] in STORAGE and prev[-1] == "CONNECTION":
+            return ("connection",)  # USING AWS | GCS | AZURE CONNECTION
     return ()
 
 

@@ -17,6 +17,8 @@ from typing import Any
 # Which option list the cursor is in -> the list's key in icesql.syntax.options.LISTS.
 _TABLES: dict[str, str] = {
     "aws": "aws",
+    "gcs": "gcs",
+    "azure": "azure",
     "iceberg_catalog": "iceberg_catalog",
     "kafka": "kafka",
     "connection_with": "connection_with",

@@ -41,7 +41,12 @@ class ObjectKind(enum.Enum):
 
 
 class ConnectionKind(enum.Enum):
+    """What ``CREATE CONNECTION name TO <kind>`` makes. AWS, GCS and AZURE hold object-store
+    credentials (``icesql.syntax.options.STORAGE``, keyed by the member name)."""
+
     AWS = "AWS"
+    GCS = "GCS"
+    AZURE = "AZURE"
     ICEBERG_CATALOG = "ICEBERG CATALOG"
     KAFKA = "KAFKA"
 
@@ -191,7 +196,7 @@ class AlterSecret(Statement):
 
 @dataclass(frozen=True)
 class CreateConnection(Statement):
-    """``CREATE CONNECTION name TO AWS | ICEBERG CATALOG (options) [WITH (options)]``."""
+    """``CREATE CONNECTION name TO AWS | GCS | AZURE | ICEBERG CATALOG | KAFKA (options) [WITH (options)]``."""
 
     name: Ident
     connection_kind: ConnectionKind
@@ -256,6 +261,14 @@ class PartitionField(Node):
 
 
 @dataclass(frozen=True)
+class ConnectionRef(Node):
+    """A connection named with its kind: a sink's ``USING GCS CONNECTION g``."""
+
+    kind: ConnectionKind
+    name: Ident
+
+
+@dataclass(frozen=True)
 class CreateSink(Statement):
     """Both spellings of CREATE SINK.
 
@@ -272,6 +285,8 @@ class CreateSink(Statement):
     ``catalog_options`` holds the parenthesised options after the catalog name;
     ``namespace``/``table`` hold the design-document clause. Materialize's ``FORMAT ORC`` clause
     is kept as the ``with_options`` entry ``FORMAT`` it means (as a Kafka source's ``FORMAT JSON``).
+    ``USING AWS CONNECTION aws`` is ``aws_connection``; ``USING GCS CONNECTION g`` and ``USING
+    AZURE CONNECTION a`` are ``storage_connection`` (a sink has one USING clause).
     """
 
     name: Ident
@@ -287,6 +302,7 @@ class CreateSink(Statement):
     partition_by: tuple[PartitionField, ...] = ()
     with_options: tuple[Option, ...] = ()
     if_not_exists: bool = False
+    storage_connection: ConnectionRef | None = field(default=None, metadata=OMIT_AT_DEFAULT)  # GCS, AZURE
 
 
 @dataclass(frozen=True)
@@ -417,6 +433,7 @@ __all__ = [
     "AlterSource",
     "BoolLit",
     "ConnectionKind",
+    "ConnectionRef",
     "CreateConnection",
     "CreateSecret",
     "CreateSink",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from icesql.errors import ParseError, Span, line_col
 from icesql.syntax.lexer import STATEMENT_KEYWORDS, TokenKind, edit_distance, tokens
+from icesql.syntax.options import storage_named
 
 if TYPE_CHECKING:
     from lark.parsers.lalr_interactive_parser import InteractiveParser
@@ -241,6 +242,10 @@ def _hint(
     if found_terminal == "NUMBER" and found_text and not _NUMBER.fullmatch(found_text) and "identifier" in expected:
         return f'a name cannot start with a digit; quote it: "{found_text}"'
     keywords = [e for e in expected if _is_keyword(e)]
+    storage = storage_named(found_word) if found_word else None
+    if storage is not None and storage.keyword in keywords:
+        # `TO S3`, `USING ADLS CONNECTION`: the storage called by another name
+        return f"did you mean {storage.keyword}? (a connection TO {storage.keyword} holds {storage.store} credentials)"
     if found_word and keywords:
         close = _closest(found_word, keywords)
         if close and edit_distance(found_word, close) <= 2:

@@ -27,6 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from icesql.syntax.options import STORAGE
+
 # ---------------------------------------------------------------------------- the patterns
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -271,8 +273,8 @@ def option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
     if head == ("CREATE", "CONNECTION"):
         if last == "WITH":
             return "connection_with"
-        if last == "AWS":
-            return "aws"
+        if last in STORAGE:  # AWS, GCS, AZURE
+            return STORAGE[last].list_kind
         if last == "KAFKA":
             return "kafka"
         if prev[-2:] == ["ICEBERG", "CATALOG"]:

@@ -14,6 +14,7 @@ Pure data and small functions; imports nothing from icesql.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -72,6 +73,85 @@ AWS = (
     OptionSpec("ASSUME ROLE SESSION NAME", S),
 )
 
+# Google Cloud Storage (gs://). No CREDENTIALS: Google's default chain, or anonymous access
+# when ENDPOINT names an emulator. CREDENTIALS is a service-account key file's JSON.
+GCS = (
+    OptionSpec("PROJECT", S, aliases=("PROJECT ID",)),
+    OptionSpec("CREDENTIALS", Kind.SECRET, secret=True),
+    OptionSpec("ENDPOINT", S, aliases=("ENDPOINT URL",)),
+)
+
+# Azure Blob Storage / ADLS Gen2 (abfs[s]://, wasb[s]://): an account key or a SAS token, or
+# neither (the default chain).
+AZURE = (
+    OptionSpec("ACCOUNT NAME", S),
+    OptionSpec("ACCOUNT KEY", Kind.SECRET, secret=True),
+    OptionSpec("SAS TOKEN", Kind.SECRET, secret=True),
+    OptionSpec("ENDPOINT", S, aliases=("ENDPOINT URL",)),
+)
+
+
+@dataclass(frozen=True)
+class StorageKind:
+    """A kind of connection that holds object-store credentials, one entry per keyword.
+
+    The keyword names the kind everywhere it is written: ``CREATE CONNECTION c TO GCS (...)``,
+    a sink's ``USING GCS CONNECTION c``, a catalog's or FILES source's ``GCS CONNECTION = c``.
+    """
+
+    keyword: str  # AWS | GCS | AZURE (and ``ConnectionKind``'s member name)
+    list_kind: str  # its CREATE CONNECTION option list, a key of ``LISTS``
+    store: str  # how messages name the storage
+    schemes: tuple[str, ...]  # URL schemes of the paths it reads and writes, lower case
+    url: str  # what messages call such a path: "an s3:// URL"
+    example: str  # a path on it, for hints
+    # catalog types whose ``<keyword> CONNECTION`` option it is
+    catalog_types: frozenset[str]
+    # words people call this storage by where the keyword belongs (``USING S3 CONNECTION``)
+    other_names: tuple[str, ...] = ()
+
+    @property
+    def option(self) -> str:
+        """The option naming such a connection (``GCS CONNECTION``)."""
+        return f"{self.keyword} CONNECTION"
+
+    def holds(self, path: str) -> bool:
+        """Whether ``path`` is a URL on this storage."""
+        scheme, sep, _ = path.partition("://")
+        return bool(sep) and scheme.lower() in self.schemes
+
+
+_GENERIC_CATALOGS = frozenset({"sql", "rest", "glue", "hive"})
+
+STORAGE_KINDS = (
+    StorageKind(
+        "AWS", "aws", "S3", ("s3", "s3a", "s3n"), "an s3:// URL", "s3://bucket/prefix/",
+        frozenset({"rest", "s3tables", "glue"}), ("S3", "S3A", "MINIO"),
+    ),
+    StorageKind(
+        "GCS", "gcs", "Google Cloud Storage", ("gs",), "a gs:// URL", "gs://bucket/prefix/",
+        _GENERIC_CATALOGS, ("GS", "GCP", "GOOGLE"),
+    ),
+    StorageKind(
+        "AZURE", "azure", "Azure storage", ("abfs", "abfss", "wasb", "wasbs"),
+        "an abfs://, abfss://, wasb:// or wasbs:// URL",
+        "abfss://container@account.dfs.core.windows.net/prefix/", _GENERIC_CATALOGS,
+        ("ADLS", "ABFS", "ABFSS", "WASB", "WASBS", "BLOB"),
+    ),
+)
+STORAGE: dict[str, StorageKind] = {s.keyword: s for s in STORAGE_KINDS}
+
+
+def storage_of(path: str) -> StorageKind | None:
+    """The storage a path is a URL on (None: a local path, or a URL of another scheme)."""
+    return next((s for s in STORAGE_KINDS if s.holds(path)), None)
+
+
+def storage_named(word: str) -> StorageKind | None:
+    """The storage ``word`` (upper case) is another name of: ``S3`` is AWS, ``ADLS`` AZURE."""
+    return next((s for s in STORAGE_KINDS if word in s.other_names), None)
+
+
 CONNECTION_WITH = (OptionSpec("VALIDATE", Kind.BOOL),)
 
 CATALOG_TYPES: dict[str, str] = {
@@ -89,7 +169,7 @@ _REST = frozenset({"rest"})
 
 ICEBERG_CATALOG = (
     OptionSpec("TYPE", S, aliases=("CATALOG TYPE",), choices=CATALOG_TYPES),
-    OptionSpec("URI", S, aliases=("URL",), applies=frozenset({"rest", "s3tables", "sql", "hive"})),
+    OptionSpec("URI", S, aliases=("URL",), applies=frozenset({"rest", "s3tables", "sql", "hive", "glue"})),
     OptionSpec("WAREHOUSE", S),
     OptionSpec("USER", S, aliases=("USERNAME",), applies=_REST),
     OptionSpec("PASSWORD", Kind.SECRET, applies=_REST, secret=True),
@@ -98,7 +178,8 @@ ICEBERG_CATALOG = (
     OptionSpec("TOKEN", Kind.SECRET, applies=_REST, secret=True),
     OptionSpec("OAUTH2 SERVER URL", S, aliases=("OAUTH2 SERVER URI",), applies=_REST),
     OptionSpec("SCOPE", S, applies=_REST),
-    OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=frozenset({"rest", "s3tables", "glue"})),
+    # AWS CONNECTION (the catalog's AWS identity and S3 storage), GCS CONNECTION, AZURE CONNECTION
+    *(OptionSpec(s.option, Kind.CONNECTION, applies=s.catalog_types) for s in STORAGE_KINDS),
     OptionSpec(
         "ACCESS DELEGATION",
         S,
@@ -175,7 +256,8 @@ SOURCE = (
     OptionSpec("ARCHIVE DIRECTORY", S, applies=FILE_FORMATS),
     *READER,
     OptionSpec("OPTIONS", Kind.LIST, applies=FILE_FORMATS),  # Spark reader options passed as they are
-    OptionSpec("AWS CONNECTION", Kind.CONNECTION, applies=FILE_FORMATS),  # s3:// paths
+    # AWS CONNECTION for s3:// paths, GCS CONNECTION for gs://, AZURE CONNECTION for abfs[s]://, wasb[s]://
+    *(OptionSpec(s.option, Kind.CONNECTION, applies=FILE_FORMATS) for s in STORAGE_KINDS),
     OptionSpec("ROWS PER SECOND", Kind.INT, applies=GENERATOR),
     OptionSpec("TOTAL ROWS", Kind.INT, applies=GENERATOR),
 )
@@ -253,6 +335,8 @@ ALTER_SOURCE = (OptionSpec("SCHEMA", S),)  # the declared schema of a FILES sour
 # Each option list of the dialect, by the name the syntax layer, the analyzer and the shell use.
 LISTS: dict[str, tuple[OptionSpec, ...]] = {
     "aws": AWS,
+    "gcs": GCS,
+    "azure": AZURE,
     "iceberg_catalog": ICEBERG_CATALOG,
     "kafka": KAFKA,
     "connection_with": CONNECTION_WITH,
@@ -266,7 +350,7 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
 
 # Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its
 # value is masked too. Elsewhere an unknown option is masked only when its name says secret.
-CREDENTIAL_LISTS = frozenset({"aws", "iceberg_catalog", "kafka"})
+CREDENTIAL_LISTS = frozenset({*(s.list_kind for s in STORAGE_KINDS), "iceberg_catalog", "kafka"})
 
 # Words that make an option (or a property key) secret whatever list it is in.
 SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "CREDENTIAL")
@@ -300,9 +384,15 @@ def lookup(list_kind: str, name: str) -> tuple[OptionSpec | None, bool]:
     return None, False
 
 
-def _has_secret_word(name: str) -> bool:
-    upper = name.upper()
-    return any(w in upper for w in SECRET_WORDS)
+# Names that hold a secret without a secret word in them: ACCOUNT KEY (and pyiceberg's
+# 'adls.account-key'), SSL KEY, a private key.
+_SECRET_KEY = re.compile(r"(?:ACCOUNT|SSL|PRIVATE)[\s_.-]*KEY", re.IGNORECASE)
+
+
+def mentions_secret(text: str) -> bool:
+    """Whether a name (an option's, a property key) or a piece of text says it holds a secret."""
+    upper = text.upper()
+    return any(w in upper for w in SECRET_WORDS) or _SECRET_KEY.search(text) is not None
 
 
 def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) -> Secrecy:
@@ -311,11 +401,12 @@ def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) ->
     ``list_kind`` is a key of ``LISTS``, or None when it cannot be told (a statement whose head
     is misspelled): then an option is shown only if every list that knows it shows it. A
     property key written as a string (``'s3.secret-access-key' = ...``) is secret when it
-    mentions a secret, a password, a token or a credential. When in doubt, secret.
+    mentions a secret, a password, a token, a credential or an account, SSL or private key
+    (``mentions_secret``). When in doubt, secret.
     """
     if key_is_string:
         # a connection takes no option keyed by a string: one there is unknown, so hidden
-        return Secrecy.VALUE if _has_secret_word(name) or list_kind in CREDENTIAL_LISTS else Secrecy.NONE
+        return Secrecy.VALUE if mentions_secret(name) or list_kind in CREDENTIAL_LISTS else Secrecy.NONE
     if list_kind is None:
         found = [lookup(kind, name) for kind in LISTS]
         known = [(spec, form) for spec, form in found if spec is not None]
@@ -325,10 +416,10 @@ def secrecy(list_kind: str | None, name: str, *, key_is_string: bool = False) ->
             return Secrecy.VALUE
         if any(form for _, form in known):
             return Secrecy.NAME
-        return Secrecy.VALUE if _has_secret_word(name) else Secrecy.NONE
+        return Secrecy.VALUE if mentions_secret(name) else Secrecy.NONE
     spec, secret_form = lookup(list_kind, name)
     if spec is None:
-        if list_kind in CREDENTIAL_LISTS or _has_secret_word(name):
+        if list_kind in CREDENTIAL_LISTS or mentions_secret(name):
             return Secrecy.VALUE
         return Secrecy.NONE
     if secret_form:
@@ -354,10 +445,16 @@ __all__ = [
     "KEY_FORMATS",
     "LISTS",
     "SECRET_WORDS",
+    "STORAGE",
+    "STORAGE_KINDS",
     "Kind",
     "OptionSpec",
     "Secrecy",
+    "StorageKind",
     "known_prefix",
     "lookup",
+    "mentions_secret",
     "secrecy",
+    "storage_named",
+    "storage_of",
 ]

@@ -18,11 +18,11 @@ import re
 from collections.abc import Iterable
 
 from icesql.syntax import ast
-from icesql.syntax.options import Secrecy, secrecy
+from icesql.syntax.options import STORAGE_KINDS, Secrecy, secrecy
 
 # The option list (a key of ``icesql.syntax.options.LISTS``) of each kind of connection and source.
 CONNECTION_LISTS = {
-    ast.ConnectionKind.AWS: "aws",
+    **{ast.ConnectionKind[s.keyword]: s.list_kind for s in STORAGE_KINDS},  # AWS, GCS, AZURE
     ast.ConnectionKind.ICEBERG_CATALOG: "iceberg_catalog",
     ast.ConnectionKind.KAFKA: "kafka",
 }
@@ -175,6 +175,8 @@ class _Printer:
             parts.append(self.options(s.catalog_options, "sink_target"))
         if s.aws_connection is not None:
             parts.append("USING AWS CONNECTION " + ident_sql(s.aws_connection))
+        if s.storage_connection is not None:
+            parts.append(self._ConnectionRef(s.storage_connection))
         if s.namespace is not None:
             parts.append("NAMESPACE " + self._object_name(s.namespace))
         if s.table is not None:
@@ -246,6 +248,9 @@ class _Printer:
 
     def _Ident(self, n: ast.Ident) -> str:
         return ident_sql(n)
+
+    def _ConnectionRef(self, n: ast.ConnectionRef) -> str:
+        return f"USING {n.kind.value} CONNECTION {ident_sql(n.name)}"
 
     def _QualifiedName(self, n: ast.QualifiedName) -> str:
         return ".".join(ident_sql(p) for p in n.parts)

@@ -48,6 +48,7 @@ from icesql.syntax.options import (
     Secrecy,
     known_prefix,
     lookup,
+    mentions_secret,
     secrecy,
 )
 
@@ -243,7 +244,7 @@ def _classify(stmt: _Statement, sig: list[Token], suspect: bool = False, *, pros
 
 
 def _mentions_secret(tok: Token) -> bool:
-    return _mentions_secret_word(tok) or _SECRET_MENTION.search(tok.text[:200]) is not None
+    return _mentions_secret_word(tok) or mentions_secret(tok.text[:200])
 
 
 def _starts_statement(stmt: _Statement, tok: Token) -> bool:
@@ -550,7 +551,7 @@ def _secrecy(kind: str | None, inherit: Secrecy | None, item: list[Token], eq: i
     name, key_is_string, _ = _split(kind, item, eq)
     if kind == _PROSE:
         nameless = not name and eq is not None  # `, = 'value'`: the name was lost
-        return Secrecy.VALUE if nameless or _SECRET_MENTION.search(name) else Secrecy.NONE
+        return Secrecy.VALUE if nameless or mentions_secret(name) else Secrecy.NONE
     if inherit is not None:
         # inside PROPERTIES = (...): a secret option's whole list, else keys that say secret
         if inherit is Secrecy.VALUE:

@@ -119,7 +119,6 @@ def _kind(tok: Token) -> ast.ObjectKind:
 
 
 _CLAUSE_NAMES = {
-    "using": "USING AWS CONNECTION",
     "namespace": "NAMESPACE",
     "table": "TABLE",
     "key": "KEY",
@@ -246,8 +245,16 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     # ------------------------------------------------------------ connections
 
     def connection_kind(self, children: list[Token]) -> _Part:
-        kind = ast.ConnectionKind.AWS if children[0].type == "AWS" else ast.ConnectionKind.ICEBERG_CATALOG
+        # AWS | GCS | AZURE: the member of that name; ICEBERG CATALOG: two tokens
+        kind = (
+            ast.ConnectionKind.ICEBERG_CATALOG
+            if children[0].type == "ICEBERG"
+            else ast.ConnectionKind[children[0].type]
+        )
         return _Part("connection_kind", kind, span_of(children))  # type: ignore[arg-type]
+
+    def storage_kind(self, children: list[Token]) -> _Part:
+        return _Part("storage_kind", ast.ConnectionKind[children[0].type], token_span(children[0]))
 
     def create_connection(self, children: list[Any]) -> ast.CreateConnection:
         name = next(c for c in children if isinstance(c, ast.Ident))
@@ -368,7 +375,8 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         return _Part("target", (catalog, options), span_of(children))  # type: ignore[arg-type]
 
     def using_clause(self, children: list[Any]) -> _Part:
-        return _Part("using", children[3], span_of(children))  # type: ignore[arg-type]
+        """``USING AWS | GCS | AZURE CONNECTION name``: (kind, name)."""
+        return _Part("using", (children[1].value, children[3]), span_of(children))  # type: ignore[arg-type]
 
     def namespace_clause(self, children: list[Any]) -> _Part:
         return _Part("namespace", children[1], span_of(children))  # type: ignore[arg-type]
@@ -429,6 +437,8 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
                 if catalog_options is not None:
                     values["catalog_options"] = catalog_options
                 continue
+            if c.kind == "using" and "using" in seen:
+                raise self._using_twice(seen["using"], c)
             if c.kind in seen:
                 raise _error(
                     f"{_CLAUSE_NAMES.get(c.kind, c.kind)} is given twice",
@@ -437,7 +447,11 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
                 )
             seen[c.kind] = c
             if c.kind == "using":
-                values["aws_connection"] = c.value
+                kind, connection = c.value
+                if kind is ast.ConnectionKind.AWS:
+                    values["aws_connection"] = connection
+                else:
+                    values["storage_connection"] = ast.ConnectionRef(kind, connection, span=c.span)
             elif c.kind == "namespace":
                 values["namespace"] = c.value
             elif c.kind == "table":
@@ -458,6 +472,22 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             if_not_exists=self._flag(children, "if_not_exists"),
             span=span_of(children),
             **values,
+        )
+
+    @staticmethod
+    def _using_twice(first: _Part, second: _Part) -> ParseError:
+        """A second ``USING ... CONNECTION`` clause: a sink writes through one storage."""
+        was, now = first.value[0].value, second.value[0].value
+        if was == now:
+            return _error(
+                f"USING {now} CONNECTION is given twice",
+                second.span,
+                hint="each clause of CREATE SINK may appear once",
+            )
+        return _error(
+            f"USING {now} CONNECTION cannot be combined with USING {was} CONNECTION",
+            second.span,
+            hint="a sink writes its table's files through one storage connection: keep one USING clause",
         )
 
     @staticmethod
