@@ -54,8 +54,21 @@ def blank_prefix(text: str, start: int) -> str:
 
 _HOME_HINT = "point --home (or ICESQL_HOME) at a directory icesql may create and write"
 # What VALIDATE CONNECTION checks, and what CREATE checks over the network before it stores
-_CONNECTIONS = (P.AwsConnectionPlan, P.CatalogConnectionPlan, P.KafkaConnectionPlan)
-_Validated = P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan | P.SourcePlan
+_CONNECTIONS = (
+    P.AwsConnectionPlan,
+    P.GcsConnectionPlan,
+    P.AzureConnectionPlan,
+    P.CatalogConnectionPlan,
+    P.KafkaConnectionPlan,
+)
+_Validated = (
+    P.AwsConnectionPlan
+    | P.GcsConnectionPlan
+    | P.AzureConnectionPlan
+    | P.CatalogConnectionPlan
+    | P.KafkaConnectionPlan
+    | P.SourcePlan
+)
 
 
 def _home_path(home: str | os.PathLike[str]) -> Path:
@@ -537,7 +550,7 @@ class Session:
         assert isinstance(stmt, A.Explain) and isinstance(stmt.statement, A.Select)
         select = plan.select
         try:
-            decision = self.engine.route_select(select, self._storage_aws)
+            decision = self.engine.route_select(select, self._sink_storage)
         except IcesqlError as err:
             self._locate_table_error(err, select, stmt.statement)
             raise
@@ -568,7 +581,7 @@ class Session:
         assert isinstance(stmt, A.Select)
         # source offsets -> offsets in the query text (``plan.base`` is where that text starts)
         try:
-            out = self.engine.select(plan, self._storage_aws)
+            out = self.engine.select(plan, self._sink_storage)
         except (QueryError, QueryAnalysisError) as err:
             if err.position is not None and err.span is None:
                 start = plan.source_offset(err.position) - plan.base
@@ -579,15 +592,16 @@ class Session:
             raise
         return R.query_rows(out.columns, out.rows, plan.limit)
 
-    def _storage_aws(self, connection: str) -> str | None:
-        """The AWS connection a connection's table files are read with: the ``USING AWS
-        CONNECTION`` of a sink writing through it (a catalog that vends no storage credentials
-        needs it, as the sink did), else None (the catalog's own)."""
+    def _sink_storage(self, connection: str) -> tuple[str | None, ...]:
+        """The storage connections a connection's table files are read with: the ``USING AWS |
+        GCS | AZURE CONNECTION`` of a sink writing through it (a catalog that vends no storage
+        credentials needs it, as the sink did), else none (the catalog's own)."""
         for obj in self.store.list_objects("sink"):
             sink = P.plan_from_dict(obj.definition)
-            if isinstance(sink, P.SinkPlan) and sink.catalog_connection == connection and sink.aws_connection:
-                return sink.aws_connection
-        return None
+            if isinstance(sink, P.SinkPlan) and sink.catalog_connection == connection:
+                if sink.aws_connection or sink.storage_connection:
+                    return (sink.aws_connection, sink.storage_connection)
+        return ()
 
     def _apply_show_tables(self, plan: P.ShowTablesPlan, stmt: A.Statement, checked: bool) -> Result:
         where = ".".join((plan.connection, *plan.namespace))
@@ -598,7 +612,7 @@ class Session:
         ``namespace`` or in every top-level namespace."""
         from icesql.engine.table_reader import in_catalog
 
-        catalog, conn, aws = self.engine.connection_catalog(connection, self._storage_aws(connection))
+        catalog, conn, aws = self.engine.connection_catalog(connection, self._sink_storage(connection))
 
         def listing() -> list[tuple[str, ...]]:
             namespaces = [tuple(namespace)] if namespace else catalog.list_namespaces()
@@ -609,7 +623,7 @@ class Session:
         return found
 
     def _apply_describe_table(self, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
-        table = self.engine.load_table(plan.connection, plan.namespace, plan.table, self._storage_aws(plan.connection))
+        table = self.engine.load_table(plan.connection, plan.namespace, plan.table, self._sink_storage(plan.connection))
         return R.describe_table(".".join((plan.connection, *plan.namespace, plan.table)), table)
 
     def _apply_show_snapshots(self, plan: P.ShowSnapshotsPlan, stmt: A.Statement, checked: bool) -> Result:
@@ -618,7 +632,9 @@ class Session:
             raise CatalogError(f"sink {plan.sink!r} does not exist", stmt.span)
         sink = P.plan_from_dict(obj.definition)
         assert isinstance(sink, P.SinkPlan)
-        table = self.engine.load_table(sink.catalog_connection, sink.namespace, sink.table, sink.aws_connection)
+        table = self.engine.load_table(
+            sink.catalog_connection, sink.namespace, sink.table, (sink.aws_connection, sink.storage_connection)
+        )
         return R.show_snapshots(plan.sink, table.snapshots(), obj.object_id)
 
     def _needs_validation(self, d: P.ObjectPlan, view: Any = None) -> bool:
@@ -626,7 +642,7 @@ class Session:
         to; a Kafka source, whether its topic exists, unless its connection is not checked."""
         if not self.validate:
             return False
-        if isinstance(d, P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan):
+        if isinstance(d, _CONNECTIONS):
             return d.validate
         if isinstance(d, P.SourcePlan) and d.kafka is not None:
             conn = (view or self._view).get("connection", d.kafka.connection)
@@ -674,9 +690,10 @@ class Session:
 
         if isinstance(d, P.CatalogConnectionPlan):
             aws = self._aws(d.aws_connection, view or self._view)
-            catalogs.validate_connection(d, aws=aws, secrets=resolver, home=self.home)
-        else:
-            catalogs.validate_aws_connection(d, secrets=resolver)
+            storage: Any = (view or self._view).get("connection", d.storage_connection) if d.storage_connection else None
+            catalogs.validate_connection(d, aws=aws, storage=(storage,), secrets=resolver, home=self.home)
+        else:  # a storage connection: AWS, GCS, AZURE
+            catalogs.validate_connection(d, secrets=resolver, home=self.home)
 
     def _aws(self, name: str | None, view: Any) -> P.AwsConnectionPlan | None:
         if name is None:
@@ -895,9 +912,11 @@ class _ObjectResolver:
     def __init__(self, session: Session) -> None:
         self._s = session
 
-    def connection(self, name: str) -> P.AwsConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan:
+    def connection(
+        self, name: str
+    ) -> P.StorageConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan:
         plan = self._s._view.get("connection", name)
-        if not isinstance(plan, (P.AwsConnectionPlan, P.CatalogConnectionPlan, P.KafkaConnectionPlan)):
+        if not isinstance(plan, _CONNECTIONS):
             raise ExecutionError(f"connection {name!r} does not exist")
         return plan
 

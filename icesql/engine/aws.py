@@ -168,36 +168,44 @@ def client_properties(aws: AwsConnectionPlan | None, sec: SecretValues, prefix: 
     return props
 
 
-def validate_aws_connection(aws: AwsConnectionPlan, *, secrets: SecretResolver) -> None:
+def check_connection(aws: AwsConnectionPlan, sec: SecretValues) -> None:
     """With ENDPOINT: S3 ListBuckets there. Without: STS GetCallerIdentity (needs AWS)."""
+    import boto3
+
+    creds = credentials(aws, sec)
+    if not creds:
+        from botocore.exceptions import NoCredentialsError
+
+        raise NoCredentialsError()
+    kwargs = {
+        "region_name": aws.signing_region,
+        "aws_access_key_id": creds.get("access_key_id"),
+        "aws_secret_access_key": creds.get("secret_access_key"),
+        "aws_session_token": creds.get("session_token"),
+    }
+    if aws.endpoint:
+        client = boto3.client(
+            "s3",
+            endpoint_url=aws.endpoint,
+            config=boto_config(s3={"addressing_style": "path"}),
+            **kwargs,
+        )
+        client.list_buckets()
+    else:
+        boto3.client("sts", config=boto_config(), **kwargs).get_caller_identity()
+
+
+def validate_aws_connection(aws: AwsConnectionPlan, *, secrets: SecretResolver) -> None:
+    """``check_connection`` with its failure as one line naming the connection."""
     sec = SecretValues(secrets)
-
-    def check() -> None:
-        import boto3
-
-        creds = credentials(aws, sec)
-        if not creds:
-            from botocore.exceptions import NoCredentialsError
-
-            raise NoCredentialsError()
-        kwargs = {
-            "region_name": aws.signing_region,
-            "aws_access_key_id": creds.get("access_key_id"),
-            "aws_secret_access_key": creds.get("secret_access_key"),
-            "aws_session_token": creds.get("session_token"),
-        }
-        if aws.endpoint:
-            client = boto3.client(
-                "s3",
-                endpoint_url=aws.endpoint,
-                config=boto_config(s3={"addressing_style": "path"}),
-                **kwargs,
-            )
-            client.list_buckets()
-        else:
-            boto3.client("sts", config=boto_config(), **kwargs).get_caller_identity()
-
-    guarded(check, label(aws), aws.endpoint, sec, "validate")
+    guarded(lambda: check_connection(aws, sec), label(aws), aws.endpoint, sec, "validate")
 
 
-__all__ = ["client_properties", "credentials", "label", "s3_file_io", "validate_aws_connection"]
+__all__ = [
+    "check_connection",
+    "client_properties",
+    "credentials",
+    "label",
+    "s3_file_io",
+    "validate_aws_connection",
+]

@@ -11,15 +11,17 @@ sql         pyiceberg's SQL catalog on ``URI``; a remote WAREHOUSE as is, else a
 rest        any Iceberg REST catalog on ``URI``, authenticated by ``REST_AUTH[auth]``
 s3tables    REST with SigV4 signing name ``s3tables``, ``WAREHOUSE`` = the table bucket ARN, ``URI``
             defaulting to the regional S3 Tables endpoint, the region of the AWS connection
-glue        AWS Glue Data Catalog through the AWS connection (untested here: needs AWS)
-hive        a Hive metastore on ``URI`` (untested here: needs a metastore)
+glue        AWS Glue Data Catalog through the AWS connection; ``URI``: a Glue endpoint of its own
+            (a VPC endpoint, an emulator; tested against moto's server)
+hive        a Hive metastore on ``URI`` (tested against hive-metastore 2.3 from the pyspark wheel)
 ==========  =====================================================================================
 
 REST authentication (``REST_AUTH``): OAuth2 client credentials (``USER``/``PASSWORD`` or
 ``CREDENTIAL``), HTTP basic, a bearer ``TOKEN``, or SigV4 through the AWS connection (signing
 name from the host: ``s3tables``, ``glue``, else ``execute-api``).
 
-Every entry also gets the AWS connection's ``s3.*`` FileIO properties, ``ACCESS DELEGATION`` as
+Every entry also gets the AWS connection's ``s3.*`` FileIO properties, the GCS or AZURE
+connection's (``stores``), ``ACCESS DELEGATION`` as
 the ``X-Iceberg-Access-Delegation`` header and the connection's ``PROPERTIES`` (last, so a user
 can override anything). The properties hold secret values: never log or print them.
 """
@@ -27,7 +29,7 @@ can override anything). The properties hold secret values: never log or print th
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,7 @@ from icesql.plan import (
     CatalogConnectionPlan,
     CatalogType,
     RestAuth,
+    StorageConnectionPlan,
 )
 
 Properties = dict[str, Any]
@@ -245,9 +248,15 @@ def _glue(
     conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, sec: SecretValues, home: Path
 ) -> Properties:
     props: Properties = {**_s3_file_io(aws, sec), **aws_credentials.client_properties(aws, sec, "glue")}
+    if conn.uri:  # a Glue endpoint of its own: a VPC endpoint, an emulator
+        props["glue.endpoint"] = conn.uri
     if conn.warehouse:
         props["warehouse"] = conn.warehouse
     return props
+
+
+def _glue_endpoint(conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None) -> str | None:
+    return conn.uri or f"https://glue.{aws.signing_region if aws else DEFAULT_REGION}.amazonaws.com"
 
 
 def _hive(
@@ -255,7 +264,15 @@ def _hive(
 ) -> Properties:
     if not conn.uri:
         raise _missing(conn, "URI", "the metastore's thrift URI, e.g. 'thrift://host:9083'")
-    props: Properties = {"uri": conn.uri, **_s3_file_io(aws, sec)}
+    props: Properties = {
+        "uri": conn.uri,
+        **_s3_file_io(aws, sec),
+        # The metastore's own columns for a timestamptz field say 'timestamp': Hive 2 has no
+        # type for it (pyiceberg fails to create such a table without this), and Iceberg reads
+        # the table's schema from its metadata, never from these columns, so Hive 3 and 4 lose
+        # nothing. PROPERTIES ('hive.hive2-compatible' = 'false') turns it off.
+        "hive.hive2-compatible": "true",
+    }
     if conn.warehouse:
         props["warehouse"] = conn.warehouse
     return props
@@ -266,7 +283,7 @@ KINDS: dict[CatalogType, CatalogKind] = {
     CatalogType.SQL: CatalogKind("pyiceberg.catalog.sql:SqlCatalog", _sql),
     CatalogType.REST: CatalogKind("pyiceberg.catalog.rest:RestCatalog", _rest),
     CatalogType.S3TABLES: CatalogKind("pyiceberg.catalog.rest:RestCatalog", _s3tables, _s3tables_endpoint),
-    CatalogType.GLUE: CatalogKind("pyiceberg.catalog.glue:GlueCatalog", _glue),
+    CatalogType.GLUE: CatalogKind("pyiceberg.catalog.glue:GlueCatalog", _glue, _glue_endpoint),
     CatalogType.HIVE: CatalogKind("pyiceberg.catalog.hive:HiveCatalog", _hive),
 }
 
@@ -279,10 +296,22 @@ def kind_of(conn: CatalogConnectionPlan) -> CatalogKind:
 
 
 def build_properties(
-    conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, sec: SecretValues, home: Path
+    conn: CatalogConnectionPlan,
+    aws: AwsConnectionPlan | None,
+    sec: SecretValues,
+    home: Path,
+    *,
+    storage: Sequence[StorageConnectionPlan | None] = (),
 ) -> Properties:
-    """The kind's properties, then the options every kind shares (see the module docstring)."""
+    """The kind's properties, then the options every kind shares (see the module docstring):
+    the FileIO properties of the GCS or AZURE CONNECTION (``storage``), access delegation, and
+    the connection's PROPERTIES last."""
+    from icesql.engine import stores
+
     props = kind_of(conn).properties(conn, aws, sec, home)
+    for plan in storage:
+        if plan is not None:
+            props = stores.layer(props, stores.connection_properties(plan, sec))
     if conn.access_delegation:
         props["header.X-Iceberg-Access-Delegation"] = conn.access_delegation
     for key, value in conn.properties:

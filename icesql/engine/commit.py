@@ -416,6 +416,10 @@ def commit(
             except CommitFailedException as exc:
                 internals.discard_written(producers, table.io)
                 if attempt > retries:
+                    # a Hive table's lock that stayed held is no conflict: the sink is retried later
+                    held = transient_failure(exc, label=f"commit to {'.'.join(table.name())}", action="complete")
+                    if held is not None:
+                        raise held from None
                     raise ExecutionError(
                         f"commit to {table.name()} failed after {attempt} attempts: {exc}",
                         hint="another writer keeps committing to the table",

@@ -38,7 +38,7 @@ class Drain:
     def open(self) -> None:
         """On start: delete records the client took already (killed before deleting them), then
         take what the server half of an earlier run wrote while this process was away."""
-        for stale in self.dropbox.batch_ids() or ():
+        for stale in self.dropbox.batch_ids():
             if stale <= self.runner.staged_high:
                 self.dropbox.delete(stale)
         self.take(policy=False)

@@ -64,9 +64,9 @@ class DropBox:
     @property
     def io(self) -> Any:
         if self._io is None:
-            from pyiceberg.io import load_file_io
+            from icesql.engine import stores
 
-            self._io = load_file_io(dict(self.io_properties), self.root)
+            self._io = stores.load_file_io(dict(self.io_properties), self.root)
         return self._io
 
     def path(self, batch_id: int) -> str:
@@ -92,20 +92,14 @@ class DropBox:
         with self.io.new_output(self.path(batch_id)).create(overwrite=True) as out:
             out.write(sink.getvalue().to_pybytes())
 
-    def batch_ids(self) -> list[int] | None:
-        """The batch ids with a record, by listing the directory (pyarrow's filesystem: pyiceberg's
-        FileIO cannot list); None when the FileIO is not pyarrow's."""
-        fs_by_scheme = getattr(self.io, "fs_by_scheme", None)
-        parse = getattr(self.io, "parse_location", None)
-        if fs_by_scheme is None or parse is None:
-            return None
-        from pyarrow import fs as pafs
+    def batch_ids(self) -> list[int]:
+        """The batch ids with a record, by listing the directory (``stores.filesystem``:
+        pyiceberg's FileIO cannot list)."""
+        from icesql.engine import stores
 
-        scheme, netloc, path = parse(self.root)
-        selector = pafs.FileSelector(path, allow_not_found=True)
         ids = []
-        for info in fs_by_scheme(scheme, netloc).get_file_info(selector):
-            name = info.base_name
+        for found in stores.filesystem(self.io, self.root).list(self.root, recursive=False):
+            name = found.location.rsplit("/", 1)[-1]
             stem = name[: -len(SUFFIX)]
             if name.endswith(SUFFIX) and stem.isdigit():
                 ids.append(int(stem))
@@ -118,12 +112,10 @@ class DropBox:
         import pyarrow.parquet as pq
 
         ids = listed if listed is not None else self.batch_ids()
-        inp = self.io.new_input(self.path(batch_id))
-        if ids is not None and batch_id not in ids:
+        if batch_id not in ids:
             return None
+        inp = self.io.new_input(self.path(batch_id))
         try:
-            if ids is None and not inp.exists():
-                return None
             with inp.open() as f:
                 data = f.read()
             table = pq.read_table(pa.BufferReader(data))

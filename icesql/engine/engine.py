@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,8 +114,12 @@ class Engine:
         from icesql.engine.sources import build_relation
 
         plan = self.objects.relation(name)
-        if isinstance(plan, SourcePlan) and plan.aws_connection:
+        if isinstance(plan, SourcePlan) and self._source_storage(plan):
             arrow = self._object_store_binding(plan, arrow)
+        else:  # a view reads its sources with Spark's readers: none of them reaches an object store
+            for source in self._view_sources(plan):
+                if self._source_storage(source):
+                    self._object_store_binding(source, None)  # the one-line error, with its hint
         return build_relation(
             None if local else self.spark,
             name,
@@ -145,18 +149,43 @@ class Engine:
         conf = executor_config(client_config(conn, SecretValues(self.secrets)))
         return dataclasses.replace(binding or KafkaBinding(), conf=conf, secret_keys=SECRET_KEYS)
 
+    def _source_storage(self, plan: SourcePlan) -> list[Any]:
+        """The storage connections (AWS, GCS, AZURE) a FILES source names."""
+        from icesql.engine.target import storage_of
+
+        return [c for c in storage_of(self.objects, plan) if c is not None]
+
+    def _view_sources(self, plan: Any, seen: frozenset[str] = frozenset()) -> list[SourcePlan]:
+        """The icesql sources a view reads, through the views it reads (none for a source, a
+        Spark table, or a view that refers to itself: ``view_relation`` reports that)."""
+        from icesql.plan import ViewPlan
+
+        if not isinstance(plan, ViewPlan) or plan.name in seen:
+            return []
+        out: list[SourcePlan] = []
+        for dep in plan.depends_on:
+            found = self.objects.relation(dep)
+            if isinstance(found, SourcePlan):
+                out.append(found)
+            else:
+                out.extend(self._view_sources(found, seen | {plan.name}))
+        return out
+
     def _object_store_binding(self, plan: SourcePlan, arrow: Any) -> Any:
-        """A FILES source on S3: listed and read by icesql with the AWS connection's keys, region
-        and endpoint (Spark's own S3 connector is not needed, and not installed here)."""
+        """A FILES source on an object store (S3, GCS, Azure): listed and read by icesql with
+        its connection's credentials (Spark's own connectors are not needed, nor installed)."""
         import dataclasses
 
+        from icesql.engine import stores
         from icesql.engine.files.listing import Location
         from icesql.engine.secrets import SecretValues, scrub
 
+        conn = self._source_storage(plan)[-1]
+        store = stores.for_connection(conn)
+        through = f"{store.keyword} CONNECTION {conn.name}"
         if arrow is None:
             raise ExecutionError(
-                f"source '{plan.name}' reads {plan.path} through AWS CONNECTION {plan.aws_connection}, "
-                "which only icesql's Arrow path can do",
+                f"source '{plan.name}' reads {plan.path} through {through}, which only icesql's Arrow path can do",
                 hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
                 "path; a view over it cannot)",
             )
@@ -167,23 +196,22 @@ class Engine:
         except OSError as e:
             detail = scrub(str(e).split("\n", 1)[0], sec.values)  # never a key in an error
             raise ExecutionError(
-                f"source '{plan.name}' cannot list {plan.path} through AWS CONNECTION {plan.aws_connection}: {detail}",
-                hint=f"check the keys, REGION and ENDPOINT of connection {plan.aws_connection}, and the bucket",
+                f"source '{plan.name}' cannot list {plan.path} through {through}: {detail}",
+                hint=store.check_hint.replace("the connection", f"connection {conn.name}"),
             ) from None
         return dataclasses.replace(arrow, io_properties=io)
 
     def source_io(self, plan: SourcePlan) -> dict[str, str]:
-        """The FileIO properties a FILES source's files are listed and read with: its AWS
-        connection's keys, region and endpoint (none for a local directory)."""
-        from icesql.engine import aws as aws_credentials
+        """The FileIO properties a FILES source's files are listed and read with: its storage
+        connection's credentials, region and endpoint (none for a local directory)."""
+        from icesql.engine import stores
         from icesql.engine.secrets import SecretValues
-        from icesql.engine.target import aws_connection
 
-        if not plan.aws_connection:
-            return {}
-        conn = aws_connection(self.objects, plan.aws_connection)
-        assert conn is not None
-        return dict(aws_credentials.s3_file_io(conn, SecretValues(self.secrets)))
+        sec = SecretValues(self.secrets)
+        out: dict[str, str] = {}
+        for conn in self._source_storage(plan):
+            out = stores.layer(out, stores.connection_properties(conn, sec))
+        return out
 
     @property
     def remote(self) -> bool:
@@ -204,25 +232,41 @@ class Engine:
 
     # ----------------------------------------------------------------- queries and tables
 
-    def connection_catalog(self, connection: str, storage_aws: str | None = None) -> Any:
+    def connection_catalog(self, connection: str, sink_storage: str | Sequence[str | None] = ()) -> Any:
         """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
-        its tables read files with ``storage_aws`` when given."""
-        from icesql.engine.target import aws_connection, catalog_connection, load_connection_catalog
+        its tables read files with the storage connections named in ``sink_storage`` (one name,
+        or several) layered on top, when given (those of a sink writing there)."""
+        if isinstance(sink_storage, str):
+            sink_storage = (sink_storage,)
+        from icesql.engine.target import (
+            aws_connection,
+            catalog_connection,
+            load_connection_catalog,
+            storage_connection,
+        )
 
         conn = catalog_connection(self.objects, connection)
         aws = aws_connection(self.objects, conn.aws_connection)
-        storage = aws_connection(self.objects, storage_aws)
         catalog = load_connection_catalog(
-            conn, aws=aws, storage_aws=storage, secrets=self.secrets, home=self.home
+            conn,
+            aws=aws,
+            storage=(storage_connection(self.objects, conn.storage_connection),),
+            sink_storage=tuple(storage_connection(self.objects, n) for n in sink_storage),
+            secrets=self.secrets,
+            home=self.home,
         )
         return catalog, conn, aws
 
     def load_table(
-        self, connection: str, namespace: tuple[str, ...], table: str, storage_aws: str | None = None
+        self,
+        connection: str,
+        namespace: tuple[str, ...],
+        table: str,
+        sink_storage: str | Sequence[str | None] = (),
     ) -> Any:
         from icesql.engine.table_reader import open_table
 
-        catalog, conn, aws = self.connection_catalog(connection, storage_aws)
+        catalog, conn, aws = self.connection_catalog(connection, sink_storage)
         return open_table(catalog, conn, aws, self.secrets, namespace, table)
 
     def _table_cache(self) -> Any:
@@ -289,7 +333,7 @@ class Engine:
     def select(self, plan: Any, storage: Any, *, path: str | None = None) -> Any:
         """Run a ``SelectPlan``: on DuckDB when it reads only connection tables with what the
         fast path translates (``fastpath``), else on Spark (``query.run_select``);
-        ``storage(connection)`` names the AWS connection a connection's table files are read
+        ``storage(connection)`` names the storage connections a connection's table files are read
         with (None: the catalog's own). ``path`` forces one (the differential tests)."""
         import time
 

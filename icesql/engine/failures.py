@@ -23,7 +23,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from icesql.engine.secrets import SecretValues, scrub
 from icesql.errors import ExecutionError, IcesqlError
@@ -66,12 +66,15 @@ class Failure:
 class Rule:
     when: Callable[[Failure], bool]
     cause: str | Callable[[Failure], str]
-    hint: str
+    hint: str | Callable[[Failure], str]
     show_detail: bool = True  # append the library's (scrubbed) message in parentheses
     transient: bool = False
 
     def describe(self, f: Failure) -> str:
         return self.cause(f) if callable(self.cause) else self.cause
+
+    def hint_for(self, f: Failure) -> str:
+        return self.hint(f) if callable(self.hint) else self.hint
 
 
 _TIMEOUTS = ("ConnectTimeout", "ReadTimeout", "Timeout", "ConnectTimeoutError", "ReadTimeoutError")
@@ -202,6 +205,18 @@ def _json_cut_short(f: Failure) -> bool:
     )
 
 
+def _failing(f: Failure) -> Any:
+    from icesql.engine import stores
+
+    return stores.failing_store(f.raw)
+
+
+def _store_says(f: Failure, *, transient: bool) -> bool:
+    """The failure is an object store client's own error (``stores``), worth a retry or not."""
+    store = _failing(f)
+    return store is not None and store.error_code(f.raw) is not None and store.is_transient(f.raw) == transient
+
+
 def _aws_sdk_cause(f: Failure) -> str:
     found = _AWS_SDK_TRANSIENT.search(f.raw)
     what = found.group(0) if found else "AWS Error"
@@ -257,6 +272,23 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(lambda f: f.has(*_CONNECTION), _unreachable, _NETWORK_HINT, show_detail=False, transient=True),
     Rule(
+        # pyiceberg's Hive catalog (thrift): "TTransportException: Could not connect to any of [...]"
+        lambda f: f.has("TTransportException") and "could not connect" in f.raw.lower(),
+        "metastore unreachable (connection refused)",
+        "check URI (thrift://host:9083) and that the Hive metastore is running",
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        # pyiceberg's Hive commit waited for the table's metastore lock and gave up
+        _says(re.compile(r"Failed to acquire lock for")),
+        "the table's metastore lock is held by another writer",
+        "a writer killed during a commit holds it until the metastore drops it (hive.txn.timeout, "
+        "300 s by default); the sink is retried",
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
         _json_cut_short,
         "connection closed before the answer was complete",
         _NETWORK_HINT,
@@ -274,6 +306,13 @@ RULES: tuple[Rule, ...] = (
         _says(_AWS_UPLOAD_BROKEN),
         _upload_broken,
         _STORE_HINT,
+        show_detail=False,
+        transient=True,
+    ),
+    Rule(
+        lambda f: _store_says(f, transient=True),
+        lambda f: _failing(f).explain(f.raw),
+        lambda f: _failing(f).check_hint,
         show_detail=False,
         transient=True,
     ),
@@ -311,6 +350,13 @@ RULES: tuple[Rule, ...] = (
         "the sink is retried; if it repeats, run with -v and report the Java error",
         show_detail=False,
         transient=True,
+    ),
+    # --- an object store's own client (pyarrow's S3, GCS and Azure filesystems: ``stores``)
+    Rule(
+        lambda f: _store_says(f, transient=False),
+        lambda f: _failing(f).explain(f.raw),
+        lambda f: _failing(f).check_hint,
+        show_detail=False,
     ),
     # --- botocore (AWS connections, SigV4 credential lookups, Glue)
     Rule(
@@ -515,7 +561,7 @@ def describe_failure(
     if (rule is None or rule.show_detail) and detail and detail not in cause:
         msg += f" ({detail})"
     cls = CatalogUnavailableError if rule is not None and rule.transient else ExecutionError
-    return cls(_one_line(msg, 400), hint=rule.hint if rule else _FALLBACK_HINT)
+    return cls(_one_line(msg, 400), hint=rule.hint_for(f) if rule else _FALLBACK_HINT)
 
 
 def transient_failure(
@@ -557,12 +603,14 @@ def expired_role_credentials(exc: BaseException, *, label: str, action: str) -> 
 
 
 def service_of(exc: BaseException) -> str | None:
-    """Which side a sink's failure comes from: ``"storage"`` (pyarrow's S3 client, whose errors
-    are ``OSError`` text naming an AWS error), ``"catalog"`` (the REST client: requests, urllib3,
-    http.client, pyiceberg's answers and their parsing), or None (anything else: Spark, a
-    record, icesql itself)."""
+    """Which side a sink's failure comes from: ``"storage"`` (pyarrow's client of an object
+    store, whose errors are ``OSError`` text in the store's own words: ``stores.failing_store``),
+    ``"catalog"`` (the REST client: requests, urllib3, http.client, pyiceberg's answers and their
+    parsing), or None (anything else: Spark, a record, icesql itself)."""
+    from icesql.engine import stores
+
     f = gather(exc)
-    if "AWS Error" in f.raw:
+    if stores.failing_store(f.raw) is not None:
         return "storage"
     if f.modules & {"requests", "urllib3", "http", "pydantic_core", "pyiceberg"}:
         return "catalog"

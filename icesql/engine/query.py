@@ -80,9 +80,10 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
         return rel.df.drop(*[c for c in rel.df.columns if c in INTERNAL_COLUMNS and c != OP])
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
-    if plan.aws_connection:
+    through = plan.aws_connection or plan.storage_connection
+    if through:
         raise ExecutionError(
-            f"source '{plan.name}' reads S3 through AWS CONNECTION {plan.aws_connection}: SELECT cannot preview it yet",
+            f"source '{plan.name}' reads {plan.path} through connection {through}: SELECT cannot preview it yet",
             hint="a sink reads it; SELECT from the sink's table",
         )
     df, _ = spark_files_dataframe(spark, plan, _policy(plan, None), None, streaming=False)

@@ -105,10 +105,10 @@ class TableCache:
     and its rows read then; the rows of a snapshot never change, so they are kept."""
 
     def __init__(self, load_catalog: Any, secrets: Any, entries: int = 8) -> None:
-        self._load_catalog = load_catalog  # (connection, storage aws name) -> (catalog, conn, aws)
+        self._load_catalog = load_catalog  # (connection, sink storage names) -> (catalog, conn, aws)
         self._secrets = secrets
         self._entries = entries
-        self._catalogs: dict[tuple[str, str | None], Any] = {}
+        self._catalogs: dict[tuple[str, tuple[str | None, ...]], Any] = {}
         self._rows: dict[tuple[Any, ...], Any] = {}  # in use order, oldest first
         self._tables: dict[tuple[Any, ...], Any] = {}  # loaded in this query
 
@@ -120,8 +120,10 @@ class TableCache:
         """A connection changed: catalogs are loaded again."""
         self._catalogs = {}
 
-    def open(self, ref: Any, storage: str | None) -> tuple[Any, Any, bool]:
-        """(table, snapshot, travelled) of a ``TableRef``, loaded once per query."""
+    def open(self, ref: Any, storage: tuple[str | None, ...]) -> tuple[Any, Any, bool]:
+        """(table, snapshot, travelled) of a ``TableRef``, loaded once per query; ``storage``:
+        the storage connections of a sink writing there (``Engine.connection_catalog``)."""
+        storage = tuple(storage)
         key = (ref.connection, storage)
         if key not in self._catalogs:
             self._catalogs[key] = self._load_catalog(ref.connection, storage)

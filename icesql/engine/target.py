@@ -1,11 +1,11 @@
 """A sink's target with its connections resolved once: the way from a plan to its table.
 
 ``resolve_target(plan, objects, secrets=..., home=...)`` looks up the sink's ICEBERG CATALOG
-connection, that connection's AWS CONNECTION and the sink's ``USING AWS CONNECTION`` once, and
-returns a ``SinkTarget`` that the runner carries:
+connection, that connection's AWS CONNECTION and GCS or AZURE CONNECTION and the sink's
+``USING AWS | GCS | AZURE CONNECTION`` once, and returns a ``SinkTarget`` that the runner carries:
 
 * ``load_catalog()`` -> the live pyiceberg catalog (its tables' FileIO layered with the sink's
-  AWS connection, ``fileio.use_sink_file_io``);
+  storage connection, ``fileio.use_sink_file_io``);
 * ``io_properties(table)`` -> the FileIO properties executors write the table's files with;
 * ``load_table()`` -> the existing table (``compact``), or a clear error when it is missing.
 
@@ -23,16 +23,16 @@ from icesql.errors import ExecutionError
 from icesql.plan import (
     AwsConnectionPlan,
     CatalogConnectionPlan,
-    KafkaConnectionPlan,
     SecretResolver,
     SinkPlan,
     SourcePlan,
+    StorageConnectionPlan,
     ViewPlan,
 )
 
 
 class ObjectResolver(Protocol):
-    def connection(self, name: str) -> AwsConnectionPlan | CatalogConnectionPlan | KafkaConnectionPlan: ...
+    def connection(self, name: str) -> Any: ...
 
     def relation(self, name: str) -> SourcePlan | ViewPlan | None: ...
 
@@ -53,24 +53,50 @@ def aws_connection(objects: ObjectResolver, name: str | None) -> AwsConnectionPl
     return conn
 
 
+def storage_connection(objects: ObjectResolver, name: str | None) -> StorageConnectionPlan | None:
+    """The storage connection (AWS, GCS or AZURE) named ``name``; None for no name."""
+    if not name:
+        return None
+    from icesql.engine import stores
+
+    conn = objects.connection(name)
+    if not stores.is_storage_connection(conn):
+        raise ExecutionError(f"connection '{name}' is not an AWS, GCS or AZURE connection")
+    return conn
+
+
+Storage = tuple["StorageConnectionPlan | None", ...]
+
+
+def storage_of(objects: ObjectResolver, plan: Any) -> Storage:
+    """The storage connections a catalog connection, sink or source names (its AWS CONNECTION,
+    then its GCS or AZURE CONNECTION), resolved."""
+    return (
+        storage_connection(objects, getattr(plan, "aws_connection", None)),
+        storage_connection(objects, getattr(plan, "storage_connection", None)),
+    )
+
+
 def load_connection_catalog(
     conn: CatalogConnectionPlan,
     *,
     aws: AwsConnectionPlan | None,
-    storage_aws: AwsConnectionPlan | None,
+    storage: Storage = (),
+    sink_storage: Storage = (),
     secrets: SecretResolver,
     home: Path,
 ) -> Any:
-    """The live catalog of ``conn``; its tables read and write files with ``storage_aws`` when
-    given (the ``USING AWS CONNECTION`` of a sink writing there: a catalog that vends no
+    """The live catalog of ``conn`` (``aws``: its AWS CONNECTION; ``storage``: its GCS or AZURE
+    CONNECTION); its tables read and write files with ``sink_storage`` layered on top when
+    given (the ``USING ... CONNECTION`` of a sink writing there: a catalog that vends no
     credentials). A sink's target and SELECT's table reader both load catalogs here."""
     from icesql.engine.catalogs import load_catalog
 
-    catalog = load_catalog(conn, aws=aws, secrets=secrets, home=home)
-    if storage_aws is not None:
+    catalog = load_catalog(conn, aws=aws, storage=storage, secrets=secrets, home=home)
+    if any(s is not None for s in sink_storage):
         from icesql.engine.fileio import use_sink_file_io
 
-        use_sink_file_io(catalog, storage_aws, secrets=secrets)
+        use_sink_file_io(catalog, sink_storage, secrets=secrets)
     return catalog
 
 
@@ -84,6 +110,16 @@ class SinkTarget:
     sink_aws: AwsConnectionPlan | None  # the sink's USING AWS CONNECTION
     secrets: SecretResolver
     home: Path
+    catalog_storage: StorageConnectionPlan | None = None  # the catalog's GCS or AZURE CONNECTION
+    sink_storage: StorageConnectionPlan | None = None  # the sink's USING GCS or AZURE CONNECTION
+
+    @property
+    def catalog_stores(self) -> Storage:
+        return (self.catalog_aws, self.catalog_storage)
+
+    @property
+    def sink_stores(self) -> Storage:
+        return (self.sink_aws, self.sink_storage)
 
     @property
     def assumes_role(self) -> bool:
@@ -94,27 +130,32 @@ class SinkTarget:
     def load_catalog(self) -> Any:
         # the driver's commits (manifests, manifest lists) use the sink's storage access too
         return load_connection_catalog(
-            self.catalog, aws=self.catalog_aws, storage_aws=self.sink_aws, secrets=self.secrets, home=self.home
+            self.catalog,
+            aws=self.catalog_aws,
+            storage=(self.catalog_storage,),
+            sink_storage=self.sink_stores,
+            secrets=self.secrets,
+            home=self.home,
         )
 
     def io_properties(self, table: Any) -> Any:
         from icesql.engine.fileio import io_properties
 
-        return io_properties(
-            table=table, sink_aws=self.sink_aws, catalog_aws=self.catalog_aws, secrets=self.secrets
-        )
+        return io_properties(table=table, sink=self.sink_stores, catalog=self.catalog_stores, secrets=self.secrets)
 
     def where(self, service: str) -> tuple[str, str | None]:
         """What a failure on ``service`` (``failures.service_of``: ``"catalog"`` or
         ``"storage"``) names: the connection the sink used there, and its address."""
+        from icesql.engine import stores
         from icesql.engine.catalog_kinds import kind_of, label
 
         if service == "catalog":
             return label(self.catalog), kind_of(self.catalog).endpoint(self.catalog, self.catalog_aws)
-        aws = self.sink_aws or self.catalog_aws
-        if aws is None:  # the catalog vends the storage credentials
+        used = [c for c in (*self.sink_stores, *self.catalog_stores) if c is not None]
+        if not used:  # the catalog vends the storage credentials
             return f"the storage of {label(self.catalog)}", None
-        return f"AWS connection '{aws.name}'", aws.endpoint
+        store = stores.for_connection(used[0])
+        return store.label(used[0]), store.endpoint(used[0])
 
     def load_table(self) -> Any:
         from pyiceberg.exceptions import NoSuchTableError
@@ -140,7 +181,16 @@ def resolve_target(
         sink_aws=aws_connection(objects, plan.aws_connection),
         secrets=secrets,
         home=Path(home),
+        catalog_storage=storage_connection(objects, catalog.storage_connection),
+        sink_storage=storage_connection(objects, plan.storage_connection),
     )
 
 
-__all__ = ["ObjectResolver", "SinkTarget", "load_connection_catalog", "resolve_target"]
+__all__ = [
+    "ObjectResolver",
+    "SinkTarget",
+    "load_connection_catalog",
+    "resolve_target",
+    "storage_connection",
+    "storage_of",
+]

@@ -374,12 +374,11 @@ class DataFileWriter:
         buffer_bytes: int = BUFFER_BYTES,
         track: Sequence[str] | None = None,
     ) -> None:
-        from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
         from pyiceberg.table import TableProperties
         from pyiceberg.table.locations import load_location_provider
 
-        from icesql.engine import formats
+        from icesql.engine import formats, stores
         from icesql.engine.schema import arrow_schema
 
         if content not in ("data", "equality_deletes", "position_deletes"):
@@ -420,7 +419,7 @@ class DataFileWriter:
             self._arrow_schema = self._arrow_schema.set(0, path.with_type(pa.string()))
         self._track = list(track or ())
         self._positions: list[pa.Table] = []
-        self._io = load_file_io(dict(spec.io_properties), spec.location)
+        self._io = stores.load_file_io(dict(spec.io_properties), spec.location)
         self._locations = load_location_provider(spec.location, dict(spec.table_properties))
         props = dict(spec.table_properties)
         self._format = formats.get(spec.file_format)

@@ -3,8 +3,9 @@
 The ``rest`` (OAuth2 client credentials, CREDENTIAL, TOKEN, SigV4) and ``s3tables`` (SigV4)
 paths run against a real ``weed mini``. weed's catalog does not take HTTP basic auth (it answers
 403), so BASIC is checked against a tiny local ``http.server`` that records the headers it gets.
-Not testable here (no AWS on this machine): ``glue``, ``hive``, the real S3 Tables endpoint,
-ASSUME ROLE ARN (STS AssumeRole) and the default credential chain beyond environment variables.
+``glue`` (moto's server) and ``hive`` (a Hive metastore) run live in tests/stores. Not testable
+here (no AWS on this machine): AWS's own Glue, the real S3 Tables endpoint, ASSUME ROLE ARN
+against AWS's STS and the default credential chain beyond environment variables.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from icesql.engine.catalogs import (
     validate_aws_connection,
     validate_connection,
 )
-from icesql.engine.fileio import IoProperties, aws_properties, io_properties
+from icesql.engine.fileio import IoProperties, connection_properties, io_properties
 from icesql.errors import CatalogError, ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.support.weed import WeedServer
@@ -191,9 +192,36 @@ def test_glue_properties(tmp_path: Path) -> None:
     assert props["s3.session-token"] == "tok"
 
 
-@pytest.mark.skip(reason="needs AWS Glue; no AWS access on this machine")
-def test_glue_catalog_live() -> None:  # pragma: no cover
-    pass
+def test_glue_uri_is_the_glue_endpoint_and_hive_is_hive2_compatible(tmp_path: Path) -> None:
+    aws = AwsConnectionPlan(name="aws", endpoint="http://127.0.0.1:5000")
+    glue = CatalogConnectionPlan(
+        name="g", catalog_type=CatalogType.GLUE, uri="http://127.0.0.1:5000", aws_connection="aws"
+    )
+    props = catalog_properties(glue, aws=aws, secrets=Secrets(), home=tmp_path)
+    assert props["glue.endpoint"] == "http://127.0.0.1:5000"  # Glue's endpoint
+    assert props["s3.endpoint"] == "http://127.0.0.1:5000"  # the AWS connection's S3 one
+    hive = CatalogConnectionPlan(name="h", catalog_type=CatalogType.HIVE, uri="thrift://h:9083")
+    assert catalog_properties(hive, aws=None, secrets=Secrets(), home=tmp_path)["hive.hive2-compatible"] == "true"
+    hive3 = CatalogConnectionPlan(
+        name="h", catalog_type=CatalogType.HIVE, uri="thrift://h:9083", properties=(("hive.hive2-compatible", "false"),)
+    )
+    assert catalog_properties(hive3, aws=None, secrets=Secrets(), home=tmp_path)["hive.hive2-compatible"] == "false"
+
+
+def test_a_catalogs_gcs_or_azure_connection_gives_its_tables_storage(tmp_path: Path) -> None:
+    from icesql.plan import AzureConnectionPlan, GcsConnectionPlan
+
+    gcs = GcsConnectionPlan(name="g", project="p", endpoint="http://127.0.0.1:4443")
+    conn = CatalogConnectionPlan(
+        name="c", catalog_type=CatalogType.SQL, uri=f"sqlite:///{tmp_path}/c.db", warehouse="gs://b/wh",
+        storage_connection="g",
+    )
+    props = catalog_properties(conn, aws=None, storage=(gcs,), secrets=Secrets(), home=tmp_path)
+    assert props["gcs.service.host"] == "http://127.0.0.1:4443" and props["warehouse"] == "gs://b/wh"
+    azure = AzureConnectionPlan(name="a", account_name="acct", sas_token=SecretName("t"))
+    props = catalog_properties(conn, aws=None, storage=(azure,), secrets=Secrets(t="sv=1&sig=x"), home=tmp_path)
+    assert props["adls.sas-token"] == "?sv=1&sig=x"
+    assert props["py-io-impl"] == "icesql.engine.stores.azure_io.AzureFileIO"
 
 
 @pytest.mark.skip(reason="ASSUME ROLE ARN needs AWS STS AssumeRole; no AWS access on this machine")
@@ -241,7 +269,7 @@ def test_default_credential_chain_from_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
     aws = AwsConnectionPlan(name="aws", endpoint="http://127.0.0.1:9")
-    props = aws_properties(aws, secrets=Secrets())
+    props = connection_properties(aws, secrets=Secrets())
     assert props["s3.access-key-id"] == "AKENV"
     assert props["s3.secret-access-key"] == "SKENV-value"
     assert props["s3.endpoint"] == "http://127.0.0.1:9"
@@ -258,7 +286,7 @@ def test_io_properties_layers_and_pickles() -> None:
         endpoint="http://e1",
     )
     sink_aws = AwsConnectionPlan(name="sink_aws", access_key_id="AK2", secret_access_key=SecretName("s2"))
-    props = io_properties(sink_aws=sink_aws, catalog_aws=catalog_aws, secrets=Secrets(s2="SK2"))
+    props = io_properties(sink=(sink_aws,), catalog=(catalog_aws,), secrets=Secrets(s2="SK2"))
     assert props["s3.access-key-id"] == "AK2"
     assert props["s3.secret-access-key"] == "SK2"
     assert "s3.session-token" not in props  # credentials replaced as one unit
@@ -274,7 +302,7 @@ def test_library_logs_are_masked(tmp_path: Path, caplog: pytest.LogCaptureFixtur
     aws = AwsConnectionPlan(
         name="a", access_key_id="AK", secret_access_key=SecretName("s"), endpoint="http://e"
     )
-    aws_properties(aws, secrets=Secrets(s=secret))
+    connection_properties(aws, secrets=Secrets(s=secret))
     caplog.set_level(logging.DEBUG)
     logging.getLogger("botocore.endpoint").debug("request with %s inside", secret)
     logging.getLogger("urllib3.connectionpool").debug("http://user:%s@host/", "pw-in-url")
@@ -461,7 +489,7 @@ def test_rest_oauth2_user_password_roundtrip(weed: WeedServer, tmp_path: Path) -
     assert (ns,) in validate_connection(conn, aws=aws, secrets=_secrets(weed), home=tmp_path)
 
     # FileIO properties for executors: picklable, write to the table location, no catalog credential.
-    props = io_properties(table=catalog.load_table(f"{ns}.{name}"), catalog_aws=aws, secrets=_secrets(weed))
+    props = io_properties(table=catalog.load_table(f"{ns}.{name}"), catalog=(aws,), secrets=_secrets(weed))
     props = pickle.loads(pickle.dumps(props))
     assert "credential" not in props and "token" not in props and "auth.manager" not in props
     assert props["s3.endpoint"] == weed.s3_endpoint

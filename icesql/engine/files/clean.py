@@ -96,7 +96,7 @@ class Cleaner:
                 log.warning("CLEAN SOURCE: %s left in place: %s already exists in the archive", path, dest)
                 return False
             fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
-            fs.move(src, dest)
+            location.filesystem.move(src, dest)
             return True
         except OSError as e:
             log.warning("CLEAN SOURCE: %s left in place: %s", path, e)

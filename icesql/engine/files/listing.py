@@ -1,5 +1,5 @@
-"""Listing a FILES source through pyarrow's filesystems (local paths, ``s3://``; GCS and ABS by
-the same FileIO properties pyiceberg understands).
+"""Listing a FILES source through pyarrow's filesystems (local paths, ``s3://``, ``gs://``,
+``abfs://``: the object-store registry, ``icesql.engine.stores``).
 
 ``Location(path, io_properties)`` opens the filesystem once; ``list()`` returns the files of the
 source: the directory's files (not its subdirectories), or those matching a glob in the last part
@@ -29,7 +29,7 @@ def is_remote(path: str) -> bool:
 
 
 class Location:
-    """A source path on its filesystem."""
+    """A source path on its filesystem (``stores.filesystem``: S3, GCS, Azure or local)."""
 
     def __init__(self, path: str, io_properties: Mapping[str, str] | None = None) -> None:
         self.path = path
@@ -49,53 +49,37 @@ class Location:
         self.__init__(state["path"], state["io_properties"])  # type: ignore[misc]
 
     @property
-    def fs(self) -> Any:
-        """The pyarrow filesystem of the source (built once per process)."""
+    def filesystem(self) -> Any:
+        """The source's ``stores.Filesystem`` (built once per process)."""
         if self._fs is None:
-            if is_remote(self.path):
-                from pyiceberg.io import load_file_io
+            from icesql.engine import stores
 
-                io: Any = load_file_io(self.io_properties, self.path)
-                scheme, netloc, _ = io.parse_location(self.path)
-                self._fs = io.fs_by_scheme(scheme, netloc)
-            else:
-                from pyarrow import fs as pafs
-
-                self._fs = pafs.LocalFileSystem()
+            self._fs = stores.filesystem(self.io_properties, self.path)
         return self._fs
+
+    @property
+    def fs(self) -> Any:
+        """The pyarrow filesystem of the source."""
+        return self.filesystem.fs
 
     def fs_path(self, path: str) -> str:
         """``path`` as the filesystem names it (``bucket/key`` for S3, a plain local path)."""
-        if path.startswith("file://"):
-            return path[len("file://") :]
-        if is_remote(path):
-            return path.split("://", 1)[1]
-        return path
-
-    def _uri(self, fs_path: str) -> str:
-        if is_remote(self.path):
-            return f"{self.path.split('://', 1)[0]}://{fs_path}"
-        return fs_path
+        return str(self.filesystem.path(path))
 
     def list(self) -> list[Listed]:
-        from pyarrow import fs as pafs
-
-        selector = pafs.FileSelector(self.fs_path(self.directory), allow_not_found=True, recursive=False)
         out = []
-        for info in self.fs.get_file_info(selector):
-            if info.type != pafs.FileType.File:
-                continue
-            name = info.base_name
+        for found in self.filesystem.list(self.directory, recursive=False):
+            name = found.location.rstrip("/").rsplit("/", 1)[-1]
             if name.startswith((".", "_")):
                 continue
             if self.pattern is not None and not fnmatch.fnmatchcase(name, self.pattern):
                 continue
-            mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
-            out.append(Listed(self._uri(info.path), int(info.size or 0), int(mtime)))
+            mtime = found.mtime_ns // 1_000_000 if found.mtime_ns is not None else 0
+            out.append(Listed(found.location, found.size, int(mtime)))
         return out
 
     def open_input(self, path: str) -> Any:
-        return self.fs.open_input_file(self.fs_path(path))
+        return self.filesystem.open_input(path)
 
 
 __all__ = ["Listed", "Location", "is_remote"]

@@ -109,10 +109,11 @@ class ReadKeysTask:
 
     @releases_task_memory
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from pyiceberg.io import load_file_io
         from pyiceberg.schema import Schema
 
-        io = load_file_io(self.io_properties, self.location)
+        from icesql.engine import stores
+
+        io = stores.load_file_io(self.io_properties, self.location)
         schema = Schema.model_validate_json(self.key_fields_json)
         for b in batches:
             for plan in (json.loads(x) for x in b.column(0).to_pylist()):

@@ -6,7 +6,8 @@
 * ``snapshot_manifests(io, snapshot)``: the manifests a snapshot lists, through a cache too.
 * ``live_files(table, snapshot)``: the data and delete files a snapshot reads (``LiveFile``).
 * ``path_key(location)``: one spelling per stored object, to compare a manifest's paths with a
-  listing's (``s3a://`` and ``s3://``, ``/x`` and ``file:///x`` are the same object).
+  listing's (``s3a://`` and ``s3://``, ``/x`` and ``file:///x``, ``abfs://c/x`` and
+  ``abfss://c@account.dfs.core.windows.net/x`` are the same object).
 * ``list_files(io, location)``: every file under a location (pyarrow's filesystem behind
   pyiceberg's FileIO, as ``dropbox.DropBox`` lists: FileIO itself cannot list).
 * ``delete_paths(io, paths)``: deletes, a few at a time (object stores answer one per request);
@@ -23,9 +24,6 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
-
-from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.maintenance")
 
@@ -161,19 +159,19 @@ def ident(table: Any) -> str:
 
 # --------------------------------------------------------------------------- paths
 
-_SCHEME_ALIASES = {"": "file", "file": "file", "s3a": "s3", "s3n": "s3"}
-
-
 def path_key(location: str) -> str:
-    """``location`` spelled one way: scheme aliases folded, no repeated slashes."""
-    parts = urlsplit(location)
-    scheme = _SCHEME_ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
-    if len(parts.scheme) == 1:  # a Windows drive letter, not a scheme
-        scheme, netloc, path = "file", "", location
-    elif not parts.scheme:
-        netloc, path = "", location
-    else:
-        netloc, path = parts.netloc, parts.path
+    """``location`` spelled one way: each store's schemes folded into its first (``s3a`` is
+    ``s3``, ``abfss`` is ``abfs``), Azure's ``container@account...`` netloc into the container,
+    no repeated slashes."""
+    from icesql.engine import stores
+    from icesql.engine.stores.base import split_location
+
+    scheme, netloc, path = split_location(location)
+    scheme = scheme or "file"
+    store = stores.for_scheme(scheme)
+    if store is not None:
+        netloc = stores.canonical_netloc(scheme, netloc)
+        scheme = store.schemes[0]
     if scheme == "file":
         netloc = ""
     return f"{scheme}://{netloc}/{re.sub('/+', '/', path).lstrip('/')}"
@@ -199,34 +197,14 @@ class StoredFile:
     mtime: float | None  # seconds since the epoch; None when the store does not say
 
 
-def _filesystem(io: Any, location: str) -> tuple[Any, str, Any]:
-    """(pyarrow filesystem, path in it, a function from a listed path back to a URI)."""
-    fs_by_scheme = getattr(io, "fs_by_scheme", None)
-    parse = getattr(io, "parse_location", None)
-    if fs_by_scheme is None or parse is None:
-        raise ExecutionError(
-            f"cannot list {location}: the table's FileIO ({type(io).__name__}) cannot list files",
-            hint="orphan-file cleanup needs pyiceberg's PyArrowFileIO (the default FileIO)",
-        )
-    scheme, netloc, path = parse(location)
-    if scheme in ("hdfs", "viewfs"):
-        return fs_by_scheme(scheme, netloc), path, lambda p: f"{scheme}://{netloc}{p}"
-    if scheme == "file":
-        return fs_by_scheme(scheme, netloc), path, lambda p: f"file://{p}"
-    return fs_by_scheme(scheme, netloc), path, lambda p: f"{scheme}://{p}"
-
-
 def list_files(io: Any, location: str) -> Iterator[StoredFile]:
     """Every file under ``location`` (recursively); nothing when it does not exist."""
-    from pyarrow import fs as pafs
+    from icesql.engine import stores
 
-    filesystem, path, to_uri = _filesystem(io, location)
-    selector = pafs.FileSelector(path.rstrip("/"), recursive=True, allow_not_found=True)
-    for info in filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        mtime = info.mtime.timestamp() if info.mtime is not None else None
-        yield StoredFile(to_uri(info.path), int(info.size or 0), mtime)
+    filesystem = stores.filesystem(io, location)
+    for found in filesystem.list(location, recursive=True):
+        mtime = found.mtime_ns / 1e9 if found.mtime_ns is not None else None
+        yield StoredFile(found.location, found.size, mtime)
 
 
 def delete_paths(io: Any, paths: Iterable[str], *, workers: int = 8) -> tuple[list[str], list[str]]:
@@ -245,6 +223,11 @@ def delete_paths(io: Any, paths: Iterable[str], *, workers: int = 8) -> tuple[li
     todo = list(dict.fromkeys(paths))
     if not todo:
         return [], []
+    from icesql.engine import stores
+
+    store = stores.for_location(todo[0])
+    if store is not None and store.delete_workers:
+        workers = min(workers, store.delete_workers)
     if len(todo) == 1 or workers <= 1:
         done = [delete(p) for p in todo]
     else:
