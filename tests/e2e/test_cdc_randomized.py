@@ -500,8 +500,8 @@ def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
     print("\n".join(ln for ln in scenario.log if ln.startswith("commit ")))
 
 
-# CI's time: the [spark] scenario is run again for CI's java step (another pytest process), 100 s
-# before its read; Java reads it with -m slow, and the three scenarios without Spark in CI
+# CI's time: Java reads the three scenarios without Spark in the default run, the [spark] one
+# (its read about 30 s) with -m slow
 @pytest.mark.java
 @pytest.mark.parametrize(
     "scenario", [pytest.param("spark", marks=pytest.mark.slow), "local", "local-orc", "local-avro"], indirect=True

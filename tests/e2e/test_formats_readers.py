@@ -265,7 +265,7 @@ def test_both_paths_write_the_same_rows(local_run: Written, spark_run: Written, 
     assert got == want, f"{fmt}: without Spark vs Spark: {_diff(got, want)}"
 
 
-# CI's time: Java reads the tables of the path without Spark in CI's java step; the Spark path's
+# CI's time: Java reads the tables of the path without Spark in the default run; the Spark path's
 # with -m slow (both paths write the same rows: test_both_paths_write_the_same_rows)
 @pytest.mark.java
 @pytest.mark.parametrize("fmt", OTHERS)

@@ -138,31 +138,42 @@ def _duckdb_s3_secret(s3: dict[str, str]) -> str:
     return "CREATE SECRET icesql_s3 (" + ", ".join(parts) + ")"
 
 
-def duckdb_connection(*, s3: dict[str, str] | None = None) -> Any:
+def duckdb_connection(
+    *, s3: dict[str, str] | None = None, secret: str | None = None, extension: str = "duckdb_extension_httpfs"
+) -> Any:
     """A DuckDB connection with the Iceberg extension loaded from the installed packages (UTC;
-    ``s3`` as for ``read_duckdb``). The caller closes it."""
+    ``s3``, or ``secret`` and ``extension``, as for ``read_duckdb``). The caller closes it."""
     import duckdb
 
     con = duckdb.connect()
     con.execute("SET TimeZone='UTC'")
     con.execute("SET autoinstall_known_extensions=false")
     modules = ["duckdb_extension_avro", "duckdb_extension_iceberg"]
-    if s3 is not None:
-        modules.insert(0, "duckdb_extension_httpfs")
+    if s3 is not None or secret is not None:
+        modules.insert(0, extension)
     for module in modules:
         con.execute(f"LOAD '{_duckdb_extension(module)}'")
     if s3 is not None:
         con.execute(_duckdb_s3_secret(s3))
+    if secret is not None:
+        con.execute(secret)
     return con
 
 
 def read_duckdb(
-    metadata_location: str, columns: str = "*", *, s3: dict[str, str] | None = None
+    metadata_location: str,
+    columns: str = "*",
+    *,
+    s3: dict[str, str] | None = None,
+    secret: str | None = None,
+    extension: str = "duckdb_extension_httpfs",
 ) -> list[tuple[Any, ...]]:
     """``s3``: FileIO-style properties (``s3.endpoint``, ``s3.access-key-id``,
     ``s3.secret-access-key``, ``s3.region``) for a table on an S3-compatible store (path-style);
-    needs DuckDB's httpfs extension (``duckdb-extension-httpfs``)."""
-    con = duckdb_connection(s3=s3)
+    needs DuckDB's httpfs extension (``duckdb-extension-httpfs``). Other stores: ``secret``, a
+    DuckDB ``CREATE SECRET`` statement, and the extension that serves it (httpfs for ``gs://``,
+    ``duckdb_extension_azure`` for ``abfss://``/``az://``)."""
+    con = duckdb_connection(s3=s3, secret=secret, extension=extension)
     try:
         table = con.execute(
             f"SELECT {columns} FROM iceberg_scan('{_path(metadata_location)}')"
