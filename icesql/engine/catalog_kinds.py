@@ -248,6 +248,10 @@ def _glue(
     conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, sec: SecretValues, home: Path
 ) -> Properties:
     props: Properties = {**_s3_file_io(aws, sec), **aws_credentials.client_properties(aws, sec, "glue")}
+    # botocore's attempts per call (pyiceberg: 10, about 40 s before an unreachable endpoint is
+    # reported); a sink's transient failures are retried by icesql itself. An int: pyiceberg 0.12
+    # hands the property to botocore as it is, and botocore compares it with numbers
+    props["glue.max-retries"] = 3
     if conn.uri:  # a Glue endpoint of its own: a VPC endpoint, an emulator
         props["glue.endpoint"] = conn.uri
     if conn.warehouse:

@@ -163,6 +163,7 @@ def test_upsert_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Pat
     assert _dropbox_left(wh) == []
 
 
+@pytest.mark.slow  # CI's time (24 s); the same error on local Spark runs in the default run (test_cdc_keys_and_append)
 def test_null_key_on_spark_connect_is_a_clear_error(connect: ConnectServer, tmp_path: Path) -> None:
     """The error is raised in the server's Python; the client still names sink, column and file."""
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"

@@ -22,13 +22,15 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow.fs import AzureFileSystem, FileSelector, FileType
 
-from tests.support.azurite import Azurite, azurite  # noqa: F401
+from tests.support.azurite import Azurite
 
-pytestmark = pytest.mark.azure
+# What the server and the clients do by themselves (no icesql): kept out of CI's time, since
+# tests/stores/test_store_*.py run icesql against the same server
+pytestmark = [pytest.mark.azure, pytest.mark.slow]
 
 
 @pytest.fixture
-def container(azurite: Azurite) -> str:  # noqa: F811
+def container(azurite: Azurite) -> str:
     name = f"c-{uuid.uuid4().hex[:12]}"
     azurite.create_container(name)
     return name
@@ -48,7 +50,7 @@ def _roundtrip(fs: Any, container: str, name: str = "dir/a.txt") -> None:
     assert fs.get_file_info(path).type == FileType.NotFound
 
 
-def test_pyarrow_account_key(azurite: Azurite, container: str) -> None:  # noqa: F811
+def test_pyarrow_account_key(azurite: Azurite, container: str) -> None:
     fs = AzureFileSystem(
         account_name="devstoreaccount1",
         account_key=azurite.account_key,
@@ -60,7 +62,7 @@ def test_pyarrow_account_key(azurite: Azurite, container: str) -> None:  # noqa:
     _roundtrip(fs, container)
 
 
-def test_pyarrow_sas_token_needs_a_question_mark(azurite: Azurite, container: str) -> None:  # noqa: F811
+def test_pyarrow_sas_token_needs_a_question_mark(azurite: Azurite, container: str) -> None:
     sas = azurite.sas_token(container)
     assert sas.startswith("sv=") and "&sig=" in sas
     common = {
@@ -87,7 +89,7 @@ def _check_fileio(io: Any, location: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["abfs", "abfss", "wasb", "wasbs"])
-def test_pyiceberg_pyarrow_fileio(azurite: Azurite, container: str, scheme: str) -> None:  # noqa: F811
+def test_pyiceberg_pyarrow_fileio(azurite: Azurite, container: str, scheme: str) -> None:
     from pyiceberg.io import load_file_io
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -106,7 +108,7 @@ def test_pyiceberg_pyarrow_fileio(azurite: Azurite, container: str, scheme: str)
     _check_fileio(io, f"{scheme}://{container}/warehouse/t/metadata/x.json")
 
 
-def test_pyiceberg_sas_token(azurite: Azurite, container: str) -> None:  # noqa: F811
+def test_pyiceberg_sas_token(azurite: Azurite, container: str) -> None:
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     props = azurite.fileio_properties(sas_token=azurite.sas_token(container))
@@ -114,7 +116,7 @@ def test_pyiceberg_sas_token(azurite: Azurite, container: str) -> None:  # noqa:
     _check_fileio(PyArrowFileIO(props), f"abfs://{container}/t/s.json")
 
 
-def test_pyiceberg_fileio_defaults_to_fsspec_for_abfs(azurite: Azurite) -> None:  # noqa: F811
+def test_pyiceberg_fileio_defaults_to_fsspec_for_abfs(azurite: Azurite) -> None:
     from pyiceberg.io import load_file_io
     from pyiceberg.io.fsspec import FsspecFileIO
 
@@ -122,7 +124,7 @@ def test_pyiceberg_fileio_defaults_to_fsspec_for_abfs(azurite: Azurite) -> None:
     assert isinstance(load_file_io(props, "abfs://c/t"), FsspecFileIO)
 
 
-def test_pyiceberg_java_style_abfs_location_fails(azurite: Azurite, container: str) -> None:  # noqa: F811
+def test_pyiceberg_java_style_abfs_location_fails(azurite: Azurite, container: str) -> None:
     """pyiceberg 0.12 hands pyarrow ``container@account.dfs.core.windows.net/path``: pyarrow
     takes all of the first segment as the container name (apache/iceberg-python#2698)."""
     from pyiceberg.io.pyarrow import PyArrowFileIO
@@ -135,7 +137,7 @@ def test_pyiceberg_java_style_abfs_location_fails(azurite: Azurite, container: s
             out.write(b"{}")
 
 
-def test_duckdb_azure_extension(azurite: Azurite, container: str) -> None:  # noqa: F811
+def test_duckdb_azure_extension(azurite: Azurite, container: str) -> None:
     pytest.importorskip("duckdb_extension_azure", reason="duckdb-extension-azure is not installed")
     import duckdb
 

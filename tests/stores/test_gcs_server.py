@@ -19,19 +19,21 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow.fs import FileSelector, FileType, GcsFileSystem
 
-from tests.support.gcs import FakeGcs, fake_gcs  # noqa: F401
+from tests.support.gcs import FakeGcs
 
-pytestmark = pytest.mark.gcs
+# What the server and the clients do by themselves (no icesql): kept out of CI's time, since
+# tests/stores/test_store_*.py run icesql against the same server
+pytestmark = [pytest.mark.gcs, pytest.mark.slow]
 
 
 @pytest.fixture
-def bucket(fake_gcs: FakeGcs) -> str:  # noqa: F811
+def bucket(fake_gcs: FakeGcs) -> str:
     name = f"b-{uuid.uuid4().hex[:12]}"
     fake_gcs.create_bucket(name)
     return name
 
 
-def test_pyarrow_write_list_read_delete(fake_gcs: FakeGcs, bucket: str) -> None:  # noqa: F811
+def test_pyarrow_write_list_read_delete(fake_gcs: FakeGcs, bucket: str) -> None:
     fs = GcsFileSystem(
         anonymous=True,
         scheme="http",
@@ -50,7 +52,7 @@ def test_pyarrow_write_list_read_delete(fake_gcs: FakeGcs, bucket: str) -> None:
     assert fs.get_file_info(f"{bucket}/dir/a.txt").type == FileType.NotFound
 
 
-def test_pyiceberg_pyarrow_fileio(fake_gcs: FakeGcs, bucket: str) -> None:  # noqa: F811
+def test_pyiceberg_pyarrow_fileio(fake_gcs: FakeGcs, bucket: str) -> None:
     from pyiceberg.io import load_file_io
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -74,7 +76,7 @@ def test_pyiceberg_pyarrow_fileio(fake_gcs: FakeGcs, bucket: str) -> None:  # no
     assert not io.new_input(location).exists()
 
 
-def test_pyiceberg_token_needs_its_expiry(fake_gcs: FakeGcs) -> None:  # noqa: F811
+def test_pyiceberg_token_needs_its_expiry(fake_gcs: FakeGcs) -> None:
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
     io = PyArrowFileIO({"gcs.service.host": fake_gcs.endpoint, "gcs.oauth2.token": "anonymous"})
@@ -82,7 +84,7 @@ def test_pyiceberg_token_needs_its_expiry(fake_gcs: FakeGcs) -> None:  # noqa: F
         io.new_input("gs://any/x")
 
 
-def _duckdb(fake_gcs: FakeGcs) -> Any:  # noqa: F811
+def _duckdb(fake_gcs: FakeGcs) -> Any:
     import duckdb
 
     from tests.support.readers import _duckdb_extension
@@ -94,7 +96,7 @@ def _duckdb(fake_gcs: FakeGcs) -> Any:  # noqa: F811
     return con
 
 
-def test_duckdb_reads_gs(fake_gcs: FakeGcs, bucket: str) -> None:  # noqa: F811
+def test_duckdb_reads_gs(fake_gcs: FakeGcs, bucket: str) -> None:
     fs = fake_gcs.pyarrow_fs()
     pq.write_table(pa.table({"x": [1, 2, 3]}), f"{bucket}/p/one.parquet", filesystem=fs)
     pq.write_table(pa.table({"x": [10]}), f"{bucket}/p/two.parquet", filesystem=fs)
@@ -111,7 +113,7 @@ def test_duckdb_reads_gs(fake_gcs: FakeGcs, bucket: str) -> None:  # noqa: F811
         con.close()
 
 
-def test_duckdb_cannot_write_gs(fake_gcs: FakeGcs, bucket: str) -> None:  # noqa: F811
+def test_duckdb_cannot_write_gs(fake_gcs: FakeGcs, bucket: str) -> None:
     """Documents a limit: DuckDB writes through the S3-style multipart upload, which
     fake-gcs-server's XML API refuses (HTTP 400)."""
     import duckdb

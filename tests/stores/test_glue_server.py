@@ -10,10 +10,12 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import CommitFailedException
 
-from tests.support.moto import MotoServer, moto_server  # noqa: F401
+from tests.support.moto import MotoServer
 from tests.support.readers import read_duckdb
 
-pytestmark = pytest.mark.glue
+# What the server and the clients do by themselves (no icesql): kept out of CI's time, since
+# tests/stores/test_store_*.py run icesql against the same server
+pytestmark = [pytest.mark.glue, pytest.mark.slow]
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 NO_RETRY = {"commit.retry.num-retries": "0"}  # pyiceberg 0.12 retries a conflicting append 4 times
@@ -28,7 +30,7 @@ def read(table: Any) -> list[tuple[int, str]]:
 
 
 @pytest.fixture
-def glue(moto_server: MotoServer) -> Iterator[tuple[MotoServer, Any, str]]:  # noqa: F811
+def glue(moto_server: MotoServer) -> Iterator[tuple[MotoServer, Any, str]]:
     """(server, GlueCatalog on a fresh bucket's ``wh/``, a fresh namespace that exists)."""
     bucket = moto_server.create_bucket(f"icesql-{uuid.uuid4().hex[:12]}")
     catalog = moto_server.glue_catalog(warehouse=f"s3://{bucket}/wh")

@@ -10,10 +10,12 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 
-from tests.support.hive import HiveMetastore, hive_metastore  # noqa: F401
+from tests.support.hive import HiveMetastore
 from tests.support.readers import java_available
 
-pytestmark = pytest.mark.hive
+# What the server and the clients do by themselves (no icesql): kept out of CI's time, since
+# tests/stores/test_store_*.py run icesql against the same server
+pytestmark = [pytest.mark.hive, pytest.mark.slow]
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())])
 NO_RETRY = {"commit.retry.num-retries": "0"}  # pyiceberg 0.12 retries a conflicting append 4 times
@@ -28,7 +30,7 @@ def read(table: Any) -> list[tuple[int, str]]:
 
 
 @pytest.fixture
-def hive(hive_metastore: HiveMetastore) -> Iterator[tuple[HiveMetastore, Any, str]]:  # noqa: F811
+def hive(hive_metastore: HiveMetastore) -> Iterator[tuple[HiveMetastore, Any, str]]:
     """(metastore, HiveCatalog, a fresh namespace that exists)."""
     catalog = hive_metastore.catalog()
     namespace = f"ns_{uuid.uuid4().hex[:8]}"

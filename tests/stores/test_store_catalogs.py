@@ -25,8 +25,8 @@ from icesql.engine.writer import DataFileWriter, WriteSpec
 from icesql.errors import IcesqlError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, SecretName, SinkPlan
 from tests.engine.test_schema import f, struct
-from tests.support.hive import HiveMetastore, hive_metastore  # noqa: F401
-from tests.support.moto import MotoServer, moto_server  # noqa: F401
+from tests.support.hive import HiveMetastore
+from tests.support.moto import MotoServer
 from tests.support.readers import java_available, read_duckdb
 
 SCHEMA = struct(f("id", "long"), f("v", "string"))
@@ -86,7 +86,7 @@ def _glue(moto: MotoServer, bucket: str, **kw: Any) -> tuple[CatalogConnectionPl
 
 
 @pytest.mark.glue
-def test_glue_commit_beaten_by_another_writer_is_retried(moto_server: MotoServer, tmp_path: Path) -> None:  # noqa: F811
+def test_glue_commit_beaten_by_another_writer_is_retried(moto_server: MotoServer, tmp_path: Path) -> None:
     bucket = moto_server.create_bucket(f"icesql-{uuid.uuid4().hex[:10]}")
     conn, aws = _glue(moto_server, bucket)
     secrets = Secrets(k=moto_server.secret_key)
@@ -108,7 +108,7 @@ def test_glue_commit_beaten_by_another_writer_is_retried(moto_server: MotoServer
 
 
 @pytest.mark.glue
-def test_glue_errors_are_one_line(moto_server: MotoServer, tmp_path: Path) -> None:  # noqa: F811
+def test_glue_errors_are_one_line(moto_server: MotoServer, tmp_path: Path) -> None:
     bucket = moto_server.create_bucket(f"icesql-{uuid.uuid4().hex[:10]}")
     conn, aws = _glue(moto_server, bucket)
     secrets = Secrets(k=moto_server.secret_key)
@@ -139,7 +139,7 @@ def _hive(hms: HiveMetastore, **kw: Any) -> CatalogConnectionPlan:
 
 @pytest.mark.hive
 @pytest.mark.java
-def test_hive_commit_beaten_by_iceberg_java_is_retried(hive_metastore: HiveMetastore, tmp_path: Path) -> None:  # noqa: F811
+def test_hive_commit_beaten_by_iceberg_java_is_retried(hive_metastore: HiveMetastore, tmp_path: Path) -> None:
     """Iceberg Java (Spark 3.5, HiveCatalog) commits in between: icesql's commit retries and
     lands once; Java reads both writers' rows."""
     if not java_available():
@@ -159,7 +159,7 @@ def test_hive_commit_beaten_by_iceberg_java_is_retried(hive_metastore: HiveMetas
 
 
 @pytest.mark.hive
-def test_hive_errors_are_one_line(hive_metastore: HiveMetastore, tmp_path: Path) -> None:  # noqa: F811
+def test_hive_errors_are_one_line(hive_metastore: HiveMetastore, tmp_path: Path) -> None:
     conn = _hive(hive_metastore)
     catalog = load_catalog(conn, aws=None, secrets=Secrets(), home=tmp_path)
     from icesql.engine.table_reader import open_table

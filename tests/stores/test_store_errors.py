@@ -15,8 +15,8 @@ import pytest
 
 from icesql.errors import IcesqlError
 from icesql.session import Session
-from tests.support.azurite import Azurite, azurite  # noqa: F401
-from tests.support.gcs import FakeGcs, fake_gcs  # noqa: F401
+from tests.support.azurite import Azurite
+from tests.support.gcs import FakeGcs
 
 
 def _fails(session: Session, sql: str) -> IcesqlError:
@@ -34,7 +34,7 @@ def _run_fails(session: Session, sink: str) -> IcesqlError:
 
 
 @pytest.mark.azure
-def test_azure_wrong_key_expired_sas_missing_container(azurite: Azurite, tmp_path: Path) -> None:  # noqa: F811
+def test_azure_wrong_key_expired_sas_missing_container(azurite: Azurite, tmp_path: Path) -> None:
     container = "errors-landing"
     azurite.create_container(container)
     session = Session(home=tmp_path / "home")
@@ -79,7 +79,7 @@ def test_azure_wrong_key_expired_sas_missing_container(azurite: Azurite, tmp_pat
 
 
 @pytest.mark.gcs
-def test_gcs_missing_bucket_and_validate(fake_gcs: FakeGcs, tmp_path: Path) -> None:  # noqa: F811
+def test_gcs_missing_bucket_and_validate(fake_gcs: FakeGcs, tmp_path: Path) -> None:
     session = Session(home=tmp_path / "home")
     session.execute(f"CREATE CONNECTION g TO GCS (PROJECT = '{fake_gcs.project}', ENDPOINT = '{fake_gcs.endpoint}')")
     assert session.execute("VALIDATE CONNECTION g")[-1].message == "connection 'g' is valid"
@@ -104,7 +104,7 @@ def test_gcs_missing_bucket_and_validate(fake_gcs: FakeGcs, tmp_path: Path) -> N
 
 
 @pytest.mark.gcs
-def test_gcs_service_account_token_reaches_the_writers(fake_gcs: FakeGcs, tmp_path: Path) -> None:  # noqa: F811
+def test_gcs_service_account_token_reaches_the_writers(fake_gcs: FakeGcs, tmp_path: Path) -> None:
     """CREDENTIALS = a service-account key: icesql trades it at the key's token_uri (a local
     endpoint checking the signature) and writes with the token. fake-gcs-server accepts any
     token, so what this proves is the path: key -> token -> pyarrow's GCS client -> rows."""

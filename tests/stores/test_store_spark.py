@@ -35,8 +35,8 @@ import pytest
 
 import icesql
 from icesql.errors import IcesqlError
-from tests.support.azurite import Azurite, azurite  # noqa: F401
-from tests.support.gcs import FakeGcs, fake_gcs  # noqa: F401
+from tests.support.azurite import Azurite
+from tests.support.gcs import FakeGcs
 from tests.support.pipeline_helpers import spark_for_tests, write_json_lines
 from tests.support.readers import read_duckdb
 from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
@@ -144,8 +144,8 @@ class _Started:
 @pytest.mark.azure
 def test_sinks_on_local_spark_write_gcs_and_azure_tables(
     spark: Any,
-    fake_gcs: FakeGcs,  # noqa: F811
-    azurite: Azurite,  # noqa: F811
+    fake_gcs: FakeGcs,
+    azurite: Azurite,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -245,7 +245,7 @@ CREATE SINK az_upsert FROM scaled INTO ICEBERG CATALOG lake_az_cat (NAMESPACE = 
 @pytest.mark.gcs
 def test_a_view_over_a_gcs_source_is_refused_with_the_arrow_path_error(
     spark: Any,
-    fake_gcs: FakeGcs,  # noqa: F811
+    fake_gcs: FakeGcs,
     tmp_path: Path,
 ) -> None:
     """Spark's GCS connector is not installed: only the Arrow path reads a gs:// FILES source, and
@@ -307,8 +307,8 @@ def _icesql(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
 @pytest.mark.azure
 def test_files_sources_on_gcs_and_azure_through_spark_connect(
     connect: ConnectServer,
-    fake_gcs: FakeGcs,  # noqa: F811
-    azurite: Azurite,  # noqa: F811
+    fake_gcs: FakeGcs,
+    azurite: Azurite,
     tmp_path: Path,
 ) -> None:
     gs_lake, gs_landing = _unique("lake"), _unique("landing")
