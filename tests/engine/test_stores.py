@@ -341,3 +341,13 @@ def test_credentials_that_are_not_a_key_file_say_so() -> None:
         gcs_store.file_io(plan, SecretValues(Secrets(sa="not json at all: hunter2")))
     assert "CREDENTIALS is not a Google key file" in str(err.value)
     assert "hunter2" not in str(err.value) and "service-account" in (err.value.hint or "")
+
+
+def test_a_file_uri_source_lists_plain_paths_as_before(tmp_path: Path) -> None:
+    """A FILES source's file log knows the files it read by the names its listing gave: a local
+    file by its plain path, whether the source says '/dir' or 'file:///dir'."""
+    from icesql.engine.files.listing import Location
+
+    (tmp_path / "a.json").write_text("{}")
+    for source in (str(tmp_path), tmp_path.as_uri()):
+        assert [f.path for f in Location(source).list()] == [str(tmp_path / "a.json")]

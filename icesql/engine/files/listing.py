@@ -75,7 +75,10 @@ class Location:
             if self.pattern is not None and not fnmatch.fnmatchcase(name, self.pattern):
                 continue
             mtime = found.mtime_ns // 1_000_000 if found.mtime_ns is not None else 0
-            out.append(Listed(found.location, found.size, int(mtime)))
+            # a local file is named by its plain path, a 'file://' source's too: the file log
+            # knows the files it read by these names
+            path = found.location if is_remote(self.path) else self.filesystem.path(found.location)
+            out.append(Listed(path, found.size, int(mtime)))
         return out
 
     def open_input(self, path: str) -> Any:
