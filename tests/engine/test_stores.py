@@ -92,6 +92,7 @@ def test_path_key_folds_each_stores_spellings() -> None:
     assert path_key("/tmp/x") == path_key("file:///tmp/x")
     assert relative_to("abfs://c@acct.dfs.core.windows.net/wh/t/data/f", "abfs://c/wh/t") == "data/f"
     assert path_key("gs://a/x") != path_key("gs://b/x")
+    assert path_key("hdfs://nn1:8020/x") != path_key("hdfs://nn2:8020/x")  # the namenode stays
 
 
 def test_filesystem_paths_and_uris_round_trip() -> None:

@@ -160,9 +160,7 @@ def _pyarrow_io(location: str) -> str:
 def canonical_netloc(scheme: str, netloc: str) -> str:
     """``netloc`` as the store's filesystem names it (Azure: the container alone)."""
     store = for_scheme(scheme)
-    if store is None:
-        return netloc
-    return store.split(netloc, "")
+    return netloc if store is None else store.netloc_key(netloc)
 
 
 def failing_store(text: str) -> ObjectStore | None:

@@ -133,6 +133,7 @@ AZURE = ObjectStore(
     check_hint="check ACCOUNT NAME, ACCOUNT KEY or SAS TOKEN and ENDPOINT of the AZURE connection, and the container",
     split=_split,
     join=_join,
+    netloc_key=container_of,
     error_code=_error_code,
     auth_codes=frozenset(
         {"AuthorizationFailure", "AuthenticationFailed", "AuthorizationPermissionMismatch", "InvalidAuthenticationInfo"}

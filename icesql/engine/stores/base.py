@@ -77,6 +77,8 @@ class ObjectStore:
     # the options a user checks when the store refuses (the hint of a one-line error)
     check_hint: str = "check the connection's credentials and ENDPOINT, and the bucket"
     split: Callable[[str, str], str] = lambda netloc, path: f"{netloc}{path}"
+    # a location's netloc spelled one way (Azure: the container without its account's host)
+    netloc_key: Callable[[str], str] = lambda netloc: netloc
     join: Callable[[str, str, str], str] = lambda fs_path, scheme, netloc: f"{scheme}://{fs_path}"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
