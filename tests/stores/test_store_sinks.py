@@ -266,22 +266,27 @@ def _unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture
-def gcs_backend(fake_gcs: FakeGcs, tmp_path: Path) -> Backend:
-    lake, landing = _unique("lake"), _unique("landing")
-    fake_gcs.create_bucket(lake)
-    fake_gcs.create_bucket(landing)
-    fs = fake_gcs.pyarrow_fs()
+def _landing(fs: Any, landing: str) -> tuple[Callable[[str, bytes], None], Callable[[str], list[str]]]:
+    """(put a file, the file names under a directory) of a bucket or container, through pyarrow."""
+    from pyarrow import fs as pafs
 
     def put(name: str, body: bytes) -> None:
         with fs.open_output_stream(f"{landing}/{name}") as f:
             f.write(body)
 
     def names(d: str) -> list[str]:
-        from pyarrow import fs as pafs
-
         found = fs.get_file_info(pafs.FileSelector(f"{landing}/{d}", recursive=True, allow_not_found=True))
         return sorted(i.base_name for i in found if i.type == pafs.FileType.File)
+
+    return put, names
+
+
+@pytest.fixture
+def gcs_backend(fake_gcs: FakeGcs, tmp_path: Path) -> Backend:
+    lake, landing = _unique("lake"), _unique("landing")
+    fake_gcs.create_bucket(lake)
+    fake_gcs.create_bucket(landing)
+    put, names = _landing(fake_gcs.pyarrow_fs(), landing)
 
     setup = f"""
 CREATE CONNECTION IF NOT EXISTS g TO GCS (PROJECT = '{fake_gcs.project}', ENDPOINT = '{fake_gcs.endpoint}');
@@ -306,17 +311,7 @@ def azure_backend(azurite: Azurite, tmp_path: Path) -> Backend:
     lake, landing = _unique("lake"), _unique("landing")
     azurite.create_container(lake)
     azurite.create_container(landing)
-    fs = azurite.pyarrow_fs()
-
-    def put(name: str, body: bytes) -> None:
-        with fs.open_output_stream(f"{landing}/{name}") as f:
-            f.write(body)
-
-    def names(d: str) -> list[str]:
-        from pyarrow import fs as pafs
-
-        found = fs.get_file_info(pafs.FileSelector(f"{landing}/{d}", recursive=True, allow_not_found=True))
-        return sorted(i.base_name for i in found if i.type == pafs.FileType.File)
+    put, names = _landing(azurite.pyarrow_fs(), landing)
 
     account = azurite.account_name
     sas = azurite.sas_token(lake)
