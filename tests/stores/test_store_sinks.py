@@ -396,21 +396,14 @@ CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (
     )
 
 
-@pytest.mark.gcs
-def test_gcs_append_and_upsert_through_kills(gcs_backend: Backend, tmp_path: Path) -> None:
-    check_stores_run(gcs_backend, tmp_path)
-
-
-@pytest.mark.azure
-def test_azure_append_and_upsert_through_kills(azure_backend: Backend, tmp_path: Path) -> None:
-    check_stores_run(azure_backend, tmp_path)
-
-
-@pytest.mark.glue
-def test_glue_append_and_upsert_through_kills(glue_backend: Backend, tmp_path: Path) -> None:
-    check_stores_run(glue_backend, tmp_path)
-
-
-@pytest.mark.hive
-def test_hive_append_and_upsert_through_kills(hive_backend: Backend, tmp_path: Path) -> None:
-    check_stores_run(hive_backend, tmp_path)
+@pytest.mark.parametrize(
+    "store",
+    [
+        pytest.param("gcs", marks=pytest.mark.gcs),
+        pytest.param("azure", marks=pytest.mark.azure),
+        pytest.param("glue", marks=pytest.mark.glue),
+        pytest.param("hive", marks=pytest.mark.hive),
+    ],
+)
+def test_append_and_upsert_through_kills(store: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    check_stores_run(request.getfixturevalue(f"{store}_backend"), tmp_path)
