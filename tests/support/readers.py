@@ -18,12 +18,16 @@ so readers compare equal to each other and to the expected state.
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import glob
 import json
 import os
+import queue
 import subprocess
 import sys
+import tempfile
+import threading
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -212,9 +216,17 @@ def java_available() -> bool:
 
 
 def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
-    """Run the Java reader in the harness; returns its JSON (``rows``, ``digest``, ``all``)."""
-    out = _run_java([str(READ_ICEBERG), "java", _path(metadata_location), "--all"], timeout)
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    """Read a table with the Iceberg Java library (Spark 3.5 in the harness); returns what
+    ``read_iceberg.py --all`` prints: ``rows``, ``digest`` and ``all`` (every canonical row).
+
+    The reads of a test run share one harness process (``_JavaReader``), so Spark starts once
+    per run rather than once per read (15-25 s each on two cores)."""
+    return _JavaReader.shared().read(_path(metadata_location), timeout)
+
+
+def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[dict[str, Any]]:
+    """``read_java`` of several tables, in order."""
+    return [read_java(loc, timeout) for loc in metadata_locations]
 
 
 def _run_java(args: list[str], timeout: float) -> str:
@@ -233,38 +245,90 @@ def _run_java(args: list[str], timeout: float) -> str:
     return out.stdout
 
 
-def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[dict[str, Any]]:
-    """``read_java`` of several tables in one harness process (one JVM: Spark starts once, about
-    25 s saved per table); what ``read_java`` returns for each location, in order."""
-    script = (
-        "import argparse, json, sys\n"
-        "sys.path.insert(0, sys.argv[1])\n"
-        "import read_iceberg as r\n"
-        "for loc in sys.argv[2:]:\n"
-        "    rows = r.read_java(r.normalize(loc), argparse.Namespace(s3_endpoint='', key='', secret=''))\n"
-        "    digest, lines = r.canon(rows)\n"
-        "    print(json.dumps({'reader': 'java', 'rows': len(rows), 'digest': digest, 'all': lines}))\n"
-    )
-    stdout = _run_java(["-c", script, str(READ_ICEBERG.parent), *(_path(loc) for loc in metadata_locations)], timeout)
-    lines = [ln for ln in stdout.splitlines() if ln.startswith('{"reader": "java"')]
-    if len(lines) != len(metadata_locations):
-        raise RuntimeError(
-            f"the Java reader printed {len(lines)} results for {len(metadata_locations)} tables"
+# The harness process behind ``read_java``: reads a metadata location per line on stdin and
+# answers each with one line on stdout, marked (Spark may print to stdout too).
+_JAVA_READER_SCRIPT = """
+import argparse, json, sys, traceback
+sys.path.insert(0, sys.argv[1])
+import read_iceberg as r
+ns = argparse.Namespace(s3_endpoint='', key='', secret='')
+for line in sys.stdin:
+    try:
+        rows = r.read_java(r.normalize(line.strip()), ns)
+        digest, lines = r.canon(rows)
+        out = {'reader': 'java', 'rows': len(rows), 'digest': digest, 'all': lines}
+    except Exception as e:
+        out = {'error': ''.join(traceback.format_exception(type(e), e, e.__traceback__))[-4000:]}
+    sys.stdout.write(sys.argv[2] + json.dumps(out) + '\\n')
+    sys.stdout.flush()
+"""
+_JAVA_MARK = "@@icesql-java-reader@@ "
+
+
+class _JavaReader:
+    """One long-lived harness process that reads tables with Iceberg Java, started on first use
+    and stopped when the test run's interpreter exits. A read that times out or kills the
+    process stops it; the next read starts a new one."""
+
+    _shared: _JavaReader | None = None
+
+    def __init__(self) -> None:
+        if not java_available():
+            raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [str(HARNESS / "venv/bin/python"), "-c", _JAVA_READER_SCRIPT, str(READ_ICEBERG.parent), _JAVA_MARK],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
         )
-    return [dict(json.loads(ln)) for ln in lines]
+        # the answers, read off stdout by a thread so a read can wait with a timeout
+        self._answers: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
 
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(_JAVA_MARK):
+                self._answers.put(line[len(_JAVA_MARK) :])
+        self._answers.put(None)
 
-def harness_digest(reader: str, metadata_location: str, timeout: float = 600) -> dict[str, Any]:
-    """Any harness reader (``java``, ``duckdb``, ``datafusion``) through read_iceberg.py."""
-    out = subprocess.run(
-        [str(HARNESS / "venv/bin/python"), str(READ_ICEBERG), reader, _path(metadata_location), "--all"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"the {reader} reader failed:\n{out.stderr[-4000:]}")
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    @classmethod
+    def shared(cls) -> _JavaReader:
+        if cls._shared is None or cls._shared.proc.poll() is not None:
+            cls._shared = cls()
+            atexit.register(cls._shared.stop)
+        return cls._shared
+
+    def read(self, location: str, timeout: float) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(location + "\n")
+        self.proc.stdin.flush()
+        try:
+            answer = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            self.stop()
+            raise RuntimeError(f"the Java reader gave no answer for {location} in {timeout:.0f} s") from None
+        if answer is None:
+            raise RuntimeError(f"the Java reader exited:\n{self._stderr_tail()}")
+        out = dict(json.loads(answer))
+        if "error" in out:
+            raise RuntimeError(f"the Java reader failed on {location}:\n{out['error']}")
+        return out
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - 4000))
+        return self._stderr.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._stderr.close()
 
 
 def canonical_digest(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -280,7 +344,6 @@ def canonical_digest(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 __all__ = [
     "canonical_digest",
-    "harness_digest",
     "java_available",
     "norm",
     "read_datafusion",
