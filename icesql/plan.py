@@ -452,6 +452,12 @@ class SinkPlan:
 # --------------------------------------------------------------------------- statement plans
 
 
+# what CREATE CONNECTION/SOURCE/VIEW/SINK defines (and the catalog store keeps)
+ObjectPlan = (
+    StorageConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+)
+
+
 @dataclass(frozen=True)
 class CreateSecretPlan:
     name: str
@@ -464,16 +470,7 @@ class CreateSecretPlan:
 class CreateObjectPlan:
     """CREATE CONNECTION/SOURCE/VIEW/SINK: the definition plus what it depends on."""
 
-    definition: (
-        AwsConnectionPlan
-        | GcsConnectionPlan
-        | AzureConnectionPlan
-        | KafkaConnectionPlan
-        | CatalogConnectionPlan
-        | SourcePlan
-        | ViewPlan
-        | SinkPlan
-    )
+    definition: ObjectPlan
     sql: str  # canonical CREATE statement (secret values never appear in it)
     dependencies: tuple[tuple[str, str], ...] = ()  # (kind, name): 'secret'/'connection'/...
     if_not_exists: bool = False
@@ -635,17 +632,6 @@ StatementPlan = (
     | ShowTablesPlan
     | DescribeTablePlan
     | ShowSnapshotsPlan
-)
-
-ObjectPlan = (
-    AwsConnectionPlan
-    | GcsConnectionPlan
-    | AzureConnectionPlan
-    | KafkaConnectionPlan
-    | CatalogConnectionPlan
-    | SourcePlan
-    | ViewPlan
-    | SinkPlan
 )
 
 

@@ -185,6 +185,8 @@ class CatalogKind:
     endpoint: Callable[[CatalogConnectionPlan, AwsConnectionPlan | None], str | None] = lambda conn, aws: (
         conn.uri
     )
+    # properties the catalog's client takes as numbers, not strings (PROPERTIES are strings)
+    int_properties: frozenset[str] = frozenset()
 
     def construct(self, name: str, props: Properties) -> Any:
         module, _, cls = self.catalog_class.partition(":")
@@ -287,7 +289,9 @@ KINDS: dict[CatalogType, CatalogKind] = {
     CatalogType.SQL: CatalogKind("pyiceberg.catalog.sql:SqlCatalog", _sql),
     CatalogType.REST: CatalogKind("pyiceberg.catalog.rest:RestCatalog", _rest),
     CatalogType.S3TABLES: CatalogKind("pyiceberg.catalog.rest:RestCatalog", _s3tables, _s3tables_endpoint),
-    CatalogType.GLUE: CatalogKind("pyiceberg.catalog.glue:GlueCatalog", _glue, _glue_endpoint),
+    CatalogType.GLUE: CatalogKind(
+        "pyiceberg.catalog.glue:GlueCatalog", _glue, _glue_endpoint, frozenset({"glue.max-retries"})
+    ),
     CatalogType.HIVE: CatalogKind("pyiceberg.catalog.hive:HiveCatalog", _hive),
 }
 
@@ -312,15 +316,30 @@ def build_properties(
     the connection's PROPERTIES last."""
     from icesql.engine import stores
 
-    props = kind_of(conn).properties(conn, aws, sec, home)
+    kind = kind_of(conn)
+    props = kind.properties(conn, aws, sec, home)
     for plan in storage:
         if plan is not None:
             props = stores.layer(props, stores.connection_properties(plan, sec))
     if conn.access_delegation:
         props["header.X-Iceberg-Access-Delegation"] = conn.access_delegation
     for key, value in conn.properties:
-        props[key] = value
+        props[key] = _typed(conn, kind, key, value)
     return props
+
+
+def _typed(conn: CatalogConnectionPlan, kind: CatalogKind, key: str, value: str) -> Any:
+    """A PROPERTIES value as the client takes it: pyiceberg 0.12 hands ``glue.max-retries`` to
+    botocore unconverted, and botocore compares it with numbers."""
+    if key not in kind.int_properties:
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise ExecutionError(
+            f"{label(conn)}: PROPERTIES {key!r} = {value!r} is not a whole number",
+            hint=f"write it as a number, e.g. '{key}' = '5'",
+        ) from None
 
 
 __all__ = [

@@ -208,6 +208,25 @@ def test_glue_uri_is_the_glue_endpoint_and_hive_is_hive2_compatible(tmp_path: Pa
     assert catalog_properties(hive3, aws=None, secrets=Secrets(), home=tmp_path)["hive.hive2-compatible"] == "false"
 
 
+def test_a_glue_max_retries_property_reaches_botocore_as_a_number(tmp_path: Path) -> None:
+    # pyiceberg 0.12 hands glue.max-retries to botocore as it is; a string made constructing the
+    # catalog fail with "'<' not supported between instances of 'str' and 'int'"
+    from icesql.engine.catalog_kinds import KINDS
+    from icesql.errors import ExecutionError
+
+    def glue(value: str) -> CatalogConnectionPlan:
+        return CatalogConnectionPlan(
+            name="g", catalog_type=CatalogType.GLUE, uri="http://127.0.0.1:1", properties=(("glue.max-retries", value),)
+        )
+
+    aws = AwsConnectionPlan(name="aws", region="us-east-1")
+    props = catalog_properties(glue("5"), aws=aws, secrets=Secrets(), home=tmp_path)
+    assert props["glue.max-retries"] == 5
+    KINDS[CatalogType.GLUE].construct("g", props)  # botocore's client is built offline
+    with pytest.raises(ExecutionError, match="'glue.max-retries' = 'many' is not a whole number"):
+        catalog_properties(glue("many"), aws=aws, secrets=Secrets(), home=tmp_path)
+
+
 def test_a_catalogs_gcs_or_azure_connection_gives_its_tables_storage(tmp_path: Path) -> None:
     from icesql.plan import AzureConnectionPlan, GcsConnectionPlan
 
