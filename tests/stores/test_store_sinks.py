@@ -26,19 +26,27 @@ against weed in tests/e2e/test_s3_files_source.py).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from icesql.engine.maintenance.expire import expire_snapshots
+from icesql.engine.maintenance.files import live_files, path_key
+from icesql.engine.maintenance.orphans import remove_orphan_files, staged_files
+from icesql.session import Session
 from tests.support.azurite import Azurite
 from tests.support.gcs import FakeGcs
 from tests.support.hive import HiveMetastore
@@ -119,24 +127,12 @@ def _run(home: Path, script: Path, kill_at: str | None = None) -> tuple[int, str
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def _select(home: Path, sql: str) -> list[tuple[Any, ...]]:
-    from icesql.session import Session
-
-    session = Session(home=home)
-    try:
-        return [tuple(r) for r in session.execute(sql)[-1].rows]
-    finally:
-        session.close()
+def _select(session: Session, sql: str) -> list[tuple[Any, ...]]:
+    return [tuple(r) for r in session.execute(sql)[-1].rows]
 
 
-def _metadata_location(home: Path, namespace: str, table: str) -> str:
-    from icesql.session import Session
-
-    session = Session(home=home)
-    try:
-        return str(session.engine.load_table("lake", (namespace,), table).metadata_location)
-    finally:
-        session.close()
+def _metadata_location(session: Session, namespace: str, table: str) -> str:
+    return str(session.engine.load_table("lake", (namespace,), table).metadata_location)
 
 
 def check_stores_run(b: Backend, tmp_path: Path) -> None:
@@ -155,10 +151,21 @@ def check_stores_run(b: Backend, tmp_path: Path) -> None:
     code, log = _run(home, script)
     logs.append(log)
     assert code == 0, f"{b.name}: the restart failed:\n{log[-3000:]}"
-    _no_secret_shows(b, home, "\n".join(logs))
-    _compacted(b, home)
-    _maintain(b, home)
+    session = Session(home=home)  # what the runs left, read through one session
+    try:
+        _no_secret_shows(b, session, "\n".join(logs))
+        _compacted(b, session)
+        _maintain(b, session, home)
+        _read_back(b, session)
+    finally:
+        session.close()
+    if b.archive:  # every file the append sink committed moved under the archive directory
+        assert b.names("events") == [] and len(b.names("archive")) == 9, (b.names("events"), b.names("archive"))
 
+
+def _read_back(b: Backend, session: Session) -> None:
+    """Every reader that reaches the store reads both tables equal to the input: exactly once
+    (append) and the replay (upsert)."""
     every = [r for k in range(9) for r in _rows(k)]
     want_append = sorted((r["id"], r["k"], r["v"]) for r in every)
     latest: dict[str, dict[str, Any]] = {}
@@ -166,91 +173,62 @@ def check_stores_run(b: Backend, tmp_path: Path) -> None:
         latest[r["k"]] = r
     want_upsert = sorted((r["k"], r["id"], r["v"]) for r in latest.values())
 
-    got = _select(home, f"SELECT id, k, v FROM lake.{b.namespace}.events ORDER BY id LIMIT 100000")
+    got = _select(session, f"SELECT id, k, v FROM lake.{b.namespace}.events ORDER BY id LIMIT 100000")
     assert got == want_append, f"{b.name}: icesql's SELECT of the append table: {len(got)} rows, {len(want_append)} expected"
-    got = _select(home, f"SELECT k, id, v FROM lake.{b.namespace}.latest ORDER BY k LIMIT 100000")
+    got = _select(session, f"SELECT k, id, v FROM lake.{b.namespace}.latest ORDER BY k LIMIT 100000")
     assert got == want_upsert, f"{b.name}: icesql's SELECT of the upsert table differs"
     for reader, read in b.read_other.items():
-        rows = sorted(read(_metadata_location(home, b.namespace, "events")))
+        rows = sorted(read(_metadata_location(session, b.namespace, "events")))
         assert rows == want_append, f"{b.name}: {reader} reads {len(rows)} rows of the append table"
-        rows = sorted(read(_metadata_location(home, b.namespace, "latest")))
+        rows = sorted(read(_metadata_location(session, b.namespace, "latest")))
         assert sorted((k, i, v) for i, k, v in rows) == want_upsert, f"{b.name}: {reader} reads the upsert table wrong"
-    if b.archive:  # every file the append sink committed moved under the archive directory
-        assert b.names("events") == [] and len(b.names("archive")) == 9, (b.names("events"), b.names("archive"))
 
 
-def _no_secret_shows(b: Backend, home: Path, logs: str) -> None:
+def _no_secret_shows(b: Backend, session: Session, logs: str) -> None:
     """The store's credentials are in none of the runs' output, SHOW CREATE of the connections,
     or the tables' metadata."""
-    from icesql.session import Session
-
-    session = Session(home=home)
-    try:
-        shown = [str(r) for r in session.execute("SHOW CONNECTIONS")[-1].rows]
-        for (name,) in ((r[0],) for r in session.execute("SHOW CONNECTIONS")[-1].rows):
-            shown.append(session.execute(f"SHOW CREATE CONNECTION {name}")[-1].rows[0][-1])
-        metadata = []
-        for name in ("events", "latest"):
-            table = session.engine.load_table("lake", (b.namespace,), name)
-            with table.io.new_input(table.metadata_location).open() as f:
-                metadata.append(f.read().decode())
-    finally:
-        session.close()
+    shown = [str(r) for r in session.execute("SHOW CONNECTIONS")[-1].rows]
+    for (name,) in ((r[0],) for r in session.execute("SHOW CONNECTIONS")[-1].rows):
+        shown.append(session.execute(f"SHOW CREATE CONNECTION {name}")[-1].rows[0][-1])
+    metadata = []
+    for name in ("events", "latest"):
+        table = session.engine.load_table("lake", (b.namespace,), name)
+        with table.io.new_input(table.metadata_location).open() as f:
+            metadata.append(f.read().decode())
     for value in b.secrets:
         for where, text in (("the runs' output", logs), ("SHOW", "\n".join(shown)), ("table metadata", "\n".join(metadata))):
             assert value not in text, f"{b.name}: a secret shows in {where}"
 
 
-def _compacted(b: Backend, home: Path) -> None:
+def _compacted(b: Backend, session: Session) -> None:
     """Both sinks compacted their tables on the store as they ran (a ``replace`` snapshot)."""
-    from icesql.session import Session
-
-    session = Session(home=home)
-    try:
-        for name in ("events", "latest"):
-            table = session.engine.load_table("lake", (b.namespace,), name)
-            ops = {s.summary.operation.value for s in table.snapshots() if s.summary is not None}
-            assert "replace" in ops, f"{b.name}: {name} was never compacted: {ops}"
-    finally:
-        session.close()
+    for name in ("events", "latest"):
+        table = session.engine.load_table("lake", (b.namespace,), name)
+        ops = {s.summary.operation.value for s in table.snapshots() if s.summary is not None}
+        assert "replace" in ops, f"{b.name}: {name} was never compacted: {ops}"
 
 
-def _maintain(b: Backend, home: Path) -> None:
+def _maintain(b: Backend, session: Session, home: Path) -> None:
     """Expiry and orphan cleanup on the store, by the functions the sinks' maintenance runs
     (compaction already ran inside the sinks: their logs say ``step=compact``), with every file
     old enough: a file planted under each table goes, every file a snapshot reads stays (the
-    readers below read the tables whole afterwards)."""
-    import io
-    import time
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from icesql.engine.maintenance.expire import expire_snapshots
-    from icesql.engine.maintenance.files import live_files, path_key
-    from icesql.engine.maintenance.orphans import remove_orphan_files, staged_files
-    from icesql.session import Session
-
-    session = Session(home=home)
-    try:
-        for name in ("events", "latest"):
-            table = session.engine.load_table("lake", (b.namespace,), name)
-            planted = f"{table.location().rstrip('/')}/data/planted-orphan.parquet"
-            buf = io.BytesIO()
-            pq.write_table(pa.table({"x": [1]}), buf)
-            with table.io.new_output(planted).create(overwrite=True) as out:
-                out.write(buf.getvalue())
-            expired = expire_snapshots(table, time.time() + 1, keep_at_least=1)
-            assert expired.expired and expired.snapshots_after == 1, f"{b.name}: {expired}"
-            table = session.engine.load_table("lake", (b.namespace,), name)
-            data, deletes = live_files(table, table.current_snapshot())
-            live = {path_key(f.path) for f in (*data, *deletes)}
-            removed = remove_orphan_files(table, time.time() + 1, protected_paths=staged_files(home))
-            gone = {path_key(p) for p in removed.deleted}
-            # the planted file, and what the killed runs wrote and never committed
-            assert path_key(planted) in gone and not gone & live, f"{b.name}: {name}: {removed.deleted}"
-    finally:
-        session.close()
+    readers read the tables whole afterwards)."""
+    for name in ("events", "latest"):
+        table = session.engine.load_table("lake", (b.namespace,), name)
+        planted = f"{table.location().rstrip('/')}/data/planted-orphan.parquet"
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"x": [1]}), buf)
+        with table.io.new_output(planted).create(overwrite=True) as out:
+            out.write(buf.getvalue())
+        expired = expire_snapshots(table, time.time() + 1, keep_at_least=1)
+        assert expired.expired and expired.snapshots_after == 1, f"{b.name}: {expired}"
+        table = session.engine.load_table("lake", (b.namespace,), name)
+        data, deletes = live_files(table, table.current_snapshot())
+        live = {path_key(f.path) for f in (*data, *deletes)}
+        removed = remove_orphan_files(table, time.time() + 1, protected_paths=staged_files(home))
+        gone = {path_key(p) for p in removed.deleted}
+        # the planted file, and what the killed runs wrote and never committed
+        assert path_key(planted) in gone and not gone & live, f"{b.name}: {name}: {removed.deleted}"
 
 
 def _duckdb(secret: str | None = None, extension: str = "duckdb_extension_httpfs", **kw: Any) -> Any:
