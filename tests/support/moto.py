@@ -41,12 +41,12 @@ def moto_installed() -> bool:
 class MotoServer(LoopbackServer, name="moto", slug="moto", log_name="moto.log", unavailable=MotoUnavailable):
     """A running ``python -m moto.server``; build it with ``MotoServer.start()``."""
 
-    env: ClassVar[Mapping[str, str]] = {"PYTHONUNBUFFERED": "1"}
     stop_seconds: ClassVar[float] = 8.0
 
     region: str = REGION
     access_key: str = "testing"  # moto accepts any keys
     secret_key: str = field(default="testing", repr=False)
+    env: Mapping[str, str] | None = field(default_factory=lambda: {"PYTHONUNBUFFERED": "1"}, repr=False)
 
     @property
     def endpoint(self) -> str:

@@ -1,10 +1,11 @@
-"""The lifecycle shared by the test servers on loopback (``gcs``, ``azurite``, ``moto``, ``hive``).
+"""The lifecycle shared by the test servers on loopback (``gcs``, ``azurite``, ``moto``, ``hive``,
+``weed``).
 
 A ``LoopbackServer`` subclass says how its server answers (``_ready``) and builds its command
 line; ``_launch`` gives each try a fresh ``workdir`` and port, spawns the process in its own
-process group with its output in ``log_path`` and waits until it is ready. ``stop()`` ends the
-group and removes the work directory unless ``keep_workdir``. ``serve`` is a session fixture's
-body.
+process group with its output in ``log_path`` and waits until it is ready. ``halt()`` ends the
+group (``kill()``: at once) and keeps the work directory; ``stop()`` halts and removes it unless
+``keep_workdir``. ``serve`` is a session fixture's body.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from typing import Any, ClassVar, TypeVar
 import pytest
 
 LOOPBACK = "127.0.0.1"
-# what a server's log says when the port picked for it was taken before it could bind
-_PORT_TAKEN = ("address already in use", "eaddrinuse")
 _ATTEMPTS = 3
 
 S = TypeVar("S", bound="LoopbackServer")
@@ -83,8 +82,10 @@ class LoopbackServer:
     slug: ClassVar[str]
     log_name: ClassVar[str]
     unavailable: ClassVar[type[ServerUnavailable]]
-    picks_port: ClassVar[bool] = True  # False: the server binds port 0 and ``_ready`` learns it
-    env: ClassVar[Mapping[str, str]] = {}  # added to the server's environment
+    # False: the server binds port 0 and ``_ready`` learns it, or the command picks its own
+    picks_port: ClassVar[bool] = True
+    # what the log says (lower case) when a picked port was taken before the server could bind
+    port_taken: ClassVar[tuple[str, ...]] = ("address already in use", "eaddrinuse")
     ready_errors: ClassVar[tuple[type[Exception], ...]] = (OSError,)  # "not yet" from ``_ready``
     stop_seconds: ClassVar[float] = 5.0  # SIGTERM's grace before SIGKILL
 
@@ -94,6 +95,7 @@ class LoopbackServer:
     startup_seconds: float = 0.0
     keep_workdir: bool = False
     started_at: float = field(default_factory=time.monotonic, repr=False)
+    env: Mapping[str, str] | None = field(default=None, repr=False)  # added to the server's environment
 
     def __init_subclass__(
         cls, *, name: str, slug: str, log_name: str, unavailable: type[ServerUnavailable], **kwargs: Any
@@ -127,24 +129,25 @@ class LoopbackServer:
     @classmethod
     def _launch(cls: type[S], command: Callable[[S], Sequence[str]], timeout: float, **fields: Any) -> S:
         """Build a server from ``fields``, spawn ``command(server)`` and wait ``timeout`` seconds
-        for ``_ready``; when its log says the picked port was taken meanwhile, try again
-        (3 tries). A server that does not come up is stopped."""
+        for ``_ready``; when its log says a picked port was taken meanwhile (``port_taken``), try
+        again (3 tries). ``command`` may pick ports itself (``picks_port = False``) and write
+        files into ``server.workdir``. A server that does not come up is stopped."""
         for attempt in range(1, _ATTEMPTS + 1):
             server = cls(workdir=Path(tempfile.mkdtemp(prefix=f"icesql-{cls.slug}-")), **fields)
             if cls.picks_port:
                 server.port = free_port()
             try:
-                server._spawn(command(server), env=cls.env)
+                server._spawn(command(server))
                 server._wait_until(server._ready, timeout)
                 return server
             except BaseException as e:
-                taken = any(m in server.log_text().lower() for m in _PORT_TAKEN)
+                taken = any(m in server.log_text().lower() for m in cls.port_taken)
                 server.stop()
                 if not (isinstance(e, ServerUnavailable) and taken and attempt < _ATTEMPTS):
                     raise
         raise AssertionError("unreachable")
 
-    def _spawn(self, cmd: Sequence[str], *, env: Mapping[str, str] | None = None) -> None:
+    def _spawn(self, cmd: Sequence[str]) -> None:
         """Start ``cmd`` in ``workdir`` in a new process group, output appended to ``log_path``;
         ``env`` adds to this process's environment."""
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
@@ -156,7 +159,7 @@ class LoopbackServer:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 cwd=self.workdir,
-                env={**os.environ, **env} if env else None,
+                env={**os.environ, **self.env} if self.env else None,
                 start_new_session=True,
             )
         finally:
@@ -185,17 +188,34 @@ class LoopbackServer:
             f"{self.log_text()[-3000:]}"
         )
 
-    def stop(self) -> None:
-        """End the process group (SIGTERM, SIGKILL after ``stop_seconds``) and remove the work
-        directory unless ``keep_workdir``."""
+    def _end(self, grace: float | None) -> None:
+        """End the process group: SIGTERM, then SIGKILL after ``grace`` seconds (None: SIGKILL
+        at once); ``process`` becomes None."""
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
+        if proc is None or proc.poll() is not None:
+            return
+        if grace is not None:
             _signal_group(proc, signal.SIGTERM)
             try:
-                proc.wait(timeout=self.stop_seconds)
+                proc.wait(timeout=grace)
+                return
             except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=5)
+                pass
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL the process group (a crash); the work directory stays."""
+        self._end(None)
+
+    def halt(self) -> None:
+        """End the process group (SIGTERM, SIGKILL after ``stop_seconds``); the work directory
+        stays."""
+        self._end(self.stop_seconds)
+
+    def stop(self) -> None:
+        """``halt()`` and remove the work directory unless ``keep_workdir``."""
+        self.halt()
         if not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 

