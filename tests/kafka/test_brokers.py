@@ -14,7 +14,9 @@ from confluent_kafka import OFFSET_END, KafkaError, KafkaException, TopicPartiti
 from tests.support import kafka as K
 from tests.support.kafka import Broker, Record
 
-pytestmark = [pytest.mark.kafka, pytest.mark.timeout(120)]
+# -m slow (CI's time, 44 s): like the store servers' smoke tests, these test the brokers and the
+# client without icesql; tests/kafka runs icesql's KAFKA source against the same two brokers
+pytestmark = [pytest.mark.kafka, pytest.mark.slow, pytest.mark.timeout(120)]
 
 
 def _records(n: int, partitions: int = 3) -> list[Record]:
