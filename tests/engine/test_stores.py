@@ -352,3 +352,20 @@ def test_a_file_uri_source_lists_plain_paths_as_before(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text("{}")
     for source in (str(tmp_path), tmp_path.as_uri()):
         assert [f.path for f in Location(source).list()] == [str(tmp_path / "a.json")]
+
+
+def test_azure_deletes_go_to_the_accounts_blob_endpoint() -> None:
+    from icesql.engine.stores.azure_rest import BlobService, blob_base_url
+
+    assert blob_base_url("https", ".blob.core.windows.net", "acct") == "https://acct.blob.core.windows.net/"
+    assert blob_base_url("http", "127.0.0.1:10000", "devstoreaccount1") == "http://127.0.0.1:10000/devstoreaccount1/"
+    # Iceberg Java's spelling names the account; a key signs, else the SAS token rides along
+    service = BlobService.from_properties({"adls.account-key": "a2V5"}, account="acct")
+    assert service is not None and service.base_url == "https://acct.blob.core.windows.net/"
+    assert (service.key, service.sas) == ("a2V5", None)
+    sas = BlobService.from_properties({"adls.account-name": "a", "adls.sas-token": "?sv=1&sig=x"})
+    assert sas is not None and (sas.key, sas.sas) == (None, "?sv=1&sig=x")
+    assert "sig" not in repr(sas)
+    # the default chain (no key, no token): pyarrow deletes, with the chain's credentials
+    assert BlobService.from_properties({"adls.account-name": "a"}) is None
+    assert BlobService.from_properties({"adls.account-key": "a2V5"}) is None  # no account at all

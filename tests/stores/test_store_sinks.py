@@ -3,11 +3,10 @@ the real server the suite starts: GCS (fake-gcs-server), Azure Blob (azurite), A
 server, with S3 on moto) and a Hive metastore (hive-metastore 2.3 from the pyspark wheel).
 
 Each backend runs the same script (``icesql run --once`` in a child process, as a scheduled job
-runs it, on the path without Spark) through SIGKILLs - on GCS at every kill point (after a batch
-is staged, on the writer while it writes, after a commit), on the others after a commit (CI's
-time: the kill loops of tests/engine/test_crash.py cover every point) - then a clean run, then a
-restart with new files. The
-rows read back must equal the input exactly once (append) and the replayed latest row per key
+runs it, on the path without Spark) through SIGKILLs - on GCS and Azure at every kill point
+(after a batch is staged, on the writer while it writes, after a commit), on Glue and Hive after
+a commit (CI's time: the kill loops of tests/engine/test_crash.py cover every point) - then a
+clean run, then a restart with new files. The rows read back must equal the input exactly once (append) and the replayed latest row per key
 (upsert), through every reader that reaches the store:
 
 ==========  ===============  ===========================  ===========================================
@@ -71,8 +70,8 @@ class Backend:
     read_other: dict[str, Callable[[str], list[tuple[Any, ...]]]] = field(default_factory=dict)
     archive: bool = False  # CLEAN SOURCE = 'archive' on the append sink's source
     secrets: tuple[str, ...] = ()  # values that must show nowhere: logs, SHOW CREATE, table metadata
-    # where the runs are SIGKILLed: every kill point on GCS; CI's time takes one (after a commit,
-    # before it is recorded: the exactly-once hazard) on the slower servers
+    # where the runs are SIGKILLed: every kill point on GCS and Azure; CI's time takes one (after a
+    # commit, before it is recorded: the exactly-once hazard) on the slower catalog servers
     kills: tuple[str, ...] = ("committed:2",)
     # a namespace of its own: the Glue and Hive catalogs live as long as the test session
     namespace: str = field(default_factory=lambda: f"icesql_{uuid.uuid4().hex[:8]}")
@@ -319,6 +318,7 @@ CREATE CONNECTION IF NOT EXISTS lake TO ICEBERG CATALOG (
         {"duckdb": _duckdb(secret, "duckdb_extension_azure")},
         archive=True,
         secrets=(azurite.account_key, sas.split("sig=", 1)[1].split("&", 1)[0]),
+        kills=("staged:1", "write:2", "committed:3"),
     )
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import email.utils
 import fcntl
 import hashlib
 import hmac
@@ -41,12 +40,12 @@ from typing import Any
 
 import pytest
 
+from icesql.engine.stores.azure_rest import shared_key_headers
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, http, serve
 
 # azurite's well-known development account (public, documented by Microsoft)
 ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-API_VERSION = "2021-08-06"
 SAS_VERSION = "2020-12-06"
 CACHE_DIR = Path.home() / ".cache" / "icesql" / "azurite"
 NPM_PACKAGE = "azurite@3"
@@ -126,36 +125,15 @@ def _sign(key: str, text: str) -> str:
 def _shared_key_request(
     method: str, url: str, *, account: str, key: str, body: bytes = b"", headers: dict[str, str] | None = None
 ) -> tuple[int, bytes]:
-    """One Blob-service request signed with the account key (Shared Key authorization)."""
-    parts = urllib.parse.urlsplit(url)
-    hdrs = {
-        "x-ms-date": email.utils.formatdate(usegmt=True),
-        "x-ms-version": API_VERSION,
-        **(headers or {}),
-    }
+    """One Blob-service request signed with the account key (Shared Key, icesql's signer)."""
+    hdrs = dict(headers or {})
     send_body = bool(body) or method in ("PUT", "POST")
     if body:
         hdrs["Content-Length"] = str(len(body))
     if send_body and not any(k.lower() == "content-type" for k in hdrs):
         hdrs["Content-Type"] = "application/octet-stream"  # urllib would add a form type unsigned
-    canon_headers = "".join(
-        f"{k.lower()}:{v.strip()}\n"
-        for k, v in sorted(hdrs.items(), key=lambda kv: kv[0].lower())
-        if k.lower().startswith("x-ms-")
-    )
-    canon_resource = f"/{account}{parts.path}"
-    query = urllib.parse.parse_qs(parts.query, keep_blank_values=True)
-    for name in sorted(query, key=str.lower):
-        canon_resource += f"\n{name.lower()}:{','.join(sorted(query[name]))}"
-    lower = {k.lower(): v for k, v in hdrs.items()}
-    fields = [
-        "content-encoding", "content-language", "content-length", "content-md5", "content-type",
-        "date", "if-modified-since", "if-match", "if-none-match", "if-unmodified-since", "range",
-    ]  # fmt: skip
-    string_to_sign = "\n".join([method, *(lower.get(f, "") for f in fields)]) + "\n"
-    string_to_sign += canon_headers + canon_resource
-    hdrs["Authorization"] = f"SharedKey {account}:{_sign(key, string_to_sign)}"
-    return http(method, url, body if send_body else None, hdrs, timeout=3)
+    signed = shared_key_headers(method, url, account=account, key=key, headers=hdrs)
+    return http(method, url, body if send_body else None, signed, timeout=3)
 
 
 def container_sas(

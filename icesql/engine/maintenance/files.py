@@ -223,11 +223,6 @@ def delete_paths(io: Any, paths: Iterable[str], *, workers: int = 8) -> tuple[li
     todo = list(dict.fromkeys(paths))
     if not todo:
         return [], []
-    from icesql.engine import stores
-
-    store = stores.for_location(todo[0])
-    if store is not None and store.delete_workers:
-        workers = min(workers, store.delete_workers)
     if len(todo) == 1 or workers <= 1:
         done = [delete(p) for p in todo]
     else:

@@ -141,9 +141,4 @@ AZURE = ObjectStore(
     not_found_codes=frozenset({"ContainerNotFound", "BlobNotFound", "ResourceNotFound", "AccountNotFound"}),
     transient_codes=frozenset({"ServerBusy", "OperationTimedOut", "InternalError"}),
     not_found="container or blob not found",
-    # pyarrow's Azure filesystem keeps a blob's parent "directory" after a delete, and deletes
-    # at once contend for it (against azurite): 16 deletes in one directory took 0.44 s one at a
-    # time and 7.1 s eight at a time; a table's snapshot expiry (about 170 files) took 21 s two
-    # at a time and 0.5 s one at a time
-    delete_workers=1,
 )

@@ -1,13 +1,17 @@
 """``AzureFileIO``: pyiceberg's pyarrow FileIO reading both spellings of an Azure location,
 ``abfs://container/path`` and ``abfs://container@account.dfs.core.windows.net/path`` (the one
-Iceberg Java writes). Imported by pyiceberg through ``py-io-impl`` (``stores.azure``)."""
+Iceberg Java writes), and deleting a file in one Delete Blob request where it holds an account
+key or a SAS token (``azure_rest``). Imported by pyiceberg through ``py-io-impl``
+(``stores.azure``)."""
 
 from __future__ import annotations
 
+from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
 from icesql.engine.stores.azure import SCHEMES, account_of, container_of
+from icesql.engine.stores.azure_rest import BlobService
 
 
 class AzureFileIO(PyArrowFileIO):
@@ -28,6 +32,17 @@ class AzureFileIO(PyArrowFileIO):
             if account:
                 return AzureFileIO({**self.properties, "adls.account-name": account})._initialize_fs(scheme)
         return super()._initialize_fs(scheme, netloc)
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        """Delete Blob, one request (pyarrow's delete takes four and may stall: ``azure_rest``);
+        through pyarrow where no key or SAS token signs requests (the default chain)."""
+        text = location.location if isinstance(location, (InputFile, OutputFile)) else location
+        scheme, netloc, path = self.parse_location(text, self.properties)
+        service = BlobService.from_properties(self.properties, account_of(netloc)) if scheme in SCHEMES else None
+        if service is None:
+            return super().delete(location)
+        container, _, name = path.partition("/")
+        service.delete(container, name)
 
 
 __all__ = ["AzureFileIO"]

@@ -72,8 +72,6 @@ class ObjectStore:
     not_found_codes: frozenset[str] = frozenset()
     transient_codes: frozenset[str] = frozenset()
     not_found: str = "bucket or object not found"
-    # at most this many deletes at once (None: the caller's choice)
-    delete_workers: int | None = None
     # the options a user checks when the store refuses (the hint of a one-line error)
     check_hint: str = "check the connection's credentials and ENDPOINT, and the bucket"
     split: Callable[[str, str], str] = lambda netloc, path: f"{netloc}{path}"
