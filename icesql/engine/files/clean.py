@@ -85,13 +85,13 @@ class Cleaner:
             if info.type == pafs.FileType.NotFound:
                 return True  # cleaned before a crash let it record so
             if self.mode == DELETE:
-                fs.delete_file(src)
+                location.filesystem.delete(src)
                 return True
             dest = self.archive_target(location, path)
             there = fs.get_file_info(dest)
             if there.type != pafs.FileType.NotFound:
                 if there.type == pafs.FileType.File and there.size == info.size:
-                    fs.delete_file(src)  # a move (a copy, then a delete, on S3) cut short by a crash
+                    location.filesystem.delete(src)  # a move (a copy, then a delete, on S3) cut short by a crash
                     return True
                 log.warning("CLEAN SOURCE: %s left in place: %s already exists in the archive", path, dest)
                 return False

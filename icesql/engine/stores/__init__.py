@@ -149,7 +149,7 @@ def filesystem(io: Any, location: str) -> Filesystem:
     if getattr(io, "fs_by_scheme", None) is None or getattr(io, "parse_location", None) is None:
         io = load_file_io({**dict(io.properties), "py-io-impl": _pyarrow_io(location)}, location)
     scheme, netloc, _ = io.parse_location(location)
-    return Filesystem(io.fs_by_scheme(scheme, netloc), store, location)
+    return Filesystem(io.fs_by_scheme(scheme, netloc), store, location, io)
 
 
 def _pyarrow_io(location: str) -> str:

@@ -119,9 +119,10 @@ class Filesystem:
     listing a FILES source, listing a table's files for orphan cleanup and the Spark Connect
     drop box all use it."""
 
-    def __init__(self, fs: Any, store: ObjectStore, location: str) -> None:
+    def __init__(self, fs: Any, store: ObjectStore, location: str, io: Any = None) -> None:
         self.fs = fs
         self.store = store
+        self.io = io  # the FileIO the filesystem came from: its delete is the store's own
         self.scheme, self.netloc, _ = split_location(location)
 
     def path(self, location: str) -> str:
@@ -161,7 +162,14 @@ class Filesystem:
             self.fs.move(src, dest)
         except NotImplementedError:
             self.fs.copy_file(src, dest)
-            self.fs.delete_file(src)
+            self.delete(src)
+
+    def delete(self, fs_path: str) -> None:
+        """Delete a file (a filesystem path) as the FileIO does (Azure: one Delete Blob)."""
+        if self.io is not None:
+            self.io.delete(self.uri(fs_path))
+        else:
+            self.fs.delete_file(fs_path)
 
 
 __all__ = ["FileIoProperties", "Filesystem", "Listed", "ObjectStore", "split_location"]
