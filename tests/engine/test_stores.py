@@ -366,6 +366,8 @@ def test_azure_deletes_go_to_the_accounts_blob_endpoint() -> None:
     sas = BlobService.from_properties({"adls.account-name": "a", "adls.sas-token": "?sv=1&sig=x"})
     assert sas is not None and (sas.key, sas.sas) == (None, "?sv=1&sig=x")
     assert "sig" not in repr(sas)
+    bare = BlobService.from_properties({"adls.account-name": "a", "adls.sas-token": "sv=1&sig=x"})
+    assert bare is not None and bare.sas == "?sv=1&sig=x"  # a token given without its '?'
     # the default chain (no key, no token): pyarrow deletes, with the chain's credentials
     assert BlobService.from_properties({"adls.account-name": "a"}) is None
     assert BlobService.from_properties({"adls.account-key": "a2V5"}) is None  # no account at all

@@ -87,6 +87,8 @@ class BlobService:
             props.get("adls.blob-storage-authority") or ".blob.core.windows.net",
             account,
         )
+        if sas and not sas.startswith("?"):
+            sas = "?" + sas
         return cls(base, account, key or None, None if key else sas)
 
     def delete(self, container: str, name: str) -> None:
