@@ -62,7 +62,7 @@ from tests.support.readers import (
     norm,
     read_datafusion,
     read_duckdb,
-    read_java_many,
+    read_java,
 )
 
 pytestmark = pytest.mark.spark
@@ -280,7 +280,7 @@ def test_iceberg_java_reads_orc_and_avro_as_parquet(written: Written, fmt: str) 
         have = [f for f in FORMATS if f in written.selected]  # the tables that exist
         locations = [written.table_or_none(f) for f in have]
         found = [(f, t.metadata_location) for f, t in zip(have, locations, strict=True) if t is not None]
-        results = read_java_many([loc for _, loc in found])
+        results = [read_java(loc) for _, loc in found]
         written.java.update({f: r for (f, _), r in zip(found, results, strict=True)})
     written.table("parquet")
     written.table(fmt)  # these fail naming the sink's error when it wrote nothing

@@ -468,7 +468,7 @@ def test_the_table_compression_property_chooses_the_codec(
 def test_iceberg_java_reads_uuid_and_fixed_columns_in_orc_and_avro(catalog: SqlCatalog) -> None:
     """Iceberg Java reads the uuid and fixed columns (BINARY with ``iceberg.binary-type`` in ORC,
     fixed in Avro) as it reads Parquet's; the time column is left out, as Spark has no time type."""
-    from tests.support.readers import java_available, read_java_many
+    from tests.support.readers import java_available, read_java
 
     if not java_available():
         pytest.skip("the Java reader harness is not built")
@@ -487,7 +487,7 @@ def test_iceberg_java_reads_uuid_and_fixed_columns_in_orc_and_avro(catalog: SqlC
             w.write(pa.Table.from_pylist(rows, schema=arrow_schema(table.schema())))
         commit(table, CommitRequest(w.close(), [], "sink", 1, 0))
         locations.append(catalog.load_table(f"ns.j_{fmt}").metadata_location)
-    parquet, *others = read_java_many(locations)
+    parquet, *others = [read_java(loc) for loc in locations]
     assert parquet["rows"] == 2
     for fmt, got in zip(FORMATS, others, strict=True):
         assert got["digest"] == parquet["digest"], (fmt, got["all"], parquet["all"])

@@ -150,7 +150,9 @@ def test_azure_deletes_are_one_request_each_and_refusals_read_as_azures(azurite:
     release after the delete stalled 7-25 s about once in fifty deletes against azurite."""
     from pyarrow import fs as pafs
 
+    from icesql.engine import stores
     from icesql.engine.failures import describe_failure, service_of
+    from icesql.engine.stores.azure import FILE_IO as AZURE_FILE_IO
     from icesql.engine.stores.azure_io import AzureFileIO
 
     container = "deletes"
@@ -169,6 +171,15 @@ def test_azure_deletes_are_one_request_each_and_refusals_read_as_azures(azurite:
         assert left == [], f"{label}: {[i.path for i in left]} (no file, and no directory marker either)"
         with pytest.raises(FileNotFoundError, match=r"Azure Error: \[BlobNotFound\] 404"):
             io.delete(f"abfs://{names[0]}")
+        # CLEAN SOURCE deletes through the source's filesystem, which deletes as its FileIO does
+        # (an AZURE connection's FileIO is AzureFileIO; the helper's properties name pyiceberg's)
+        source_io = {**props, "py-io-impl": AZURE_FILE_IO}
+        filesystem = stores.filesystem(source_io, f"abfs://{container}/{label}/landing/")
+        with fs.open_output_stream(f"{container}/{label}/landing/in.json") as out:
+            out.write(b"{}")
+        filesystem.delete(f"{container}/{label}/landing/in.json")
+        left = fs.get_file_info(pafs.FileSelector(f"{container}/{label}", recursive=True, allow_not_found=True))
+        assert left == [], f"{label}: {[i.path for i in left]} (CLEAN SOURCE left a directory marker)"
 
     # a SAS that may read but not delete, and a wrong key: refused, in words the store reads
     read_only = AzureFileIO(azurite.fileio_properties(sas_token=azurite.sas_token(container, permissions="rl")))

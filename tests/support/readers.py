@@ -224,22 +224,17 @@ def read_java(metadata_location: str, timeout: float = 600) -> dict[str, Any]:
     return _JavaReader.shared().read(_path(metadata_location), timeout)
 
 
-def read_java_many(metadata_locations: list[str], timeout: float = 900) -> list[dict[str, Any]]:
-    """``read_java`` of several tables, in order."""
-    return [read_java(loc, timeout) for loc in metadata_locations]
+def _harness(args: list[str]) -> dict[str, Any]:
+    """``subprocess`` arguments running the harness's Python (Spark 3.5 + Iceberg Java) with
+    ``args``."""
+    if not java_available():
+        raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
+    return {"args": [str(HARNESS / "venv/bin/python"), *args], "env": {**os.environ, "ICESQL_HARNESS": str(HARNESS)}}
 
 
 def _run_java(args: list[str], timeout: float) -> str:
-    """The harness's Python (Spark 3.5 + Iceberg Java) run with ``args``; its stdout."""
-    if not java_available():
-        raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
-    out = subprocess.run(
-        [str(HARNESS / "venv/bin/python"), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
-    )
+    """The harness's Python run with ``args``; its stdout."""
+    out = subprocess.run(**_harness(args), capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
         raise RuntimeError(f"the Java reader failed:\n{out.stderr[-4000:]}")
     return out.stdout
@@ -273,16 +268,10 @@ class _JavaReader:
     _shared: _JavaReader | None = None
 
     def __init__(self) -> None:
-        if not java_available():
-            raise RuntimeError(f"the Java reader harness is not built at {HARNESS}")
+        command = _harness(["-c", _JAVA_READER_SCRIPT, str(READ_ICEBERG.parent), _JAVA_MARK])
         self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [str(HARNESS / "venv/bin/python"), "-c", _JAVA_READER_SCRIPT, str(READ_ICEBERG.parent), _JAVA_MARK],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            text=True,
-            env={**os.environ, "ICESQL_HARNESS": str(HARNESS)},
+            **command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True
         )
         # the answers, read off stdout by a thread so a read can wait with a timeout
         self._answers: queue.Queue[str | None] = queue.Queue()
@@ -349,5 +338,4 @@ __all__ = [
     "read_datafusion",
     "read_duckdb",
     "read_java",
-    "read_java_many",
 ]
