@@ -201,7 +201,7 @@ class AzureConnectionPlan:
     kind: ClassVar[str] = "azure"
 
 
-# A connection holding object-store credentials (``icesql.engine.stores`` maps each to FileIO
+# A connection holding object-store credentials (``icesql.engine.connections.stores`` maps each to FileIO
 # properties): what ``AWS CONNECTION``, ``GCS CONNECTION`` and ``AZURE CONNECTION`` name.
 StorageConnectionPlan = AwsConnectionPlan | GcsConnectionPlan | AzureConnectionPlan
 

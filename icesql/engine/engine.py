@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icesql import settings
-from icesql.engine.events import Listeners, SinkListener
-from icesql.engine.target import ObjectResolver
+from icesql.engine.base.events import Listeners, SinkListener
+from icesql.engine.connections.target import ObjectResolver
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
 
 if (
     TYPE_CHECKING
 ):  # the runner pulls in Spark's side of the engine (sources, batch): 0.1-0.2 s a SELECT need not pay
-    from icesql.engine.runner import StateCallback
+    from icesql.engine.sink.runner import StateCallback
 
 log = logging.getLogger("icesql.engine")
 
@@ -80,8 +80,8 @@ class Engine:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            from icesql.engine.hooks import mark
-            from icesql.engine.spark import get_spark
+            from icesql.engine.backends.spark.session import get_spark
+            from icesql.engine.base.hooks import mark
 
             mark("spark starting")
             # while this thread waits seconds for the JVM, another imports what the driver needs
@@ -103,7 +103,7 @@ class Engine:
 
     def target(self, plan: SinkPlan) -> Any:
         """The sink's table with its connections resolved (``target.SinkTarget``)."""
-        from icesql.engine.target import resolve_target
+        from icesql.engine.connections.target import resolve_target
 
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
@@ -111,7 +111,7 @@ class Engine:
         """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
         Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given); ``local``: read
         in this process, without Spark (``local_query``)."""
-        from icesql.engine.sources import build_relation
+        from icesql.engine.sources.relation import build_relation
 
         plan = self.objects.relation(name)
         if isinstance(plan, SourcePlan) and self._source_storage(plan):
@@ -134,9 +134,9 @@ class Engine:
         here, remembered for masking; never logged)."""
         import dataclasses
 
-        from icesql.engine.kafka.connection import SECRET_KEYS, client_config, executor_config
-        from icesql.engine.kafka.relation import KafkaBinding
-        from icesql.engine.secrets import SecretValues
+        from icesql.engine.base.secrets import SecretValues
+        from icesql.engine.connections.kafka import SECRET_KEYS, client_config, executor_config
+        from icesql.engine.sources.kafka.relation import KafkaBinding
         from icesql.plan import KafkaConnectionPlan
 
         assert plan.kafka is not None
@@ -151,7 +151,7 @@ class Engine:
 
     def _source_storage(self, plan: SourcePlan) -> list[Any]:
         """The storage connections (AWS, GCS, AZURE) a FILES source names."""
-        from icesql.engine.target import storage_of
+        from icesql.engine.connections.target import storage_of
 
         return [c for c in storage_of(self.objects, plan) if c is not None]
 
@@ -176,9 +176,9 @@ class Engine:
         its connection's credentials (Spark's own connectors are not needed, nor installed)."""
         import dataclasses
 
-        from icesql.engine import stores
-        from icesql.engine.files.listing import Location
-        from icesql.engine.secrets import SecretValues, scrub
+        from icesql.engine.base.secrets import SecretValues, scrub
+        from icesql.engine.connections import stores
+        from icesql.engine.connections.stores.location import Location
 
         conn = self._source_storage(plan)[-1]
         store = stores.for_connection(conn)
@@ -204,8 +204,8 @@ class Engine:
     def source_io(self, plan: SourcePlan) -> dict[str, str]:
         """The FileIO properties a FILES source's files are listed and read with: its storage
         connection's credentials, region and endpoint (none for a local directory)."""
-        from icesql.engine import stores
-        from icesql.engine.secrets import SecretValues
+        from icesql.engine.base.secrets import SecretValues
+        from icesql.engine.connections import stores
 
         sec = SecretValues(self.secrets)
         out: dict[str, str] = {}
@@ -219,14 +219,14 @@ class Engine:
         from icesql.settings import SPARK_MASTER
 
         if self._spark is not None:
-            from icesql.engine.spark import is_connect
+            from icesql.engine.backends.spark.session import is_connect
 
             return bool(is_connect(self._spark))
         return (self._spark_master or SPARK_MASTER.get() or "").startswith("sc://")
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
-        from icesql.engine.sources import columns_of
+        from icesql.engine.sources.relation import columns_of
 
         return columns_of(self.relation(name).df)
 
@@ -238,7 +238,7 @@ class Engine:
         or several) layered on top, when given (those of a sink writing there)."""
         if isinstance(sink_storage, str):
             sink_storage = (sink_storage,)
-        from icesql.engine.target import (
+        from icesql.engine.connections.target import (
             aws_connection,
             catalog_connection,
             load_connection_catalog,
@@ -264,14 +264,14 @@ class Engine:
         table: str,
         sink_storage: str | Sequence[str | None] = (),
     ) -> Any:
-        from icesql.engine.table_reader import open_table
+        from icesql.engine.select.tables import open_table
 
         catalog, conn, aws = self.connection_catalog(connection, sink_storage)
         return open_table(catalog, conn, aws, self.secrets, namespace, table)
 
     def _table_cache(self) -> Any:
         if self._table_cache_ is None:
-            from icesql.engine.table_reader import TableCache
+            from icesql.engine.select.tables import TableCache
 
             self._table_cache_ = TableCache(self.connection_catalog, self.secrets)
         return self._table_cache_
@@ -281,7 +281,7 @@ class Engine:
         session's ``--conf`` or the running Spark session, never starting one."""
         import dataclasses
 
-        from icesql.engine.fastpath import Settings
+        from icesql.engine.select.route import Settings
         from icesql.settings import SPARK_MASTER
 
         settings = Settings.from_conf(self._spark_conf, self._spark)
@@ -296,7 +296,7 @@ class Engine:
     def route_select(self, plan: Any, storage: Any, schemas: dict[str, Any] | None = None) -> Any:
         """Where ``plan`` runs and why (``fastpath.Route``); ``schemas``: each table alias's Arrow
         schema (read from the tables' metadata when not given)."""
-        from icesql.engine.fastpath import SPARK, Route, route
+        from icesql.engine.select.route import SPARK, Route, route
 
         if plan.relations:  # decided without opening a table
             return route(
@@ -307,7 +307,7 @@ class Engine:
                 limit=plan.limit,
             )
         if schemas is None:
-            from icesql.engine.table_reader import arrow_schema
+            from icesql.engine.select.tables import arrow_schema
 
             cache = self._table_cache()
             cache.begin()
@@ -337,7 +337,7 @@ class Engine:
         with (None: the catalog's own). ``path`` forces one (the differential tests)."""
         import time
 
-        from icesql.engine import fastpath
+        from icesql.engine.select import route as fastpath
 
         started = time.perf_counter()
         if path != fastpath.SPARK and not plan.relations:
@@ -378,19 +378,19 @@ class Engine:
                 fastpath.log.debug(
                     "SELECT on duckdb (%.3f s): %s", time.perf_counter() - started, decision.reason
                 )
-                from icesql.engine.query import QueryRows
+                from icesql.engine.select.spark import QueryRows
 
                 return QueryRows(out[0], tuple(out[1]))
         elif path == fastpath.DUCKDB:
             raise fastpath.FastPathDeclined(decision.reason)
         else:
             fastpath.log.debug("SELECT on spark: %s", decision.reason)
-        from icesql.engine.query import run_select
+        from icesql.engine.select.spark import run_select
 
         return run_select(self.spark, plan, self.objects.relation, read, bind=self.kafka_binding)
 
     def _duck_session(self) -> Any:
-        from icesql.engine.fastpath import DuckSession
+        from icesql.engine.select.route import DuckSession
 
         settings = self.select_settings()
         if self._duck is None or self._duck.settings != settings:
@@ -402,7 +402,7 @@ class Engine:
     # ----------------------------------------------------------------- sinks
 
     def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
-        from icesql.engine.runner import SinkRunner
+        from icesql.engine.sink.runner import SinkRunner
 
         return SinkRunner(
             plan,
@@ -424,10 +424,10 @@ class Engine:
         when it needs Spark: ``ICESQL_LOCAL_RUN=0``, a Spark session already given or running, a
         master that is not local, a Spark Connect server, a checkpoint not on this machine, a relation
         that is not a source, or what its source kind says (``SourceProgress.runs_locally``)."""
-        from icesql.engine.checkpoint_log import checkpoint_root, local_path
-        from icesql.engine.local_query import LocalSession
-        from icesql.engine.source_kinds import SOURCE_KINDS
-        from icesql.engine.spark import DEFAULT_CONF, DEFAULT_MASTER
+        from icesql.engine.backends.checkpoint import checkpoint_root, local_path
+        from icesql.engine.backends.local.query import LocalSession
+        from icesql.engine.backends.spark.session import DEFAULT_CONF, DEFAULT_MASTER
+        from icesql.engine.sources.kinds import SOURCE_KINDS
         from icesql.settings import SPARK_MASTER
 
         if not settings.LOCAL_RUN.enabled() or self._spark is not None or plan.name in self._spark_needed:
@@ -479,7 +479,7 @@ class Engine:
         previous = self._warm_thread
 
         def run() -> None:
-            from icesql.engine.files.source import register
+            from icesql.engine.sources.files.source import register
 
             if previous is not None:
                 previous.join()
@@ -518,7 +518,7 @@ class Engine:
         ``retrying`` rather than ``failed``). ``once``: a bounded run. In this process, without
         Spark, where the sink can (``local_session``); a batch there that needs Spark restarts it
         on Spark."""
-        from icesql.engine.local_query import SparkNeeded
+        from icesql.engine.backends.local.query import SparkNeeded
 
         with self._lock:
             old = self._runners.get(plan.name)
@@ -541,7 +541,7 @@ class Engine:
 
     def compact(self, plan: SinkPlan) -> Any:
         """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
-        from icesql.engine.compact import compact_table
+        from icesql.engine.maintenance.compact import compact_table
 
         target = self.target(plan)
         table = target.load_table()
@@ -587,7 +587,7 @@ class Engine:
         running here restarts, as after a batch with new columns (``SchemaChangedError``: what it
         staged is committed on restart, and the table gains the new columns as it starts).
         Returns the names of the sinks that restart."""
-        from icesql.engine.runner import SchemaChangedError
+        from icesql.engine.sink.runner import SchemaChangedError
 
         out = []
         for name in names:
@@ -641,13 +641,13 @@ class Engine:
         at once (a final commit each) and is raised, and so is a transient failure whose retries
         are spent.
         """
-        from icesql.engine.hooks import mark
-        from icesql.engine.supervisor import RetryPolicy, Supervisor
+        from icesql.engine.base.hooks import mark
+        from icesql.engine.sink.supervisor import RetryPolicy, Supervisor
 
         plans = list(plans)
         if once:
             if settings.LOCAL_RUN.enabled():  # a run without Spark never converts to pandas
-                from icesql.engine.fastpath import without_pandas
+                from icesql.engine.select.route import without_pandas
 
                 without_pandas()
             plans = self._with_input(plans)
@@ -667,7 +667,7 @@ class Engine:
     def _with_input(self, plans: list[SinkPlan]) -> list[SinkPlan]:
         """The sinks a bounded run may find input for: those with certainly nothing new
         (``precheck``, answered without Spark) are left out, each with one log line."""
-        from icesql.engine.precheck import nothing_new
+        from icesql.engine.sink.precheck import nothing_new
 
         if not settings.PRECHECK.enabled():
             return plans
@@ -785,7 +785,7 @@ def _warm_query(spark: Any) -> None:
     import tempfile
     import time
 
-    from icesql.engine.files.source import NAME, PIECE_SCHEMA
+    from icesql.engine.sources.files.source import NAME, PIECE_SCHEMA
 
     scratch = Path(tempfile.mkdtemp(prefix="icesql-warm-"))
     try:
@@ -822,10 +822,10 @@ def _warm_worker(batches: Any) -> Any:
     import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
     import pyiceberg.table.locations  # noqa: F401
 
-    import icesql.engine.batch  # noqa: F401
-    import icesql.engine.files.source  # noqa: F401 - the piece reader (a Python data source)
-    import icesql.engine.files.task  # noqa: F401 - the Arrow path's readers
-    import icesql.engine.writer  # noqa: F401
+    import icesql.engine.iceberg.writer  # noqa: F401
+    import icesql.engine.sink.batch  # noqa: F401
+    import icesql.engine.sources.files.source  # noqa: F401 - the piece reader (a Python data source)
+    import icesql.engine.sources.files.task  # noqa: F401 - the Arrow path's readers
 
     for _ in batches:
         pass

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from icesql.analyzer import MemoryCatalog, analyze
-from icesql.engine import fastpath
+from icesql.engine.select import route as fastpath
 from icesql.plan import CatalogConnectionPlan, CatalogType, ExplainSelectPlan
 from icesql.syntax.parser import parse, parse_one
 from icesql.syntax.printer import to_sql

@@ -24,11 +24,11 @@ SCRIPT = textwrap.dedent(
     import pyarrow as pa, pyarrow.parquet as pq
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from icesql.engine.batch import FileWriterTask
-    from icesql.engine.files.decode import SourceFormat
-    from icesql.engine.files.listing import Location
-    from icesql.engine.files.task import DecodeTask, WriteTask
-    from icesql.engine.writer import WriteSpec
+    from icesql.engine.sink.batch import FileWriterTask
+    from icesql.engine.sources.files.decode import SourceFormat
+    from icesql.engine.connections.stores.location import Location
+    from icesql.engine.sources.files.task import DecodeTask, WriteTask
+    from icesql.engine.iceberg.writer import WriteSpec
 
     kind, tmp = sys.argv[1], sys.argv[2]
     n = 400_000

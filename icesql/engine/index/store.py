@@ -88,7 +88,7 @@ class IndexStore:
     @property
     def location(self) -> Any:
         if self._location is None:
-            from icesql.engine.files.listing import Location
+            from icesql.engine.connections.stores.location import Location
 
             self._location = Location(self.root, self.io_properties)
         return self._location

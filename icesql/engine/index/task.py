@@ -24,9 +24,9 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import DROPPED, drop_null_keys, file_row, files_batch, releases_task_memory
-from icesql.engine.hooks import kill_point
-from icesql.engine.sources import OP, POSITION
+from icesql.engine.base.hooks import kill_point
+from icesql.engine.sink.batch import DROPPED, drop_null_keys, file_row, files_batch, releases_task_memory
+from icesql.engine.sources.relation import OP, POSITION
 
 SHARD = "__shard"
 INDEX = -5  # ``content`` of an output row that carries a shard's new chain (in ``file``, as JSON)
@@ -127,7 +127,7 @@ class ShardTask:
             yield files_batch(rows)
 
     def _key_fields(self) -> list[Any]:
-        from icesql.engine.schema import arrow_schema
+        from icesql.engine.iceberg.schema import arrow_schema
 
         schema = arrow_schema(self.spec.schema())
         return [schema.field(k) for k in self.key]
@@ -136,9 +136,9 @@ class ShardTask:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from icesql.engine.iceberg.writer import FILE_PATH, POS, DataFileWriter
         from icesql.engine.index import shard as S
         from icesql.engine.index.store import shard_file
-        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
 
         key_fields = self._key_fields()
         changes = last_per_key(changes, self.key)
