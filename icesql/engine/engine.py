@@ -587,7 +587,7 @@ class Engine:
         running here restarts, as after a batch with new columns (``SchemaChangedError``: what it
         staged is committed on restart, and the table gains the new columns as it starts).
         Returns the names of the sinks that restart."""
-        from icesql.engine.sink.runner import SchemaChangedError
+        from icesql.engine.base.restarts import SchemaChangedError
 
         out = []
         for name in names:

@@ -323,7 +323,7 @@ def test_bad_records_fail_names_source_file_and_field(spark: Any, tmp_path: Path
         data, "bad.json", [json_line(ev(2)), '{"id": "two", "ts": "2024-01-01T00:00:00Z", "v": "x"}']
     )
     eng = make_engine(home, spark, {"events": events_source(data)})
-    from icesql.engine.sources.relation import BadRecordError
+    from icesql.engine.sources.guard import BadRecordError
 
     with pytest.raises(BadRecordError) as ei:
         eng.run([sink()], once=True)

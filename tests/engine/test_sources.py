@@ -11,15 +11,11 @@ from typing import Any
 
 import pytest
 
+from icesql.engine.base.changelog import CORRUPT
+from icesql.engine.base.wire import BAD_RECORD_MARKER
 from icesql.engine.commit.staging import StagedBatch, Staging
-from icesql.engine.sources.relation import (
-    BAD_RECORD_MARKER,
-    CORRUPT,
-    BadRecordError,
-    _generator_expr,
-    _RecordGuard,
-    translate_bad_record,
-)
+from icesql.engine.sources.guard import BadRecordError, RecordGuard, translate_bad_record
+from icesql.engine.sources.relation import generator_expr
 from icesql.plan import Column, SourceFormat, SourceKind, SourcePlan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,8 +119,8 @@ def test_a_staging_entry_without_a_checksum_is_read(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- bad records (executor-side guard)
 
 
-def guard(fmt: str = "json", **kw: Any) -> _RecordGuard:
-    return _RecordGuard(
+def guard(fmt: str = "json", **kw: Any) -> RecordGuard:
+    return RecordGuard(
         source=kw.pop("source", "events"),
         fmt=fmt,
         columns=kw.pop("columns", ["id", "ts", "v"]),
@@ -200,11 +196,11 @@ def test_translate_bad_record_through_wrapped_exceptions() -> None:
 
 
 def test_generator_expressions_are_deterministic_per_type() -> None:
-    assert _generator_expr(Column("id", "bigint")) == "CAST(value AS BIGINT) AS `id`"
-    assert "concat('name-'" in _generator_expr(Column("name", "string"))
-    assert "timestamp_seconds(1704067200" in _generator_expr(Column("ts", "timestamp"))
-    assert "date_add(DATE'2024-01-01'" in _generator_expr(Column("d", "date"))
-    assert _generator_expr(Column("s", "struct<a:int>")) == "CAST(NULL AS struct<a:int>) AS `s`"
+    assert generator_expr(Column("id", "bigint")) == "CAST(value AS BIGINT) AS `id`"
+    assert "concat('name-'" in generator_expr(Column("name", "string"))
+    assert "timestamp_seconds(1704067200" in generator_expr(Column("ts", "timestamp"))
+    assert "date_add(DATE'2024-01-01'" in generator_expr(Column("d", "date"))
+    assert generator_expr(Column("s", "struct<a:int>")) == "CAST(NULL AS struct<a:int>) AS `s`"
 
 
 # --------------------------------------------------------------------------- imports

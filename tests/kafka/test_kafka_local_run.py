@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from icesql.engine.backends.checkpoint import CheckpointLog
+from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.engine.engine import Engine
 from icesql.engine.sources.kafka.relation import decode_records, local_row_schema
 from icesql.engine.sources.kafka.source import RECORD_SCHEMA
-from icesql.engine.sources.relation import INTERNAL_COLUMNS
 from icesql.plan import (
     Column,
     KafkaConnectionPlan,

@@ -15,9 +15,9 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from icesql.engine.base.wire import releases_task_memory
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
 from icesql.engine.index.task import SHARD
-from icesql.engine.sink.batch import releases_task_memory
 
 KEYS_PER_SHARD = 4_000_000  # a shard's entries stay well under a few hundred MB in a task
 
@@ -285,8 +285,8 @@ def _build_here(
     (``hashing.shards_of``), and each shard's base written."""
     import pyarrow as pa
 
+    from icesql.engine.backends.hashing import by_shard, shards_of
     from icesql.engine.backends.local.query import map_in_threads
-    from icesql.engine.index.hashing import by_shard, shards_of
 
     plan_batch = pa.RecordBatch.from_pydict({"plan": [json.dumps(p) for p in plans]})
     step = max(1, -(-len(plans) // max(1, threads * 4)))

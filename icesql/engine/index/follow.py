@@ -136,8 +136,8 @@ def hash_files(table: Any, paths: Sequence[str], *, key: Sequence[str], shards: 
     """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
     import pyarrow as pa
 
+    from icesql.engine.backends.hashing import shards_of
     from icesql.engine.index.build import file_entries, key_schema
-    from icesql.engine.index.hashing import shards_of
     from icesql.engine.index.task import SHARD
 
     schema = table.schema()

@@ -157,15 +157,14 @@ def remove_orphan_files(
     listing (so a batch staged while the table is listed is protected too). ``under``: list only
     this directory below the table location (``'metadata'``, ``'data/region=eu'``): one bounded
     slice of a large table. ``limit``: delete at most that many files, the oldest first."""
-    from icesql.engine.backends.spark.dropbox import DIRECTORY
-    from icesql.engine.index.store import ROOT as INDEX_ROOT
+    from icesql.engine.base.layout import DROPBOX_DIRECTORY, INDEX_ROOT
 
     start = time.monotonic()
     cutoff = epoch_ms(older_than) / 1000
     root = table.location().rstrip("/")
     location = f"{root}/{under.strip('/')}" if under else root
     listed = list(list_files(table.io, location))
-    dropbox_root = f"{root}/{DIRECTORY}"
+    dropbox_root = f"{root}/{DROPBOX_DIRECTORY}"
     index_root = f"{root}/{INDEX_ROOT}"
     records = [f for f in list_files(table.io, dropbox_root) if f.location.endswith(".parquet")]
     protected = {path_key(p) for p in (protected_paths() if callable(protected_paths) else protected_paths)}

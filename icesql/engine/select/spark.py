@@ -55,28 +55,30 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
     """A source's rows as a batch DataFrame (data columns only). A KAFKA source is read from its
     START OFFSET / START TIMESTAMP to the log end as it is now, at most ``rows`` records per
     partition when ``rows``; ``bind(plan, None)`` gives its connection's settings."""
+    from icesql.engine.base.changelog import INTERNAL_COLUMNS, OP
     from icesql.engine.sources.files.relation import spark_files_dataframe
-    from icesql.engine.sources.relation import INTERNAL_COLUMNS, OP, _policy, generator_dataframe
+    from icesql.engine.sources.guard import on_error_policy
+    from icesql.engine.sources.relation import generator_dataframe
 
     if plan.source_kind is SourceKind.GENERATOR:
         if plan.total_rows is not None:
             return generator_dataframe(spark, plan)
-        from icesql.engine.sources.relation import _generator_expr, _row_schema
+        from icesql.engine.sources.relation import declared_row_schema, generator_expr
         from icesql.plan import Column
 
         columns = plan.columns
         if not columns and plan.schema:
-            st = _row_schema(spark, plan)
+            st = declared_row_schema(spark, plan)
             columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in st.fields)
         columns = columns or (Column("value", "bigint"),)
         # the rate source numbers its rows 0, 1, ... in ``value``: the same first rows
-        return spark.range(max(rows, GENERATOR_PREVIEW_ROWS)).selectExpr(*[_generator_expr(c, "id") for c in columns])
+        return spark.range(max(rows, GENERATOR_PREVIEW_ROWS)).selectExpr(*[generator_expr(c, "id") for c in columns])
     if plan.source_kind is SourceKind.KAFKA:
         from icesql.engine.sources.kafka.relation import kafka_relation
 
         if bind is None:
             raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
-        rel = kafka_relation(spark, plan, _policy(plan, None), bind(plan, None), streaming=False, limit=rows)
+        rel = kafka_relation(spark, plan, on_error_policy(plan, None), bind(plan, None), streaming=False, limit=rows)
         return rel.df.drop(*[c for c in rel.df.columns if c in INTERNAL_COLUMNS and c != OP])
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
@@ -86,7 +88,7 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
             f"source '{plan.name}' reads {plan.path} through connection {through}: SELECT cannot preview it yet",
             hint="a sink reads it; SELECT from the sink's table",
         )
-    df, _ = spark_files_dataframe(spark, plan, _policy(plan, None), None, streaming=False)
+    df, _ = spark_files_dataframe(spark, plan, on_error_policy(plan, None), None, streaming=False)
     # a change feed (debezium-json) keeps its operation (``__op``: c, u, d, r), as a view over it sees it
     return df.drop(*[c for c in df.columns if c in INTERNAL_COLUMNS and c != OP])
 
@@ -94,7 +96,7 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
 def register_relations(
     spark: Any, names: tuple[str, ...], resolve: Resolver, rows: int, _seen: frozenset[str] = frozenset(), bind: Any = None
 ) -> None:
-    from icesql.engine.sources.relation import _quote
+    from icesql.engine.sources.relation import quote_name
 
     for name in names:
         plan = resolve(name)
@@ -107,7 +109,7 @@ def register_relations(
             df = _sql(spark, plan.query, f"view '{name}'")
         else:
             continue
-        df.createOrReplaceTempView(_quote(name))
+        df.createOrReplaceTempView(quote_name(name))
 
 
 def _sql(spark: Any, text: str, what: str | None = None) -> Any:

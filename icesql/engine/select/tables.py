@@ -69,8 +69,8 @@ def read_rows(table: Any, snapshot: Any, *, travelled: bool = False) -> Any:
     import pyarrow as pa
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
+    from icesql.engine.iceberg.deletes import DeleteIndex, LiveRows
     from icesql.engine.iceberg.table_files import live_files
-    from icesql.engine.maintenance.compact import DeleteIndex, LiveRows
 
     schema = table.schema()
     if travelled and snapshot is not None and snapshot.schema_id is not None:

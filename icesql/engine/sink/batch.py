@@ -16,124 +16,31 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
+from icesql.engine.base.changelog import (
+    BLK,
+    FILE,
+    INTERNAL_COLUMNS,
+    LINE,
+    OP,
+    POSITION,
+    drop_null_keys,
+    quote_column,
+)
+from icesql.engine.base.changelog import SEQ as SEQ_COLUMN
 from icesql.engine.base.hooks import batch_delay, kill_point, mark
-from icesql.engine.sources.relation import BLK, FILE, LINE, OP, POSITION, marked_message, short_path
-from icesql.engine.sources.relation import SEQ as SEQ_COLUMN
+from icesql.engine.base.wire import (
+    CONSUMED,
+    DROPPED,
+    FALLBACK,
+    file_row,
+    files_batch,
+    files_spark_schema,
+    releases_task_memory,
+)
 from icesql.errors import ExecutionError
-
-NULL_KEY_MARKER = "ICESQL-NULL-KEY:"
-DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
-FALLBACK = -4  # ``content`` of the row counting the files Spark's reader took (Arrow path)
-CONSUMED = -3  # ``content`` of a row naming a source file a batch read (rows: its seq, bytes: mtime)
-
-
-def files_arrow_schema() -> Any:
-    """The rows every writer task returns, one per written file (and the drop box keeps them)."""
-    import pyarrow as pa
-
-    return pa.schema(
-        [("content", pa.int32()), ("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]
-    )
-
-
-def files_spark_schema() -> Any:
-    """``files_arrow_schema`` for ``mapInArrow`` (built here: a DDL string costs a JVM parse)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(files_arrow_schema())
-
-
-def file_row(f: Any) -> dict[str, Any]:
-    """The row of one written file (``writer.WrittenFile``)."""
-    return {
-        "content": int(f.content),
-        "file": f.dumps(),
-        "rows": int(f.record_count),
-        "bytes": int(f.file_size_in_bytes),
-    }
-
-
-def files_batch(rows: list[dict[str, Any]]) -> Any:
-    """A writer task's output rows as one Arrow batch."""
-    import pyarrow as pa
-
-    return pa.RecordBatch.from_pylist(rows, schema=files_arrow_schema())
-
-
-class NullKeyError(ExecutionError):
-    """A change whose KEY has a null column reached an upsert sink with an enforced KEY."""
-
-
-def drop_null_keys(b: Any, key: list[str], *, enforced: bool, sink: str, relation: str) -> Any:
-    """``b`` without its changes whose KEY has a null column, and how many there were.
-
-    An enforced KEY fails the batch instead, naming the sink, the column and where the change
-    came from (a null cannot be an Iceberg identifier field, so such a change can neither be
-    stored nor deleted by key)."""
-    import pyarrow.compute as pc
-
-    names = b.schema.names
-    mask = None
-    for k in key:
-        m = pc.is_null(b.column(names.index(k)))
-        mask = m if mask is None else pc.or_(mask, m)
-    n = (pc.sum(mask).as_py() or 0) if mask is not None else 0
-    if not n:
-        return b, 0
-    if enforced:
-        # the first such change in file order (the batch arrives sorted by key)
-        row = min(
-            b.filter(mask).to_pylist(),
-            key=lambda x: (str(x.get(FILE) or ""), x.get(BLK) or 0, x.get(LINE) or 0),
-        )
-        col = next(k for k in key if row.get(k) is None)
-        where = f"a change read from '{relation}'"
-        if row.get(FILE):
-            path = short_path(str(row[FILE]))
-            rec = f"record {int(row.get(LINE) or 0) + 1}"
-            if row.get(BLK):
-                rec += f" of the split at byte {row[BLK]}"
-            where += f" (file '{path}', {rec})"
-        raise ValueError(
-            f"{NULL_KEY_MARKER}sink '{sink}': KEY column '{col}' is null in {where}; KEY columns must be non-null|END"
-        )
-    return b.filter(pc.invert(mask)), n
-
-
-def release_task_memory() -> None:
-    """Hand the memory Arrow's allocator kept from a task's batches back to the OS.
-
-    Spark reuses a Python worker for later tasks and keeps more workers than cores (a task can
-    start before the last one's worker is free again), and between tasks each worker would
-    otherwise hold what its allocator kept: about 490 MB of RSS after writing a 1M-row file,
-    against 175 MB once released. Taking it back costs the next task nothing measurable (0.55 s
-    of CPU for a 1M-row file either way), because the allocator faults fresh pages for a task's
-    big buffers anyway.
-    """
-    try:
-        import pyarrow as pa
-
-        pa.default_memory_pool().release_unused()
-    except Exception:  # noqa: BLE001 - an optimisation only
-        pass
-
-
-def releases_task_memory(call: Callable[[Any, Any], Iterator[Any]]) -> Callable[[Any, Any], Iterator[Any]]:
-    """For the ``__call__`` of an executor task that reads or writes data (a generator over
-    Arrow batches): ``release_task_memory`` once the task ends, however it ends."""
-
-    @functools.wraps(call)
-    def task(self: Any, batches: Any) -> Iterator[Any]:
-        try:
-            yield from call(self, batches)
-        finally:
-            release_task_memory()
-
-    return task
 
 
 class FileWriterTask:
@@ -274,12 +181,12 @@ class BatchWriter:
         df = batch_df
         if self.upsert:
             order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
-            w = Window.partitionBy(*[F.col(_q(k)) for k in self.key]).orderBy(*order)
+            w = Window.partitionBy(*[F.col(quote_column(k)) for k in self.key]).orderBy(*order)
             # every change with a null in the KEY reaches the writer, which fails the batch
             # (enforced KEY) or drops and counts them (NOT ENFORCED)
             null_key = F.lit(False)
             for k in self.key:
-                null_key = null_key | F.col(_q(k)).isNull()
+                null_key = null_key | F.col(quote_column(k)).isNull()
             df = (
                 df.withColumn("__rn", F.row_number().over(w))
                 .filter((F.col("__rn") == 1) | null_key)
@@ -287,9 +194,9 @@ class BatchWriter:
             )
         elif changelog:
             df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
-        data_columns = [c for c in batch_df.columns if c not in _internal()]
+        data_columns = [c for c in batch_df.columns if c not in INTERNAL_COLUMNS]
         task = self._task(data_columns, changelog, batch_id)
-        df = df.select(*[F.col(_q(c)) for c in self._kept(data_columns, df.columns)])
+        df = df.select(*[F.col(quote_column(c)) for c in self._kept(data_columns, df.columns)])
         out = df.mapInArrow(task, files_spark_schema())
         return [r.asDict() for r in out.collect()]  # one small row per written file
 
@@ -322,7 +229,7 @@ class BatchWriter:
         import pyarrow.compute as pc
 
         from icesql.engine.backends.local.query import map_in_threads
-        from icesql.engine.index.task import last_per_key
+        from icesql.engine.base.changelog import last_per_key
 
         names = changes.column_names
         changelog = OP in names
@@ -334,7 +241,7 @@ class BatchWriter:
             changes = pa.concat_tables([last, changes.filter(null_key).cast(last.schema)])
         elif changelog and changes.num_rows:
             changes = changes.filter(pc.fill_null(pc.not_equal(changes.column(OP), "d"), True))
-        data_columns = [c for c in names if c not in _internal()]
+        data_columns = [c for c in names if c not in INTERNAL_COLUMNS]
         changes = changes.select(self._kept(data_columns, names))
         step = max(1, -(-changes.num_rows // max(1, threads)))
         slices = [changes.slice(i, step).to_batches() for i in range(0, changes.num_rows, step)]
@@ -503,34 +410,8 @@ class RemoteBatch:
         self.dropbox.put(progress, self.version, rows)
 
 
-def _internal() -> frozenset[str]:
-    from icesql.engine.sources.relation import INTERNAL_COLUMNS
-
-    return INTERNAL_COLUMNS
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def translate_null_key(exc: BaseException, key: tuple[str, ...] | list[str]) -> NullKeyError | None:
-    """Turn a Spark failure raised by ``FileWriterTask`` for a null KEY into a ``NullKeyError``."""
-    body = marked_message(exc, NULL_KEY_MARKER)
-    if body is None:
-        return None
-    return NullKeyError(
-        body,
-        hint=f"fix the source, or declare KEY ({', '.join(key)}) NOT ENFORCED to drop changes "
-        "with a null key (counted as skipped records in SHOW SINK STATUS)",
-    )
-
-
 __all__ = [
-    "DROPPED",
-    "files_spark_schema",
     "BatchWriter",
     "FileWriterTask",
-    "NullKeyError",
     "RemoteBatch",
-    "translate_null_key",
 ]

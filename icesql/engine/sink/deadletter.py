@@ -33,107 +33,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from icesql.errors import ExecutionError
+from icesql.engine.sources.guard import MAX_RAW, arrow_schema, spark_schema_json, take_letters
 from icesql.plan import SinkMode, SinkPlan
 
 log = logging.getLogger("icesql.sink")
 
-MAX_RAW = 1 << 20  # a raw record longer than this is kept clipped (1 MiB)
-
-# The dead-letter table's columns, in Spark's schema JSON (``tables.ensure_table`` maps them to
-# Iceberg types: string, long, timestamptz; every column optional).
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("sink", "string"),  # the sink's name
-    ("sink_id", "string"),  # its stable id (``icesql.sink-id`` of the target's snapshots)
-    ("batch_id", "long"),  # the sink's progress of the batch that read the record
-    ("source", "string"),  # the icesql source that read it
-    ("file", "string"),  # the input file
-    ("byte_offset", "long"),  # byte offset of the file split that held the record (0: the first)
-    ("record", "long"),  # 1-based ordinal in that split; its line when byte_offset is 0 (CSV header counted)
-    ("reason", "string"),  # malformed-json, malformed-csv, type-mismatch, field-count, debezium-op, ...
-    ("error", "string"),  # what is wrong with it, as ON ERROR = 'fail' would say
-    ("raw", "string"),  # the record's text (a parsed Debezium event's JSON when it parsed)
-    ("recorded_at", "timestamp"),  # when the sink read it (UTC)
-)
-
-POSITION = ("source", "file", "byte_offset", "record")
-
-# the ``reason`` labels ``sources._RecordGuard`` gives (metrics create their zero series)
-REASONS = (
-    "malformed-json",
-    "malformed-csv",
-    "field-count",
-    "type-mismatch",
-    "debezium-op",
-    "debezium-image",
-    "unparsable",
-)
-
-
-def arrow_schema() -> Any:
-    """``COLUMNS`` as the Arrow schema of the rows ``DeadLetters.write`` writes."""
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "long": pa.int64(), "timestamp": pa.timestamp("us", tz="UTC")}
-    return pa.schema([(n, types[t]) for n, t in COLUMNS])
-
-
-def spark_schema_json() -> dict[str, Any]:
-    return {
-        "type": "struct",
-        "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in COLUMNS],
-    }
-
 
 # --------------------------------------------------------------------------- executors
-
-
-class LettersParam:
-    """Spark's ``AccumulatorParam`` (duck-typed) of lists of dead-letter records (dicts);
-    picklable by reference, so workers rebuild it from this module."""
-
-    def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return []
-
-    def addInPlace(self, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: N802
-        a.extend(b)
-        return a
-
-
-def letter_accumulator(spark: Any) -> Any:
-    """A fresh accumulator for a relation's dead letters (classic Spark only)."""
-    try:
-        return spark.sparkContext.accumulator([], LettersParam())
-    except Exception as e:  # Spark Connect has no accumulators
-        raise ExecutionError(
-            "ON ERROR = 'dead-letter' needs classic Spark (a local or cluster master): Spark "
-            "Connect has no accumulators to bring bad records back to the driver",
-            hint="use ON ERROR = 'skip' or 'fail' on Spark Connect",
-        ) from e
-
-
-def take_letters(accumulators: Iterable[Any]) -> list[dict[str, Any]]:
-    """Every dead letter the accumulators gathered since the last call (once per position),
-    leaving them empty (driver side, between batches)."""
-    seen: set[tuple[Any, ...]] = set()
-    out: list[dict[str, Any]] = []
-    for acc in accumulators:
-        letters = list(acc.value or [])
-        acc.value = []
-        for letter in letters:
-            k = tuple(letter.get(c) for c in POSITION)
-            if k not in seen:
-                seen.add(k)
-                out.append(letter)
-    out.sort(
-        key=lambda x: (
-            str(x.get("source")),
-            str(x.get("file")),
-            int(x.get("byte_offset") or 0),
-            int(x.get("record") or 0),
-        )
-    )
-    return out
 
 
 # --------------------------------------------------------------------------- the table
@@ -300,4 +206,4 @@ def open_dead_letters(
     return letters
 
 
-__all__ = ["COLUMNS", "DeadLetters", "letter_accumulator", "open_dead_letters", "take_letters"]
+__all__ = ["DeadLetters", "open_dead_letters"]

@@ -50,8 +50,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from icesql import settings
+from icesql.engine.base.changelog import translate_null_key
 from icesql.engine.base.events import CommitEvent, FailureEvent, Listeners, StateEvent
 from icesql.engine.base.hooks import batch_delay, kill_point, mark
+from icesql.engine.base.restarts import SchemaChangedError
+from icesql.engine.base.wire import DROPPED, FALLBACK, marked_message
 from icesql.engine.commit.policy import CommitClock, PeriodTimer, until_next_trigger
 from icesql.engine.commit.recovery import (
     Progress,
@@ -62,14 +65,9 @@ from icesql.engine.commit.recovery import (
 )
 from icesql.engine.commit.staging import StagedBatch, Staging
 from icesql.engine.connections.failures import rule_failure, service_of, transient_failure
-from icesql.engine.sink.batch import (
-    DROPPED,
-    FALLBACK,
-    BatchWriter,
-    RemoteBatch,
-    translate_null_key,
-)
-from icesql.engine.sources.relation import Relation, marked_message, translate_bad_record
+from icesql.engine.sink.batch import BatchWriter, RemoteBatch
+from icesql.engine.sources.guard import translate_bad_record
+from icesql.engine.sources.relation import Relation
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import SinkPlan
 
@@ -877,19 +875,6 @@ def compaction_hint_at(policy: Any, limit: int) -> int:
     return max(limit, 2 * policy.maximum_delete_files + 1)
 
 
-class RestartAtOnce(ExecutionError):
-    """Not a failure: the sink restarts at once (in a ``once`` run, without a backoff and without
-    counting as a failure; ``supervisor``), resuming from what it committed and staged."""
-
-    transient = True  # restarted (by ``Engine.run`` or the supervisor), never a failure
-    running_too = False  # a running sink (not ``once``) restarts at once too, not after a backoff
-
-
-class SchemaChangedError(RestartAtOnce):
-    """A batch brought columns the table lacks: the sink restarts at once (nothing of the batch
-    was committed), evolves the table's schema as it starts, and reads the batch again."""
-
-
 def translate_new_columns(exc: BaseException, *, evolve: bool) -> ExecutionError | None:
     """A batch stopped by ``files.decode.NewColumnsError``: a restart that evolves the table
     (``SchemaChangedError``), or with evolution off the sink's end, saying why."""
@@ -919,4 +904,4 @@ def _execution_error(exc: BaseException) -> ExecutionError:
     return ExecutionError(head[:1000])
 
 
-__all__ = ["RestartAtOnce", "SchemaChangedError", "SinkRunner", "StateCallback"]
+__all__ = ["SinkRunner", "StateCallback"]

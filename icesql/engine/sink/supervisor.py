@@ -318,7 +318,7 @@ class Supervisor:
         """``err`` restarts the sink at once (``runner.RestartAtOnce``: in a ``once`` run a batch's
         new columns, in any run a batch that needs Spark), at most ``ONCE_EVOLUTIONS`` times in a
         row."""
-        from icesql.engine.sink.runner import RestartAtOnce
+        from icesql.engine.base.restarts import RestartAtOnce
 
         return (
             isinstance(err, RestartAtOnce)

@@ -49,35 +49,21 @@ Views
 
 from __future__ import annotations
 
-import csv
-import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from icesql.engine.base.changelog import INTERNAL_COLUMNS, OP
+from icesql.engine.sources.guard import SumAccumulator, on_error_policy
 from icesql.errors import ExecutionError
 from icesql.plan import Column, OnError, SourceKind, SourcePlan, ViewPlan
 
 log = logging.getLogger("icesql.sources")
 
-CORRUPT = "_corrupt_record"
-OP = "__op"
-SEQ = "__seq"
-FILE = "__file"
-BLK = "__blk"
-LINE = "__line"
-POSITION = (SEQ, FILE, BLK, LINE)
-CHANGELOG_COLUMNS = (OP, *POSITION)
-INTERNAL_COLUMNS = frozenset((CORRUPT, *CHANGELOG_COLUMNS))
-BAD_RECORD_MARKER = "ICESQL-BAD-RECORD:"
 
 Resolver = Callable[[str], "SourcePlan | ViewPlan | None"]
 Binder = Callable[["SourcePlan", Any], Any]
-
-
-class BadRecordError(ExecutionError):
-    """A record that cannot be parsed or converted (``ON ERROR = 'fail'``)."""
 
 
 @dataclass
@@ -179,7 +165,7 @@ def view_relation(
             rel = view_relation(spark, dep_plan, resolve, on_error=on_error, bind=bind, _seen=_seen | {plan.name})
         else:
             continue  # a Spark table/view: the query resolves it itself
-        rel.df.createOrReplaceTempView(_quote(dep))
+        rel.df.createOrReplaceTempView(quote_name(dep))
         if rel.skipped is not None:
             accs.append(rel.skipped)
         letters.extend(rel.letters)
@@ -187,9 +173,9 @@ def view_relation(
     try:
         df = spark.sql(plan.query)
     except Exception as e:
-        raise ExecutionError(f"view '{plan.name}' cannot be planned by Spark: {_first_line(e)}") from e
+        raise ExecutionError(f"view '{plan.name}' cannot be planned by Spark: {first_line(e)}") from e
     cols = {f.name for f in df.schema.fields}
-    skipped = accs[0] if len(accs) == 1 else (_SumAcc(accs) if accs else None)
+    skipped = accs[0] if len(accs) == 1 else (SumAccumulator(accs) if accs else None)
     return Relation(
         name=plan.name,
         df=df,
@@ -200,20 +186,11 @@ def view_relation(
     )
 
 
-class _SumAcc:
-    def __init__(self, accs: list[Any]) -> None:
-        self.accs = accs
-
-    @property
-    def value(self) -> int:
-        return sum(int(a.value) for a in self.accs)
-
-
-def _quote(name: str) -> str:
+def quote_name(name: str) -> str:
     return name if name.replace("_", "").isalnum() else "`" + name.replace("`", "``") + "`"
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0]
 
@@ -249,7 +226,7 @@ def _kafka_relation(
 
     if bind is None:
         raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
-    return kafka_relation(spark, plan, _policy(plan, on_error), bind(plan, binding))
+    return kafka_relation(spark, plan, on_error_policy(plan, on_error), bind(plan, binding))
 
 
 # the relation of each source kind: (spark, plan, on_error, binding from the sink, binder)
@@ -262,7 +239,7 @@ RELATIONS: dict[SourceKind, Callable[..., Relation]] = {
 }
 
 
-def _row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None) -> Any:
+def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None) -> Any:
     """The rows' schema a source's SCHEMA declares (None: none declared). Without ``spark`` (a
     run without it) only what is built in Python, with the session's ``timestamp_type``."""
     from pyspark.sql.types import StructType, _parse_datatype_string
@@ -283,323 +260,20 @@ def _row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None)
         try:
             st = _parse_datatype_string(plan.schema)
         except Exception as e:
-            raise ExecutionError(f"source '{plan.name}': bad SCHEMA: {_first_line(e)}") from e
+            raise ExecutionError(f"source '{plan.name}': bad SCHEMA: {first_line(e)}") from e
         if not isinstance(st, StructType):
             raise ExecutionError(f"source '{plan.name}': SCHEMA must be a list of columns")
         return st
     return None
 
 
-def _policy(plan: SourcePlan, on_error: OnError | None) -> OnError:
-    # dead-letter, else skip, when either the source or the sink says so (both default to
-    # fail): keeping a bad record beats dropping it, dropping it beats stopping the sink
-    for policy in (OnError.DEAD_LETTER, OnError.SKIP):
-        if policy in (on_error, plan.on_error):
-            return policy
-    return OnError.FAIL
-
-
-def _letters(spark: Any, policy: OnError) -> tuple[Any, ...]:
-    if policy is not OnError.DEAD_LETTER:
-        return ()
-    from icesql.engine.sink.deadletter import letter_accumulator
-
-    return (letter_accumulator(spark),)
-
-
-def _skip_counter(spark: Any, policy: OnError) -> Any:
-    if policy is not OnError.SKIP:
-        return None
-    try:
-        return spark.sparkContext.accumulator(0)
-    except Exception:  # Spark Connect: no accumulators; skipped records are only logged
-        return None
-
-
 # --------------------------------------------------------------------------- bad records
-
-
-class _RecordGuard:
-    """Executor-side check of parsed records (picklable; runs inside ``mapInArrow``)."""
-
-    def __init__(
-        self,
-        *,
-        source: str,
-        fmt: str,
-        columns: list[str],
-        header: bool,
-        skip: bool,
-        debezium: bool,
-        counter: Any,
-        letters: Any = None,
-    ) -> None:
-        self.source = source
-        self.fmt = fmt
-        self.columns = columns
-        self.header = header
-        self.skip = skip
-        self.debezium = debezium
-        self.counter = counter
-        self.letters = letters  # dead letters go here instead of failing the task
-
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        ordinals: dict[tuple[str, int], int] = {}
-        letters: list[dict[str, Any]] = []
-        for batch in batches:
-            n = batch.num_rows
-            if n == 0:
-                continue
-            names = batch.schema.names
-            files = batch.column(names.index(FILE)).to_pylist()
-            blks = batch.column(names.index(BLK)).to_pylist()
-            lines = []
-            for f, b in zip(files, blks, strict=True):
-                k = (f, b)
-                i = ordinals.get(k, 0)
-                ordinals[k] = i + 1
-                lines.append(i)
-            corrupt = batch.column(names.index(CORRUPT))
-            bad = pc.is_valid(corrupt)
-            if self.debezium:
-                bad = pc.or_(bad, self._bad_events(batch))
-            keep_idx = names.index(CORRUPT)
-            out = batch.remove_column(keep_idx)
-            if self.debezium:
-                out = out.append_column(LINE, pa.array(lines, pa.int64()))
-            if pc.any(bad).as_py():
-                rows = batch.to_pylist()
-                out = self.drop_bad(  # the lambdas run inside this call, on this batch's lists
-                    out,
-                    bad,
-                    letters,
-                    lambda i: self.letter(rows[i], files[i], blks[i], lines[i]),  # noqa: B023
-                    lambda i: self.describe(rows[i], files[i], blks[i], lines[i]),  # noqa: B023
-                )
-            if out.num_rows:
-                yield out
-        if letters:
-            self.letters.add(letters)  # once the task is through: a failed task adds nothing
-
-    def drop_bad(
-        self,
-        out: Any,
-        bad: Any,
-        letters: list[dict[str, Any]],
-        letter_of: Callable[[int], dict[str, Any]],
-        describe_of: Callable[[int], str],
-    ) -> Any:
-        """``out`` without the rows ``bad`` marks, each one dealt with as ON ERROR says: kept as
-        a dead letter (``letters``), skipped (logged and counted), or the task fails naming it."""
-        import pyarrow.compute as pc
-
-        bad_list = bad.to_pylist()
-        for i, is_bad in enumerate(bad_list):
-            if not is_bad:
-                continue
-            if self.letters is not None:
-                letters.append(letter_of(i))
-                continue
-            msg = describe_of(i)
-            if not self.skip:
-                raise ValueError(BAD_RECORD_MARKER + msg + "|END")
-            logging.getLogger("icesql.sources").warning("skipping bad record: %s", msg)
-        if self.skip and self.counter is not None:
-            self.counter.add(sum(1 for b in bad_list if b))
-        return out.filter(pc.invert(bad))
-
-    def _bad_events(self, batch: Any) -> Any:
-        """Per row: is this Debezium event unusable? (``op`` not c/u/d/r, a delete without
-        ``before``, another op without ``after``; the enveloped ``payload`` when it is there).
-
-        Vectorised with Arrow compute: converting the ``before``/``after``/``payload`` structs to
-        Python dicts was most of a change batch's time (measured: ~2/3 of the Python workers'
-        time of a 100k-change upsert batch)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        names = batch.schema.names
-        n = batch.num_rows
-
-        def top(name: str) -> Any:
-            return batch.column(names.index(name)) if name in names else pa.nulls(n)
-
-        payload = batch.column(names.index("payload")) if "payload" in names else None
-        has_payload = pc.is_valid(payload) if payload is not None else pa.array([False] * n, pa.bool_())
-
-        def ev(name: str) -> Any:
-            outer = top(name)
-            if payload is None or payload.type.get_field_index(name) < 0:
-                return outer, pc.is_valid(outer)
-            inner = pc.struct_field(payload, name)
-            valid = pc.if_else(has_payload, pc.is_valid(inner), pc.is_valid(outer))
-            if name != "op":
-                return None, valid
-            if outer.type != inner.type:
-                outer = outer.cast(inner.type)
-            return pc.if_else(has_payload, inner, outer), valid
-
-        op, _ = ev("op")
-        _, before_ok = ev("before")
-        _, after_ok = ev("after")
-        known = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "u", "d", "r"])), False)
-        is_delete = pc.fill_null(pc.equal(op, "d"), False)
-        missing = pc.if_else(is_delete, pc.invert(before_ok), pc.invert(after_ok))
-        return pc.or_(pc.invert(known), missing)
-
-    def describe(self, row: dict[str, Any], file: str, blk: int, line: int) -> str:
-        where = f"source '{self.source}', file '{short_path(file)}'"
-        if blk == 0:
-            where += f", record {line + 1}"
-        else:
-            where += f", record {line + 1} of the split at byte {blk}"
-        raw = row.get(CORRUPT)
-        field, why, _ = self._diagnose(row, raw)
-        snippet = "" if raw is None else f": {_clip(raw)}"
-        return f"{where}, field '{field}': {why}{snippet}" if field else f"{where}: {why}{snippet}"
-
-    def letter(self, row: dict[str, Any], file: str, blk: int, line: int) -> dict[str, Any]:
-        """A bad record as the dead-letter table keeps it (``deadletter.COLUMNS``)."""
-        raw = row.get(CORRUPT)
-        field, why, reason = self._diagnose(row, raw)
-        if raw is None:  # it parsed (a Debezium event without a known op): its JSON
-            parsed = {k: v for k, v in row.items() if k not in INTERNAL_COLUMNS and v is not None}
-            raw = json.dumps(parsed, default=str, sort_keys=True)
-        return {
-            "source": self.source,
-            "file": short_path(file),
-            "byte_offset": int(blk or 0),
-            # its line when the split starts the file (a CSV header counted), as editors number
-            "record": line + 1 + (1 if self.header and not blk else 0),
-            "reason": reason,
-            "error": f"field '{field}': {why}" if field else why,
-            "raw": raw,
-        }
-
-    def _diagnose(self, row: dict[str, Any], raw: str | None) -> tuple[str | None, str, str]:
-        """(field, what is wrong, reason: a short label for metrics and the dead-letter table)."""
-        if self.fmt == "csv":
-            if raw is None:
-                return None, "cannot parse the record", "unparsable"
-            try:
-                values = next(csv.reader([raw]))
-            except Exception:
-                return None, "malformed CSV record", "malformed-csv"
-            if '"' in raw:
-                try:  # Spark's reader takes stray quotes as text, and the fields then shift
-                    next(csv.reader([raw], strict=True))
-                except csv.Error as e:
-                    return None, f"malformed CSV record: broken quoting ({e})", "malformed-csv"
-            if len(values) != len(self.columns):
-                return None, f"expected {len(self.columns)} fields, found {len(values)}", "field-count"
-            for name, value in zip(self.columns, values, strict=True):
-                if value != "" and row.get(name) is None:
-                    return name, f"cannot convert {value!r} to the declared type", "type-mismatch"
-            return None, "cannot parse the record", "unparsable"
-        parsed: Any = None
-        if raw is not None:
-            try:
-                parsed = json.loads(raw)
-            except Exception:
-                return None, "malformed JSON", "malformed-json"
-            if not isinstance(parsed, dict):
-                return None, "a JSON record must be an object", "malformed-json"
-        if self.debezium:
-            env_raw = parsed.get("payload", parsed) if isinstance(parsed, dict) else None
-            env_row = row.get("payload") or row
-            if env_raw is None:
-                env_raw = env_row
-            op = env_raw.get("op")
-            if op not in ("c", "u", "d", "r"):
-                return "op", f"unknown Debezium operation {op!r} (expected c, u, d or r)", "debezium-op"
-            image = "before" if op == "d" else "after"
-            if env_raw.get(image) is None:
-                return image, f"op '{op}' needs a '{image}' row image", "debezium-image"
-            path = _mismatch(env_raw, env_row, "")
-            if path:
-                return path, "value does not match the declared type", "type-mismatch"
-            return None, "cannot parse the record", "unparsable"
-        if isinstance(parsed, dict):
-            path = _mismatch(parsed, row, "")
-            if path:
-                return path, "value does not match the declared type", "type-mismatch"
-        return None, "cannot parse the record", "unparsable"
-
-
-def _mismatch(raw: Any, parsed: Any, prefix: str) -> str | None:
-    """The first field present in ``raw`` whose parsed value is missing (dotted path)."""
-    if not isinstance(raw, dict):
-        return None
-    parsed = parsed if isinstance(parsed, dict) else {}
-    for k, v in raw.items():
-        if v is None:
-            continue
-        path = f"{prefix}{k}"
-        if k not in parsed:
-            # match case-insensitively, as Spark does
-            match = next((pk for pk in parsed if pk.lower() == k.lower()), None)
-            if match is None:
-                continue
-            pv = parsed[match]
-        else:
-            pv = parsed[k]
-        if pv is None:
-            return path
-        if isinstance(v, dict):
-            deeper = _mismatch(v, pv, path + ".")
-            if deeper:
-                return deeper
-    return None
-
-
-def short_path(path: str) -> str:
-    return (
-        path[len("file://") :]
-        if path.startswith("file://")
-        else (path[5:] if path.startswith("file:") else path)
-    )
-
-
-def _clip(text: str, n: int = 200) -> str:
-    text = text.strip()
-    return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def marked_message(exc: BaseException, marker: str) -> str | None:
-    """The message a Python worker raised as ``<marker>message|END``, found anywhere in the
-    chain of ``exc`` (Spark wraps it in JVM traces, classic or Connect); None when absent."""
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        text = str(e)
-        i = text.find(marker)
-        if i >= 0:
-            body = text[i + len(marker) :]
-            j = body.find("|END")
-            return body[:j] if j >= 0 else body.splitlines()[0]
-        e = e.__cause__ or e.__context__
-    return None
-
-
-def translate_bad_record(exc: BaseException) -> BadRecordError | None:
-    """Turn a Spark failure caused by ``_RecordGuard`` into a ``BadRecordError``."""
-    body = marked_message(exc, BAD_RECORD_MARKER)
-    if body is None:
-        return None
-    return BadRecordError(
-        f"bad record in {body}",
-        hint="fix the input, or skip bad records with WITH (ON ERROR = 'skip')",
-    )
 
 
 # --------------------------------------------------------------------------- generator
 
 
-def _generator_expr(col: Column, seq: str = "value") -> str:
+def generator_expr(col: Column, seq: str = "value") -> str:
     t = col.type.strip().lower()
     q = "`" + col.name.replace("`", "``") + "`"
     n = f"CAST({seq} AS BIGINT)"
@@ -636,11 +310,11 @@ def _generator_expr(col: Column, seq: str = "value") -> str:
 def generator_dataframe(spark: Any, plan: SourcePlan) -> Any:
     columns = plan.columns
     if not columns and plan.schema:
-        st = _row_schema(spark, plan)
+        st = declared_row_schema(spark, plan)
         columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in st.fields)
     if not columns:
         columns = (Column("value", "bigint"),)
-    exprs = [_generator_expr(c, "id" if plan.total_rows is not None else "value") for c in columns]
+    exprs = [generator_expr(c, "id" if plan.total_rows is not None else "value") for c in columns]
     if plan.total_rows is not None:
         base = spark.range(int(plan.total_rows))
     else:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from icesql.engine.sink.runner import RestartAtOnce
+from icesql.engine.base.restarts import RestartAtOnce
 
 log = logging.getLogger("icesql.sink")
 
@@ -202,7 +202,7 @@ class LocalRows:
         return pa.concat_tables(tables, promote_options="default")
 
     def collect(self) -> list[Any]:
-        from icesql.engine.select.route import Row
+        from icesql.engine.base.values import Row
 
         return [Row(list(r), list(r.values())) for b in self._batches() for r in b.to_pylist()]
 

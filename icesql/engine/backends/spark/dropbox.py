@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-DIRECTORY = "data/icesql-staging"
+from icesql.engine.base.layout import DROPBOX_DIRECTORY
+
 SUFFIX = ".parquet"
 
 
@@ -49,7 +50,7 @@ class DropBox:
     """Records of written-but-unstaged batches of one sink, at the table's location. Picklable."""
 
     def __init__(self, table_location: str, sink_id: str, io_properties: Mapping[str, str]) -> None:
-        self.root = f"{table_location.rstrip('/')}/{DIRECTORY}/{sink_id}"
+        self.root = f"{table_location.rstrip('/')}/{DROPBOX_DIRECTORY}/{sink_id}"
         self.io_properties = dict(io_properties)
         self._io: Any = None
 
@@ -76,7 +77,7 @@ class DropBox:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from icesql.engine.sink.batch import files_arrow_schema
+        from icesql.engine.base.wire import files_arrow_schema
 
         schema = files_arrow_schema()
         table = pa.Table.from_pylist([{k: f[k] for k in schema.names} for f in files], schema=schema)

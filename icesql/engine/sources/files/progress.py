@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from icesql import settings
-from icesql.engine.sink.batch import CONSUMED
+from icesql.engine.base.wire import CONSUMED
 from icesql.engine.sources.kinds import SourceProgress
 
 log = logging.getLogger("icesql.sink")
@@ -53,7 +53,7 @@ class FilesProgress(SourceProgress):
         """A sink on the Arrow path whose rows' schema is built without Spark: an append, a
         changelog's append, or an upsert (reduced per KEY in Arrow, its key index hashed as
         Spark hashes it: ``index.hashing``)."""
-        from icesql.engine.index.hashing import key_hashable
+        from icesql.engine.backends.hashing import key_hashable
         from icesql.engine.sources.ddl import struct_from_ddl
 
         if not settings.ARROW_PATH.enabled():

@@ -13,23 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icesql.engine.sources.relation import (
-    BLK,
-    CORRUPT,
-    FILE,
-    LINE,
-    OP,
-    SEQ,
-    Relation,
-    _clip,
-    _first_line,
-    _letters,
-    _policy,
-    _RecordGuard,
-    _row_schema,
-    _skip_counter,
-    short_path,
-)
+from icesql.engine.base.changelog import BLK, CORRUPT, FILE, LINE, OP, SEQ
+from icesql.engine.base.wire import clip_text, short_path
+from icesql.engine.sources.guard import RecordGuard, letter_accumulators, on_error_policy, skip_counter
+from icesql.engine.sources.relation import Relation, declared_row_schema, first_line
 from icesql.errors import ExecutionError
 from icesql.plan import CleanSource, OnError, SourceFormat, SourcePlan
 
@@ -47,7 +34,7 @@ def files_relation(
     Without ``spark`` (a bounded run without Spark, ``local_query``) the Arrow path only."""
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
-    policy = _policy(plan, on_error)
+    policy = on_error_policy(plan, on_error)
     if arrow is not None:
         from icesql.engine.sources.files.types import Unsupported
 
@@ -64,8 +51,8 @@ def files_relation(
                 (plan.format or SourceFormat.JSON).value,
                 e,
             )
-    acc = _skip_counter(spark, policy)
-    letters = _letters(spark, policy)
+    acc = skip_counter(spark, policy)
+    letters = letter_accumulators(spark, policy)
     df, changelog = spark_files_dataframe(
         spark, plan, policy, acc, streaming=True, letters=letters[0] if letters else None
     )
@@ -126,7 +113,7 @@ def spark_files_dataframe(
     from pyspark.sql.types import StringType, StructField, StructType
 
     fmt = plan.format or SourceFormat.JSON
-    row_schema = _row_schema(spark, plan)
+    row_schema = declared_row_schema(spark, plan)
     reader = spark.readStream if streaming else spark.read
     opts = dict(plan.options)
     if streaming:
@@ -180,7 +167,7 @@ def spark_files_dataframe(
         F.when(file_path.startswith("file:"), plain).otherwise(file_path).alias(FILE),
         F.col("_metadata.file_block_start").alias(BLK),
     )
-    guard = _RecordGuard(
+    guard = RecordGuard(
         source=plan.name,
         fmt=fmt.value,
         columns=[f.name for f in row_schema.fields],
@@ -268,7 +255,7 @@ def spark_message(exc: BaseException) -> str:
     for prefix in ("org.apache.spark.", "java."):  # the Java class name says nothing to a user
         if message.startswith(prefix) and ": " in message:
             message = message.split(": ", 1)[1]
-    return _clip(message or _first_line(exc), 600)
+    return clip_text(message or first_line(exc), 600)
 
 
 _LEFT_OUT: set[tuple[str, str, tuple[str, ...]]] = set()  # (source, path, columns) said in the log
@@ -455,7 +442,7 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     from icesql.engine.sources.files.types import Unsupported
 
     fmt = plan.format or SourceFormat.JSON
-    row_schema = _row_schema(spark, plan, binding.timestamp_type)
+    row_schema = declared_row_schema(spark, plan, binding.timestamp_type)
     inferred = row_schema is None
     if row_schema is None:
         if fmt is not SourceFormat.PARQUET:
@@ -497,8 +484,8 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         name=plan.name,
         df=df,
         changelog=arrow.changelog,
-        skipped=_skip_counter(spark, policy) if spark is not None else None,
-        letters=_letters(spark, policy) if spark is not None else (),
+        skipped=skip_counter(spark, policy) if spark is not None else None,
+        letters=letter_accumulators(spark, policy) if spark is not None else (),
         sources=(plan.name,),
         arrow=arrow,
         row_schema=row_schema,

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from icesql.engine.base.hooks import kill_point
+from icesql.engine.base.wire import CONSUMED, file_row, files_batch, releases_task_memory
 from icesql.engine.connections.stores.location import Location
-from icesql.engine.sink.batch import CONSUMED, file_row, files_batch, releases_task_memory
 from icesql.engine.sources.files.decode import SourceFormat, decode
 from icesql.engine.sources.files.pieces import Piece
 from icesql.engine.sources.files.types import Fallback
@@ -53,7 +53,7 @@ def _fallback(piece: Piece, why: str) -> ValueError:
 
 def fallback_of(exc: BaseException) -> str | None:
     """The file a failed Arrow task could not read (None: another failure)."""
-    from icesql.engine.sources.relation import marked_message
+    from icesql.engine.base.wire import marked_message
 
     body = marked_message(exc, FALLBACK_MARKER)
     if body is None:

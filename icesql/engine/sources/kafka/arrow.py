@@ -26,17 +26,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from icesql.engine.base.changelog import BLK, FILE, LINE, OP, SEQ
 from icesql.engine.base.hooks import kill_point
-from icesql.engine.sink.batch import (
-    FALLBACK,
-    file_row,
-    files_batch,
-    files_spark_schema,
-    releases_task_memory,
-    with_fallbacks,
-    write_batch,
-)
-from icesql.engine.sources.relation import BLK, FILE, LINE, OP, SEQ
+from icesql.engine.base.wire import FALLBACK, file_row, files_batch, files_spark_schema, releases_task_memory
+from icesql.engine.sink.batch import with_fallbacks, write_batch
 from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
 
 FALLBACK_MARKER = "ICESQL-KAFKA-FALLBACK:"
@@ -242,7 +235,7 @@ def _fallback(topic: str, partition: int, start: int, end: int, why: str) -> Val
 
 def fallback_of(exc: BaseException) -> tuple[int, int, int] | None:
     """The range a failed Arrow task could not decode (None: another failure)."""
-    from icesql.engine.sources.relation import marked_message
+    from icesql.engine.base.wire import marked_message
 
     body = marked_message(exc, FALLBACK_MARKER)
     if body is None:

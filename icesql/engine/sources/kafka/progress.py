@@ -92,7 +92,7 @@ class KafkaProgress(SourceProgress):
         (``relation.local_row_schema``): an append, a changelog's append, or an upsert (reduced
         per KEY in Arrow, its key index hashed as Spark hashes it: ``index.hashing``)."""
         from icesql import settings
-        from icesql.engine.index.hashing import key_hashable
+        from icesql.engine.backends.hashing import key_hashable
         from icesql.engine.sources.kafka.relation import local_row_schema
 
         if not settings.ARROW_PATH.enabled():

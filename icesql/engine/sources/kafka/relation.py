@@ -28,20 +28,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icesql.engine.sources.relation import (
-    BLK,
-    CORRUPT,
-    FILE,
-    LINE,
-    OP,
-    SEQ,
-    Relation,
-    _clip,
-    _letters,
-    _RecordGuard,
-    _row_schema,
-    _skip_counter,
-)
+from icesql.engine.base.changelog import BLK, CORRUPT, FILE, LINE, OP, SEQ
+from icesql.engine.base.wire import clip_text
+from icesql.engine.sources.guard import RecordGuard, letter_accumulators, skip_counter
+from icesql.engine.sources.relation import Relation, declared_row_schema
 from icesql.errors import ExecutionError
 from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
 
@@ -104,10 +94,10 @@ def kafka_relation(
         records = spark.readStream.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
     else:
         records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts, limit=str(limit)).load()
-    acc = _skip_counter(spark, policy)
+    acc = skip_counter(spark, policy)
     if acc is None and plan.kafka.on_data_loss == "continue":
-        acc = _skip_counter(spark, OnError.SKIP)  # lost records count as skipped ones
-    letters = _letters(spark, policy)
+        acc = skip_counter(spark, OnError.SKIP)  # lost records count as skipped ones
+    letters = letter_accumulators(spark, policy)
     df, changelog = decode_records(spark, records, plan, policy, acc, letters[0] if letters else None)
     relation = Relation(
         name=plan.name,
@@ -133,7 +123,7 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
     from icesql.engine.sources.kafka.source import NAME, PIECE_SCHEMA
 
     row_schema = relation.data_schema()
-    value = _row_schema(spark, plan) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
+    value = declared_row_schema(spark, plan) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
     spec = plan.kafka
     assert spec is not None
     key_json = spec.key_format is SourceFormat.JSON and (
@@ -338,7 +328,7 @@ def decode_records(
     if not upsert and fmt not in (SourceFormat.TEXT, SourceFormat.BYTES):
         records = records.filter(F.col("value").isNotNull())  # a tombstone carries no row
     include = _include(spark, plan)
-    row_schema = _row_schema(spark, plan)
+    row_schema = declared_row_schema(spark, plan)
     debezium = fmt is SourceFormat.DEBEZIUM_JSON
 
     parsed: list[Any]
@@ -422,8 +412,8 @@ def decode_records(
     return df.select(*data), False
 
 
-class KafkaRecordGuard(_RecordGuard):
-    """``_RecordGuard`` for Kafka records: positions are (topic, partition, offset), and a bad
+class KafkaRecordGuard(RecordGuard):
+    """``RecordGuard`` for Kafka records: positions are (topic, partition, offset), and a bad
     record's message and dead letter name them and the record's key."""
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
@@ -460,7 +450,7 @@ class KafkaRecordGuard(_RecordGuard):
         if key is None:
             return None
         try:
-            return _clip(bytes(key).decode("utf-8"), 100)
+            return clip_text(bytes(key).decode("utf-8"), 100)
         except UnicodeDecodeError:
             return "0x" + bytes(key)[:50].hex()
 
@@ -472,7 +462,7 @@ class KafkaRecordGuard(_RecordGuard):
     def kafka_describe(self, row: dict[str, Any]) -> str:
         raw = row.get(CORRUPT)
         fld, why, _ = self._diagnose(row, raw)
-        snippet = "" if raw is None else f": {_clip(raw)}"
+        snippet = "" if raw is None else f": {clip_text(raw)}"
         where = self._where(row)
         return f"{where}, field '{fld}': {why}{snippet}" if fld else f"{where}: {why}{snippet}"
 
