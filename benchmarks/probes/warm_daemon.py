@@ -15,7 +15,7 @@ from pyspark.daemon import manager
 
 import icesql.engine.iceberg.writer  # noqa: F401
 import icesql.engine.sources.files.source  # noqa: F401
-import icesql.engine.sources.files.task  # noqa: F401
+import icesql.engine.sources.pieces  # noqa: F401
 
 if __name__ == "__main__":
     manager()

@@ -111,7 +111,7 @@ class Engine:
         """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
         Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given); ``local``: read
         in this process, without Spark (``local_query``)."""
-        from icesql.engine.sources.relation import build_relation
+        from icesql.engine.sources.resolve import build_relation
 
         plan = self.objects.relation(name)
         if isinstance(plan, SourcePlan) and self._source_storage(plan):
@@ -825,7 +825,7 @@ def _warm_worker(batches: Any) -> Any:
     import icesql.engine.iceberg.writer  # noqa: F401
     import icesql.engine.sink.batch  # noqa: F401
     import icesql.engine.sources.files.source  # noqa: F401 - the piece reader (a Python data source)
-    import icesql.engine.sources.files.task  # noqa: F401 - the Arrow path's readers
+    import icesql.engine.sources.pieces  # noqa: F401 - the Arrow path's tasks
 
     for _ in batches:
         pass

@@ -14,8 +14,8 @@ import pytest
 from icesql.engine.base.changelog import CORRUPT
 from icesql.engine.base.wire import BAD_RECORD_MARKER
 from icesql.engine.commit.staging import StagedBatch, Staging
+from icesql.engine.sources.generator import generator_expr
 from icesql.engine.sources.guard import BadRecordError, RecordGuard, translate_bad_record
-from icesql.engine.sources.relation import generator_expr
 from icesql.plan import Column, SourceFormat, SourceKind, SourcePlan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,7 +233,7 @@ def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.spark
 def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.sources.relation import build_relation
+    from icesql.engine.sources.resolve import build_relation
     from tests.support.pipeline_helpers import write_json_lines
 
     data = tmp_path / "cdc"
@@ -285,7 +285,8 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from icesql.engine.sources.relation import build_relation, columns_of
+    from icesql.engine.sources.relation import columns_of
+    from icesql.engine.sources.resolve import build_relation
 
     pdir = tmp_path / "pq"
     pdir.mkdir()
@@ -317,7 +318,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
 
 @pytest.mark.spark
 def test_unknown_relation_is_a_clear_error(spark: Any) -> None:
-    from icesql.engine.sources.relation import build_relation
+    from icesql.engine.sources.resolve import build_relation
     from icesql.errors import ExecutionError
 
     with pytest.raises(ExecutionError, match="neither an icesql source or view nor a table or view"):

@@ -15,7 +15,8 @@ import pytest
 from icesql.engine.backends.checkpoint import CheckpointLog
 from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.engine.engine import Engine
-from icesql.engine.sources.kafka.relation import decode_records, local_row_schema
+from icesql.engine.sources.kafka.records import decode_records
+from icesql.engine.sources.kafka.relation import local_row_schema
 from icesql.engine.sources.kafka.source import RECORD_SCHEMA
 from icesql.plan import (
     Column,

@@ -57,13 +57,14 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
     partition when ``rows``; ``bind(plan, None)`` gives its connection's settings."""
     from icesql.engine.base.changelog import INTERNAL_COLUMNS, OP
     from icesql.engine.sources.files.relation import spark_files_dataframe
+    from icesql.engine.sources.generator import generator_dataframe
     from icesql.engine.sources.guard import on_error_policy
-    from icesql.engine.sources.relation import generator_dataframe
 
     if plan.source_kind is SourceKind.GENERATOR:
         if plan.total_rows is not None:
             return generator_dataframe(spark, plan)
-        from icesql.engine.sources.relation import declared_row_schema, generator_expr
+        from icesql.engine.sources.generator import generator_expr
+        from icesql.engine.sources.relation import declared_row_schema
         from icesql.plan import Column
 
         columns = plan.columns

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from icesql.engine.base.changelog import (
@@ -29,18 +28,14 @@ from icesql.engine.base.changelog import (
     drop_null_keys,
     quote_column,
 )
-from icesql.engine.base.changelog import SEQ as SEQ_COLUMN
-from icesql.engine.base.hooks import batch_delay, kill_point, mark
+from icesql.engine.base.hooks import batch_delay, kill_point
 from icesql.engine.base.wire import (
-    CONSUMED,
     DROPPED,
-    FALLBACK,
     file_row,
     files_batch,
     files_spark_schema,
     releases_task_memory,
 )
-from icesql.errors import ExecutionError
 
 
 class FileWriterTask:
@@ -247,143 +242,6 @@ class BatchWriter:
         slices = [changes.slice(i, step).to_batches() for i in range(0, changes.num_rows, step)]
         outputs = map_in_threads(self._task(data_columns, changelog, batch_id), slices, threads)
         return [r for out in outputs for b in out for r in b.to_pylist()]
-
-
-def with_fallbacks(
-    attempt: Callable[[list[Any]], list[dict[str, Any]]], fallback_of: Callable[[BaseException], Any]
-) -> tuple[list[dict[str, Any]], list[Any]]:
-    """Run ``attempt(fallback)`` until it succeeds: each failure that names a piece of work the
-    Arrow path cannot read exactly (``fallback_of``: a file, an offset range) adds that piece to
-    ``fallback`` for Spark's readers and runs the batch again; any other failure, or a piece named
-    twice, is raised. Returns (rows, fallback)."""
-    fallback: list[Any] = []
-    while True:
-        try:
-            return attempt(fallback), fallback
-        except Exception as e:
-            piece = fallback_of(e)
-            if piece is None or piece in fallback:
-                raise
-            fallback.append(piece)
-
-
-class ArrowBatchWriter:
-    """One micro-batch of a FILES source on the Arrow path -> files; returns the same rows as
-    ``BatchWriter`` plus one ``CONSUMED`` row per source file read and a ``FALLBACK`` row
-    counting the files Spark's reader had to take. Picklable (Spark Connect runs it on the
-    server).
-
-    The batch DataFrame holds pieces of files (``files.source``). Appends: ``files.task.WriteTask``
-    reads and writes each task's pieces. Changelogs (Debezium): ``files.task.DecodeTask`` decodes
-    them and ``BatchWriter`` reduces per KEY and writes, as on Spark's path. A file Arrow cannot
-    read exactly as Spark would fails its task with a marked error; the batch then runs again
-    with that file read by Spark's reader (``files.relation.spark_files_dataframe``).
-    """
-
-    def __init__(self, inner: BatchWriter, arrow: Any, *, skipped: Any = None, letters: Any = None) -> None:
-        self.inner = inner  # the upsert reduction and writer, and the writer of fallback files
-        self.arrow = arrow  # files.relation.ArrowSource
-        self.skipped = skipped  # the accumulator of skipped bad records (Spark's reader only)
-        self.letters = letters  # the accumulator of dead letters (Spark's reader only)
-
-    def use_io(self, io_properties: Any) -> None:
-        self.inner.use_io(io_properties)
-
-    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
-        from pyspark.sql import functions as F
-
-        from icesql.engine.sources.files.task import fallback_of
-
-        def attempt(fallback: list[str]) -> list[dict[str, Any]]:
-            pieces = batch_df if not fallback else batch_df.filter(~F.col("path").isin(fallback))
-            # an upsert reduces per KEY across the batch (BatchWriter takes the decoded rows);
-            # an append writes the rows in the tasks that read them
-            if self.arrow.changelog or self.inner.upsert:
-                return self._changes(pieces, fallback, batch_id)
-            return self._append(pieces, fallback, batch_id)
-
-        rows, fallback = with_fallbacks(attempt, fallback_of)
-        if fallback:
-            rows += self._consumed(batch_df.filter(F.col("path").isin(fallback)))
-            rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
-        return rows
-
-    def _append(self, pieces: Any, fallback: list[str], batch_id: int) -> list[dict[str, Any]]:
-        from icesql.engine.sources.files.task import WriteTask
-
-        task = WriteTask(self.arrow.format, self.arrow.location, self.inner.spec, batch_id)
-        rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
-        if fallback:
-            rows += self.inner(self._spark_rows(pieces, fallback), batch_id)
-        return rows
-
-    def _changes(self, pieces: Any, fallback: list[str], batch_id: int) -> list[dict[str, Any]]:
-        from icesql.engine.sources.files.task import DecodeTask
-
-        changes_schema = self._changes_schema(pieces)
-        changes = pieces.mapInArrow(DecodeTask(self.arrow.format, self.arrow.location), changes_schema)
-        if fallback:
-            changes = changes.unionByName(self._spark_rows(pieces, fallback))
-        return write_batch(self.inner, changes, batch_id) + self._consumed(pieces)
-
-    def _changes_schema(self, pieces: Any) -> Any:
-        from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-        row = StructType.fromJson(dict(self.arrow.format.row_schema_json))
-        if not self.arrow.changelog:
-            return row
-        extra = [
-            (OP, StringType()),
-            (SEQ_COLUMN, LongType()),
-            (FILE, StringType()),
-            (BLK, LongType()),
-            (LINE, LongType()),
-        ]
-        return StructType([*row.fields, *(StructField(n, t) for n, t in extra)])
-
-    def _spark_rows(self, pieces: Any, fallback: list[str]) -> Any:
-        """The fallback files read by Spark's own reader (bad records checked as on its path)."""
-        from icesql.engine.connections.stores.location import is_remote
-        from icesql.engine.sources.files.relation import spark_files_dataframe
-
-        remote = [p for p in fallback if is_remote(p)]
-        if remote:
-            raise ExecutionError(
-                f"source '{self.arrow.plan.name}': file '{remote[0]}' needs Spark's own reader (the Arrow "
-                "reader cannot read it exactly as Spark would), which cannot read object storage here",
-                hint="check the file for malformed records; see the debug log for what Arrow could not read",
-            )
-        df, _ = spark_files_dataframe(
-            pieces.sparkSession,
-            self.arrow.plan,
-            self.arrow.policy,
-            self.skipped,
-            streaming=False,
-            paths=fallback,
-            letters=self.letters,
-        )
-        return df
-
-    @staticmethod
-    def _consumed(pieces: Any) -> list[dict[str, Any]]:
-        # a few piece rows per file: collected as they are and made distinct here, which spares
-        # Spark the shuffle (a job of its own under adaptive execution) that distinct() costs
-        files = {r.path: r for r in pieces.select("seq", "path", "mtime_ms").collect()}
-        return [
-            {"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files.values()
-        ]
-
-
-def write_batch(writer: Any, changes: Any, batch_id: int) -> list[dict[str, Any]]:
-    """``writer``'s rows for one batch of ``changes``: a Spark DataFrame, or the rows a batch run
-    without Spark decoded (``local_query.LocalRows``), written from Arrow in this process."""
-    from icesql.engine.backends.local.query import LocalRows
-
-    if isinstance(changes, LocalRows):
-        table = changes.arrow()
-        mark("changes decoded")
-        return writer.write_arrow(table, batch_id, changes.parallelism)
-    return writer(changes, batch_id)
 
 
 class RemoteBatch:

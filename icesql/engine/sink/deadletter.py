@@ -1,7 +1,7 @@
 """The dead-letter table of ``ON ERROR = 'dead-letter'``: bad records kept, not dropped.
 
 Where the records come from
-    ``sources._RecordGuard`` (Spark's reader of a FILES source; the Arrow path hands every
+    ``sources.guard.RecordGuard`` (Spark's reader of a FILES source; the Arrow path hands every
     file with a bad record to that reader, ``files.types.Fallback``) describes each record it
     cannot convert and adds it to a Spark accumulator (``letter_accumulator``) instead of
     failing the task. Accumulators of transformations may be applied twice (a retried task, a

@@ -878,7 +878,7 @@ def compaction_hint_at(policy: Any, limit: int) -> int:
 def translate_new_columns(exc: BaseException, *, evolve: bool) -> ExecutionError | None:
     """A batch stopped by ``files.decode.NewColumnsError``: a restart that evolves the table
     (``SchemaChangedError``), or with evolution off the sink's end, saying why."""
-    from icesql.engine.sources.files.decode import NEW_COLUMNS_MARKER
+    from icesql.engine.sources.decode import NEW_COLUMNS_MARKER
 
     body = marked_message(exc, NEW_COLUMNS_MARKER)
     if body is None:

@@ -39,7 +39,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 POSITION = ("source", "file", "byte_offset", "record")
 
 
-# the ``reason`` labels ``sources._RecordGuard`` gives (metrics create their zero series)
+# the ``reason`` labels ``sources.guard.RecordGuard`` gives (metrics create their zero series)
 REASONS = (
     "malformed-json",
     "malformed-csv",

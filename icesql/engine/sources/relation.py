@@ -54,10 +54,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from icesql.engine.base.changelog import INTERNAL_COLUMNS, OP
-from icesql.engine.sources.guard import SumAccumulator, on_error_policy
+from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.errors import ExecutionError
-from icesql.plan import Column, OnError, SourceKind, SourcePlan, ViewPlan
+from icesql.plan import Column, SourcePlan, ViewPlan
 
 log = logging.getLogger("icesql.sources")
 
@@ -109,83 +108,6 @@ class Relation:
 # --------------------------------------------------------------------------- resolution
 
 
-def build_relation(
-    spark: Any,
-    name: str,
-    resolve: Resolver,
-    *,
-    on_error: OnError | None = None,
-    arrow: Any = None,
-    bind: Binder | None = None,
-) -> Relation:
-    """The DataFrame a sink reading ``name`` consumes; a FILES source read directly by the sink
-    takes the Arrow path when ``arrow`` binds it (views and Spark tables keep Spark's).
-    ``bind(plan, binding)`` completes the binding of a source that needs its connection's
-    credentials (KAFKA), for the source read directly and for those of a view."""
-    plan = resolve(name)
-    if isinstance(plan, SourcePlan):
-        return source_relation(spark, plan, on_error=on_error, arrow=arrow, bind=bind)
-    if isinstance(plan, ViewPlan):
-        return view_relation(spark, plan, resolve, on_error=on_error, bind=bind)
-    return spark_relation(spark, name)
-
-
-def spark_relation(spark: Any, name: str) -> Relation:
-    """A table or (temporary) view of the Spark session, streaming or batch."""
-    try:
-        df = spark.table(name)
-    except Exception as e:
-        raise ExecutionError(
-            f"relation '{name}' is neither an icesql source or view nor a table or view of the Spark session",
-            hint="CREATE SOURCE or CREATE VIEW it, or register it with DataFrame.createOrReplaceTempView",
-        ) from e
-    cols = {f.name for f in df.schema.fields}
-    return Relation(name=name, df=df, changelog=OP in cols)
-
-
-def view_relation(
-    spark: Any,
-    plan: ViewPlan,
-    resolve: Resolver,
-    *,
-    on_error: OnError | None = None,
-    bind: Binder | None = None,
-    _seen: frozenset[str] = frozenset(),
-) -> Relation:
-    if plan.name in _seen:
-        raise ExecutionError(f"view '{plan.name}' refers to itself")
-    accs: list[Any] = []
-    letters: list[Any] = []
-    sources: list[str] = []
-    for dep in plan.depends_on:
-        dep_plan = resolve(dep)
-        if isinstance(dep_plan, SourcePlan):
-            rel = source_relation(spark, dep_plan, on_error=on_error, bind=bind)
-        elif isinstance(dep_plan, ViewPlan):
-            rel = view_relation(spark, dep_plan, resolve, on_error=on_error, bind=bind, _seen=_seen | {plan.name})
-        else:
-            continue  # a Spark table/view: the query resolves it itself
-        rel.df.createOrReplaceTempView(quote_name(dep))
-        if rel.skipped is not None:
-            accs.append(rel.skipped)
-        letters.extend(rel.letters)
-        sources.extend(rel.sources)
-    try:
-        df = spark.sql(plan.query)
-    except Exception as e:
-        raise ExecutionError(f"view '{plan.name}' cannot be planned by Spark: {first_line(e)}") from e
-    cols = {f.name for f in df.schema.fields}
-    skipped = accs[0] if len(accs) == 1 else (SumAccumulator(accs) if accs else None)
-    return Relation(
-        name=plan.name,
-        df=df,
-        changelog=OP in cols,
-        skipped=skipped,
-        sources=tuple(sources),
-        letters=tuple(letters),
-    )
-
-
 def quote_name(name: str) -> str:
     return name if name.replace("_", "").isalnum() else "`" + name.replace("`", "``") + "`"
 
@@ -196,47 +118,6 @@ def first_line(e: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- sources
-
-
-def source_relation(
-    spark: Any,
-    plan: SourcePlan,
-    *,
-    on_error: OnError | None = None,
-    arrow: Any = None,
-    bind: Binder | None = None,
-) -> Relation:
-    """The relation of a source, by its kind (``RELATIONS``)."""
-    make = RELATIONS.get(plan.source_kind)
-    if make is None:  # pragma: no cover - the analyzer makes only the kinds listed
-        raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
-    return make(spark, plan, on_error, arrow, bind)
-
-
-def _files_relation(spark: Any, plan: SourcePlan, on_error: OnError | None, arrow: Any) -> Relation:
-    from icesql.engine.sources.files.relation import files_relation
-
-    return files_relation(spark, plan, on_error=on_error, arrow=arrow)
-
-
-def _kafka_relation(
-    spark: Any, plan: SourcePlan, on_error: OnError | None, binding: Any, bind: Binder | None
-) -> Relation:
-    from icesql.engine.sources.kafka.relation import kafka_relation
-
-    if bind is None:
-        raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
-    return kafka_relation(spark, plan, on_error_policy(plan, on_error), bind(plan, binding))
-
-
-# the relation of each source kind: (spark, plan, on_error, binding from the sink, binder)
-RELATIONS: dict[SourceKind, Callable[..., Relation]] = {
-    SourceKind.GENERATOR: lambda spark, plan, on_error, arrow, bind: Relation(
-        name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,)
-    ),
-    SourceKind.FILES: lambda spark, plan, on_error, arrow, bind: _files_relation(spark, plan, on_error, arrow),
-    SourceKind.KAFKA: _kafka_relation,
-}
 
 
 def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None) -> Any:
@@ -254,7 +135,7 @@ def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None
         if built is not None:
             return built
         if spark is None:
-            from icesql.engine.sources.files.types import Unsupported
+            from icesql.engine.sources.types import Unsupported
 
             raise Unsupported("its SCHEMA needs Spark's parser")
         try:
@@ -271,60 +152,6 @@ def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None
 
 
 # --------------------------------------------------------------------------- generator
-
-
-def generator_expr(col: Column, seq: str = "value") -> str:
-    t = col.type.strip().lower()
-    q = "`" + col.name.replace("`", "``") + "`"
-    n = f"CAST({seq} AS BIGINT)"
-    lit_name = col.name.replace("'", "''")
-    if t in ("bigint", "long"):
-        e = n
-    elif t in ("int", "integer"):
-        e = f"CAST({n} % 2147483647 AS INT)"
-    elif t in ("smallint", "short"):
-        e = f"CAST({n} % 32767 AS SMALLINT)"
-    elif t in ("tinyint", "byte"):
-        e = f"CAST({n} % 127 AS TINYINT)"
-    elif t == "boolean":
-        e = f"({n} % 2 = 0)"
-    elif t in ("double", "float", "real"):
-        e = f"CAST({n} * 0.5 AS {t.upper()})"
-    elif t.startswith("decimal"):
-        e = f"CAST({n} % 1000 AS {t.upper()})"
-    elif t == "string" or t.startswith("varchar") or t.startswith("char"):
-        e = f"concat('{lit_name}-', CAST({n} AS STRING))"
-    elif t == "binary":
-        e = f"CAST(concat('{lit_name}-', CAST({n} AS STRING)) AS BINARY)"
-    elif t == "date":
-        e = f"date_add(DATE'2024-01-01', CAST({n} % 3650 AS INT))"
-    elif t == "timestamp":
-        e = f"timestamp_seconds(1704067200 + {n})"
-    elif t == "timestamp_ntz":
-        e = f"CAST(timestamp_seconds(1704067200 + {n}) AS TIMESTAMP_NTZ)"
-    else:
-        e = f"CAST(NULL AS {col.type})"
-    return f"{e} AS {q}"
-
-
-def generator_dataframe(spark: Any, plan: SourcePlan) -> Any:
-    columns = plan.columns
-    if not columns and plan.schema:
-        st = declared_row_schema(spark, plan)
-        columns = tuple(Column(f.name, f.dataType.simpleString(), f.nullable) for f in st.fields)
-    if not columns:
-        columns = (Column("value", "bigint"),)
-    exprs = [generator_expr(c, "id" if plan.total_rows is not None else "value") for c in columns]
-    if plan.total_rows is not None:
-        base = spark.range(int(plan.total_rows))
-    else:
-        base = (
-            spark.readStream.format("rate")
-            .option("rowsPerSecond", str(plan.rows_per_second or 1))
-            .options(**dict(plan.options))
-            .load()
-        )
-    return base.selectExpr(*exprs)
 
 
 def columns_of(df: Any) -> tuple[Column, ...]:

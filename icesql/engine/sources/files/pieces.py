@@ -9,7 +9,7 @@ trigger with thousands of small files does not pay a task each.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,3 +141,18 @@ __all__ = [
     "split_parquet",
     "split_text",
 ]
+
+
+def pieces_of(batches: Iterator[Any]) -> Iterator[Piece]:
+    for b in batches:
+        for r in b.to_pylist():
+            rg = r.get("row_groups")
+            yield Piece(
+                int(r["seq"]),
+                r["path"],
+                int(r["size"]),
+                int(r.get("mtime_ms") or 0),
+                int(r["start"] or 0),
+                None if r.get("end") is None else int(r["end"]),
+                tuple(rg) if rg is not None else None,
+            )

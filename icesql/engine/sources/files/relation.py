@@ -1,7 +1,7 @@
 """The relation of a FILES source: on the Arrow path (``ArrowSource``: the sink's tasks read and
 decode byte ranges of the files, ``files.task``) where the Arrow readers read the files exactly as
 Spark would, else Spark's own file readers (``spark_files_dataframe``) with the record guard
-(``sources._RecordGuard``) applying ON ERROR. A Parquet source without a SCHEMA takes the schema of
+(``sources.guard.RecordGuard``) applying ON ERROR. A Parquet source without a SCHEMA takes the schema of
 the files already there, widened across them.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from icesql.engine.base.changelog import BLK, CORRUPT, FILE, LINE, OP, SEQ
-from icesql.engine.base.wire import clip_text, short_path
+from icesql.engine.base.wire import CONSUMED, clip_text, short_path
 from icesql.engine.sources.guard import RecordGuard, letter_accumulators, on_error_policy, skip_counter
 from icesql.engine.sources.relation import Relation, declared_row_schema, first_line
 from icesql.errors import ExecutionError
@@ -36,7 +36,7 @@ def files_relation(
         raise ExecutionError(f"source '{plan.name}' has no path")
     policy = on_error_policy(plan, on_error)
     if arrow is not None:
-        from icesql.engine.sources.files.types import Unsupported
+        from icesql.engine.sources.types import Unsupported
 
         try:
             return arrow_files_relation(spark, plan, policy, arrow)
@@ -423,11 +423,69 @@ class ArrowSource:
     def changelog(self) -> bool:
         return self.format.format == "debezium-json"
 
-    def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
-        """The writer of this source's batches on the Arrow path (``batch.ArrowBatchWriter``)."""
-        from icesql.engine.sink.batch import ArrowBatchWriter
+    @property
+    def row_schema_json(self) -> Any:
+        return self.format.row_schema_json
 
-        return ArrowBatchWriter(inner, self, skipped=skipped, letters=letters)
+    def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
+        """The writer of this source's batches on the pieces path."""
+        from icesql.engine.sources.pieces import PiecesBatchWriter
+
+        return PiecesBatchWriter(inner, self, skipped=skipped, letters=letters)
+
+    # ------------------------------------------------------------------ sources.pieces.PieceSource
+
+    def pieces(self, batches: Any) -> Any:
+        from icesql.engine.sources.files.pieces import pieces_of
+
+        return pieces_of(batches)
+
+    def decode(self, piece: Any) -> Any:
+        from icesql.engine.sources.files.decode import decode
+
+        return decode(piece, self.format, self.location.fs, self.location.fs_path(piece.path))
+
+    def piece_key(self, piece: Any) -> Any:
+        return piece.path  # a file Arrow cannot read is read by Spark whole
+
+    def consumed(self, piece: Any) -> dict[str, Any] | None:
+        return {"content": CONSUMED, "file": piece.path, "rows": piece.seq, "bytes": piece.mtime_ms}
+
+    def consumed_rows(self, pieces: Any, keys: Any = None) -> list[dict[str, Any]]:
+        if keys is not None:
+            from pyspark.sql import functions as F
+
+            pieces = pieces.filter(F.col("path").isin(list(keys)))
+        # a few piece rows per file: collected as they are and made distinct here, which spares
+        # Spark the shuffle (a job of its own under adaptive execution) that distinct() costs
+        files = {r.path: r for r in pieces.select("seq", "path", "mtime_ms").collect()}
+        return [
+            {"content": CONSUMED, "file": r.path, "rows": r.seq, "bytes": r.mtime_ms} for r in files.values()
+        ]
+
+    def without(self, pieces: Any, keys: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        return pieces.filter(~F.col("path").isin(list(keys)))
+
+    def read_by_spark(self, pieces: Any, keys: Any, skipped: Any, letters: Any) -> Any:
+        """The files Arrow could not read, by Spark's own reader (bad records checked as on its path)."""
+        from icesql.engine.connections.stores.location import is_remote
+
+        remote = [p for p in keys if is_remote(p)]
+        if remote:
+            raise ExecutionError(
+                f"source '{self.plan.name}': file '{remote[0]}' needs Spark's own reader (the Arrow "
+                "reader cannot read it exactly as Spark would), which cannot read object storage here",
+                hint="check the file for malformed records; see the debug log for what Arrow could not read",
+            )
+        df, _ = spark_files_dataframe(
+            pieces.sparkSession, self.plan, self.policy, skipped, streaming=False, paths=list(keys), letters=letters
+        )
+        return df
+
+    def needs_spark(self, key: Any) -> str:
+        return f"file '{short_path(str(key))}' needs Spark's reader"
 
 
 def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:
@@ -437,9 +495,9 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     ``spark``, the DataFrame is a ``local_query.LocalStreamFrame`` over the same reader: the
     sink's bounded run then runs in this process."""
     from icesql.engine.connections.stores.location import Location, is_remote
-    from icesql.engine.sources.files.decode import SourceFormat as ArrowFormat
+    from icesql.engine.sources.decode import SourceFormat as ArrowFormat
     from icesql.engine.sources.files.source import NAME, PIECE_SCHEMA, io_options, register
-    from icesql.engine.sources.files.types import Unsupported
+    from icesql.engine.sources.types import Unsupported
 
     fmt = plan.format or SourceFormat.JSON
     row_schema = declared_row_schema(spark, plan, binding.timestamp_type)
@@ -472,14 +530,14 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
         **arrow_stream_options(plan),
         **io_options(dict(binding.io_properties)),
     }
-    if spark is None:
-        df: Any = _local_frame(options, binding.parallelism, cheap_checks=not is_remote(plan.path or ""))
-    else:
-        register(spark)
-        df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
     arrow = ArrowSource(
         plan=plan, format=source_format, location=location, policy=policy, log_dir=binding.log_dir
     )
+    if spark is None:
+        df: Any = _local_frame(arrow, options, binding.parallelism, cheap_checks=not is_remote(plan.path or ""))
+    else:
+        register(spark)
+        df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
     return Relation(
         name=plan.name,
         df=df,
@@ -492,22 +550,18 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     )
 
 
-def _local_frame(options: dict[str, str], parallelism: int, *, cheap_checks: bool) -> Any:
+def _local_frame(arrow: ArrowSource, options: dict[str, str], parallelism: int, *, cheap_checks: bool) -> Any:
     """The source's pieces for a run without Spark: its reader in this process (``cheap_checks``:
     a local directory, listed as often as an idle running sink likes; an object store's listing is
     a billed request, made once a trigger as Spark does)."""
     from icesql.engine.backends.local.query import LocalStreamFrame
     from icesql.engine.sources.files.source import PIECE_SCHEMA, FilesStreamReader
-    from icesql.engine.sources.files.task import fallback_of
-
-    def needs_spark(exc: BaseException) -> str | None:
-        path = fallback_of(exc)
-        return None if path is None else f"file '{short_path(path)}' needs Spark's reader"
+    from icesql.engine.sources.pieces import needs_spark_of
 
     return LocalStreamFrame(
         lambda: FilesStreamReader(dict(options)),
         PIECE_SCHEMA,
-        needs_spark,
+        needs_spark_of(arrow),
         parallelism=parallelism,
         cheap_checks=cheap_checks,
     )

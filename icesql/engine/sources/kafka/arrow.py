@@ -26,13 +26,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from icesql.engine.base.changelog import BLK, FILE, LINE, OP, SEQ
-from icesql.engine.base.hooks import kill_point
-from icesql.engine.base.wire import FALLBACK, file_row, files_batch, files_spark_schema, releases_task_memory
-from icesql.engine.sink.batch import with_fallbacks, write_batch
+from icesql.engine.base.changelog import BLK, FILE, LINE
 from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
 
-FALLBACK_MARKER = "ICESQL-KAFKA-FALLBACK:"
 ARROW_FORMATS = (SourceFormat.JSON, SourceFormat.DEBEZIUM_JSON, SourceFormat.TEXT, SourceFormat.BYTES)
 # formats whose values are JSON objects read by the SCHEMA (without an envelope a null value, a
 # tombstone, carries no row)
@@ -67,16 +63,73 @@ class KafkaArrowSource:
         return upsert or self.plan.format is SourceFormat.DEBEZIUM_JSON
 
     def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
-        return KafkaBatchWriter(inner, self, skipped=skipped, letters=letters)
+        from icesql.engine.sources.pieces import PiecesBatchWriter
+
+        return PiecesBatchWriter(inner, self, skipped=skipped, letters=letters)
+
+    # ------------------------------------------------------------------ sources.pieces.PieceSource
+
+    def pieces(self, batches: Iterator[Any]) -> Iterator[tuple[str, int, int, int]]:
+        for b in batches:
+            for r in b.to_pylist():
+                yield r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])
+
+    def decode(self, piece: tuple[str, int, int, int]) -> Iterator[Any]:
+        from icesql.engine.sources.kafka.source import read_range
+
+        topic, p, s, e = piece
+        spec = self.plan.kafka
+        on_lost = self.on_lost if spec is not None and spec.on_data_loss == "continue" else None
+        for records in read_range(self.conf, topic, p, s, e, on_lost=on_lost):
+            yield self.rows_of(records)
+
+    def piece_key(self, piece: tuple[str, int, int, int]) -> Any:
+        return [piece[1], piece[2], piece[3]]  # partition, start, end
+
+    def consumed(self, piece: Any) -> dict[str, Any] | None:
+        return None  # a Kafka source's progress is its offsets, in the checkpoint
+
+    def consumed_rows(self, pieces: Any, keys: Any = None) -> list[dict[str, Any]]:
+        return []
+
+    def without(self, pieces: Any, keys: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        for p, start, _ in keys:
+            pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == start)))
+        return pieces
+
+    def read_by_spark(self, pieces: Any, keys: Any, skipped: Any, letters: Any) -> Any:
+        """The ranges Arrow could not decode, read by the records path (Spark's parsers, the
+        bad-record guard and ON ERROR)."""
+        from icesql.engine.connections.kafka import SECRET_KEYS
+        from icesql.engine.sources.kafka.records import decode_records
+        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, kafka_options
+
+        spark = pieces.sparkSession
+        spec = self.plan.kafka
+        assert spec is not None
+        opts = {
+            "topic": spec.topic,
+            "ranges": json.dumps([list(r) for r in keys]),
+            **kafka_options(self.conf, SECRET_KEYS),
+        }
+        records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
+        df, _ = decode_records(spark, records, self.plan, self.policy, skipped, letters)
+        return df
+
+    def needs_spark(self, key: Any) -> str:
+        partition, start, end = key
+        return f"records {start}-{end} of partition {partition} need Spark's parsers"
 
     def _json_format(self, schema_json: Mapping[str, Any]) -> Any:
-        from icesql.engine.sources.files.decode import SourceFormat as ArrowFormat
+        from icesql.engine.sources.decode import SourceFormat as ArrowFormat
 
         return ArrowFormat(format="json", row_schema_json=schema_json, session_tz=self.session_tz)
 
     def check_supported(self) -> None:
         """Raises ``files.types.Unsupported`` when the records path must read the source."""
-        from icesql.engine.sources.files.types import Unsupported
+        from icesql.engine.sources.types import Unsupported
 
         spec = self.plan.kafka
         assert spec is not None
@@ -89,15 +142,15 @@ class KafkaArrowSource:
 
     # ------------------------------------------------------------------ decoding
 
-    def decode(self, records: Any) -> Any:
+    def rows_of(self, records: Any) -> Any:
         """Kafka records (``source.RECORD_SCHEMA`` as Arrow) -> the relation's rows, plus the
         changelog columns for ENVELOPE UPSERT and Debezium. Raises ``Fallback`` where Arrow is
         not sure."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from icesql.engine.sources.files.decode import changelog_batch, debezium_events
-        from icesql.engine.sources.files.types import Fallback, arrow_schema
+        from icesql.engine.sources.decode import changelog_batch, debezium_events
+        from icesql.engine.sources.types import Fallback, arrow_schema
 
         spec = self.plan.kafka
         assert spec is not None
@@ -176,7 +229,7 @@ class KafkaArrowSource:
 def _utf8(values: Any) -> Any:
     import pyarrow as pa
 
-    from icesql.engine.sources.files.types import Fallback
+    from icesql.engine.sources.types import Fallback
 
     try:
         return values.cast(pa.string())
@@ -187,7 +240,7 @@ def _utf8(values: Any) -> Any:
 def _one_per_line(values: Any) -> bytes:
     """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
     where a space means the same: one value, one line); a blank value raises ``Fallback``."""
-    from icesql.engine.sources.files.types import Fallback
+    from icesql.engine.sources.types import Fallback
 
     lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
     if any(not line.strip() for line in lines):
@@ -201,12 +254,12 @@ def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from icesql.engine.sources.files.decode import _json
-    from icesql.engine.sources.files.types import Fallback
+    from icesql.engine.sources.decode import json_batch
+    from icesql.engine.sources.types import Fallback
 
     present = pc.is_valid(values)
     texts = values.filter(present) if values.null_count else values
-    batch = _json(_one_per_line(texts), fmt)
+    batch = json_batch(_one_per_line(texts), fmt)
     if batch.num_rows != len(texts):
         raise Fallback("values that are not one JSON object each")
     if not values.null_count:
@@ -219,153 +272,4 @@ def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
     return pa.RecordBatch.from_arrays([c.take(take) for c in batch.columns], schema=batch.schema)
 
 
-# --------------------------------------------------------------------------- tasks
-
-
-def ranges_of(batches: Iterator[Any]) -> Iterator[tuple[str, int, int, int]]:
-    for b in batches:
-        for r in b.to_pylist():
-            yield r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])
-
-
-def _fallback(topic: str, partition: int, start: int, end: int, why: str) -> ValueError:
-    body = json.dumps({"partition": partition, "start": start, "end": end, "why": why[:300]})
-    return ValueError(f"{FALLBACK_MARKER}{body}|END")
-
-
-def fallback_of(exc: BaseException) -> tuple[int, int, int] | None:
-    """The range a failed Arrow task could not decode (None: another failure)."""
-    from icesql.engine.base.wire import marked_message
-
-    body = marked_message(exc, FALLBACK_MARKER)
-    if body is None:
-        return None
-    try:
-        d = json.loads(body)
-        return int(d["partition"]), int(d["start"]), int(d["end"])
-    except (ValueError, KeyError):
-        return None
-
-
-def _decoded(source: KafkaArrowSource, topic: str, p: int, s: int, e: int) -> Iterator[Any]:
-    from icesql.engine.sources.files.types import Fallback
-    from icesql.engine.sources.kafka.source import read_range
-
-    spec = source.plan.kafka
-    on_lost = source.on_lost if spec is not None and spec.on_data_loss == "continue" else None
-    for records in read_range(source.conf, topic, p, s, e, on_lost=on_lost):
-        try:
-            yield source.decode(records)
-        except Fallback as err:
-            raise _fallback(topic, p, s, e, str(err)) from None
-
-
-class DecodeTask:
-    """``mapInArrow`` body: ranges in, the relation's rows (and changelog columns) out."""
-
-    def __init__(self, source: KafkaArrowSource) -> None:
-        self.source = source
-
-    @releases_task_memory
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        for topic, p, s, e in ranges_of(batches):
-            yield from _decoded(self.source, topic, p, s, e)
-
-
-class WriteTask:
-    """``mapInArrow`` body: ranges in, one row per written data file out."""
-
-    def __init__(self, source: KafkaArrowSource, spec: Any, batch_id: int) -> None:
-        self.source = source
-        self.spec = spec
-        self.batch_id = batch_id
-
-    @releases_task_memory
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from icesql.engine.iceberg.writer import DataFileWriter
-
-        writer = DataFileWriter(self.spec, "data")
-        first = True
-        try:
-            for topic, p, s, e in ranges_of(batches):
-                for rows in _decoded(self.source, topic, p, s, e):
-                    if rows.num_rows:
-                        writer.write(rows)
-                        if first:
-                            first = False
-                            kill_point("write", self.batch_id)
-            files = writer.close()
-        except BaseException:
-            writer.abort()
-            raise
-        if files:
-            yield files_batch([file_row(f) for f in files])
-
-
-class KafkaBatchWriter:
-    """One micro-batch of offset ranges -> files (picklable): appends write in the tasks that
-    read (``WriteTask``); changelogs and upserts decode there (``DecodeTask``) and reduce per KEY
-    in ``batch.BatchWriter``. A range Arrow cannot decode exactly goes to the records path."""
-
-    def __init__(self, inner: Any, source: KafkaArrowSource, *, skipped: Any = None, letters: Any = None) -> None:
-        self.inner = inner
-        self.arrow = source
-        self.skipped = skipped
-        self.letters = letters
-
-    def use_io(self, io_properties: Any) -> None:
-        self.inner.use_io(io_properties)
-
-    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
-        from pyspark.sql import functions as F
-
-        def attempt(fallback: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
-            pieces = batch_df
-            for p, start, _ in fallback:
-                pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == start)))
-            if self.arrow.changelog or self.inner.upsert:
-                changes = pieces.mapInArrow(DecodeTask(self.arrow), self._schema())
-                if fallback:
-                    changes = changes.unionByName(self._records(batch_df, fallback))
-                return write_batch(self.inner, changes, batch_id)
-            task = WriteTask(self.arrow, self.inner.spec, batch_id)
-            rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
-            if fallback:
-                rows += self.inner(self._records(batch_df, fallback), batch_id)
-            return rows
-
-        rows, fallback = with_fallbacks(attempt, fallback_of)
-        if fallback:
-            rows.append({"content": FALLBACK, "file": "", "rows": len(fallback), "bytes": 0})
-        return rows
-
-    def _schema(self) -> Any:
-        from pyspark.sql.types import LongType, StringType, StructField, StructType
-
-        row = StructType.fromJson(dict(self.arrow.row_schema_json))
-        if not self.arrow.changelog:
-            return row
-        extra = [(OP, StringType()), (SEQ, LongType()), (FILE, StringType()), (BLK, LongType()), (LINE, LongType())]
-        return StructType([*row.fields, *(StructField(n, t) for n, t in extra)])
-
-    def _records(self, pieces: Any, ranges: list[tuple[int, int, int]]) -> Any:
-        """The ranges Arrow could not decode, read by the records path (Spark's parsers, the
-        bad-record guard and ON ERROR)."""
-        from icesql.engine.connections.kafka import SECRET_KEYS
-        from icesql.engine.sources.kafka.relation import decode_records
-        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, kafka_options
-
-        spark = pieces.sparkSession
-        spec = self.arrow.plan.kafka
-        assert spec is not None
-        opts = {
-            "topic": spec.topic,
-            "ranges": json.dumps([list(r) for r in ranges]),
-            **kafka_options(self.arrow.conf, SECRET_KEYS),
-        }
-        records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
-        df, _ = decode_records(spark, records, self.arrow.plan, self.arrow.policy, self.skipped, self.letters)
-        return df
-
-
-__all__ = ["FALLBACK_MARKER", "KafkaArrowSource", "KafkaBatchWriter", "fallback_of"]
+__all__ = ["ARROW_FORMATS", "JSON_VALUES", "KafkaArrowSource"]
