@@ -9,7 +9,6 @@
   path-style addressing for S3-compatible stores);
 * ``client_properties(aws, sec, prefix)`` -> ``<prefix>.access-key-id`` etc. for the boto3
   sessions pyiceberg builds itself (SigV4 signing, Glue);
-* ``validate_aws_connection(aws, secrets=...)`` -> one cheap authenticated call.
 
 Every secret value met here is remembered for masking (``icesql.engine.base.secrets``).
 
@@ -25,8 +24,7 @@ import time
 from typing import Any
 
 from icesql.engine.base.secrets import SecretValues, remember_secret
-from icesql.engine.connections.failures import guarded
-from icesql.plan import DEFAULT_REGION, AwsConnectionPlan, SecretResolver
+from icesql.plan import DEFAULT_REGION, AwsConnectionPlan
 
 _ROLE_CACHE: dict[tuple[str, str, str, str | None, str | None], tuple[float, dict[str, str]]] = {}
 _ROLE_CACHE_LOCK = threading.Lock()
@@ -195,17 +193,10 @@ def check_connection(aws: AwsConnectionPlan, sec: SecretValues) -> None:
         boto3.client("sts", config=boto_config(), **kwargs).get_caller_identity()
 
 
-def validate_aws_connection(aws: AwsConnectionPlan, *, secrets: SecretResolver) -> None:
-    """``check_connection`` with its failure as one line naming the connection."""
-    sec = SecretValues(secrets)
-    guarded(lambda: check_connection(aws, sec), label(aws), aws.endpoint, sec, "validate")
-
-
 __all__ = [
     "check_connection",
     "client_properties",
     "credentials",
     "label",
     "s3_file_io",
-    "validate_aws_connection",
 ]

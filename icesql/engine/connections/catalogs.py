@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icesql.engine.base.secrets import SecretValues
+from icesql.engine.connections import aws as aws_credentials
 from icesql.engine.connections import stores
-from icesql.engine.connections.aws import validate_aws_connection
 from icesql.engine.connections.catalog_kinds import build_properties, kind_of, label
 from icesql.engine.connections.failures import guarded
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, SecretResolver, StorageConnectionPlan
@@ -105,9 +105,9 @@ def validate_connection(
     home: Path,
 ) -> list[tuple[str, ...]]:
     """Connect once. Catalogs: list namespaces (returned). A storage connection (AWS, GCS,
-    AZURE): one cheap authenticated call (``stores.validate``)."""
+    AZURE): one cheap authenticated call (``validate_storage_connection``)."""
     if not isinstance(conn, CatalogConnectionPlan):
-        stores.validate(conn, secrets=secrets)
+        validate_storage_connection(conn, secrets=secrets)
         return []
     catalog = load_catalog(conn, aws=aws, storage=storage, secrets=secrets, home=home)
     sec = SecretValues(secrets)
@@ -120,4 +120,24 @@ def validate_connection(
     )
 
 
-__all__ = ["catalog_properties", "load_catalog", "validate_aws_connection", "validate_connection"]
+def validate_aws_connection(aws: AwsConnectionPlan, *, secrets: SecretResolver) -> None:
+    """``check_connection`` with its failure as one line naming the connection."""
+    sec = SecretValues(secrets)
+    guarded(lambda: aws_credentials.check_connection(aws, sec), aws_credentials.label(aws), aws.endpoint, sec, "validate")
+
+
+def validate_storage_connection(plan: Any, *, secrets: SecretResolver) -> None:
+    """One cheap authenticated call with a storage connection (its store's own); a failure is one
+    line naming it."""
+    store = stores.for_connection(plan)
+    sec = SecretValues(secrets)
+    guarded(lambda: store.validate(plan, sec), store.label(plan), store.endpoint(plan), sec, "validate")
+
+
+__all__ = [
+    "catalog_properties",
+    "load_catalog",
+    "validate_aws_connection",
+    "validate_connection",
+    "validate_storage_connection",
+]

@@ -42,7 +42,6 @@ from icesql.engine.connections.stores.base import (
 )
 from icesql.engine.connections.stores.gcs import GCS
 from icesql.engine.connections.stores.s3 import S3
-from icesql.plan import SecretResolver
 
 LOCAL = ObjectStore(name="file", schemes=("file",), check_hint="check the path")
 # HDFS through pyarrow's HadoopFileSystem (credentials are Hadoop's own: no connection); the
@@ -177,15 +176,6 @@ def failing_store(text: str) -> ObjectStore | None:
     return None
 
 
-def validate(plan: Any, *, secrets: SecretResolver) -> None:
-    """One cheap authenticated call with a storage connection; a failure is one line naming it."""
-    from icesql.engine.connections.failures import guarded
-
-    store = for_connection(plan)
-    sec = SecretValues(secrets)
-    guarded(lambda: store.validate(plan, sec), store.label(plan), store.endpoint(plan), sec, "validate")
-
-
 __all__ = [
     "FileIoProperties",
     "Filesystem",
@@ -205,6 +195,5 @@ __all__ = [
     "register",
     "scheme_of",
     "stores",
-    "validate",
     "with_file_io_impl",
 ]

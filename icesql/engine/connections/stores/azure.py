@@ -15,12 +15,12 @@ from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit
 
 from icesql.engine.base.secrets import SecretValues
+from icesql.engine.connections.stores.azure_rest import SCHEMES, container_of
 from icesql.engine.connections.stores.base import FileIoProperties, ObjectStore
 from icesql.errors import ExecutionError
 from icesql.plan import AzureConnectionPlan
 
 FILE_IO = "icesql.engine.connections.stores.azure_io.AzureFileIO"
-SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 
 CREDENTIAL_KEYS = (
     "adls.account-key",
@@ -30,18 +30,6 @@ CREDENTIAL_KEYS = (
     "adls.tenant-id",
     "adls.connection-string",
 )
-
-
-def container_of(netloc: str) -> str:
-    """``container`` of ``container`` or ``container@account.dfs.core.windows.net``."""
-    return netloc.split("@", 1)[0]
-
-
-def account_of(netloc: str) -> str | None:
-    """The account a ``container@account.<host>`` netloc names (None without one)."""
-    if "@" not in netloc:
-        return None
-    return netloc.split("@", 1)[1].split(".", 1)[0] or None
 
 
 def _split(netloc: str, path: str) -> str:

@@ -10,8 +10,7 @@ from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
-from icesql.engine.connections.stores.azure import SCHEMES, account_of, container_of
-from icesql.engine.connections.stores.azure_rest import BlobService
+from icesql.engine.connections.stores.azure_rest import SCHEMES, BlobService, account_of, container_of
 
 
 class AzureFileIO(PyArrowFileIO):

@@ -128,4 +128,20 @@ class BlobService:
         raise AssertionError("unreachable")
 
 
-__all__ = ["API_VERSION", "BlobService", "blob_base_url", "shared_key_headers"]
+# an Azure path's schemes, and its netloc: ``container`` or ``container@account.<host>``
+SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
+
+
+def container_of(netloc: str) -> str:
+    """``container`` of ``container`` or ``container@account.dfs.core.windows.net``."""
+    return netloc.split("@", 1)[0]
+
+
+def account_of(netloc: str) -> str | None:
+    """The account a ``container@account.<host>`` netloc names (None without one)."""
+    if "@" not in netloc:
+        return None
+    return netloc.split("@", 1)[1].split(".", 1)[0] or None
+
+
+__all__ = ["API_VERSION", "SCHEMES", "BlobService", "account_of", "blob_base_url", "container_of", "shared_key_headers"]
