@@ -1,4 +1,7 @@
-"""Records to Arrow exactly as Spark's readers give them, for every source kind: JSON values, Debezium change events and the changelog columns, the marker of a batch that brought new columns. Whatever Arrow cannot read exactly as Spark would raises types.Fallback."""
+"""Records to Arrow exactly as Spark's readers give them, for every source kind: JSON values, Debezium
+change events and the changelog columns, the marker of a batch that brought new columns. Whatever
+Arrow cannot read exactly as Spark would raises types.Fallback.
+"""
 
 from __future__ import annotations
 

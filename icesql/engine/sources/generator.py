@@ -1,4 +1,6 @@
-"""GENERATOR sources: synthetic rows shaped to the declared SCHEMA, the same sequence number always giving the same row."""
+"""GENERATOR sources: synthetic rows shaped to the declared SCHEMA, the same sequence number always
+giving the same row.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A relation by name, resolved in the order the spec gives: an icesql source (by its kind's relation), an icesql view (its sources registered as temporary views, then its query), else a table or view of the Spark session. The registry of relations stands above the kinds it registers."""
+"""A relation by name, resolved in the order the spec gives: an icesql source (by its kind's relation),
+an icesql view (its sources registered as temporary views, then its query), else a table or view of
+the Spark session. The registry of relations stands above the kinds it registers.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""A Kafka source's records through Spark's own parsers (the records path): values by FORMAT, the key by KEY FORMAT, the INCLUDE columns, and the bad-record guard that applies ON ERROR. The Arrow path (arrow.py) sends here whatever it cannot decode exactly as Spark would."""
+"""A Kafka source's records through Spark's own parsers (the records path): values by FORMAT, the key
+by KEY FORMAT, the INCLUDE columns, and the bad-record guard that applies ON ERROR. The Arrow path
+(arrow.py) sends here whatever it cannot decode exactly as Spark would.
+"""
 
 from __future__ import annotations
 
