@@ -196,24 +196,22 @@ def test_a_sink_assuming_a_role_retries_a_refused_key_with_the_role_assumed_anew
     from types import SimpleNamespace
 
     from icesql.engine.connections import aws
-    from icesql.engine.sink.runner import SinkRunner
+    from icesql.engine.sink.errors import library_failure
 
     refused = OSError(
         "When writing key 'k': AWS Error UNKNOWN (HTTP status 403) during PutObject operation: Unable to "
         "parse ExceptionName: InvalidAccessKeyId Message: The access key ID you provided does not exist"
     )
-    runner = object.__new__(SinkRunner)  # only what _library_failure touches
-    runner.name = "s"
     cached = ("c", "arn:aws:iam::1:role/r", "icesql", "AK", None)
     try:
         aws._ROLE_CACHE[cached] = (float("inf"), {"access_key_id": "ASIA1"})
-        runner.target = SimpleNamespace(assumes_role=True, where=lambda service: ("AWS connection 's3'", None))
-        err = runner._library_failure(refused)
+        target = SimpleNamespace(assumes_role=True, where=lambda service: ("AWS connection 's3'", None))
+        err = library_failure(refused, "s", target)
         assert err is not None and err.transient and "InvalidAccessKeyId: they expired" in err.message
         assert cached not in aws._ROLE_CACHE
         # the same answer to static keys is no expiry: a mistake a retry cannot mend
-        runner.target = SimpleNamespace(assumes_role=False, where=lambda service: ("AWS connection 's3'", None))
-        err = runner._library_failure(refused)
+        target = SimpleNamespace(assumes_role=False, where=lambda service: ("AWS connection 's3'", None))
+        err = library_failure(refused, "s", target)
         assert err is None or not getattr(err, "transient", False)
     finally:
         aws._ROLE_CACHE.pop(cached, None)

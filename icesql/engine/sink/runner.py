@@ -49,12 +49,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from icesql import settings
 from icesql.engine.base.changelog import translate_null_key
-from icesql.engine.base.events import CommitEvent, FailureEvent, Listeners, StateEvent
+from icesql.engine.base.events import FailureEvent, Listeners, StateEvent
 from icesql.engine.base.hooks import batch_delay, kill_point, mark
-from icesql.engine.base.restarts import SchemaChangedError
-from icesql.engine.base.wire import DROPPED, FALLBACK, marked_message
 from icesql.engine.commit.policy import CommitClock, PeriodTimer, until_next_trigger
 from icesql.engine.commit.recovery import (
     Progress,
@@ -63,12 +60,13 @@ from icesql.engine.commit.recovery import (
     recover,
     warn_if_checkpoint_lost,
 )
-from icesql.engine.commit.staging import StagedBatch, Staging
-from icesql.engine.connections.failures import rule_failure, service_of, transient_failure
+from icesql.engine.commit.staging import Staging
 from icesql.engine.sink.batch import BatchWriter, RemoteBatch
+from icesql.engine.sink.committer import Committing
+from icesql.engine.sink.errors import execution_error, library_failure, translate_new_columns
 from icesql.engine.sources.guard import translate_bad_record
 from icesql.engine.sources.relation import Relation
-from icesql.errors import ExecutionError, IcesqlError
+from icesql.errors import IcesqlError
 from icesql.plan import SinkPlan
 
 log = logging.getLogger("icesql.sink")
@@ -82,7 +80,7 @@ class StateCallback(Protocol):
     def update(self, name: str, **fields: Any) -> None: ...
 
 
-class SinkRunner:
+class SinkRunner(Committing):
     """Runs one sink. Thread-safe: commits are serialised by one lock."""
 
     def __init__(
@@ -211,8 +209,8 @@ class SinkRunner:
                 translate_bad_record(exc)
                 or translate_null_key(exc, self.plan.key)
                 or translate_new_columns(exc, evolve=self.plan.schema_evolution)
-                or self._library_failure(exc)
-                or _execution_error(exc)
+                or library_failure(exc, self.name, self.target)
+                or execution_error(exc)
             )
         )
         self.error = err
@@ -229,25 +227,6 @@ class SinkRunner:
         self.stop_event.set()
         self._done.set()
         return err
-
-    def _library_failure(self, exc: BaseException) -> ExecutionError | None:
-        """A failure of the catalog's or the object store's client, named by the connection the
-        sink used there and its address, with the cause the failure rules give; otherwise (Spark,
-        ...) a cause the rules know to be transient."""
-        label = f"sink {self.name}"
-        service = service_of(exc)
-        if self.target is not None and self.target.assumes_role:
-            from icesql.engine.connections.aws import forget_role_credentials
-            from icesql.engine.connections.failures import expired_role_credentials
-
-            expired = expired_role_credentials(exc, label=label, action="write or commit")
-            if expired is not None:
-                forget_role_credentials()  # the retry assumes the role anew
-                return expired
-        if service is not None and self.target is not None:
-            what, endpoint = self.target.where(service)
-            return rule_failure(exc, label=label, action=f"use {what}", endpoint=endpoint)
-        return transient_failure(exc, label=label, action="write or commit")
 
     # ----------------------------------------------------------------- start
 
@@ -536,62 +515,6 @@ class SinkRunner:
         letters = self.relation.letters[0] if self.relation.letters else None
         return self.relation.arrow.batch_writer(inner, skipped=self.relation.skipped, letters=letters)
 
-    def stage_rows(self, rows: list[dict[str, Any]], batch_id: int) -> StagedBatch | None:
-        """Account for one written batch (skipped, dead-lettered and dropped records) and describe
-        its files."""
-        plan = self.plan
-        rel = self.relation
-        assert rel is not None
-        letter_files, letters, reasons = self._write_dead_letters(batch_id)
-        skipped_total = rel.skipped_count()
-        skipped = max(0, skipped_total - self._skipped_seen)
-        self._skipped_seen = skipped_total
-        if skipped:
-            log.warning("sink %s: skipped %d record(s) in batch %d (ON ERROR, ON DATA LOSS)", self.name, skipped, batch_id)
-        dropped = sum(r["rows"] for r in rows if r["content"] == DROPPED)
-        if dropped:
-            log.warning(
-                "sink %s: dropped %d change(s) with a null KEY column (%s) in batch %d: KEY NOT ENFORCED",
-                self.name,
-                dropped,
-                ", ".join(plan.key),
-                batch_id,
-            )
-            skipped += dropped
-        if skipped:
-            self.skipped_records += skipped
-            self._update(skipped_records=self.skipped_records)
-        consumed = self.source.staged(rows, batch_id - self.progress_base) if self.source is not None else {}
-        fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
-        if fallbacks:
-            self.fallback_files += fallbacks
-            log.info("sink %s: %d file(s) of batch %d read by Spark's reader", self.name, fallbacks, batch_id)
-        rows = [r for r in rows if r["content"] >= 0]
-        if not rows and not letter_files:
-            return None
-        return StagedBatch(
-            **consumed,
-            batch_id=batch_id,
-            data_files=tuple(r["file"] for r in rows if r["content"] == 0),
-            delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
-            rows=sum(r["rows"] for r in rows if r["content"] == 0),
-            deletes=sum(r["rows"] for r in rows if r["content"] != 0),
-            bytes=sum(r["bytes"] for r in rows),
-            skipped=skipped,
-            dead_letter_files=tuple(letter_files),
-            dead_letters=letters,
-            dead_letter_reasons=reasons,
-        )
-
-    def _write_dead_letters(self, batch_id: int) -> tuple[list[str], int, dict[str, int]]:
-        """The batch's bad records, written to the dead-letter table's file to be staged."""
-        assert self.relation is not None
-        if not self.relation.letters:
-            return [], 0, {}
-        if self.dead_letters is None:  # pragma: no cover - prepare opens it whenever letters exist
-            raise ExecutionError(f"sink {self.name}: bad records but no dead-letter table")
-        return self.dead_letters.write_gathered(self.relation.letters, batch_id)
-
     # ----------------------------------------------------------------- policy and commits
 
     def apply_policy(self, until_next_batch: float = 0.0) -> bool:
@@ -636,128 +559,6 @@ class SinkRunner:
             err = self.fail(e)
             self.stop_query()
             raise err from e
-
-    def commit(self, reason: str) -> Any:
-        """Commit the staged entries above the committed progress (None: nothing to commit)."""
-        from icesql.engine.commit.snapshot import commit, request_for_staged
-
-        with self.lock:
-            entries = [e for e in self.staging.pending() if e.batch_id > self.committed_progress]
-            if not entries:
-                return None
-            assert self.version is not None
-            request = request_for_staged(
-                entries,
-                sink_id=self.sink_id,
-                sink_version=self.version,
-                reason=reason,
-                extra_summary=self.source.summary(entries) if self.source is not None else {},
-                per_batch=self.index is not None,
-            )
-            started = time.monotonic()
-            letters = self._commit_dead_letters(entries, reason)
-            result = commit(self.table, request, guard=self.key_index.guard if self.key_index is not None else None)
-            self.progress.committed = request.progress
-            self.staging.discard_through(request.progress)
-            if self.source is not None:
-                self.source.after_commit()
-            self.clock.committed()
-            rows = sum(e.rows for e in entries)
-            nbytes = sum(e.bytes for e in entries)
-            files = sum(e.files for e in entries)
-            if not result.skipped:
-                self.totals["rows_committed"] += rows
-                self.totals["bytes_committed"] += nbytes
-                self.totals["files_committed"] += files
-                self.totals["commits"] += 1
-                self.last_commit_at = time.time()
-                self.last_snapshot_id = result.snapshot_id
-            event = CommitEvent(
-                sink=self.name,
-                table=self.plan.table_identifier,
-                reason=reason,
-                rows=rows,
-                deletes=sum(e.deletes for e in entries),
-                bytes=nbytes,
-                data_files=sum(len(e.data_files) for e in entries),
-                delete_files=sum(len(e.delete_files) for e in entries),
-                batches=len(entries),
-                progress=request.progress,
-                snapshot_id=result.snapshot_id,
-                duration=time.monotonic() - started,
-                attempts=result.attempts,
-                skipped=result.skipped,
-                dead_letters=letters,
-            )
-            mark(f"committed ({reason})")
-            log.info(
-                "commit sink=%s table=%s reason=%s rows=%d deletes=%d bytes=%d files=%d batches=%d "
-                "progress=%d snapshot=%s duration=%.3fs%s",
-                event.sink,
-                event.table,
-                reason,
-                rows,
-                event.deletes,
-                nbytes,
-                files,
-                event.batches,
-                event.progress,
-                event.snapshot_id,
-                event.duration,
-                " (already committed)" if result.skipped else "",
-            )
-            self.listeners.commit(event)
-            self._update(
-                **self.totals,
-                last_commit_at=self.last_commit_at,
-                last_snapshot_id=self.last_snapshot_id,
-                last_progress=request.progress,
-                last_error=None,
-            )
-            if any(e.delete_files for e in entries) and not result.skipped:
-                self._hint_compaction()
-            if self.key_index is not None:
-                self.key_index.after_commit(result)
-            if self.status == "running" and not self.stopping and reason != "shutdown":
-                self.maintainer.after_commit()
-            elif not result.skipped:
-                self.maintainer.committed_unplanned()
-            return result
-
-    def _commit_dead_letters(self, entries: list[StagedBatch], reason: str) -> dict[str, int]:
-        """The staged batches' dead letters, committed before the target's commit; returns the
-        records per reason newly committed."""
-        if self.dead_letters is None:
-            return {}
-        reasons, records = self.dead_letters.commit_staged(entries, version=int(self.version or 0), reason=reason)
-        if records:
-            self.dead_letter_count += records
-            self._update(dead_letters=self.dead_letter_count)
-        return reasons
-
-    def _hint_compaction(self) -> None:
-        """Once per runner: say when the table's delete files reach ``ICESQL_COMPACT_HINT``
-        (default 10), past which readers slow down markedly (``icesql compact``); for a sink
-        that compacts its table itself, only when its compactions fall behind
-        (``compaction_hint_at``)."""
-        if self._compaction_hinted:
-            return
-        try:
-            limit = compaction_hint_at(self.plan.maintenance, settings.COMPACT_HINT.get_int() or 0)
-            snap = self.table.current_snapshot()
-            n = int((snap.summary or {}).get("total-delete-files") or 0) if snap is not None else 0
-        except (ValueError, AttributeError):  # pragma: no cover - an odd summary: no hint
-            return
-        if limit > 0 and n >= limit:
-            self._compaction_hinted = True
-            log.warning(
-                "sink %s: table %s holds %d delete files, which slow its readers down; "
-                "run 'icesql compact %s' (safe while the sink runs)",
-                self.name,
-                self.plan.table_identifier,
-                n,
-                self.name,
-            )
 
     # ----------------------------------------------------------------- stop
 
@@ -862,46 +663,6 @@ class SinkRunner:
             "last_maintenance": self.maintainer.last,
             **(self.source.status() if self.source is not None and self.status == "running" else {}),
         }
-
-
-def compaction_hint_at(policy: Any, limit: int) -> int:
-    """The delete files at which a sink says ``icesql compact`` is due (0: never). ``limit`` is
-    ``ICESQL_COMPACT_HINT``. A sink whose maintenance compacts its table rewrites the files once
-    there are more than its MAXIMUM DELETE FILES, so a hint at ``limit`` would only send the user
-    to do by hand what the sink does next: it says so only past twice that number, when its
-    compactions fall behind (or fail)."""
-    if limit <= 0 or not (policy.automatic and policy.compaction):
-        return limit
-    return max(limit, 2 * policy.maximum_delete_files + 1)
-
-
-def translate_new_columns(exc: BaseException, *, evolve: bool) -> ExecutionError | None:
-    """A batch stopped by ``files.decode.NewColumnsError``: a restart that evolves the table
-    (``SchemaChangedError``), or with evolution off the sink's end, saying why."""
-    from icesql.engine.sources.decode import NEW_COLUMNS_MARKER
-
-    body = marked_message(exc, NEW_COLUMNS_MARKER)
-    if body is None:
-        return None
-    if evolve:
-        return SchemaChangedError(f"{body}; the sink restarts to add them to the table")
-    return ExecutionError(
-        f"{body}; the sink stops instead of dropping them",
-        hint="SCHEMA EVOLUTION = 'off' keeps the table's columns as they are: ALTER SINK ... SET "
-        "(SCHEMA EVOLUTION = 'auto') to add them, or write the files without them",
-    )
-
-
-def _execution_error(exc: BaseException) -> ExecutionError:
-    text = str(exc).strip() or type(exc).__name__
-    # Spark wraps Python errors in long JVM traces: keep the informative head.
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    head = lines[0] if lines else text
-    for ln in lines:
-        if "Error:" in ln or "Exception:" in ln:
-            head = ln.strip()
-            break
-    return ExecutionError(head[:1000])
 
 
 __all__ = ["SinkRunner", "StateCallback"]

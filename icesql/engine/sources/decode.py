@@ -101,7 +101,7 @@ NEW_COLUMNS_MARKER = "ICESQL-NEW-COLUMNS:"
 
 class NewColumnsError(Exception):
     """A Parquet file has columns the source's (inferred) schema lacks: the batch stops before
-    anything of it is committed, and the driver (``runner.translate_new_columns``) restarts the
+    anything of it is committed, and the driver (``sink.errors.translate_new_columns``) restarts the
     sink to evolve the table, or stops it with SCHEMA EVOLUTION = 'off' - never drops them."""
 
     def __init__(self, path: str, columns: list[str]) -> None:
