@@ -459,7 +459,7 @@ class Engine:
         plans = list(plans)
         if once:
             if settings.LOCAL_RUN.enabled():  # a run without Spark never converts to pandas
-                from icesql.engine.select.route import without_pandas
+                from icesql.engine.select.duck import without_pandas
 
                 without_pandas()
             plans = self._with_input(plans)

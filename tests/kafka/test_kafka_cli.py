@@ -126,7 +126,7 @@ CREATE SINK sk FROM s INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');
 
     # what librdkafka is given: the password, under the name Spark's redaction hides
     from icesql.engine.connections.kafka import SECRET_KEYS, client_config
-    from icesql.engine.sources.kafka.source import kafka_options
+    from icesql.engine.sources.kafka.topic import kafka_options
     from icesql.plan import KafkaConnectionPlan, SecretName
 
     plan = KafkaConnectionPlan(

@@ -81,7 +81,7 @@ def test_kafka_failures_are_told_apart() -> None:
     the marked Kafka failures become one line, retried when the brokers did not answer, final
     when they refused the credentials."""
     from icesql.engine.connections.failures import rule_failure
-    from icesql.engine.sources.kafka.source import REFUSED, UNAVAILABLE
+    from icesql.engine.sources.kafka.topic import REFUSED, UNAVAILABLE
 
     down = RuntimeError(f"Job aborted ... PythonException: RuntimeError: {UNAVAILABLE}topic 'o' partition 1: Local: Broker transport failure|END\n  at ...")
     err = rule_failure(down, label="sink s", action="write or commit")

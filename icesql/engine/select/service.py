@@ -21,7 +21,7 @@ class SelectService:
     def __init__(self, engine: Any) -> None:
         self.engine = engine
         self._cache: Any = None  # tables.TableCache of SELECTs (created on the first)
-        self._duck: Any = None  # route.DuckSession (created on the first fast-path SELECT)
+        self._duck: Any = None  # duck.DuckSession (created on the first fast-path SELECT)
 
     def connection_catalog(self, connection: str, sink_storage: str | Sequence[str | None] = ()) -> Any:
         """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
@@ -132,7 +132,9 @@ class SelectService:
 
         started = time.perf_counter()
         if path != fastpath.SPARK and not plan.relations:
-            fastpath.without_pandas()
+            from icesql.engine.select.duck import without_pandas
+
+            without_pandas()
         cache = self.table_cache()
         cache.begin()
         # within one query each connection's catalog is loaded once, each table loaded once and
@@ -181,7 +183,7 @@ class SelectService:
         return run_select(self.engine.spark, plan, self.engine.objects.relation, read, bind=self.engine.kafka_binding)
 
     def _duck_session(self) -> Any:
-        from icesql.engine.select.route import DuckSession
+        from icesql.engine.select.duck import DuckSession
 
         settings = self.select_settings()
         if self._duck is None or self._duck.settings != settings:

@@ -1,4 +1,6 @@
-"""A sink's failure in one line: a bad record, a null KEY, new columns, a catalog's or an object store's client named by its connection and address, else the informative head of Spark's trace."""
+"""A sink's failure in one line: a bad record, a null KEY, new columns, a catalog's or an object
+store's client named by its connection and address, else the informative head of Spark's trace.
+"""
 
 from __future__ import annotations
 

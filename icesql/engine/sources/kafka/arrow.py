@@ -50,7 +50,7 @@ class KafkaArrowSource:
     lost: Any = None  # ON DATA LOSS = 'continue': a Spark accumulator the lost records are added to
 
     def on_lost(self, topic: str, partition: int, first: int, end: int) -> None:
-        from icesql.engine.sources.kafka.source import log_lost
+        from icesql.engine.sources.kafka.topic import log_lost
 
         log_lost(topic, partition, first, end)
         if self.lost is not None:
@@ -75,7 +75,7 @@ class KafkaArrowSource:
                 yield r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])
 
     def decode(self, piece: tuple[str, int, int, int]) -> Iterator[Any]:
-        from icesql.engine.sources.kafka.source import read_range
+        from icesql.engine.sources.kafka.topic import read_range
 
         topic, p, s, e = piece
         spec = self.plan.kafka
@@ -104,7 +104,8 @@ class KafkaArrowSource:
         bad-record guard and ON ERROR)."""
         from icesql.engine.connections.kafka import SECRET_KEYS
         from icesql.engine.sources.kafka.records import decode_records
-        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, kafka_options
+        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA
+        from icesql.engine.sources.kafka.topic import kafka_options
 
         spark = pieces.sparkSession
         spec = self.plan.kafka

@@ -72,7 +72,7 @@ class KafkaProgress(SourceProgress):
     def nothing_new(cls, probe: Any) -> str | None:
         """No partition of the topic has a record past the end offsets of the last committed
         batch (the log ends asked as the source's planner asks them)."""
-        from icesql.engine.sources.kafka.source import TopicView, conf_from_options, kafka_options
+        from icesql.engine.sources.kafka.topic import TopicView, conf_from_options, kafka_options
 
         topic = probe.source.kafka.topic
         done = parse(probe.offset)
@@ -140,7 +140,7 @@ class KafkaProgress(SourceProgress):
         )
 
     def bound(self, relation: Any) -> SourceProgress:
-        from icesql.engine.sources.kafka.source import conf_from_options, kafka_options
+        from icesql.engine.sources.kafka.topic import conf_from_options, kafka_options
 
         b = relation.binding
         self.conf = conf_from_options(kafka_options(b.conf, b.secret_keys)) if b is not None else {}
@@ -218,10 +218,10 @@ class KafkaProgress(SourceProgress):
             return
         from confluent_kafka import TopicPartition
 
-        from icesql.engine.sources.kafka.source import _consumer
+        from icesql.engine.sources.kafka.topic import new_consumer
 
         try:
-            c = _consumer(self.conf, group_id=group)
+            c = new_consumer(self.conf, group_id=group)
             try:
                 tps = [TopicPartition(self.topic, p, o) for p, o in sorted(self.committed.items())]
                 c.commit(offsets=tps, asynchronous=False)
@@ -247,7 +247,7 @@ class KafkaProgress(SourceProgress):
 
     def _view(self) -> Any:
         if self._topic_view is None:
-            from icesql.engine.sources.kafka.source import TopicView
+            from icesql.engine.sources.kafka.topic import TopicView
 
             self._topic_view = TopicView(self.conf, self.topic)
         return self._topic_view

@@ -51,7 +51,7 @@ class KafkaBinding:
     timestamp_type: str = "TIMESTAMP_LTZ"  # the session's spark.sql.timestampType (a run without Spark)
 
     def options(self, plan: SourcePlan) -> dict[str, str]:
-        from icesql.engine.sources.kafka.source import kafka_options
+        from icesql.engine.sources.kafka.topic import kafka_options
 
         spec = plan.kafka
         assert spec is not None
