@@ -46,7 +46,8 @@ class PieceSource(Protocol):
     @property
     def changelog(self) -> bool: ...  # its rows carry the changelog columns
 
-    row_schema_json: Any  # the relation's data columns, as Spark's schema JSON
+    @property
+    def row_schema_json(self) -> Any: ...  # the relation's data columns, as Spark's schema JSON
 
     def pieces(self, batches: Iterator[Any]) -> Iterator[Any]:
         """The pieces in a task's input (Arrow batches of piece rows)."""
