@@ -545,7 +545,7 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
     import inspect
 
     build_index, IndexStore = _index_api()
-    from icesql.engine.backends.spark.session import parallelism
+    from icesql.engine.backends.spark.frames import SparkBackend
 
     cat = _commit_catalog(home, "local", None)
     table = cat.load_table("bench.k")
@@ -553,15 +553,15 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
 
     spark, session_s = spark_session("bench-icesql-index", conf=_icesql_conf(spark_conf))
     store = IndexStore(table.location(), "bench-index", {})
-    kwargs = {"key": ["id"], "progress": 0, "version": 1, "parallelism": parallelism(spark), "io_properties": {}}
+    kwargs = {"key": ["id"], "progress": 0, "version": 1, "io_properties": {}}
     try:
-        inspect.signature(build_index).bind(spark, table, store, **kwargs)
+        inspect.signature(build_index).bind(SparkBackend(spark), table, store, **kwargs)
     except TypeError as e:
         spark.stop()
         raise NotImplementedError(f"{INDEX_NA}: build_index{inspect.signature(build_index)} ({e})") from None
     prof = _profile_start()
     t0 = time.perf_counter()
-    manifest = build_index(spark, table, store, **kwargs)
+    manifest = build_index(SparkBackend(spark), table, store, **kwargs)
     secs = time.perf_counter() - t0
     _profile_stop(prof)
     spark.stop()

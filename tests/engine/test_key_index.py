@@ -127,8 +127,9 @@ def index_matches_the_table(spark: Any, home: Path, state: State, key: tuple[str
     snapshot, or the last one followed through the commits made since: another writer's append
     after the sink's last commit, a manifest rewrite), holds exactly the (KEY, file, position) of
     every live row of the table, as a rebuild from the table reads them. Returns the entries."""
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import key_arrow_fields, key_schema, live_entries, plan_live_files
+    from icesql.engine.index.build import live_entries, plan_live_files
     from icesql.engine.index.follow import follow, table_changes
     from icesql.engine.index.upsert import followable, valid_manifest
 
@@ -446,9 +447,10 @@ def test_a_follow_takes_files_read_and_hashed_ahead(spark: Any, tmp_path: Path, 
     """What a rewrite beside a sink does: the files it wrote are read and hashed before it waits
     for the sink's lock (``hash_files``); the follow under the lock reads none of them, only
     takes off the deletes committed on them since, and gives the index a plain follow gives."""
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
     from icesql.engine.index import build
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import key_arrow_fields, key_schema, live_entries, plan_live_files
+    from icesql.engine.index.build import live_entries, plan_live_files
     from icesql.engine.index.follow import follow, hash_files, table_changes
     from icesql.engine.index.upsert import followable
     from icesql.engine.maintenance.compact import compact_table

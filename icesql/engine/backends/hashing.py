@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icesql.engine.base.changelog import quote_column
+
 SEED = 42
 P1 = np.uint64(0x9E3779B185EBCA87)
 P2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -177,4 +179,62 @@ def by_shard(table: pa.Table, shard: pa.Array) -> list[list[pa.RecordBatch]]:
     ]
 
 
-__all__ = ["by_shard", "hash_keys", "hashable", "shards_of"]
+
+
+def shard_expression(key: Sequence[str], key_types: Sequence[Any], shards: int) -> Any:
+    """The shard of a row: Spark's xxhash64 of the KEY columns (cast to the table's types, so a
+    batch and a rebuild hash a key alike), modulo the shard count."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(quote_column(k)).cast(t) for k, t in zip(key, key_types, strict=True)]
+    return F.pmod(F.xxhash64(*cols), F.lit(shards)).cast("int")
+
+
+def key_spark_types(table_schema: Any, key: Sequence[str]) -> list[Any]:
+    return [iceberg_key_spark_type(table_schema.find_field(k)) for k in key]
+
+
+def key_schema(table_schema: Any, key: Sequence[str]) -> Any:
+    """The Iceberg schema of the KEY fields (their ids, names and types)."""
+    from pyiceberg.schema import Schema
+
+    return Schema(*[table_schema.find_field(k) for k in key])
+
+
+def key_arrow_fields(table_schema: Any, key: Sequence[str]) -> list[Any]:
+    """The KEY fields as the index's entries hold them (Arrow, without field metadata)."""
+    import pyarrow as pa
+
+    from icesql.engine.iceberg.schema import arrow_schema
+
+    arrow = arrow_schema(key_schema(table_schema, key))
+    return [pa.field(arrow.field(k).name, arrow.field(k).type) for k in key]
+
+
+def iceberg_key_spark_type(field: Any) -> Any:
+    """The Spark type of an Iceberg KEY field (a primitive: identifier fields are)."""
+    from pyiceberg import types as I
+    from pyspark.sql import types as T
+
+    t = field.field_type
+    simple = {
+        I.BooleanType: T.BooleanType(),
+        I.IntegerType: T.IntegerType(),
+        I.LongType: T.LongType(),
+        I.FloatType: T.FloatType(),
+        I.DoubleType: T.DoubleType(),
+        I.StringType: T.StringType(),
+        I.BinaryType: T.BinaryType(),
+        I.DateType: T.DateType(),
+        I.TimestamptzType: T.TimestampType(),
+        I.TimestampType: T.TimestampNTZType(),
+    }
+    for cls, st in simple.items():
+        if isinstance(t, cls):
+            return st
+    if isinstance(t, I.DecimalType):
+        return T.DecimalType(t.precision, t.scale)
+    raise ValueError(f"KEY column '{field.name}' has type {t}, which the key index does not support")
+
+
+__all__ = ["by_shard", "hash_keys", "hashable", "iceberg_key_spark_type", "key_arrow_fields", "key_schema", "key_spark_types", "shard_expression", "shards_of"]

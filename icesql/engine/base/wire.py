@@ -110,3 +110,6 @@ def releases_task_memory(call: Callable[[Any, Any], Iterator[Any]]) -> Callable[
             release_task_memory()
 
     return task
+
+
+SHARD = "__shard"

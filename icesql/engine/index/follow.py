@@ -136,9 +136,9 @@ def hash_files(table: Any, paths: Sequence[str], *, key: Sequence[str], shards: 
     """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
     import pyarrow as pa
 
-    from icesql.engine.backends.hashing import shards_of
-    from icesql.engine.index.build import file_entries, key_schema
-    from icesql.engine.index.task import SHARD
+    from icesql.engine.backends.hashing import key_schema, shards_of
+    from icesql.engine.base.wire import SHARD
+    from icesql.engine.index.build import file_entries
 
     schema = table.schema()
     key = list(key)
@@ -244,14 +244,10 @@ def follow(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
+    from icesql.engine.base.wire import SHARD
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import (
-        key_arrow_fields,
-        key_schema,
-        live_entries,
-        plan_live_files,
-    )
-    from icesql.engine.index.task import SHARD
+    from icesql.engine.index.build import live_entries, plan_live_files
 
     started = time.monotonic()
     schema = table.schema()

@@ -10,7 +10,6 @@ whether it is ``stale`` and has it follow a rewrite.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -47,12 +46,11 @@ class SinkKeyIndex:
         (``base``: the index and the snapshot it describes; ``hashed``: files read for it
         already; ``moved``: where a rewrite wrote the rows), or rebuilt from the table
         (``rebuild``: rebuilt whatever the manifests say)."""
-        from icesql.engine.backends.spark.session import parallelism
         from icesql.engine.index.upsert import open_index
 
         r = self.runner
         self.manifest = open_index(
-            r.spark,
+            r.backend,
             r.table,
             self.store(),
             sink_id=r.sink_id,
@@ -60,7 +58,6 @@ class SinkKeyIndex:
             key=self.key_columns(),
             progress=r.committed_progress,
             version=int(r.version or 0),
-            parallelism=r.local.parallelism if r.local is not None else parallelism(r.spark),
             io_properties=dict(r.target.io_properties(r.table)),
             rebuild=rebuild,
             base=base,
@@ -72,22 +69,14 @@ class SinkKeyIndex:
 
     def writer(self, inner: Any) -> Any:
         """The batch writer over ``inner`` (a ``batch.BatchWriter``) that deletes by position."""
-        from pyspark.sql.types import StructField, StructType
-
-        from icesql.engine.index.build import key_spark_types
         from icesql.engine.index.upsert import IndexedUpsertWriter
 
         r = self.runner
-        key = self.key_columns()
-        types = StructType(
-            [StructField(k, t) for k, t in zip(key, key_spark_types(r.table.schema(), key), strict=True)]
-        )
         return IndexedUpsertWriter(
             inner.spec,
             self.store(),
             self.manifest,
-            key=key,
-            key_types_json=json.dumps(types.jsonValue()),
+            key=self.key_columns(),
             version=int(r.version or 0),
             progress_base=r.progress_base,
             sink=r.name,

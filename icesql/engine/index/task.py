@@ -26,9 +26,7 @@ from typing import Any
 
 from icesql.engine.base.changelog import OP, drop_null_keys, last_per_key
 from icesql.engine.base.hooks import kill_point
-from icesql.engine.base.wire import DROPPED, INDEX, file_row, files_batch, releases_task_memory
-
-SHARD = "__shard"
+from icesql.engine.base.wire import DROPPED, INDEX, SHARD, file_row, files_batch, releases_task_memory
 
 # shards this Python worker loaded last: (index root, shard) -> (chain, entries)
 _CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from icesql.engine.backends.base import as_frame
 from icesql.engine.base.changelog import (
     BLK,
     FILE,
     INTERNAL_COLUMNS,
     LINE,
     OP,
-    POSITION,
     drop_null_keys,
-    quote_column,
 )
 from icesql.engine.base.hooks import batch_delay, kill_point
 from icesql.engine.base.wire import (
@@ -167,33 +166,21 @@ class BatchWriter:
         """Write the next batches with ``io_properties`` (fresh credentials of an assumed role)."""
         self.spec = self.spec.with_io(io_properties)
 
-    def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
-        cols = set(batch_df.columns)
-        changelog = OP in cols
-        df = batch_df
+    def __call__(self, changes: Any, batch_id: int) -> list[dict[str, Any]]:
+        """Write one batch of ``changes`` (a Spark DataFrame, or a ``backends.base.Frame``): the
+        upsert reduction (the last change per KEY; changes with a null KEY all go to the writer,
+        which fails or drops them) or the changelog filter, then ``FileWriterTask`` over the
+        frame's groups. Returns the task's rows (one per file), never data."""
+        frame = as_frame(changes)
+        columns = frame.columns
+        changelog = OP in columns
         if self.upsert:
-            order = [F.col(c).desc_nulls_last() for c in POSITION if c in cols] or [F.lit(1)]
-            w = Window.partitionBy(*[F.col(quote_column(k)) for k in self.key]).orderBy(*order)
-            # every change with a null in the KEY reaches the writer, which fails the batch
-            # (enforced KEY) or drops and counts them (NOT ENFORCED)
-            null_key = F.lit(False)
-            for k in self.key:
-                null_key = null_key | F.col(quote_column(k)).isNull()
-            df = (
-                df.withColumn("__rn", F.row_number().over(w))
-                .filter((F.col("__rn") == 1) | null_key)
-                .drop("__rn")
-            )
+            frame = frame.last_per_key(self.key)
         elif changelog:
-            df = df.filter(F.col(OP).isNull() | (F.col(OP) != F.lit("d")))
-        data_columns = [c for c in batch_df.columns if c not in INTERNAL_COLUMNS]
+            frame = frame.without_deletes()
+        data_columns = [c for c in columns if c not in INTERNAL_COLUMNS]
         task = self._task(data_columns, changelog, batch_id)
-        df = df.select(*[F.col(quote_column(c)) for c in self._kept(data_columns, df.columns)])
-        out = df.mapInArrow(task, files_spark_schema())
-        return [r.asDict() for r in out.collect()]  # one small row per written file
+        return frame.select(self._kept(data_columns, columns)).map(task, files_spark_schema()).rows()
 
     def _task(self, data_columns: list[str], changelog: bool, batch_id: int) -> FileWriterTask:
         return FileWriterTask(
@@ -214,34 +201,6 @@ class BatchWriter:
         if self.upsert:  # where a change came from, for the null-key error
             keep += [c for c in (FILE, BLK, LINE) if c in columns]
         return keep
-
-    def write_arrow(self, changes: Any, batch_id: int, threads: int) -> list[dict[str, Any]]:
-        """``__call__`` for a batch whose rows are here as one Arrow table (a run without Spark,
-        ``local_query``): the same reduction (``index.task.last_per_key``: the last change per
-        KEY in the changelog's order; changes with a null KEY all go to the writer, which fails or
-        drops them) and the same ``FileWriterTask``, over ``threads`` slices of the batch."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from icesql.engine.backends.local.query import map_in_threads
-        from icesql.engine.base.changelog import last_per_key
-
-        names = changes.column_names
-        changelog = OP in names
-        if self.upsert and changes.num_rows:
-            null_key = pc.is_null(changes.column(self.key[0]))
-            for k in self.key[1:]:
-                null_key = pc.or_(null_key, pc.is_null(changes.column(k)))
-            last = last_per_key(changes.filter(pc.invert(null_key)), self.key)
-            changes = pa.concat_tables([last, changes.filter(null_key).cast(last.schema)])
-        elif changelog and changes.num_rows:
-            changes = changes.filter(pc.fill_null(pc.not_equal(changes.column(OP), "d"), True))
-        data_columns = [c for c in names if c not in INTERNAL_COLUMNS]
-        changes = changes.select(self._kept(data_columns, names))
-        step = max(1, -(-changes.num_rows // max(1, threads)))
-        slices = [changes.slice(i, step).to_batches() for i in range(0, changes.num_rows, step)]
-        outputs = map_in_threads(self._task(data_columns, changelog, batch_id), slices, threads)
-        return [r for out in outputs for b in out for r in b.to_pylist()]
 
 
 class RemoteBatch:

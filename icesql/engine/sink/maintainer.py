@@ -445,10 +445,11 @@ class Maintainer:
         written files' keys are the entries ``_hash_written`` read already, when it could."""
         import pyarrow as pa
 
+        from icesql.engine.backends.hashing import key_schema
         from icesql.engine.iceberg.deletes import position_deletes
         from icesql.engine.iceberg.writer import FILE_PATH, POS, DataFileWriter, WriteSpec
         from icesql.engine.index import shard
-        from icesql.engine.index.build import file_entries, key_schema
+        from icesql.engine.index.build import file_entries
 
         r = self.runner
         table = r.table

@@ -228,6 +228,13 @@ class SinkRunner(Committing):
         self._done.set()
         return err
 
+    @property
+    def backend(self) -> Any:
+        """Where this run's batches run (``backends.base``): Spark, or this process."""
+        from icesql.engine.backends.base import backend_of
+
+        return backend_of(self.spark, self.local)
+
     # ----------------------------------------------------------------- start
 
     @property

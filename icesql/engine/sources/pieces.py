@@ -209,8 +209,6 @@ class PiecesBatchWriter:
         self.inner.use_io(io_properties)
 
     def __call__(self, batch_df: Any, batch_id: int) -> list[dict[str, Any]]:
-        from icesql.engine.backends.dispatch import write_batch
-
         source = self.arrow
 
         def attempt(fallback: list[Any]) -> list[dict[str, Any]]:
@@ -220,7 +218,7 @@ class PiecesBatchWriter:
                 changes = pieces.mapInArrow(DecodeTask(source), changes_schema(source))
                 if fallback:
                     changes = changes.unionByName(self._by_spark(batch_df, fallback))
-                return write_batch(self.inner, changes, batch_id) + source.consumed_rows(pieces)
+                return self.inner(changes, batch_id) + source.consumed_rows(pieces)
             task = WriteTask(source, self.inner.spec, batch_id)
             rows = [r.asDict() for r in pieces.mapInArrow(task, files_spark_schema()).collect()]
             if fallback:

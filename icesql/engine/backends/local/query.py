@@ -18,7 +18,7 @@ JVM:
   later run on Spark takes up where this one stopped (and the other way round);
 * ``LocalPieces`` is one batch of pieces: the DataFrame methods the Arrow path's batch writer
   calls (``mapInArrow`` then ``collect``, or ``LocalRows.arrow`` for the decoded changes an upsert
-  reduces across the batch: ``batch.write_batch``), each task Spark would run a thread here (the
+  reduces across the batch: ``local.frames.LocalFrame``), each task Spark would run a thread here (the
   readers and writers are Arrow's C++, which runs outside the GIL); ``map_in_threads`` runs the
   later stages' tasks (an upsert's shards, a key index rebuild) the same way.
 
@@ -37,7 +37,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -152,23 +151,10 @@ class _Selected:
         ]
 
 
-def map_in_threads(task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int) -> list[list[Any]]:
-    """``task`` (a ``mapInArrow`` body: Arrow batches in, Arrow batches out) over each of
-    ``inputs`` (each a task's batches), at most ``threads`` at a time; the outputs in order."""
-
-    def run(batches: Sequence[Any]) -> list[Any]:
-        return list(task(iter(batches)))
-
-    if len(inputs) <= 1 or threads <= 1:
-        return [run(i) for i in inputs]
-    with ThreadPoolExecutor(min(threads, len(inputs)), thread_name_prefix="icesql-task") as pool:
-        return list(pool.map(run, inputs))
-
-
 class LocalRows:
     """What a task mapped over a batch's pieces gives (``LocalPieces.mapInArrow``): collected as
     rows (the files an append's tasks wrote), or kept as one Arrow table (``arrow``: the decoded
-    changes an upsert reduces across the batch, ``batch.write_batch``)."""
+    changes an upsert reduces across the batch, ``local.frames.LocalFrame``)."""
 
     def __init__(self, pieces: LocalPieces, task: Callable[[Any], Any], schema: Any) -> None:
         self.pieces = pieces
@@ -183,6 +169,8 @@ class LocalRows:
             # as many at a time as the session has cores, as Spark's local[N] runs its tasks (a
             # Kafka batch's three ranges in three threads on two cores took 3.4-4.4 s, in two 2.8-3.0 s)
             threads = min(len(parts), self.parallelism)
+            from icesql.engine.backends.local.frames import map_in_threads
+
             outputs = map_in_threads(self.task, [[self.pieces.batch(p)] for p in parts], threads)
         except Exception as e:
             why = self.pieces.needs_spark(e)
@@ -414,4 +402,4 @@ class _LocalStreamWriter:
         return LocalQuery(self.frame, self.batch, checkpoint, self.name, self.interval).start()
 
 
-__all__ = ["LocalPieces", "LocalQuery", "LocalRows", "LocalSession", "LocalStreamFrame", "SparkNeeded", "map_in_threads"]
+__all__ = ["LocalPieces", "LocalQuery", "LocalRows", "LocalSession", "LocalStreamFrame", "SparkNeeded"]
