@@ -57,11 +57,11 @@ def main() -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from icesql.engine.compact import CompactMode, compact_table
+    from icesql.engine.backends.spark.session import get_spark, parallelism
     from icesql.engine.index.build import build_index, key_arrow_fields
     from icesql.engine.index.follow import follow, table_changes, worth_following
     from icesql.engine.index.store import IndexStore
-    from icesql.engine.spark import get_spark, parallelism
+    from icesql.engine.maintenance.compact import CompactMode, compact_table
     from icesql.plan import MaintenancePolicy
 
     tmp = Path(tempfile.mkdtemp(prefix="icesql-index-follow-"))

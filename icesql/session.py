@@ -576,7 +576,7 @@ class Session:
 
     def _apply_select(self, plan: P.SelectPlan, stmt: A.Statement, checked: bool) -> Result:
         from icesql.analyzer.queries import query_span
-        from icesql.engine.query import QueryAnalysisError, QueryError
+        from icesql.engine.select.spark import QueryAnalysisError, QueryError
 
         assert isinstance(stmt, A.Select)
         # source offsets -> offsets in the query text (``plan.base`` is where that text starts)
@@ -610,7 +610,7 @@ class Session:
     def tables(self, connection: str, namespace: Sequence[str] = ()) -> list[tuple[str, ...]]:
         """The tables (namespace parts + name) of an ICEBERG CATALOG connection, in
         ``namespace`` or in every top-level namespace."""
-        from icesql.engine.table_reader import in_catalog
+        from icesql.engine.select.tables import in_catalog
 
         catalog, conn, aws = self.engine.connection_catalog(connection, self._sink_storage(connection))
 
@@ -676,7 +676,7 @@ class Session:
     ) -> None:
         resolver = secrets or self._secret_value
         if isinstance(d, P.KafkaConnectionPlan | P.SourcePlan):
-            from icesql.engine.kafka.connection import validate_kafka_connection
+            from icesql.engine.connections.kafka import validate_kafka_connection
 
             if isinstance(d, P.KafkaConnectionPlan):
                 validate_kafka_connection(d, secrets=resolver)
@@ -686,7 +686,7 @@ class Session:
             assert isinstance(conn, P.KafkaConnectionPlan), "the analyzer checked the connection"
             validate_kafka_connection(conn, secrets=resolver, topic=d.kafka.topic)
             return
-        from icesql.engine import catalogs
+        from icesql.engine.connections import catalogs
 
         if isinstance(d, P.CatalogConnectionPlan):
             aws = self._aws(d.aws_connection, view or self._view)
@@ -764,7 +764,7 @@ class Session:
         """Rewrite the tables of the named sinks (all when None) without delete files and with
         few data files, so that every reader stays fast after many upserts. Safe while the sinks
         run: a commit in between makes the compaction start over. Returns one
-        ``icesql.engine.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
+        ``icesql.engine.maintenance.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
         gives a line)."""
         return [self.engine.compact(plan) for plan in self.sink_plans(sinks)]
 

@@ -28,8 +28,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 
-from icesql.engine.deadletter import REASONS as DEAD_LETTER_REASONS
-from icesql.engine.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
+from icesql.engine.base.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
+from icesql.engine.sources.guard import REASONS as DEAD_LETTER_REASONS
 from icesql.observe.health import STATES, SinkReport, judge
 
 REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "recovery", "maintenance")

@@ -171,7 +171,7 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
 def test_a_running_sink_runs_without_spark(spark: Any, tmp_path: Path) -> None:
     """A sink left running (``Session.start``) with no Spark session given: Spark's processing-time
     trigger in this process, a commit per batch as files arrive; Spark takes up its checkpoint."""
-    from icesql.engine.local_query import LocalQuery
+    from icesql.engine.backends.local.query import LocalQuery
 
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
     _setup(home, wh, data, ["pos_k"])

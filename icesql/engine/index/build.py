@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import releases_task_memory
+from icesql.engine.base.wire import releases_task_memory
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
 from icesql.engine.index.task import SHARD
 
@@ -50,7 +50,7 @@ def key_arrow_fields(table_schema: Any, key: Sequence[str]) -> list[Any]:
     """The KEY fields as the index's entries hold them (Arrow, without field metadata)."""
     import pyarrow as pa
 
-    from icesql.engine.schema import arrow_schema
+    from icesql.engine.iceberg.schema import arrow_schema
 
     arrow = arrow_schema(key_schema(table_schema, key))
     return [pa.field(arrow.field(k).name, arrow.field(k).type) for k in key]
@@ -111,7 +111,7 @@ class ReadKeysTask:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         from pyiceberg.schema import Schema
 
-        from icesql.engine import stores
+        from icesql.engine.connections import stores
 
         io = stores.load_file_io(self.io_properties, self.location)
         schema = Schema.model_validate_json(self.key_fields_json)
@@ -126,9 +126,9 @@ def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any
     fields; ``__path`` is a plain string."""
     import pyarrow as pa
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
+    from icesql.engine.iceberg.schema import arrow_schema
     from icesql.engine.index.shard import PATH, POS
-    from icesql.engine.schema import arrow_schema
 
     keys = formats.read_file(io, path, list(key))
     n = keys.num_rows
@@ -151,7 +151,7 @@ def live_entries(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
     from icesql.engine.index.shard import POS, remove_keys
 
     key = list(key)
@@ -285,8 +285,8 @@ def _build_here(
     (``hashing.shards_of``), and each shard's base written."""
     import pyarrow as pa
 
-    from icesql.engine.index.hashing import by_shard, shards_of
-    from icesql.engine.local_query import map_in_threads
+    from icesql.engine.backends.hashing import by_shard, shards_of
+    from icesql.engine.backends.local.query import map_in_threads
 
     plan_batch = pa.RecordBatch.from_pydict({"plan": [json.dumps(p) for p in plans]})
     step = max(1, -(-len(plans) // max(1, threads * 4)))

@@ -62,7 +62,7 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
     current snapshot, or None when they cannot be followed (see the module docstring)."""
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 
-    from icesql.engine.commit import SINK_ID, snapshot_properties
+    from icesql.engine.commit.snapshot import SINK_ID, snapshot_properties
 
     metadata = table.metadata
     snap = table.current_snapshot()
@@ -136,8 +136,8 @@ def hash_files(table: Any, paths: Sequence[str], *, key: Sequence[str], shards: 
     """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
     import pyarrow as pa
 
+    from icesql.engine.backends.hashing import shards_of
     from icesql.engine.index.build import file_entries, key_schema
-    from icesql.engine.index.hashing import shards_of
     from icesql.engine.index.task import SHARD
 
     schema = table.schema()
@@ -357,7 +357,7 @@ def _deleted_positions(io: Any, delete_files: Sequence[str]) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
 
     parts: list[Any] = [formats.read_file(io, path, ["file_path", "pos"]) for path in delete_files]
     if not parts:

@@ -30,7 +30,7 @@ class SinkKeyIndex:
 
     def key_columns(self) -> list[str]:
         """The KEY as the table names its columns."""
-        from icesql.engine.tables import column_of
+        from icesql.engine.iceberg.tables import column_of
 
         r = self.runner
         schema = r.table.schema()
@@ -47,8 +47,8 @@ class SinkKeyIndex:
         (``base``: the index and the snapshot it describes; ``hashed``: files read for it
         already; ``moved``: where a rewrite wrote the rows), or rebuilt from the table
         (``rebuild``: rebuilt whatever the manifests say)."""
+        from icesql.engine.backends.spark.session import parallelism
         from icesql.engine.index.upsert import open_index
-        from icesql.engine.spark import parallelism
 
         r = self.runner
         self.manifest = open_index(
@@ -101,7 +101,7 @@ class SinkKeyIndex:
         rows), the positions this commit deletes may not be all of a key's rows; each batch then
         also deletes its keys by equality (which reaches every older row of the key, wherever it
         is), and the index follows the table after the commit."""
-        from icesql.engine.commit import CommitGroup
+        from icesql.engine.commit.snapshot import CommitGroup
 
         current = table.current_snapshot()
         if current is None or current.snapshot_id == self.snapshot:
@@ -152,8 +152,8 @@ class SinkKeyIndex:
     def _equality_deletes(self, table: Any, keys: Any) -> list[Any]:
         if keys is None or keys.num_rows == 0:
             return []
-        from icesql.engine.tables import key_field_ids
-        from icesql.engine.writer import DataFileWriter, WriteSpec
+        from icesql.engine.iceberg.tables import key_field_ids
+        from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
         spec = WriteSpec.from_table(
             table, io_properties=dict(self.runner.target.io_properties(table)), file_format=self.runner.plan.format
@@ -184,7 +184,7 @@ class SinkKeyIndex:
                 self.snapshot = result.snapshot_id
             return
         if r.remote:
-            from icesql.engine.failures import CatalogUnavailableError
+            from icesql.engine.connections.failures import CatalogUnavailableError
 
             self.stale = False
             raise CatalogUnavailableError(

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.engine.index.store import IndexStore, Manifest
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def snapshot_added_files(table: Any, snapshot_id: int) -> set[str]:
 
 def valid_manifest(store: IndexStore, table: Any, *, sink_id: str, key: Sequence[str]) -> Manifest | None:
     """The manifest that is the index of ``table`` as it is now, if there is one."""
-    from icesql.engine.commit import last_committed_snapshot
+    from icesql.engine.commit.snapshot import last_committed_snapshot
 
     current = table.current_snapshot()
     last = last_committed_snapshot(table, sink_id)
@@ -80,7 +81,7 @@ def followable(
     """An index the table can be followed from (``follow``), with the snapshot it describes: the
     manifest of the batch the sink's last commit holds, or one built or followed at that progress
     (any later commit by the sink would be missing from it)."""
-    from icesql.engine.commit import PROGRESS, SINK_ID, snapshot_properties
+    from icesql.engine.commit.snapshot import PROGRESS, SINK_ID, snapshot_properties
 
     # the sink's own commit of ``progress`` (not a maintenance snapshot carrying its progress)
     last = table.current_snapshot()
@@ -247,15 +248,15 @@ class IndexedUpsertWriter:
     def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
         from pyspark.sql.types import StructType
 
-        from icesql.engine.batch import _internal, files_spark_schema
+        from icesql.engine.base.changelog import CHANGELOG_COLUMNS
+        from icesql.engine.base.wire import files_spark_schema
         from icesql.engine.index.build import shard_expression
         from icesql.engine.index.task import SHARD
-        from icesql.engine.sources import CHANGELOG_COLUMNS
 
         progress = self.progress_base + int(batch_id)
         m = self.manifest
         key_types = StructType.fromJson(json.loads(self.key_types_json)).fields
-        data_columns = [c for c in changes_df.columns if c not in _internal()]
+        data_columns = [c for c in changes_df.columns if c not in INTERNAL_COLUMNS]
         keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes_df.columns]
         df = changes_df.select(*keep).withColumn(
             SHARD, shard_expression(self.key, [f.dataType for f in key_types], m.shards)
@@ -267,17 +268,16 @@ class IndexedUpsertWriter:
         """``__call__`` for a batch whose changes are here as one Arrow table (a run without
         Spark, ``local_query``): each key hashed to the shard Spark's expression gives it
         (``hashing.shards_of``), then the same ``ShardTask`` per shard, ``threads`` at a time."""
-        from icesql.engine.batch import _internal
-        from icesql.engine.index.hashing import by_shard, shards_of
+        from icesql.engine.backends.hashing import by_shard, shards_of
+        from icesql.engine.backends.local.query import map_in_threads
+        from icesql.engine.base.changelog import CHANGELOG_COLUMNS
+        from icesql.engine.iceberg.schema import arrow_schema
         from icesql.engine.index.task import SHARD
-        from icesql.engine.local_query import map_in_threads
-        from icesql.engine.schema import arrow_schema
-        from icesql.engine.sources import CHANGELOG_COLUMNS
 
         progress = self.progress_base + int(batch_id)
         m = self.manifest
         key_types = arrow_schema(self.spec.schema())
-        data_columns = [c for c in changes.column_names if c not in _internal()]
+        data_columns = [c for c in changes.column_names if c not in INTERNAL_COLUMNS]
         keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes.column_names]
         changes = changes.select(keep)
         shard = shards_of([changes.column(k).cast(key_types.field(k).type) for k in self.key], m.shards)
@@ -298,8 +298,8 @@ class IndexedUpsertWriter:
             return []
         import pyarrow as pa
 
-        from icesql.engine.batch import file_row
-        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
+        from icesql.engine.base.wire import file_row
+        from icesql.engine.iceberg.writer import FILE_PATH, POS, DataFileWriter
 
         deletes = pa.concat_tables(parts).sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
         writer = DataFileWriter(self.spec, "position_deletes")
@@ -329,7 +329,7 @@ class IndexedUpsertWriter:
 
     def _recorded(self, rows: list[dict[str, Any]], progress: int) -> list[dict[str, Any]]:
         """The batch's manifest from its shards' rows, written; the rows."""
-        from icesql.engine.index.task import INDEX
+        from icesql.engine.base.wire import INDEX
 
         m = self.manifest
         chains = list(m.chains)
@@ -357,7 +357,7 @@ class IndexedUpsertWriter:
 
 
 def _added_files(rows: Sequence[dict[str, Any]]) -> set[str]:
-    from icesql.engine.writer import WrittenFile
+    from icesql.engine.iceberg.writer import WrittenFile
 
     return {WrittenFile.loads(r["file"]).file_path for r in rows if r["content"] == 0}
 
