@@ -7,7 +7,8 @@
   * no comment: executed (``Session.execute``), connections validated as a user's would be;
   * ``<!-- sql: offline (why) -->``: the example names a server the suite does not have there (a
     REST catalog, AWS, a Kafka broker): applied to the catalog store with ``validate=False``, so
-    it is parsed, analyzed and stored, but nothing is contacted;
+    it is parsed, analyzed and stored, but nothing is contacted. The getting-started Kafka
+    pipeline also runs for real against a noida-db broker (marker ``kafka``, below);
   * ``<!-- sql: check (why) -->``: parsed and analyzed only (``Session.check``), against what the
     page's earlier blocks created: a ``SELECT`` (which needs Spark, or a table a sink wrote);
   * ``<!-- sql: error -->``: must fail with an ``IcesqlError``, and the ```text block that follows
@@ -52,16 +53,18 @@ MODES = ("run", "offline", "check", "error")
 
 @dataclass
 class Step:
-    mode: str  # setup, run, offline, check, error
+    mode: str  # setup, home, run, offline, check, error
     sql: str
     line: int
     shown: str | None = None  # error: the ```text block that follows
+    why: str = ""  # offline, check: what the example needs
 
 
 def steps(page: Path) -> list[Step]:
     text = page.read_text(encoding="utf-8")
     out: list[Step] = []
     mode: str | None = None
+    why = ""
     for m in TOKEN.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         if m.group("home") is not None:
@@ -70,12 +73,13 @@ def steps(page: Path) -> list[Step]:
             out.append(Step("setup", m.group("setup"), line))
         elif m.group("mode") is not None:
             mode = m.group("mode")
+            why = m.group("why") or ""
             assert mode in MODES, f"{page.name}:{line}: unknown mode {mode!r}"
             if mode in ("offline", "check"):
                 assert m.group("why"), f"{page.name}:{line}: say why the example is {mode} only"
         elif m.group("sql") is not None:
-            out.append(Step(mode or "run", m.group("sql"), line))
-            mode = None
+            out.append(Step(mode or "run", m.group("sql"), line, why=why))
+            mode, why = None, ""
         elif out and out[-1].mode == "error" and out[-1].shown is None:
             out[-1].shown = m.group("text")
     return out
@@ -215,6 +219,32 @@ def test_the_show_page_lists_every_column_of_show_sink_status(tmp_path: Path) ->
         (result,) = session.execute("SHOW SINK STATUS")
     page = (SITE / "sql" / "show.md").read_text(encoding="utf-8")
     assert result.columns and [c for c in result.columns if f"`{c}`" not in page] == []
+
+
+@pytest.mark.kafka
+def test_the_getting_started_kafka_pipeline_runs_against_a_broker(tmp_path: Path) -> None:
+    """The page's Kafka script, pointed at the noida-db the suite starts, with the records its
+    producer snippet sends: validated (the connection reaches the broker), run once, and the
+    table holds every record."""
+    from tests.support.kafka import Broker, Record, create_topic, missing_reason, produce
+
+    reason = missing_reason("noida")
+    if reason:
+        pytest.skip(reason)
+    (script,) = [s for s in steps(SITE / "getting-started.md") if "Kafka broker" in s.why]
+    assert "'127.0.0.1:19092'" in script.sql
+    with Broker("noida", tmp_path / "broker") as broker:
+        create_topic(broker.bootstrap, "orders", 1)
+        produce(
+            broker.bootstrap,
+            "orders",
+            [Record(str(i % 100).encode(), f'{{"id": {i}, "sku": "s{i % 7}", "amount": {i / 4}}}'.encode()) for i in range(1000)],
+        )
+        with icesql.Session(home=tmp_path / "home") as session:
+            session.execute(script.sql.replace("127.0.0.1:19092", broker.bootstrap), base_dir=tmp_path)
+            session.run(once=True)
+            (result,) = session.execute("SELECT count(*), sum(amount) FROM lake.sales.orders", base_dir=tmp_path)
+    assert [tuple(r) for r in result.rows] == [(1000, sum(i / 4 for i in range(1000)))]
 
 
 # ------------------------------------------------------------------------------------- README
