@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_ROOTS = ("icesql", "catalog_store")
 # the data files the code reads from its own package
-DATA_FILES = ("icesql/grammar/icesql.lark", "icesql/engine/log4j2.properties", "icesql/observe/status.html")
+DATA_FILES = ("icesql/grammar/icesql.lark", "icesql/engine/backends/spark/log4j2.properties", "icesql/observe/status.html")
 
 
 class CheckFailed(RuntimeError):
