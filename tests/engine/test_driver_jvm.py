@@ -9,6 +9,7 @@ The driver also maps the class archive of Spark's classes (``jvm_archive``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ def test_the_options_name_the_serial_collector_and_the_quiet_logging() -> None:
     assert quiet[0] == DRIVER_GC == "-XX:+UseSerialGC"
     assert len(quiet) == 2 and quiet[1].startswith("-Dlog4j2.configurationFile=file:")
     assert quiet[1].endswith("log4j2.properties")
+    assert Path(quiet[1].split("file:", 1)[1]).is_file(), "the logging profile ships beside the session module"
     # -v (DEBUG) keeps Spark's own logging profile, and the collector
     assert driver_java_options("debug").split() == [DRIVER_GC]
 
