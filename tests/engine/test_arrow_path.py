@@ -466,9 +466,10 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
     """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``): the
     Arrow path's data source is registered in the background, once, the warm-up job of two
     chained Arrow stages runs to the end, and the throwaway query ends and leaves nothing."""
+    from icesql.engine.backends.spark import session
     from icesql.engine.sources.files import source
 
-    source._registered.discard(id(spark))  # another test of this session may have registered it
+    session._registered.discard((id(spark), source.NAME))  # another test of this session may have registered it
     eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)
     import tempfile
 
@@ -478,8 +479,8 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
     eng.warm_up()  # once per engine
     eng.warm_up(query=True)  # Session.warm_up: and a throwaway query of the source, to its end
     eng.wait_warm(180)
-    assert eng._warm_thread is not None and not eng._warm_thread.is_alive()
-    assert id(spark) in source._registered
+    assert eng.warmer._thread is not None and not eng.warmer._thread.is_alive()
+    assert (id(spark), source.NAME) in session._registered
     assert not [q.name for q in spark.streams.active if (q.name or "").startswith("icesql_warm_up")]
     assert set(Path(tempfile.gettempdir()).glob("icesql-warm-*")) == before  # its scratch is gone
     ran = [r.getMessage() for r in caplog.records if "a query of the files data source ran" in r.getMessage()]

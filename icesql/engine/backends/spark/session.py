@@ -347,3 +347,21 @@ def _require_connect_client(url: str) -> None:
                 f"(no module {module!r})",
                 hint="pip install 'icesql[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)",
             )
+
+
+_registered: set[tuple[int, str]] = set()
+_register_lock = threading.Lock()
+
+
+def register_data_source(spark: Any, source: Any) -> None:
+    """Register the Python data source class ``source`` with ``spark``, once per session (a second
+    caller waits for the first, as the engine's warm-up registers the files source in the
+    background)."""
+    key = (id(spark), source.name())
+    with _register_lock:
+        if key in _registered:
+            return
+        spark.dataSource.register(source)
+        _registered.add(key)
+
+

@@ -35,7 +35,6 @@ from __future__ import annotations
 import importlib.abc
 import logging
 import sys
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -280,19 +279,11 @@ class FilesDataSource(DataSource):
         return FilesStreamReader(dict(self.options))
 
 
-_registered: set[int] = set()
-_register_lock = threading.Lock()
-
-
 def register(spark: Any) -> None:
-    """Register the data source with ``spark`` (once per session; a second caller waits for
-    the first, as the engine's warm-up registers it in the background)."""
-    key = id(spark)
-    with _register_lock:
-        if key in _registered:
-            return
-        spark.dataSource.register(FilesDataSource)
-        _registered.add(key)
+    """Register the data source with ``spark`` (once per session)."""
+    from icesql.engine.backends.spark.session import register_data_source
+
+    register_data_source(spark, FilesDataSource)
 
 
 __all__ = ["NAME", "PIECE_SCHEMA", "FilesDataSource", "io_options", "plan_pieces", "register"]

@@ -41,7 +41,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -300,18 +299,11 @@ def _on_lost(options: Mapping[str, str]) -> Callable[[str, int, int, int], None]
     return log_lost if options.get("on_data_loss") == "continue" else None
 
 
-_registered: set[int] = set()
-_register_lock = threading.Lock()
-
-
 def register(spark: Any) -> None:
     """Register the data source with ``spark`` (once per session)."""
-    key = id(spark)
-    with _register_lock:
-        if key in _registered:
-            return
-        spark.dataSource.register(KafkaDataSource)
-        _registered.add(key)
+    from icesql.engine.backends.spark.session import register_data_source
+
+    register_data_source(spark, KafkaDataSource)
 
 
 __all__ = [
