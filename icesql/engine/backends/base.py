@@ -75,6 +75,22 @@ class Backend(Protocol):
         """A frame of a few rows made here (``columns`` of strings), in ``partitions`` groups."""
         ...
 
+    def start_query(
+        self,
+        stream: Any,
+        foreach_batch: Callable[[Any, int], None],
+        *,
+        checkpoint: str,
+        name: str,
+        interval: float | None,
+    ) -> Any:
+        """Start the streaming query of ``stream`` (the relation's streaming frame): each micro-batch
+        handed to ``foreach_batch(batch, batch_id)``, its progress in Spark's checkpoint format at
+        ``checkpoint``; ``interval``: seconds between batches of a running query, None for a bounded
+        run (Spark's ``Trigger.AvailableNow``). Returns the query (``isActive``, ``stop``,
+        ``awaitTermination``, ``exception``)."""
+        ...
+
 
 def backend_of(spark: Any, local: Any) -> Backend:
     """The backend of a sink running on ``spark``, or in this process when ``local`` (a

@@ -374,14 +374,13 @@ class SinkRunner(Committing):
                 )
             else:
                 batch = self._foreach_batch
-            writer = self.relation.df.writeStream.foreachBatch(batch)
-            writer = writer.option("checkpointLocation", self.checkpoint_location)
-            writer = writer.queryName(f"icesql_{self.name}_{self.sink_id[:8]}_v{self.version}")
-            if once:
-                writer = writer.trigger(availableNow=True)
-            else:
-                writer = writer.trigger(processingTime=f"{int(self.trigger_interval * 1000)} milliseconds")
-            self.query = writer.start()
+            self.query = self.backend.start_query(
+                self.relation.df,
+                batch,
+                checkpoint=self.checkpoint_location,
+                name=f"icesql_{self.name}_{self.sink_id[:8]}_v{self.version}",
+                interval=None if once else self.trigger_interval,
+            )
             mark("query started")
         except BaseException as e:
             raise self.fail(e) from e

@@ -133,5 +133,20 @@ class LocalBackend:
         step = max(1, -(-n // max(1, partitions)))
         return LocalFrame([[batch.slice(i, step)] for i in range(0, n, step)], self.parallelism, batch.schema)
 
+    def start_query(
+        self,
+        stream: Any,
+        foreach_batch: Callable[[Any, int], None],
+        *,
+        checkpoint: str,
+        name: str,
+        interval: float | None,
+    ) -> Any:
+        """Spark's micro-batch loop in this process (``local.query.LocalQuery``) over the source's
+        reader (``stream``: a ``local.query.LocalStreamFrame``) and the same checkpoint."""
+        from icesql.engine.backends.local.query import LocalQuery
+
+        return LocalQuery(stream, foreach_batch, checkpoint, name, interval).start()
+
 
 __all__ = ["LocalBackend", "LocalFrame", "map_in_threads"]

@@ -9,7 +9,7 @@ driver stages and commits. Here the same reader and the same tasks run in this p
 JVM:
 
 * ``LocalStreamFrame`` stands where the source's streaming DataFrame stands (``sources.Relation``);
-  the runner starts it exactly as it starts Spark's (``writeStream.foreachBatch(...).start()``),
+  the runner starts it through the backend (``local.frames.LocalBackend.start_query``), as it starts Spark's,
   so the sink's lifecycle - staging, commits, recovery, maintenance - is the one code path;
 * ``LocalQuery`` is Spark's micro-batch loop - under ``Trigger.AvailableNow`` for a bounded run,
   under a processing-time trigger for a running sink - over the same checkpoint in Spark's own
@@ -320,8 +320,8 @@ class LocalQuery:
 
 class LocalStreamFrame:
     """Where a source's streaming DataFrame stands when its sink runs without Spark: what the
-    runner reads of it (``isStreaming``, ``writeStream``) and what ``LocalQuery`` needs (a new
-    reader, the schema of its rows, which failures need Spark)."""
+    runner reads of it (``isStreaming``) and what ``LocalQuery`` needs (a new reader, the schema of
+    its rows, which failures need Spark); ``local.frames.LocalBackend.start_query`` starts it."""
 
     isStreaming = True  # noqa: N815 - PySpark's name
 
@@ -356,50 +356,6 @@ class LocalStreamFrame:
         if not self.cheap_checks:
             return interval
         return min(interval, max(IDLE_CHECK, 10 * took))
-
-    @property
-    def writeStream(self) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name
-        return _LocalStreamWriter(self)
-
-
-class _LocalStreamWriter:
-    """``DataStreamWriter``'s calls the runner makes, for a ``LocalStreamFrame``."""
-
-    def __init__(self, frame: LocalStreamFrame) -> None:
-        self.frame = frame
-        self.batch: Callable[[Any, int], None] | None = None
-        self.options: dict[str, str] = {}
-        self.name = "icesql"
-        self.interval: float | None = None
-
-    def foreachBatch(self, batch: Callable[[Any, int], None]) -> _LocalStreamWriter:  # noqa: N802
-        self.batch = batch
-        return self
-
-    def option(self, key: str, value: Any) -> _LocalStreamWriter:
-        self.options[key] = str(value)
-        return self
-
-    def queryName(self, name: str) -> _LocalStreamWriter:  # noqa: N802 - PySpark's name
-        self.name = name
-        return self
-
-    def trigger(self, *, availableNow: bool = False, processingTime: str | None = None) -> _LocalStreamWriter:  # noqa: N803
-        """``Trigger.AvailableNow`` (a bounded run), or ``ProcessingTime`` in milliseconds (the
-        runner's own spelling, ``"N milliseconds"``)."""
-        if availableNow == (processingTime is not None):
-            raise ValueError("a query run without Spark takes AvailableNow or a processing time")
-        if processingTime is not None:
-            found = re.fullmatch(r"(\d+) milliseconds", processingTime.strip())
-            if found is None:
-                raise ValueError(f"a processing time in milliseconds, not {processingTime!r}")
-            self.interval = int(found.group(1)) / 1000
-        return self
-
-    def start(self) -> LocalQuery:
-        assert self.batch is not None
-        checkpoint = self.options["checkpointLocation"]
-        return LocalQuery(self.frame, self.batch, checkpoint, self.name, self.interval).start()
 
 
 __all__ = ["LocalPieces", "LocalQuery", "LocalRows", "LocalSession", "LocalStreamFrame", "SparkNeeded"]

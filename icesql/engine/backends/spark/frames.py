@@ -82,5 +82,22 @@ class SparkBackend:
         df = self.spark.createDataFrame(rows, ddl)
         return SparkFrame(df.repartition(max(1, partitions)))
 
+    def start_query(
+        self,
+        stream: Any,
+        foreach_batch: Callable[[Any, int], None],
+        *,
+        checkpoint: str,
+        name: str,
+        interval: float | None,
+    ) -> Any:
+        writer = stream.writeStream.foreachBatch(foreach_batch).option("checkpointLocation", checkpoint)
+        writer = writer.queryName(name)
+        if interval is None:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{int(interval * 1000)} milliseconds")
+        return writer.start()
+
 
 __all__ = ["SparkBackend", "SparkFrame"]
