@@ -154,7 +154,9 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
         _run(home, None, ["pos_k"])
     table = load_table(home, "n.pos_k", warehouse=wh, catalog_name="lake")
     built = {}
-    for name, backend in (("here", LocalBackend(LocalSession(parallelism=3))), ("spark", SparkBackend(spark))):
+    on_spark = SparkBackend(spark)
+    here = LocalBackend(LocalSession(parallelism=on_spark.parallelism))  # the same cores, so the same shards
+    for name, backend in (("here", here), ("spark", on_spark)):
         store = IndexStore(str(tmp_path / "index" / name), "s", {})
         built[name] = (
             build_index(backend, table, store, key=["region", "id"], progress=9, version=1, io_properties={}),
