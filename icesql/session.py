@@ -27,6 +27,7 @@ from icesql import results as R
 from icesql.analyzer.catalog import EFFECTS, OverlayCatalog, object_kind
 from icesql.errors import CatalogError, ExecutionError, IcesqlError, UsageError
 from icesql.results import INLINE_SECRET_PREFIX, Result, SinkStatus
+from icesql.sessions.names import Names, SparkWorld, check_statement, check_tables, missing_table
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -122,6 +123,10 @@ class StoreCatalogView:
             return rel.columns
         return None
 
+    def names(self, kind: str) -> list[str]:
+        """Every object of a kind, for did-you-mean hints (an error's cost only)."""
+        return [o.name for o in self._session.store.list_objects(kind)]
+
 
 # --------------------------------------------------------------------------- session
 
@@ -160,6 +165,8 @@ class Session:
         self._view = StoreCatalogView(self)
         self._observer: ObserveServer | None = None
         self._running: list[str] = []  # the sinks run or started here, for the observer
+        # decided now: a Spark this session starts later knows only what icesql gives it
+        self._world = SparkWorld.of(spark, spark_master, self._spark_conf)
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -270,6 +277,7 @@ class Session:
 
         try:
             analyzed = analyze(stmt, self._view, source=source, filename=filename, base_dir=_base(base_dir))
+            check_statement(analyzed.plan, stmt, Names(self._view, self._view), self._world)
             # A warning renders against the analyzer's masked copy of the whole source: the
             # inline secret it warns about, or one elsewhere on its line, never shows.
             warnings = tuple(w.render() for w in analyzed.warnings)
@@ -294,6 +302,7 @@ class Session:
         for stmt in stmts:
             try:
                 analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
+                check_statement(analyzed.plan, stmt, Names(overlay, self._view), self._world)
                 overlay.apply(analyzed.plan)
             except IcesqlError as err:
                 raise _located(err, stmt, sql, filename) from None
@@ -351,6 +360,8 @@ class Session:
             for stmt in stmts:
                 try:
                     analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
+                    # without a query's names: sqlglot is the engine's, and check imports no engine
+                    check_statement(analyzed.plan, stmt, Names(overlay, self._view), self._world, queries=False)
                     overlay.apply(analyzed.plan)
                 except IcesqlError as err:
                     failed(err, stmt)
@@ -552,16 +563,25 @@ class Session:
         try:
             decision = self.engine.route_select(select, self._sink_storage)
         except IcesqlError as err:
-            self._locate_table_error(err, select, stmt.statement)
-            raise
+            raise self._table_error(err, select, stmt.statement) from None
         return R.explain_select(select, decision)
 
-    def _locate_table_error(self, err: IcesqlError, plan: P.SelectPlan, stmt: A.Select) -> None:
+    def _table_error(self, err: IcesqlError, plan: P.SelectPlan, stmt: A.Select) -> IcesqlError:
+        """A connection table's error pointing at the name, a missing one saying what exists."""
         from icesql.analyzer.queries import query_span
+        from icesql.engine.table_reader import MissingTableError
 
+        if isinstance(err, MissingTableError):
+            err = missing_table(err, self._open_catalog, self._secret_value)
         ref = getattr(err, "table_ref", None)
         if ref is not None and err.span is None:
             err.span = query_span(stmt, ref.start - plan.base, ref.end - plan.base)
+        return err
+
+    def _open_catalog(self, connection: str) -> tuple[Any, P.CatalogConnectionPlan, P.AwsConnectionPlan | None]:
+        found: tuple[Any, P.CatalogConnectionPlan, P.AwsConnectionPlan | None]
+        found = self.engine.connection_catalog(connection, self._sink_storage(connection))
+        return found
 
     def _apply_validate(self, plan: P.ValidateConnectionPlan, stmt: A.Statement, checked: bool) -> Result:
         if not checked:
@@ -581,6 +601,8 @@ class Session:
         assert isinstance(stmt, A.Select)
         # source offsets -> offsets in the query text (``plan.base`` is where that text starts)
         try:
+            if plan.relations and plan.tables:  # Spark will run it: its tables are checked first
+                check_tables(plan, self._open_catalog, self._secret_value)
             out = self.engine.select(plan, self._sink_storage)
         except (QueryError, QueryAnalysisError) as err:
             if err.position is not None and err.span is None:
@@ -588,8 +610,7 @@ class Session:
                 err.span = query_span(stmt, start, start + err.length)
             raise
         except IcesqlError as err:
-            self._locate_table_error(err, plan, stmt)
-            raise
+            raise self._table_error(err, plan, stmt) from None
         return R.query_rows(out.columns, out.rows, plan.limit)
 
     def _sink_storage(self, connection: str) -> tuple[str | None, ...]:
@@ -623,7 +644,16 @@ class Session:
         return found
 
     def _apply_describe_table(self, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
-        table = self.engine.load_table(plan.connection, plan.namespace, plan.table, self._sink_storage(plan.connection))
+        from icesql.engine.table_reader import MissingTableError
+
+        storage = self._sink_storage(plan.connection)
+        try:
+            table = self.engine.load_table(plan.connection, plan.namespace, plan.table, storage)
+        except MissingTableError as err:
+            err.span = err.span or stmt.span
+            if isinstance(stmt, A.DescribeTable) and stmt.name.span is not None:
+                err.span = stmt.name.span
+            raise missing_table(err, self._open_catalog, self._secret_value) from None
         return R.describe_table(".".join((plan.connection, *plan.namespace, plan.table)), table)
 
     def _apply_show_snapshots(self, plan: P.ShowSnapshotsPlan, stmt: A.Statement, checked: bool) -> Result:
