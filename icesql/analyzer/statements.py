@@ -220,14 +220,18 @@ def _show_sink_status(
     return ShowSinkStatusPlan(stmt.name.name if stmt.name is not None else None)
 
 
+_DESCRIBED = ("source", "view", "sink", "connection")
+
+
 def _describe(ctx: Context, stmt: Describe, catalog: CatalogView, source: str | None) -> StatementPlan:
     name = stmt.name.name
-    known = any(catalog.get(k, name) is not None for k in ("source", "view", "sink", "connection"))
+    known = any(catalog.get(k, name) is not None for k in _DESCRIBED)
     if not known and catalog.relation_columns(name) is None:
         raise ctx.error(
             f"unknown object {name}",
             stmt.name,
-            names_hint(catalog, "source", name) or "DESCRIBE names a source, view, sink, connection or Spark table",
+            next(filter(None, (names_hint(catalog, k, name) for k in _DESCRIBED)), None)
+            or "DESCRIBE names a source, view, sink, connection or Spark table",
         )
     return DescribePlan(name)
 

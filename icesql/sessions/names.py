@@ -1,7 +1,7 @@
 """Names a statement reads that cannot exist, answered before Spark starts.
 
-A mistyped connection, namespace, table, source or view in a SELECT, EXPLAIN, DESCRIBE or a
-sink's FROM would otherwise reach Spark, which takes its start (tens of seconds) to say
+A mistyped connection, namespace, table, source or view in a SELECT, EXPLAIN, DESCRIBE, a
+view's query or a sink's FROM would otherwise reach Spark, which takes its start (tens of seconds) to say
 something about a single-part namespace. Here each such name is one error, pointing at the
 name, with a did-you-mean and what exists:
 
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from icesql import plan as P
 from icesql.analyzer.diagnostics import did_you_mean
 from icesql.analyzer.queries import query_span
-from icesql.errors import AnalysisError, IcesqlError, Span
+from icesql.errors import AnalysisError, IcesqlError, Span, span_within
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -123,15 +123,27 @@ def check_select(stmt: A.Select, names: Names, world: SparkWorld) -> None:
     for rel in found or ():
         offsets = tuple((s - len(head), e - len(head)) for s, e in rel.offsets)
         spans = tuple(query_span(stmt, s, e) for s, e in offsets)
-        check_relation(rel.parts, spans, names, world, in_query=True)
+        check_relation(rel.parts, spans, names, world, reader="query")
+
+
+def check_view(stmt: A.CreateView, names: Names, world: SparkWorld) -> None:
+    """The relations a view's query names that cannot exist (Spark runs it as written)."""
+    from icesql.engine.table_reader import query_relations
+
+    for rel in query_relations(stmt.query) or ():
+        if rel.parts == (stmt.name.name,):  # CREATE OR REPLACE VIEW v over the v it replaces
+            continue
+        origin = stmt.query_span
+        spans = tuple(span_within(origin, stmt.query, s, e) if origin else None for s, e in rel.offsets)
+        check_relation(rel.parts, spans, names, world, reader="view")
 
 
 def check_relation(
-    parts: tuple[str, ...], spans: tuple[Span | None, ...], names: Names, world: SparkWorld, *, in_query: bool
+    parts: tuple[str, ...], spans: tuple[Span | None, ...], names: Names, world: SparkWorld, *, reader: str
 ) -> None:
     """One relation name (``spans``: each part's): a connection's table, a source or view, or
-    (when Spark may know more) left to Spark. ``in_query``: a SELECT's, which reads a
-    connection's tables; a sink's FROM reads sources and views only."""
+    (when Spark may know more) left to Spark. ``reader``: a SELECT's ``query``, which reads
+    a connection's tables; a ``sink``'s FROM and a ``view``'s query read sources and views."""
     first = parts[0]
     conn = names.get("connection", first) if len(parts) >= 2 else None
     whole = _joined(spans)
@@ -142,11 +154,11 @@ def check_relation(
                 whole,
                 f"SHOW TABLES IN {first} lists them",
             )
-        if not in_query and world.closed:
+        if reader != "query" and world.closed:
             raise AnalysisError(
-                f"a sink reads a source or a view, not the table {'.'.join(parts)} of connection {first}",
+                f"a {reader} reads sources and views, not the table {'.'.join(parts)} of connection {first}",
                 whole,
-                "a SELECT reads a connection's tables; a sink reads a source (CREATE SOURCE) or a view of sources",
+                "a SELECT reads a connection's tables; sinks and views read sources (CREATE SOURCE) and views",
             )
         return
     if not world.closed:
@@ -181,7 +193,7 @@ def check_sink_from(rel: A.QualifiedName, names: Names, world: SparkWorld) -> No
     spans = tuple(p.span for p in rel.parts)
     if len(rel.parts) == 1:
         spans = (rel.span,)
-    check_relation(tuple(p.name for p in rel.parts), spans, names, world, in_query=False)
+    check_relation(tuple(p.name for p in rel.parts), spans, names, world, reader="sink")
 
 
 def _joined(spans: tuple[Span | None, ...]) -> Span | None:
@@ -249,9 +261,9 @@ def check_tables(plan: P.SelectPlan, open_catalog: CatalogOpener, secrets: P.Sec
 
 
 def check_statement(plan: P.StatementPlan, stmt: A.Statement, names: Names, world: SparkWorld, *, queries: bool = True) -> None:
-    """The offline checks of the statements that name relations: SELECT and EXPLAIN SELECT
-    (``queries``: their text is parsed by sqlglot, which ``Session.check`` leaves out), CREATE
-    SINK and EXPLAIN CREATE SINK."""
+    """The offline checks of the statements that name relations: SELECT, EXPLAIN SELECT and
+    CREATE VIEW (``queries``: their text is parsed by sqlglot, which ``Session.check`` leaves
+    out), CREATE SINK and EXPLAIN CREATE SINK."""
     if isinstance(stmt, A.Explain):
         stmt = stmt.statement
     if isinstance(plan, P.SelectPlan | P.ExplainSelectPlan) and isinstance(stmt, A.Select):
@@ -259,6 +271,9 @@ def check_statement(plan: P.StatementPlan, stmt: A.Statement, names: Names, worl
             check_select(stmt, names, world)
     elif isinstance(plan, P.CreateObjectPlan | P.ExplainPlan) and isinstance(stmt, A.CreateSink):
         check_sink_from(stmt.relation, names, world)
+    elif isinstance(plan, P.CreateObjectPlan) and isinstance(stmt, A.CreateView):
+        if queries:
+            check_view(stmt, names, world)
 
 
 __all__ = [
@@ -270,6 +285,7 @@ __all__ = [
     "check_select",
     "check_sink_from",
     "check_statement",
+    "check_view",
     "check_tables",
     "hint_of",
     "missing_table",

@@ -75,6 +75,19 @@ CREATE SINK k FROM lake.analytics.events INTO ICEBERG CATALOG lake (NAMESPACE = 
 -- case: explain_sink_from_unknown_view
 EXPLAIN CREATE SINK k FROM recnt INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')
 
+-- case: view_over_unknown_source
+CREATE VIEW v2 AS
+  SELECT id FROM evnts WHERE id > 0
+
+-- case: view_over_unknown_connection
+CREATE VIEW v2 AS SELECT * FROM nolake.analytics.events
+
+-- case: view_over_a_connection_table
+CREATE VIEW v2 AS SELECT * FROM lake.analytics.events
+
+-- case: ok_view_over_a_view_and_a_cte
+CREATE VIEW v3 AS WITH r AS (SELECT * FROM recent) SELECT * FROM r JOIN events USING (id)
+
 -- case: ok_sink_from_a_view_the_script_created
 CREATE VIEW later AS SELECT * FROM events;
 EXPLAIN CREATE SINK k FROM later INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')
