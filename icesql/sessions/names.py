@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from icesql import plan as P
 from icesql.analyzer.diagnostics import did_you_mean
 from icesql.analyzer.queries import query_span
-from icesql.errors import AnalysisError, IcesqlError, Span, span_within
+from icesql.errors import AnalysisError, ExecutionError, IcesqlError, Span, span_within
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -235,6 +235,28 @@ def missing_table(err: MissingTableError, open_catalog: CatalogOpener, secrets: 
     return err
 
 
+def missing_namespace(
+    err: IcesqlError, connection: str, namespace: tuple[str, ...], open_catalog: CatalogOpener, secrets: P.SecretResolver
+) -> IcesqlError:
+    """A listing of ``connection.namespace`` that failed: "namespace ... does not exist" with
+    what exists, when a level of it is missing (a catalog says "not found" in its own words,
+    pyiceberg's SQL catalog even names the warehouse); else ``err`` as it is."""
+    from icesql.engine.table_reader import in_catalog, missing_part
+
+    where = ".".join((connection, *namespace))
+    try:
+        catalog, conn, aws = open_catalog(connection)
+        part = in_catalog(conn, aws, secrets, f"list {where}", lambda: missing_part(catalog, namespace, ""))
+    except Exception:
+        return err
+    if part is None or part.depth >= len(namespace):
+        return err
+    missing = ".".join((connection, *namespace[: part.depth + 1]))
+    parent = ".".join((connection, *namespace[: part.depth]))
+    hint = hint_of(namespace[part.depth], part.there, f"namespaces in {parent}") or f"{parent} has no namespace"
+    return ExecutionError(f"namespace {missing} does not exist", err.span, hint, err.source, err.filename)
+
+
 def check_tables(plan: P.SelectPlan, open_catalog: CatalogOpener, secrets: P.SecretResolver) -> None:
     """Before a query that starts Spark (it reads a source or view too): each connection table
     it reads exists, else a ``MissingTableError`` for ``missing_table`` (the engine would find
@@ -288,5 +310,6 @@ __all__ = [
     "check_view",
     "check_tables",
     "hint_of",
+    "missing_namespace",
     "missing_table",
 ]

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from icesql import plan as P
 from icesql import results as R
-from icesql.errors import CatalogError, IcesqlError
+from icesql.errors import CatalogError, IcesqlError, Span
 from icesql.results import Result
-from icesql.sessions.names import check_tables, missing_table
+from icesql.sessions.names import check_tables, missing_namespace, missing_table
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
@@ -88,7 +88,17 @@ class StorageOf:
 
 def apply_show_tables(session: Session, plan: P.ShowTablesPlan, stmt: A.Statement, checked: bool) -> Result:
     where = ".".join((plan.connection, *plan.namespace))
-    return R.show_tables(where, tables(session, plan.connection, plan.namespace))
+    try:
+        found = tables(session, plan.connection, plan.namespace)
+    except IcesqlError as err:
+        if not plan.namespace:
+            raise
+        if isinstance(stmt, A.ShowTables) and stmt.namespace[0].span and stmt.namespace[-1].span:
+            first, last = stmt.namespace[0].span, stmt.namespace[-1].span
+            err.span = Span(first.start, last.end, first.line, first.column, last.end_line, last.end_column)
+        opener = StorageOf(session).open_catalog
+        raise missing_namespace(err, plan.connection, tuple(plan.namespace), opener, session.secret_value) from None
+    return R.show_tables(where, found)
 
 
 def tables(session: Session, connection: str, namespace: Sequence[str] = ()) -> list[tuple[str, ...]]:

@@ -63,6 +63,12 @@ DESCRIBE lake.analytics.evnts
 -- case: describe_unknown_object
 DESCRIBE evnts
 
+-- case: show_tables_in_unknown_namespace
+SHOW TABLES IN lake.analytix
+
+-- case: ok_show_tables
+SHOW TABLES IN lake.analytics
+
 -- case: sink_from_unknown_source
 CREATE SINK k FROM evnts INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')
 
