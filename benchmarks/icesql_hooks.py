@@ -4,7 +4,7 @@ Each function runs in its own child process (project venv, via ``workers/entry.p
 parent can sample the memory of the whole process tree (driver JVM + Python workers); it gets
 plain paths and an empty ``home`` directory and returns a result dict. They use the public path
 (SQL through ``icesql.Session`` on the baselines' SparkSession, FILES sources, ``run(once=True)``);
-the commit figure calls ``icesql.engine.commit.commit`` directly on pre-written files.
+the commit figure calls ``icesql.engine.commit.snapshot.commit`` directly on pre-written files.
 ``ICESQL_BENCH_PROFILE=<file>`` writes a pyinstrument profile of the timed phase (driver side).
 ``smoke(...)`` runs append, upsert and commit at tiny sizes in one process (tests/bench).
 
@@ -57,7 +57,7 @@ def _icesql_conf(spark_conf: dict[str, str] | None) -> dict[str, str]:
     """The baselines' settings plus what ``icesql``'s own session builder sets for a local
     master: Python workers through ``worker_python``'s launcher (pyspark from its package), and
     the driver JVM's collector (``DRIVER_GC``; Spark's logging is left as the baselines have it)."""
-    from icesql.engine.spark import DRIVER_GC, worker_python
+    from icesql.engine.backends.spark.session import DRIVER_GC, worker_python
 
     python = worker_python()
     os.environ["PYSPARK_PYTHON"] = python
@@ -426,7 +426,7 @@ def _commit_catalog(home: str, catalog: str, rest: dict[str, str] | None) -> Any
 
 def measure_commit_overhead(home: str, *, catalog: str = "local", commits: int = 30,
                             rows_per_commit: int = 100, rest: dict[str, str] | None = None) -> dict[str, Any]:
-    """Per-commit time of the engine's commit path (``icesql.engine.commit.commit``) for tiny files.
+    """Per-commit time of the engine's commit path (``icesql.engine.commit.snapshot.commit``) for tiny files.
 
     A table is created with icesql's schema mapping; ``commits`` data files of ``rows_per_commit``
     rows are written first by icesql's executor-side writer (``DataFileWriter``, untimed); then
@@ -439,8 +439,8 @@ def measure_commit_overhead(home: str, *, catalog: str = "local", commits: int =
     import pyiceberg
 
     from benchmarks.datagen import arange, gen_rows
-    from icesql.engine.commit import CommitRequest, commit
-    from icesql.engine.writer import DataFileWriter, WriteSpec
+    from icesql.engine.commit.snapshot import CommitRequest, commit
+    from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
     cat = _commit_catalog(home, catalog, rest)
     try:
@@ -467,7 +467,7 @@ def measure_commit_overhead(home: str, *, catalog: str = "local", commits: int =
     _profile_stop(prof)
     xs = sorted(x * 1000 for x in times)
     return {
-        "engine": f"icesql.engine.commit.commit (pyiceberg {pyiceberg.__version__}, {catalog} catalog)",
+        "engine": f"icesql.engine.commit.snapshot.commit (pyiceberg {pyiceberg.__version__}, {catalog} catalog)",
         "catalog": catalog, "n": len(xs), "p50_ms": round(statistics.median(xs), 1),
         "p99_ms": round(xs[min(len(xs) - 1, int(len(xs) * 0.99))], 1),
         "mean_ms": round(statistics.fmean(xs), 1), "max_ms": round(xs[-1], 1), "first_ms": round(times[0] * 1000, 1),
@@ -497,7 +497,7 @@ def prepare_index_table(files: list[str], rows: int, home: str, codec: str = "zs
     import pyarrow.parquet as pq
 
     from benchmarks.datagen import SPARK_DDL
-    from icesql.engine.schema import arrow_schema, spark_to_iceberg_schema, to_table_batch
+    from icesql.engine.iceberg.schema import arrow_schema, spark_to_iceberg_schema, to_table_batch
 
     cat = _commit_catalog(home, "local", None)
     cat.create_namespace("bench")
@@ -545,7 +545,7 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
     import inspect
 
     build_index, IndexStore = _index_api()
-    from icesql.engine.spark import parallelism
+    from icesql.engine.backends.spark.frames import SparkBackend
 
     cat = _commit_catalog(home, "local", None)
     table = cat.load_table("bench.k")
@@ -553,15 +553,15 @@ def measure_index_build(home: str, keys: int, *, spark_conf: dict[str, str] | No
 
     spark, session_s = spark_session("bench-icesql-index", conf=_icesql_conf(spark_conf))
     store = IndexStore(table.location(), "bench-index", {})
-    kwargs = {"key": ["id"], "progress": 0, "version": 1, "parallelism": parallelism(spark), "io_properties": {}}
+    kwargs = {"key": ["id"], "progress": 0, "version": 1, "io_properties": {}}
     try:
-        inspect.signature(build_index).bind(spark, table, store, **kwargs)
+        inspect.signature(build_index).bind(SparkBackend(spark), table, store, **kwargs)
     except TypeError as e:
         spark.stop()
         raise NotImplementedError(f"{INDEX_NA}: build_index{inspect.signature(build_index)} ({e})") from None
     prof = _profile_start()
     t0 = time.perf_counter()
-    manifest = build_index(spark, table, store, **kwargs)
+    manifest = build_index(SparkBackend(spark), table, store, **kwargs)
     secs = time.perf_counter() - t0
     _profile_stop(prof)
     spark.stop()

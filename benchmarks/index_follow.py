@@ -57,11 +57,13 @@ def main() -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField, StringType
 
-    from icesql.engine.compact import CompactMode, compact_table
-    from icesql.engine.index.build import build_index, key_arrow_fields
+    from icesql.engine.backends.hashing import key_arrow_fields
+    from icesql.engine.backends.spark.frames import SparkBackend
+    from icesql.engine.backends.spark.session import get_spark
+    from icesql.engine.index.build import build_index
     from icesql.engine.index.follow import follow, table_changes, worth_following
     from icesql.engine.index.store import IndexStore
-    from icesql.engine.spark import get_spark, parallelism
+    from icesql.engine.maintenance.compact import CompactMode, compact_table
     from icesql.plan import MaintenancePolicy
 
     tmp = Path(tempfile.mkdtemp(prefix="icesql-index-follow-"))
@@ -87,9 +89,7 @@ def main() -> None:
     fields = key_arrow_fields(table.schema(), key)
     store = IndexStore(table.location(), "follow", {})
     t0 = time.perf_counter()
-    m = build_index(
-        spark, table, store, key=key, progress=0, version=1, parallelism=parallelism(spark), io_properties={}
-    )
+    m = build_index(SparkBackend(spark), table, store, key=key, progress=0, version=1, io_properties={})
     print(
         f"table: {args.keys:,} keys in {args.files} files; first build {time.perf_counter() - t0:.2f}s, "
         f"{m.shards} shard(s)"
@@ -103,20 +103,11 @@ def main() -> None:
         assert changes is not None, "followable"
         choice = "follows" if worth_following(changes, m.keys) else "rebuilds"
         t0 = time.perf_counter()
-        m = follow(spark, table, store, m, changes, key=key, progress=0, version=1)
+        m = follow(table, store, m, changes, key=key, progress=0, version=1)
         followed = time.perf_counter() - t0
         rebuilt_store = IndexStore(table.location(), f"rebuild-{what[:5]}", {})
         t0 = time.perf_counter()
-        r = build_index(
-            spark,
-            table,
-            rebuilt_store,
-            key=key,
-            progress=0,
-            version=1,
-            parallelism=parallelism(spark),
-            io_properties={},
-        )
+        r = build_index(SparkBackend(spark), table, rebuilt_store, key=key, progress=0, version=1, io_properties={})
         rebuilt = time.perf_counter() - t0
         same = entries(store, m, fields) == entries(rebuilt_store, r, fields)
         print(

@@ -65,10 +65,10 @@ def main() -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
 
+    from icesql.engine.base.wire import SHARD
     from icesql.engine.index import shard as S
     from icesql.engine.index.build import ReadKeysTask, WriteBaseTask, shard_count
     from icesql.engine.index.store import IndexStore
-    from icesql.engine.index.task import SHARD
 
     with tempfile.TemporaryDirectory(prefix="icesql-index-mem-") as tmp:
         root = Path(tmp)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _clear_caches() -> None:
-    from icesql.engine.maintenance import files
+    from icesql.engine.iceberg import table_files as files
 
     files._cache.clear()
     files._cached_entries = 0
@@ -46,8 +46,8 @@ def timed(label: str, fn: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from icesql.engine.compact import CompactMode, compact_table
     from icesql.engine.maintenance import expire_snapshots, remove_orphan_files, rewrite_manifests
+    from icesql.engine.maintenance.compact import CompactMode, compact_table
     from tests.support.iceberg_tables import data, sink_commit, sink_table, sql_catalog
 
     ap = argparse.ArgumentParser()

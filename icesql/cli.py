@@ -446,7 +446,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         code = _execute_files(session, args.files, args.format)
         if code != EXIT_OK:
             return code
-        from icesql.engine.hooks import mark
+        from icesql.engine.base.hooks import mark
 
         mark("script applied")
         sinks = list(session.created_sinks)

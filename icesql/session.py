@@ -384,7 +384,7 @@ class Session:
         """Rewrite the tables of the named sinks (all when None) without delete files and with
         few data files, so that every reader stays fast after many upserts. Safe while the sinks
         run: a commit in between makes the compaction start over. Returns one
-        ``icesql.engine.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
+        ``icesql.engine.maintenance.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
         gives a line)."""
         return [self.engine.compact(plan) for plan in self.sink_plans(sinks)]
 

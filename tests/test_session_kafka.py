@@ -151,7 +151,7 @@ class _Checks:
 
 @pytest.fixture
 def checks(monkeypatch: pytest.MonkeyPatch) -> _Checks:
-    from icesql.engine.kafka import connection
+    from icesql.engine.connections import kafka as connection
 
     recorder = _Checks()
     monkeypatch.setattr(connection, "validate_kafka_connection", recorder)
@@ -188,7 +188,7 @@ def test_validate_checks_the_connection_and_the_topic(tmp_path: Path, checks: _C
 
 
 def test_a_failed_check_stores_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine.kafka import connection
+    from icesql.engine.connections import kafka as connection
 
     reachable: list[str] = []
 

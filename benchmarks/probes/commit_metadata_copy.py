@@ -4,7 +4,7 @@ pyiceberg 0.12's ``update_table_metadata`` ends with ``model_copy(deep=True)`` o
 metadata, snapshots included; a commit ran it three times (the transaction's metadata before and
 after the snapshot producer, and the catalog's commit). icesql builds the metadata without that copy
 (``pyiceberg_internals.staged_metadata``, ``cheap_commits``). This probe commits one small data file
-at a time through ``icesql.engine.commit.commit`` to a local SQL catalog, both ways, in one process,
+at a time through ``icesql.engine.commit.snapshot.commit`` to a local SQL catalog, both ways, in one process,
 the two ways taking turns, after a warm-up history of snapshots:
 
     .venv/bin/python benchmarks/probes/commit_metadata_copy.py [--snapshots 100] [--commits 60]
@@ -24,8 +24,8 @@ def _table(root: Path, cheap: bool) -> tuple[Any, list[Any]]:
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from icesql.engine import pyiceberg_internals as internals
-    from icesql.engine.writer import DataFileWriter, WriteSpec
+    from icesql.engine.base import pyiceberg_internals as internals
+    from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
     root.mkdir(parents=True)
     catalog = SqlCatalog("probe", uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}/wh")
@@ -41,8 +41,8 @@ def _table(root: Path, cheap: bool) -> tuple[Any, list[Any]]:
 def main() -> None:
     from pyiceberg.table.update import update_table_metadata
 
-    from icesql.engine import pyiceberg_internals as internals
-    from icesql.engine.commit import CommitRequest, commit
+    from icesql.engine.base import pyiceberg_internals as internals
+    from icesql.engine.commit.snapshot import CommitRequest, commit
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--snapshots", type=int, default=100, help="history before the timed commits")

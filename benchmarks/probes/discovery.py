@@ -45,7 +45,7 @@ def _count(batches: Any) -> Any:
 
 
 def python_source(spark: Any, src: Path, scratch: Path) -> int:
-    from icesql.engine.files.source import NAME, PIECE_SCHEMA, register
+    from icesql.engine.sources.files.source import NAME, PIECE_SCHEMA, register
 
     register(spark)
     total: list[int] = []
@@ -150,7 +150,7 @@ def spark_listing(spark: Any, src: Path, scratch: Path) -> int:
 
 
 def main() -> None:
-    from icesql.engine.spark import get_spark
+    from icesql.engine.backends.spark.session import get_spark
 
     src = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/icesql-bench/data/append-1000000")
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3

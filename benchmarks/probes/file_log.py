@@ -1,6 +1,6 @@
 """Probe: does a FILES source's cost per trigger stay flat after it has seen a million files?
 
-What a trigger of the Arrow path's source does with its file log (``icesql.engine.files.log``),
+What a trigger of the Arrow path's source does with its file log (``icesql.engine.sources.files.log``),
 timed with logs that already hold 1,000 / 100,000 / 1,000,000 files:
 
 * ``unseen``: which of the listed files are new (the listing = the new files only, as in a
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from icesql.engine.files.listing import Listed
-from icesql.engine.files.log import FileLog
+from icesql.engine.connections.stores.location import Listed
+from icesql.engine.sources.files.log import FileLog
 
 CHUNK = 10_000  # files per segment while the log is built (as big batches of a backlog would be)
 
@@ -74,7 +74,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     if args.merge_all:
-        import icesql.engine.files.log as file_log
+        import icesql.engine.sources.files.log as file_log
 
         file_log.SMALL_SEGMENT = 10**12  # every segment counts as small: the whole log is merged
     print(

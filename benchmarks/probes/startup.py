@@ -119,7 +119,7 @@ def main() -> None:
     # set-up, on Spark: the first run (its JVM dumps the class archive as it exits), then one that
     # checks and adopts it (once the dumping JVM has exited)
     run_once(work, {**env, **ON_SPARK}, timeline)
-    from icesql.engine.jvm_archive import wait_for_dumps
+    from icesql.engine.backends.spark.jvm_archive import wait_for_dumps
 
     wait_for_dumps(str(work / "cache" / "icesql"))
     (work / "data" / "events-001.json").write_text(events(40, 120))

@@ -13,9 +13,9 @@ import pyspark.sql.worker.plan_data_source_read  # noqa: F401
 import pyspark.worker  # noqa: F401
 from pyspark.daemon import manager
 
-import icesql.engine.files.source  # noqa: F401
-import icesql.engine.files.task  # noqa: F401
-import icesql.engine.writer  # noqa: F401
+import icesql.engine.iceberg.writer  # noqa: F401
+import icesql.engine.sources.files.source  # noqa: F401
+import icesql.engine.sources.pieces  # noqa: F401
 
 if __name__ == "__main__":
     manager()

@@ -139,7 +139,7 @@ def reference_table(metadata: str, expected: str, workdir: str, codec: str = "zs
     import pyarrow.parquet as pq
     from pyiceberg.table import StaticTable
 
-    from icesql.engine.schema import arrow_schema, to_table_batch
+    from icesql.engine.iceberg.schema import arrow_schema, to_table_batch
 
     src = StaticTable.from_metadata(metadata)
     schema = src.schema()

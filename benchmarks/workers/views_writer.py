@@ -2,9 +2,9 @@
 
 Views and Spark tables keep Spark's row path (only FILES sources have the Arrow-native one). Two
 ways to write the same DataFrame into the same icesql table, both ending in icesql's commit
-(``icesql.engine.commit.commit``, one append snapshot):
+(``icesql.engine.commit.snapshot.commit``, one append snapshot):
 
-* ``mapinarrow`` -- today's path: ``icesql.engine.batch.BatchWriter`` (the sink's writer of a
+* ``mapinarrow`` -- today's path: ``icesql.engine.sink.batch.BatchWriter`` (the sink's writer of a
   micro-batch): ``mapInArrow`` hands the rows to Python workers, where ``DataFileWriter`` writes
   Parquet with field ids and computes the statistics while writing.
 * ``spark_writer`` -- Spark 4's own Parquet writer: each column carries its Iceberg field id in
@@ -12,7 +12,7 @@ ways to write the same DataFrame into the same icesql table, both ending in ices
   ``spark.sql.parquet.fieldId.write.enabled``), timestamps as ``TIMESTAMP_MICROS`` (Spark's default
   INT96 is not Iceberg), then the driver reads each written file's footer with pyarrow and turns it
   into icesql's statistics (``pyiceberg.io.pyarrow.data_file_statistics_from_parquet_metadata``, as
-  ``icesql/engine/writer.py`` does). ``day(ts)``: ``partitionBy`` on a computed ``ts_day`` column
+  ``icesql/engine/iceberg/writer.py`` does). ``day(ts)``: ``partitionBy`` on a computed ``ts_day`` column
   (``to_date(ts)`` in the UTC session time zone = Iceberg's ``day`` transform); the directory value
   (``ts_day=2025-01-01``, which is also Iceberg's own path for that partition) is mapped to the
   partition value Iceberg stores (days since 1970-01-01).
@@ -41,7 +41,7 @@ def _table(workdir: str, df: Any, partitioned: bool, codec: str) -> Any:
     from pyiceberg.partitioning import PartitionField, PartitionSpec
     from pyiceberg.transforms import DayTransform
 
-    from icesql.engine.schema import spark_schema_json, spark_to_iceberg_schema
+    from icesql.engine.iceberg.schema import spark_schema_json, spark_to_iceberg_schema
 
     wh = Path(workdir) / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
@@ -58,8 +58,8 @@ def _table(workdir: str, df: Any, partitioned: bool, codec: str) -> Any:
 
 
 def _mapinarrow(df: Any, table: Any) -> list[Any]:
-    from icesql.engine.batch import BatchWriter
-    from icesql.engine.writer import WriteSpec, WrittenFile
+    from icesql.engine.iceberg.writer import WriteSpec, WrittenFile
+    from icesql.engine.sink.batch import BatchWriter
 
     writer = BatchWriter(WriteSpec.from_table(table), upsert=False, key=[], equality_ids=[], sink="v",
                          relation="view", key_enforced=True)
@@ -81,7 +81,7 @@ def _spark_writer(spark: Any, df: Any, table: Any, partitioned: bool, codec: str
     )
     from pyspark.sql import functions as F
 
-    from icesql.engine.writer import WrittenFile
+    from icesql.engine.iceberg.writer import WrittenFile
 
     schema = table.schema()
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
@@ -132,7 +132,7 @@ def write(files: list[str], rows: int, arrow_bytes: int, workdir: str, method: s
     """Write the dataset through a view with ``method`` (``mapinarrow`` | ``spark_writer``), commit."""
     import pyspark
 
-    from icesql.engine.commit import CommitRequest, commit
+    from icesql.engine.commit.snapshot import CommitRequest, commit
 
     if method not in ("mapinarrow", "spark_writer"):
         raise ValueError(f"unknown method {method!r}")

@@ -25,15 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from icesql import settings
-from icesql.engine.events import Listeners, SinkListener
-from icesql.engine.target import ObjectResolver
+from icesql.engine.base.events import Listeners, SinkListener
+from icesql.engine.connections.target import ObjectResolver
+from icesql.engine.select.service import SelectService
+from icesql.engine.sink.warmup import Warmer
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
 
 if (
     TYPE_CHECKING
 ):  # the runner pulls in Spark's side of the engine (sources, batch): 0.1-0.2 s a SELECT need not pay
-    from icesql.engine.runner import StateCallback
+    from icesql.engine.sink.runner import StateCallback
 
 log = logging.getLogger("icesql.engine")
 
@@ -62,13 +64,10 @@ class Engine:
         self._runners: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)
-        self._workers_warmed = False
-        self._warm_thread: threading.Thread | None = None
-        self._query_warmed = False
+        self.warmer = Warmer()  # Spark's Python workers and data source, warmed in the background
         self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
-        self._table_cache_: Any = None  # table_reader.TableCache of SELECTs (created on the first)
-        self._duck: Any = None  # fastpath.DuckSession (created on the first fast-path SELECT)
+        self.selects = SelectService(self)  # SELECT: DuckDB over the tables' rows, or Spark
         self._spark_needed: set[str] = set()  # sinks whose run without Spark met a batch needing it
 
     def add_listener(self, listener: SinkListener) -> None:
@@ -80,8 +79,8 @@ class Engine:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            from icesql.engine.hooks import mark
-            from icesql.engine.spark import get_spark
+            from icesql.engine.backends.spark.session import get_spark
+            from icesql.engine.base.hooks import mark
 
             mark("spark starting")
             # while this thread waits seconds for the JVM, another imports what the driver needs
@@ -99,11 +98,26 @@ class Engine:
             mark("spark ready")
         return self._spark
 
+    @property
+    def spark_master(self) -> str | None:
+        """The master the session was given (None: ``ICESQL_SPARK_MASTER`` or the default)."""
+        return self._spark_master
+
+    @property
+    def spark_conf(self) -> dict[str, Any]:
+        """The Spark settings the session was given (``--conf``)."""
+        return self._spark_conf
+
+    @property
+    def started_spark(self) -> Any:
+        """The Spark session when one was given or started, else None (never starts one)."""
+        return self._spark
+
     # ----------------------------------------------------------------- resolution
 
     def target(self, plan: SinkPlan) -> Any:
         """The sink's table with its connections resolved (``target.SinkTarget``)."""
-        from icesql.engine.target import resolve_target
+        from icesql.engine.connections.target import resolve_target
 
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
@@ -111,7 +125,7 @@ class Engine:
         """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
         Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given); ``local``: read
         in this process, without Spark (``local_query``)."""
-        from icesql.engine.sources import build_relation
+        from icesql.engine.sources.resolve import build_relation
 
         plan = self.objects.relation(name)
         if isinstance(plan, SourcePlan) and self._source_storage(plan):
@@ -134,9 +148,9 @@ class Engine:
         here, remembered for masking; never logged)."""
         import dataclasses
 
-        from icesql.engine.kafka.connection import SECRET_KEYS, client_config, executor_config
-        from icesql.engine.kafka.relation import KafkaBinding
-        from icesql.engine.secrets import SecretValues
+        from icesql.engine.base.secrets import SecretValues
+        from icesql.engine.connections.kafka import SECRET_KEYS, client_config, executor_config
+        from icesql.engine.sources.kafka.relation import KafkaBinding
         from icesql.plan import KafkaConnectionPlan
 
         assert plan.kafka is not None
@@ -151,7 +165,7 @@ class Engine:
 
     def _source_storage(self, plan: SourcePlan) -> list[Any]:
         """The storage connections (AWS, GCS, AZURE) a FILES source names."""
-        from icesql.engine.target import storage_of
+        from icesql.engine.connections.target import storage_of
 
         return [c for c in storage_of(self.objects, plan) if c is not None]
 
@@ -176,9 +190,9 @@ class Engine:
         its connection's credentials (Spark's own connectors are not needed, nor installed)."""
         import dataclasses
 
-        from icesql.engine import stores
-        from icesql.engine.files.listing import Location
-        from icesql.engine.secrets import SecretValues, scrub
+        from icesql.engine.base.secrets import SecretValues, scrub
+        from icesql.engine.connections import stores
+        from icesql.engine.connections.stores.location import Location
 
         conn = self._source_storage(plan)[-1]
         store = stores.for_connection(conn)
@@ -204,8 +218,8 @@ class Engine:
     def source_io(self, plan: SourcePlan) -> dict[str, str]:
         """The FileIO properties a FILES source's files are listed and read with: its storage
         connection's credentials, region and endpoint (none for a local directory)."""
-        from icesql.engine import stores
-        from icesql.engine.secrets import SecretValues
+        from icesql.engine.base.secrets import SecretValues
+        from icesql.engine.connections import stores
 
         sec = SecretValues(self.secrets)
         out: dict[str, str] = {}
@@ -219,43 +233,22 @@ class Engine:
         from icesql.settings import SPARK_MASTER
 
         if self._spark is not None:
-            from icesql.engine.spark import is_connect
+            from icesql.engine.backends.spark.session import is_connect
 
             return bool(is_connect(self._spark))
         return (self._spark_master or SPARK_MASTER.get() or "").startswith("sc://")
 
     def relation_columns(self, name: str) -> tuple[Column, ...]:
         """The columns of relation ``name`` as Spark sees them (changelog columns left out)."""
-        from icesql.engine.sources import columns_of
+        from icesql.engine.sources.relation import columns_of
 
         return columns_of(self.relation(name).df)
 
     # ----------------------------------------------------------------- queries and tables
 
     def connection_catalog(self, connection: str, sink_storage: str | Sequence[str | None] = ()) -> Any:
-        """(live catalog, connection plan, its AWS connection) of an ICEBERG CATALOG connection;
-        its tables read files with the storage connections named in ``sink_storage`` (one name,
-        or several) layered on top, when given (those of a sink writing there)."""
-        if isinstance(sink_storage, str):
-            sink_storage = (sink_storage,)
-        from icesql.engine.target import (
-            aws_connection,
-            catalog_connection,
-            load_connection_catalog,
-            storage_connection,
-        )
-
-        conn = catalog_connection(self.objects, connection)
-        aws = aws_connection(self.objects, conn.aws_connection)
-        catalog = load_connection_catalog(
-            conn,
-            aws=aws,
-            storage=(storage_connection(self.objects, conn.storage_connection),),
-            sink_storage=tuple(storage_connection(self.objects, n) for n in sink_storage),
-            secrets=self.secrets,
-            home=self.home,
-        )
-        return catalog, conn, aws
+        """(live catalog, connection plan, its AWS connection) of a connection (``select.service``)."""
+        return self.selects.connection_catalog(connection, sink_storage)
 
     def load_table(
         self,
@@ -264,145 +257,21 @@ class Engine:
         table: str,
         sink_storage: str | Sequence[str | None] = (),
     ) -> Any:
-        from icesql.engine.table_reader import open_table
-
-        catalog, conn, aws = self.connection_catalog(connection, sink_storage)
-        return open_table(catalog, conn, aws, self.secrets, namespace, table)
-
-    def _table_cache(self) -> Any:
-        if self._table_cache_ is None:
-            from icesql.engine.table_reader import TableCache
-
-            self._table_cache_ = TableCache(self.connection_catalog, self.secrets)
-        return self._table_cache_
-
-    def select_settings(self) -> Any:
-        """The Spark settings a fast-path answer depends on (``fastpath.Settings``), from the
-        session's ``--conf`` or the running Spark session, never starting one."""
-        import dataclasses
-
-        from icesql.engine.fastpath import Settings
-        from icesql.settings import SPARK_MASTER
-
-        settings = Settings.from_conf(self._spark_conf, self._spark)
-        master = self._spark_master or SPARK_MASTER.get() or ""
-        if self._spark is None and master.startswith("sc://"):
-            # a Spark Connect server's session settings (time zone, ANSI) are its own
-            settings = dataclasses.replace(
-                settings, other=(*settings.other, f"a Spark Connect server ({master})")
-            )
-        return settings
+        """A connection's table, loaded (``select.service``)."""
+        return self.selects.load_table(connection, namespace, table, sink_storage)
 
     def route_select(self, plan: Any, storage: Any, schemas: dict[str, Any] | None = None) -> Any:
-        """Where ``plan`` runs and why (``fastpath.Route``); ``schemas``: each table alias's Arrow
-        schema (read from the tables' metadata when not given)."""
-        from icesql.engine.fastpath import SPARK, Route, route
-
-        if plan.relations:  # decided without opening a table
-            return route(
-                plan.sql,
-                relations=plan.relations,
-                tables={},
-                settings=self.select_settings(),
-                limit=plan.limit,
-            )
-        if schemas is None:
-            from icesql.engine.table_reader import arrow_schema
-
-            cache = self._table_cache()
-            cache.begin()
-            schemas = {}
-            for ref in plan.tables:
-                table, snapshot, travelled = self._open_ref(cache, ref, storage)
-                schemas[ref.alias] = arrow_schema(table, snapshot, travelled=travelled)
-        try:
-            return route(
-                plan.sql, relations=(), tables=schemas, settings=self.select_settings(), limit=plan.limit
-            )
-        except Exception as e:  # a sqlglot bug must cost speed, never the answer
-            log.debug("SELECT routing failed: %r", e, exc_info=True)
-            return Route(SPARK, f"the fast path's check failed ({type(e).__name__})")
-
-    def _open_ref(self, cache: Any, ref: Any, storage: Any) -> Any:
-        try:
-            return cache.open(ref, storage(ref.connection))
-        except IcesqlError as err:
-            err.table_ref = ref  # type: ignore[attr-defined]  # where the statement names it
-            raise
+        """Where a SELECT runs and why (``select.service``)."""
+        return self.selects.route_select(plan, storage, schemas)
 
     def select(self, plan: Any, storage: Any, *, path: str | None = None) -> Any:
-        """Run a ``SelectPlan``: on DuckDB when it reads only connection tables with what the
-        fast path translates (``fastpath``), else on Spark (``query.run_select``);
-        ``storage(connection)`` names the storage connections a connection's table files are read
-        with (None: the catalog's own). ``path`` forces one (the differential tests)."""
-        import time
-
-        from icesql.engine import fastpath
-
-        started = time.perf_counter()
-        if path != fastpath.SPARK and not plan.relations:
-            fastpath.without_pandas()
-        cache = self._table_cache()
-        cache.begin()
-        # within one query each connection's catalog is loaded once, each table loaded once and
-        # each (table, snapshot) read once: a self-join or two tables of a catalog cost no more I/O;
-        # between queries catalogs and the rows of unchanged snapshots are kept
-        read_already: dict[str, Any] = {}
-
-        def read(ref: Any) -> Any:
-            if ref.alias not in read_already:
-                table, snapshot, travelled = self._open_ref(cache, ref, storage)
-                try:
-                    read_already[ref.alias] = cache.rows(table, snapshot, travelled)
-                except IcesqlError as err:
-                    err.table_ref = ref  # type: ignore[attr-defined]
-                    raise
-            return read_already[ref.alias]
-
-        if path == fastpath.SPARK:
-            decision = fastpath.Route(fastpath.SPARK, "asked for Spark")
-        elif plan.relations:
-            decision = self.route_select(plan, storage)
-        else:
-            decision = self.route_select(plan, storage, {ref.alias: read(ref).schema for ref in plan.tables})
-        if decision.fast:
-            try:
-                out = self._duck_session().run(
-                    decision.sql, {r.alias: read(r) for r in plan.tables}, decision.names
-                )
-            except fastpath.FastPathDeclined as why:
-                if path == fastpath.DUCKDB:
-                    raise
-                fastpath.log.debug("SELECT on spark: DuckDB declined at run time (%s)", why)
-            else:
-                fastpath.log.debug(
-                    "SELECT on duckdb (%.3f s): %s", time.perf_counter() - started, decision.reason
-                )
-                from icesql.engine.query import QueryRows
-
-                return QueryRows(out[0], tuple(out[1]))
-        elif path == fastpath.DUCKDB:
-            raise fastpath.FastPathDeclined(decision.reason)
-        else:
-            fastpath.log.debug("SELECT on spark: %s", decision.reason)
-        from icesql.engine.query import run_select
-
-        return run_select(self.spark, plan, self.objects.relation, read, bind=self.kafka_binding)
-
-    def _duck_session(self) -> Any:
-        from icesql.engine.fastpath import DuckSession
-
-        settings = self.select_settings()
-        if self._duck is None or self._duck.settings != settings:
-            if self._duck is not None:
-                self._duck.close()
-            self._duck = DuckSession(settings)
-        return self._duck
+        """Run a ``SelectPlan`` on DuckDB or Spark (``select.service``)."""
+        return self.selects.select(plan, storage, path=path)
 
     # ----------------------------------------------------------------- sinks
 
     def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
-        from icesql.engine.runner import SinkRunner
+        from icesql.engine.sink.runner import SinkRunner
 
         return SinkRunner(
             plan,
@@ -424,10 +293,10 @@ class Engine:
         when it needs Spark: ``ICESQL_LOCAL_RUN=0``, a Spark session already given or running, a
         master that is not local, a Spark Connect server, a checkpoint not on this machine, a relation
         that is not a source, or what its source kind says (``SourceProgress.runs_locally``)."""
-        from icesql.engine.checkpoint_log import checkpoint_root, local_path
-        from icesql.engine.local_query import LocalSession
-        from icesql.engine.source_kinds import SOURCE_KINDS
-        from icesql.engine.spark import DEFAULT_CONF, DEFAULT_MASTER
+        from icesql.engine.backends.checkpoint import checkpoint_root, local_path
+        from icesql.engine.backends.local.query import LocalSession
+        from icesql.engine.backends.spark.session import DEFAULT_CONF, DEFAULT_MASTER
+        from icesql.engine.sources.kinds import SOURCE_KINDS
         from icesql.settings import SPARK_MASTER
 
         if not settings.LOCAL_RUN.enabled() or self._spark is not None or plan.name in self._spark_needed:
@@ -448,69 +317,12 @@ class Engine:
         return session
 
     def warm_up(self, *, query: bool = False) -> None:
-        """Prepare Spark for running sinks, in the background, once per engine: register the
-        Arrow path's data source and start Spark's Python workers; with ``query``, also run one
-        throwaway streaming query of that source over a one-line file.
-
-        All of it costs Python processes and JVM code that Spark starts or loads on demand:
-        registering a Python data source makes Spark look up installed ones in a fresh Python
-        (about 1 s); a session's first query of a Python streaming source spends about 2 s more
-        before its first batch than the next query does; and a fresh worker spends 1-3 s importing
-        pyarrow and pyiceberg's writer path before it writes its first row. ``start_sink`` calls
-        this (without ``query``: the sink's own query is about to pay that cost, and another at
-        the same time would only compete with it) while the driver prepares the sink (catalog,
-        table, recovery, query start); ``icesql.Session.warm_up`` (with ``query``) lets a
-        program call it earlier. A tiny job of two chained Arrow stages per core warms a worker
-        for each stage of an Arrow path task (the piece reader and the writer), and Spark reuses
-        those workers for the sink's tasks (``spark.python.worker.reuse``, on by default). Best
-        effort: any failure is ignored. ``ICESQL_WARM_WORKERS=0`` turns it off.
-        """
-        with self._lock:
-            if self._workers_warmed and not (query and not self._query_warmed):
-                return
-            workers = not self._workers_warmed
-            self._workers_warmed = True
-            self._query_warmed = self._query_warmed or query
-        from icesql import settings
-
-        if not settings.WARM_WORKERS.enabled():
-            return
-        spark = self.spark
-        previous = self._warm_thread
-
-        def run() -> None:
-            from icesql.engine.files.source import register
-
-            if previous is not None:
-                previous.join()
-            try:
-                register(spark)  # a sink registering it meanwhile waits for this one (a lock)
-                if query:
-                    _warm_query(spark)
-            except Exception:  # noqa: BLE001 - the sink registers it again and reports the error
-                log.debug("warming the files data source failed", exc_info=True)
-            if not workers:
-                return
-            try:
-                n = int(spark.sparkContext.defaultParallelism)
-            except Exception:  # Spark Connect has no SparkContext
-                n = 2
-            n = max(1, min(n, 64))
-            try:
-                schema = _warm_schema()
-                spark.range(0, n, 1, n).mapInArrow(_warm_worker, schema).mapInArrow(
-                    _warm_worker, schema
-                ).collect()
-            except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
-                log.debug("warming the Python workers failed", exc_info=True)
-
-        self._warm_thread = threading.Thread(target=run, name="icesql-warm-up", daemon=True)
-        self._warm_thread.start()
+        """Prepare Spark for running sinks, in the background, once per engine (``sink.warmup``)."""
+        self.warmer.warm_up(lambda: self.spark, query=query)
 
     def wait_warm(self, timeout: float | None = None) -> None:
         """Wait for ``warm_up`` to finish (a no-op when it was never started)."""
-        if self._warm_thread is not None:
-            self._warm_thread.join(timeout)
+        self.warmer.wait(timeout)
 
     def start_sink(self, plan: SinkPlan, *, once: bool = False, will_retry: Any = None) -> None:
         """Start ``plan`` (returns once its query runs). A running sink of that name is stopped first.
@@ -518,7 +330,7 @@ class Engine:
         ``retrying`` rather than ``failed``). ``once``: a bounded run. In this process, without
         Spark, where the sink can (``local_session``); a batch there that needs Spark restarts it
         on Spark."""
-        from icesql.engine.local_query import SparkNeeded
+        from icesql.engine.backends.local.query import SparkNeeded
 
         with self._lock:
             old = self._runners.get(plan.name)
@@ -541,7 +353,7 @@ class Engine:
 
     def compact(self, plan: SinkPlan) -> Any:
         """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
-        from icesql.engine.compact import compact_table
+        from icesql.engine.maintenance.compact import compact_table
 
         target = self.target(plan)
         table = target.load_table()
@@ -587,7 +399,7 @@ class Engine:
         running here restarts, as after a batch with new columns (``SchemaChangedError``: what it
         staged is committed on restart, and the table gains the new columns as it starts).
         Returns the names of the sinks that restart."""
-        from icesql.engine.runner import SchemaChangedError
+        from icesql.engine.base.restarts import SchemaChangedError
 
         out = []
         for name in names:
@@ -641,13 +453,13 @@ class Engine:
         at once (a final commit each) and is raised, and so is a transient failure whose retries
         are spent.
         """
-        from icesql.engine.hooks import mark
-        from icesql.engine.supervisor import RetryPolicy, Supervisor
+        from icesql.engine.base.hooks import mark
+        from icesql.engine.sink.supervisor import RetryPolicy, Supervisor
 
         plans = list(plans)
         if once:
             if settings.LOCAL_RUN.enabled():  # a run without Spark never converts to pandas
-                from icesql.engine.fastpath import without_pandas
+                from icesql.engine.select.duck import without_pandas
 
                 without_pandas()
             plans = self._with_input(plans)
@@ -667,7 +479,7 @@ class Engine:
     def _with_input(self, plans: list[SinkPlan]) -> list[SinkPlan]:
         """The sinks a bounded run may find input for: those with certainly nothing new
         (``precheck``, answered without Spark) are left out, each with one log line."""
-        from icesql.engine.precheck import nothing_new
+        from icesql.engine.sink.precheck import nothing_new
 
         if not settings.PRECHECK.enabled():
             return plans
@@ -771,62 +583,3 @@ def _preimport() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the real import reports it where it matters
             log.debug("pre-import of %s failed", name, exc_info=True)
-
-
-def _warm_schema() -> Any:  # built here: a DDL string costs a parse by the JVM
-    from pyspark.sql.types import IntegerType, StructField, StructType
-
-    return StructType([StructField("ok", IntegerType())])
-
-
-def _warm_query(spark: Any) -> None:
-    """Run a streaming query of the files data source over one one-line file, to the end."""
-    import shutil
-    import tempfile
-    import time
-
-    from icesql.engine.files.source import NAME, PIECE_SCHEMA
-
-    scratch = Path(tempfile.mkdtemp(prefix="icesql-warm-"))
-    try:
-        (scratch / "in").mkdir()
-        (scratch / "in" / "one.json").write_text('{"a": 1}\n')
-        df = (
-            spark.readStream.format(NAME)
-            .schema(PIECE_SCHEMA)
-            .options(path=str(scratch / "in"), format="json", log=str(scratch / "log"))
-            .load()
-        )
-        writer = df.writeStream.foreachBatch(_collect_batch).queryName(f"icesql_warm_up_{scratch.name}")
-        started = time.monotonic()
-        q = (
-            writer.option("checkpointLocation", str(scratch / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-        if not q.awaitTermination(120):
-            q.stop()
-        log.debug("warm-up: a query of the files data source ran in %.1fs", time.monotonic() - started)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _collect_batch(batch_df: Any, batch_id: int) -> None:
-    batch_df.collect()
-
-
-def _warm_worker(batches: Any) -> Any:
-    """``mapInArrow`` body of the warm-up job: import what the sink's tasks need (``FileWriterTask``,
-    the Arrow path's piece reader and writer), emit one row per task for the next stage."""
-    import pyarrow as pa
-    import pyiceberg.io.pyarrow  # noqa: F401 - FileIO, statistics, writer properties
-    import pyiceberg.table.locations  # noqa: F401
-
-    import icesql.engine.batch  # noqa: F401
-    import icesql.engine.files.source  # noqa: F401 - the piece reader (a Python data source)
-    import icesql.engine.files.task  # noqa: F401 - the Arrow path's readers
-    import icesql.engine.writer  # noqa: F401
-
-    for _ in batches:
-        pass
-    return iter([pa.RecordBatch.from_pydict({"ok": pa.array([1], pa.int32())})])

@@ -12,7 +12,7 @@
 Labels are the sink's name (``sink``) and small closed sets (``reason``, ``type``, ``state``);
 the table identifier appears only in ``icesql_sink_info``. No label carries an error message, a
 URL or anything else a user typed into a connection, so no secret can reach a label.
-Every metric is listed in the README ("Metrics").
+Every metric is listed on the documentation site (docs/manual/operations/metrics.md).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.process_collector import ProcessCollector
 
-from icesql.engine.deadletter import REASONS as DEAD_LETTER_REASONS
-from icesql.engine.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
+from icesql.engine.base.events import CommitEvent, FailureEvent, MaintenanceEvent, StateEvent
+from icesql.engine.sources.guard import REASONS as DEAD_LETTER_REASONS
 from icesql.observe.health import STATES, SinkReport, judge
 
 REASONS: tuple[str, ...] = ("batch", "size", "period", "flush", "shutdown", "recovery", "maintenance")
@@ -68,7 +68,8 @@ class SinkMetrics:
         )
         self.deletes = Counter(
             "icesql_sink_deletes_committed",
-            "Keys committed as equality deletes (MODE UPSERT: updated or deleted rows).",
+            "Delete records committed (MODE UPSERT): position deletes, one per row replaced or deleted "
+            "(the default), or equality deletes, one per key (DELETE MODE = 'equality').",
             ["sink"],
             registry=r,
         )
@@ -79,11 +80,14 @@ class SinkMetrics:
             "icesql_sink_data_files_committed", "Data files committed.", ["sink"], registry=r
         )
         self.delete_files = Counter(
-            "icesql_sink_delete_files_committed", "Equality-delete files committed.", ["sink"], registry=r
+            "icesql_sink_delete_files_committed",
+            "Delete files committed (MODE UPSERT): position-delete or equality-delete files.",
+            ["sink"],
+            registry=r,
         )
         self.commits = Counter(
             "icesql_sink_commits",
-            "Iceberg commits, by what triggered them (batch, size, period, flush, shutdown, recovery).",
+            "Iceberg commits, by what triggered them (batch, size, period, flush, shutdown, recovery, maintenance).",
             ["sink", "reason"],
             registry=r,
         )

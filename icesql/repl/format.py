@@ -128,7 +128,7 @@ def format_bytes(n: int | None) -> str:
 
 
 def format_compaction(result: Any) -> str:
-    """One line for an ``icesql.engine.compact.CompactResult`` (CLI and shell)."""
+    """One line for an ``icesql.engine.maintenance.compact.CompactResult`` (CLI and shell)."""
     r = result
     full = getattr(r.mode, "value", "full") == "full"
     if r.skipped:

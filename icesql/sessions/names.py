@@ -31,7 +31,7 @@ from icesql.errors import AnalysisError, ExecutionError, IcesqlError, Span, span
 from icesql.syntax import ast as A
 
 if TYPE_CHECKING:
-    from icesql.engine.table_reader import MissingTableError
+    from icesql.engine.select.tables import MissingTableError
 
 # Spark's own catalog: ``spark_catalog.db.table`` is Spark's, never a connection's.
 SPARK_CATALOG = "spark_catalog"
@@ -116,7 +116,7 @@ def hint_of(word: str, there: Iterable[str], label: str) -> str | None:
 
 def check_select(stmt: A.Select, names: Names, world: SparkWorld) -> None:
     """The relations a SELECT names that cannot exist (no network, no Spark)."""
-    from icesql.engine.table_reader import query_relations
+    from icesql.engine.select.tables import query_relations
 
     head = f"{stmt.keyword} "
     found = query_relations(head + stmt.query)
@@ -128,7 +128,7 @@ def check_select(stmt: A.Select, names: Names, world: SparkWorld) -> None:
 
 def check_view(stmt: A.CreateView, names: Names, world: SparkWorld) -> None:
     """The relations a view's query names that cannot exist (Spark runs it as written)."""
-    from icesql.engine.table_reader import query_relations
+    from icesql.engine.select.tables import query_relations
 
     for rel in query_relations(stmt.query) or ():
         if rel.parts == (stmt.name.name,):  # CREATE OR REPLACE VIEW v over the v it replaces
@@ -214,7 +214,7 @@ def missing_table(err: MissingTableError, open_catalog: CatalogOpener, secrets: 
     """The engine's "table does not exist", made precise from the catalog's listings: which
     namespace level or table is missing, a did-you-mean and what exists there. When the catalog
     cannot be listed the engine's error stays as it is."""
-    from icesql.engine.table_reader import in_catalog, missing_part
+    from icesql.engine.select.tables import in_catalog, missing_part
 
     where = ".".join((err.connection, *err.namespace))
     try:
@@ -241,7 +241,7 @@ def missing_namespace(
     """A listing of ``connection.namespace`` that failed: "namespace ... does not exist" with
     what exists, when a level of it is missing (a catalog says "not found" in its own words,
     pyiceberg's SQL catalog even names the warehouse); else ``err`` as it is."""
-    from icesql.engine.table_reader import in_catalog, missing_part
+    from icesql.engine.select.tables import in_catalog, missing_part
 
     where = ".".join((connection, *namespace))
     try:
@@ -261,7 +261,7 @@ def check_tables(plan: P.SelectPlan, open_catalog: CatalogOpener, secrets: P.Sec
     """Before a query that starts Spark (it reads a source or view too): each connection table
     it reads exists, else a ``MissingTableError`` for ``missing_table`` (the engine would find
     out only once Spark runs). A catalog that does not answer leaves the table to the engine."""
-    from icesql.engine.table_reader import MissingTableError, in_catalog
+    from icesql.engine.select.tables import MissingTableError, in_catalog
 
     for ref in plan.tables:
         ident = (*ref.namespace, ref.table)

@@ -51,7 +51,7 @@ class StoreCatalogView:
 
 
 class ObjectResolver:
-    """Names -> plans, for the engine (``icesql.engine.target.ObjectResolver``)."""
+    """Names -> plans, for the engine (``icesql.engine.connections.target.ObjectResolver``)."""
 
     def __init__(self, view: StoreCatalogView) -> None:
         self._view = view
@@ -70,7 +70,7 @@ class ObjectResolver:
 
 
 class StateCallback:
-    """A sink's runtime state in the store, for the engine (``icesql.engine.runner.StateCallback``)."""
+    """A sink's runtime state in the store, for the engine (``icesql.engine.sink.runner.StateCallback``)."""
 
     def __init__(self, store: CatalogStore) -> None:
         self._store = store

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 def apply_select(session: Session, plan: P.SelectPlan, stmt: A.Statement, checked: bool) -> Result:
     from icesql.analyzer.queries import query_span
-    from icesql.engine.query import QueryAnalysisError, QueryError
+    from icesql.engine.select.spark import QueryAnalysisError, QueryError
 
     assert isinstance(stmt, A.Select)
     storage = StorageOf(session)
@@ -53,7 +53,7 @@ def apply_explain_select(session: Session, plan: P.ExplainSelectPlan, stmt: A.St
 def table_error(session: Session, err: IcesqlError, plan: P.SelectPlan, stmt: A.Select) -> IcesqlError:
     """A connection table's error pointing at the name, a missing one saying what exists."""
     from icesql.analyzer.queries import query_span
-    from icesql.engine.table_reader import MissingTableError
+    from icesql.engine.select.tables import MissingTableError
 
     if isinstance(err, MissingTableError):
         err = missing_table(err, StorageOf(session).open_catalog, session.secret_value)
@@ -104,7 +104,7 @@ def apply_show_tables(session: Session, plan: P.ShowTablesPlan, stmt: A.Statemen
 def tables(session: Session, connection: str, namespace: Sequence[str] = ()) -> list[tuple[str, ...]]:
     """The tables (namespace parts + name) of an ICEBERG CATALOG connection, in
     ``namespace`` or in every top-level namespace."""
-    from icesql.engine.table_reader import in_catalog
+    from icesql.engine.select.tables import in_catalog
 
     catalog, conn, aws = StorageOf(session).open_catalog(connection)
 
@@ -118,7 +118,7 @@ def tables(session: Session, connection: str, namespace: Sequence[str] = ()) -> 
 
 
 def apply_describe_table(session: Session, plan: P.DescribeTablePlan, stmt: A.Statement, checked: bool) -> Result:
-    from icesql.engine.table_reader import MissingTableError
+    from icesql.engine.select.tables import MissingTableError
 
     storage = StorageOf(session)
     try:

@@ -99,7 +99,7 @@ def validate_definition(
     resolver = secrets or session.secret_value
     view = view or session.catalog_view
     if isinstance(d, P.KafkaConnectionPlan | P.SourcePlan):
-        from icesql.engine.kafka.connection import validate_kafka_connection
+        from icesql.engine.connections.kafka import validate_kafka_connection
 
         if isinstance(d, P.KafkaConnectionPlan):
             validate_kafka_connection(d, secrets=resolver)
@@ -109,7 +109,7 @@ def validate_definition(
         assert isinstance(conn, P.KafkaConnectionPlan), "the analyzer checked the connection"
         validate_kafka_connection(conn, secrets=resolver, topic=d.kafka.topic)
         return
-    from icesql.engine import catalogs
+    from icesql.engine.connections import catalogs
 
     if isinstance(d, P.CatalogConnectionPlan):
         aws = _aws(d.aws_connection, view)

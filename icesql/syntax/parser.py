@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import functools
 import hashlib
 import os
 import re
@@ -27,13 +26,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from icesql.errors import ParseError, Span
 from icesql.syntax import ast
+from icesql.syntax.grammar_file import GRAMMAR_FILE, grammar_text, keywords
 from icesql.syntax.lexer import QUERY_RE, SKIP_RE, TOKEN_RE, TokenKind, is_complete, split_statements, tokens
 
 if TYPE_CHECKING:
     from lark import Lark
     from lark.parsers.lalr_interactive_parser import InteractiveParser
-
-GRAMMAR_FILE = "icesql.lark"
 
 
 class _WholeWords:
@@ -66,18 +64,6 @@ _LARK_OPTIONS: dict[str, Any] = {
 
 _lock = threading.Lock()
 _parsers: dict[str, Lark] = {}
-
-
-def grammar_text() -> str:
-    """The grammar source: the source tree's when this code runs from one (so the grammar
-    always matches the code beside it, even with another checkout installed), else the
-    installed ``icesql.grammar`` package's."""
-    path = Path(__file__).resolve().parents[2] / "grammar" / GRAMMAR_FILE
-    if path.is_file():
-        return path.read_text(encoding="utf-8")
-    from importlib.resources import files
-
-    return files("icesql.grammar").joinpath(GRAMMAR_FILE).read_text(encoding="utf-8")
 
 
 def _cache_dir() -> Path | None:
@@ -143,14 +129,6 @@ def get_parser(with_transformer: bool = True) -> Lark:
 
 
 # --------------------------------------------------------------------------- parsing
-
-
-@functools.lru_cache(maxsize=1)
-@functools.cache
-def keywords() -> frozenset[str]:
-    """Every keyword of the grammar, upper case (read from the grammar text, without Lark; once
-    per process)."""
-    return frozenset(m.group(1).upper() for m in re.finditer(r'^[A-Z]+: "([a-z]+)"i$', grammar_text(), re.M))
 
 
 def parse(text: str, filename: str | None = None) -> list[ast.Statement]:
@@ -570,6 +548,7 @@ def expected_tokens(text_before_cursor: str) -> set[str]:
 
 
 __all__ = [
+    "GRAMMAR_FILE",
     "expected_tokens",
     "keywords",
     "parse_range",

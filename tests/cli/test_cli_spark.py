@@ -36,7 +36,7 @@ SPARK_CONF = [
 
 def wait_staged(home: Path, timeout: float = 180) -> None:
     """Until a micro-batch is staged (``<home>/sinks/<id>/staging/<batch>.json``, see
-    ``icesql.engine.staging``): from then on only the final commit can make it visible."""
+    ``icesql.engine.commit.staging``): from then on only the final commit can make it visible."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if any(home.glob("sinks/*/staging/*.json")):

@@ -1,5 +1,6 @@
-"""The README's command-line section documents every command and every backslash command of
-the registry, and its examples are valid command lines."""
+"""The site's command-line page (docs/manual/operations/cli.md) documents every command and every
+backslash command of the registry, and its examples are valid command lines; the environment
+variables page is the settings module's table."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ from icesql.cli import COMMAND_HELP, build_parser
 from icesql.repl.commands import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
+SITE = ROOT / "docs" / "manual"
+CLI_PAGE = SITE / "operations" / "cli.md"
+ENVIRONMENT_PAGE = SITE / "operations" / "environment.md"
 
 
 def cli_section() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = CLI_PAGE.read_text(encoding="utf-8")
     return text.split("<!-- cli:begin -->", 1)[1].split("<!-- cli:end -->", 1)[0]
-
-
 
 
 def documented_backslash_commands(text: str) -> set[str]:
@@ -36,11 +37,11 @@ def test_every_cli_command_has_a_section_with_an_example() -> None:
     text = cli_section()
     for name in COMMAND_HELP:
         if name == "shell":
-            assert "### `icesql` / `icesql shell`" in text
+            assert "## `icesql` / `icesql shell`" in text
             continue
-        section = text.split(f"### `icesql {name}`", 1)
+        section = text.split(f"## `icesql {name}`", 1)
         assert len(section) == 2, f"no section for icesql {name}"
-        body = section[1].split("\n### ", 1)[0]
+        body = section[1].split("\n## ", 1)[0]
         example = re.search(r"```bash\n(.+?)\n```", body, flags=re.S)
         assert example and f"icesql {name}" in example.group(1) or f"icesql {name}" in body
 
@@ -57,10 +58,10 @@ def test_examples_in_the_docs_parse_as_command_lines() -> None:
             parser.parse_args(words[1:])  # exits (fails the test) on a usage error
 
 
-def test_the_readme_lists_every_environment_variable_from_the_settings_module() -> None:
+def test_the_environment_page_lists_every_environment_variable_from_the_settings_module() -> None:
     from icesql import settings
 
-    text = README.read_text(encoding="utf-8")
+    text = ENVIRONMENT_PAGE.read_text(encoding="utf-8")
     table = text.split("<!-- settings:begin -->\n", 1)[1].split("\n<!-- settings:end -->", 1)[0]
     assert table == settings.markdown_table()
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import icesql
-from icesql.engine.staging import StagedBatch, Staging
-from icesql.engine.writer import WrittenFile
+from icesql.engine.commit.staging import StagedBatch, Staging
+from icesql.engine.iceberg.writer import WrittenFile
 from icesql.repl.format import format_maintenance
 from tests.support.iceberg_tables import data, local, read_rows, sink_commit, sink_table, sql_catalog
 
@@ -64,7 +64,7 @@ def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_session_maintain_runs_what_is_due_and_spares_the_staged_batch(tmp_path: Path) -> None:
-    from icesql.engine.commit import last_committed
+    from icesql.engine.commit.snapshot import last_committed
 
     home, table, sink_id, (staged, orphan) = setup(tmp_path)
     for path in (staged.file_path, orphan.file_path):

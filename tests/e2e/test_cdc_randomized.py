@@ -146,7 +146,7 @@ def _table(out: Outcome) -> Any:
 def read_icesql(table: Any) -> list[tuple[Any, ...]]:
     """The current snapshot as icesql reads it (``table_reader.read_rows``, every delete applied),
     as the readers of ``tests/support/readers.py`` return rows."""
-    from icesql.engine.table_reader import read_rows
+    from icesql.engine.select.tables import read_rows
 
     return _rows_from_arrow(read_rows(table, table.current_snapshot()))
 

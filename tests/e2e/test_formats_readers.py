@@ -53,7 +53,7 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.table_reader import read_rows
+from icesql.engine.select.tables import read_rows
 from tests.engine.test_arrow_differential import GOOD_JSON, JSON_SCHEMA, write_json
 from tests.support.pipeline_helpers import load_table
 from tests.support.readers import (

@@ -1,7 +1,7 @@
 """Sinks on a real Spark Connect server (``--spark-master sc://host:port``).
 
 Under Spark Connect a sink's ``foreachBatch`` runs in a Python process of the *server*, so the
-sink runs in two halves (``icesql.engine.dropbox``): the server half writes the batch's files
+sink runs in two halves (``icesql.engine.backends.spark.dropbox``): the server half writes the batch's files
 (executors, ``mapInArrow``) and leaves one record per Spark batch in a drop box at the table's
 location; the client half (``icesql run`` / ``serve``) stages the records durably, commits them
 under the sink's policy and keeps the sink's state. These tests prove it end to end: appends

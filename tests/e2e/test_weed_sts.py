@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine import aws
+from icesql.engine.connections import aws
 from tests.support.pipeline_helpers import wait_for, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
 from tests.support.weed import ROLE_ARN, WeedServer, WeedUnavailable

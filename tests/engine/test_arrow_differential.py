@@ -31,9 +31,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow import fs as pafs
 
-from icesql.engine.files import decode as D
-from icesql.engine.files.pieces import FileEntry, split_parquet, split_text
-from icesql.engine.files.types import Fallback
+from icesql.engine.sources.decode import SourceFormat
+from icesql.engine.sources.files import decode as D
+from icesql.engine.sources.files.pieces import FileEntry, split_parquet, split_text
+from icesql.engine.sources.types import Fallback
 
 pytestmark = pytest.mark.spark
 
@@ -174,7 +175,7 @@ def arrow_rows(
 ) -> list[Any]:
     from pyspark.sql.types import _parse_datatype_string
 
-    source = D.SourceFormat(fmt, _parse_datatype_string(schema).jsonValue(), header=header)
+    source = SourceFormat(fmt, _parse_datatype_string(schema).jsonValue(), header=header)
     source.check_supported()
     size = path.stat().st_size
     entry = FileEntry(1, str(path), size, 0)
@@ -341,7 +342,7 @@ DBZ_EVENTS = {
 
 @pytest.mark.parametrize("case", sorted(DBZ_EVENTS))
 def test_debezium_events_decode_as_spark_path_decodes_them(spark: Any, tmp_path: Path, case: str) -> None:
-    from icesql.engine.files.relation import spark_files_dataframe
+    from icesql.engine.sources.files.relation import spark_files_dataframe
     from icesql.plan import OnError, SourceFormat, SourceKind, SourcePlan
 
     path = write_json(tmp_path, "cdc", DBZ_EVENTS[case])

@@ -440,7 +440,7 @@ def test_the_watermark_survives_a_compaction_of_the_table(
 ) -> None:
     """A compaction's snapshot carries the sink's progress and its source watermark, so a lost
     checkpoint after it still reads each file once."""
-    from icesql.engine.compact import compact_table
+    from icesql.engine.maintenance.compact import compact_table
 
     home, data = tmp_path / "home", tmp_path / "in"
     state = State()
@@ -466,7 +466,7 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
     """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``): the
     Arrow path's data source is registered in the background, once, the warm-up job of two
     chained Arrow stages runs to the end, and the throwaway query ends and leaves nothing."""
-    from icesql.engine.files import source
+    from icesql.engine.sources.files import source
 
     source._registered.discard(id(spark))  # another test of this session may have registered it
     eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)

@@ -50,7 +50,8 @@ from pyiceberg.types import (
 )
 from pyiceberg.utils.schema_conversion import AvroSchemaConversion
 
-from icesql.engine.formats.avro_encode import CODECS, AvroEncoder, reference_repeated_names
+from icesql.engine.iceberg.formats.avro_encode import CODECS, AvroEncoder
+from icesql.engine.iceberg.formats.avro_schema import reference_repeated_names
 
 UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from icesql.engine.runner import SinkRunner
+from icesql.engine.sink.runner import SinkRunner
 from icesql.errors import ExecutionError
 
 pytestmark = pytest.mark.spark

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from icesql.engine.catalog_kinds import KINDS, REST_AUTH
-from icesql.engine.failures import RULES, CatalogUnavailableError, describe_failure, is_transient
+from icesql.engine.connections.catalog_kinds import KINDS, REST_AUTH
+from icesql.engine.connections.failures import RULES, CatalogUnavailableError, describe_failure, is_transient
 from icesql.plan import CatalogType, RestAuth
 
 
@@ -27,7 +27,7 @@ def test_failure_rules_name_the_cause_and_say_what_is_transient() -> None:
 def test_a_connection_broken_mid_response_is_transient_and_a_mistake_is_not() -> None:
     from http.client import RemoteDisconnected
 
-    from icesql.engine.failures import transient_failure
+    from icesql.engine.connections.failures import transient_failure
 
     broken = ConnectionError("Connection aborted.")
     broken.__cause__ = RemoteDisconnected("Remote end closed connection without response")
@@ -47,7 +47,7 @@ def test_an_answer_cut_inside_its_headers_is_transient_and_other_bad_json_is_not
     the cut for real); an answer that is not JSON at all is a wrong URI."""
     from pydantic import BaseModel, ValidationError
 
-    from icesql.engine.failures import service_of
+    from icesql.engine.connections.failures import service_of
 
     class Answer(BaseModel):
         x: int
@@ -71,7 +71,7 @@ def test_an_answer_cut_inside_its_headers_is_transient_and_other_bad_json_is_not
 
 
 def test_a_python_worker_late_on_an_overloaded_machine_is_transient() -> None:
-    from icesql.engine.failures import service_of, transient_failure
+    from icesql.engine.connections.failures import service_of, transient_failure
 
     late = RuntimeError(
         "[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Python worker failed to "
@@ -86,7 +86,7 @@ def test_a_python_worker_late_on_an_overloaded_machine_is_transient() -> None:
 def test_a_spark_task_that_could_not_be_deserialised_is_transient() -> None:
     """Both soaks' sinks once failed their first task after a restart with a bare
     OptionalDataException; the next run went on, so the supervisor retries it."""
-    from icesql.engine.failures import transient_failure
+    from icesql.engine.connections.failures import transient_failure
 
     unreadable = RuntimeError(
         "An error occurred while calling o120.collectToPython.\n: org.apache.spark.SparkException: Job "
@@ -108,7 +108,7 @@ def test_a_full_disk_is_transient_and_says_so() -> None:
     """The soak's full icesql home failed a sink with a bare '[Errno 28] No space left on
     device'; it is retried (the space comes back when the disk is cleaned) and says what it is,
     with the file when Python knows it; Spark's JVM says it in its own words."""
-    from icesql.engine.failures import transient_failure
+    from icesql.engine.connections.failures import transient_failure
 
     full = OSError(28, "No space left on device", "/home/.icesql/sinks/s/staging/.00000000000000000007.json.1.tmp")
     err = transient_failure(full, label="sink s", action="write or commit")
@@ -122,7 +122,7 @@ def test_a_full_disk_is_transient_and_says_so() -> None:
 def test_pyarrow_s3_network_and_server_errors_are_transient() -> None:
     """The executors write through pyarrow's S3 filesystem, whose failures are OSError text;
     Spark hands them to the driver wrapped in its own exception."""
-    from icesql.engine.failures import transient_failure
+    from icesql.engine.connections.failures import transient_failure
 
     refused = OSError(
         "When initiating multiple part upload for key 'ns/t/data/x.parquet' in bucket 'b': AWS Error "
@@ -157,7 +157,7 @@ def test_expired_role_credentials_are_transient_only_where_a_role_renews_them() 
     MinIO InvalidAccessKeyId (as pyarrow's S3 client words them). A sink whose connection assumes
     a role retries (``expired_role_credentials``); the general rules keep them permanent (static
     keys, or a fixed SESSION TOKEN, do not get better by retrying)."""
-    from icesql.engine.failures import expired_role_credentials, transient_failure
+    from icesql.engine.connections.failures import expired_role_credentials, transient_failure
 
     unknown = OSError(
         "When writing key 'k': AWS Error UNKNOWN (HTTP status 403) during PutObject operation: Unable to "
@@ -182,7 +182,7 @@ def test_expired_role_credentials_are_transient_only_where_a_role_renews_them() 
 
 def test_role_credentials_are_renewed_before_they_expire() -> None:
     """Five minutes ahead for a long session; a quarter of the lifetime for a short one."""
-    from icesql.engine.aws import _renew_at
+    from icesql.engine.connections.aws import _renew_at
 
     assert _renew_at(1000.0, 1000.0 + 3600) == 1000.0 + 3300
     assert _renew_at(1000.0, 1000.0 + 900) == 1000.0 + 675
@@ -195,25 +195,23 @@ def test_a_sink_assuming_a_role_retries_a_refused_key_with_the_role_assumed_anew
     cached credentials are dropped so that the retry assumes the role again."""
     from types import SimpleNamespace
 
-    from icesql.engine import aws
-    from icesql.engine.runner import SinkRunner
+    from icesql.engine.connections import aws
+    from icesql.engine.sink.errors import library_failure
 
     refused = OSError(
         "When writing key 'k': AWS Error UNKNOWN (HTTP status 403) during PutObject operation: Unable to "
         "parse ExceptionName: InvalidAccessKeyId Message: The access key ID you provided does not exist"
     )
-    runner = object.__new__(SinkRunner)  # only what _library_failure touches
-    runner.name = "s"
     cached = ("c", "arn:aws:iam::1:role/r", "icesql", "AK", None)
     try:
         aws._ROLE_CACHE[cached] = (float("inf"), {"access_key_id": "ASIA1"})
-        runner.target = SimpleNamespace(assumes_role=True, where=lambda service: ("AWS connection 's3'", None))
-        err = runner._library_failure(refused)
+        target = SimpleNamespace(assumes_role=True, where=lambda service: ("AWS connection 's3'", None))
+        err = library_failure(refused, "s", target)
         assert err is not None and err.transient and "InvalidAccessKeyId: they expired" in err.message
         assert cached not in aws._ROLE_CACHE
         # the same answer to static keys is no expiry: a mistake a retry cannot mend
-        runner.target = SimpleNamespace(assumes_role=False, where=lambda service: ("AWS connection 's3'", None))
-        err = runner._library_failure(refused)
+        target = SimpleNamespace(assumes_role=False, where=lambda service: ("AWS connection 's3'", None))
+        err = library_failure(refused, "s", target)
         assert err is None or not getattr(err, "transient", False)
     finally:
         aws._ROLE_CACHE.pop(cached, None)

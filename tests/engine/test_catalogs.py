@@ -26,13 +26,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.catalogs import (
+from icesql.engine.connections.catalogs import (
     catalog_properties,
     load_catalog,
     validate_aws_connection,
     validate_connection,
 )
-from icesql.engine.fileio import IoProperties, connection_properties, io_properties
+from icesql.engine.connections.fileio import IoProperties, connection_properties, io_properties
 from icesql.errors import CatalogError, ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.support.weed import WeedServer
@@ -211,7 +211,7 @@ def test_glue_uri_is_the_glue_endpoint_and_hive_is_hive2_compatible(tmp_path: Pa
 def test_a_glue_max_retries_property_reaches_botocore_as_a_number(tmp_path: Path) -> None:
     # pyiceberg 0.12 hands glue.max-retries to botocore as it is; a string made constructing the
     # catalog fail with "'<' not supported between instances of 'str' and 'int'"
-    from icesql.engine.catalog_kinds import KINDS
+    from icesql.engine.connections.catalog_kinds import KINDS
     from icesql.errors import ExecutionError
 
     def glue(value: str) -> CatalogConnectionPlan:
@@ -240,7 +240,7 @@ def test_a_catalogs_gcs_or_azure_connection_gives_its_tables_storage(tmp_path: P
     azure = AzureConnectionPlan(name="a", account_name="acct", sas_token=SecretName("t"))
     props = catalog_properties(conn, aws=None, storage=(azure,), secrets=Secrets(t="sv=1&sig=x"), home=tmp_path)
     assert props["adls.sas-token"] == "?sv=1&sig=x"
-    assert props["py-io-impl"] == "icesql.engine.stores.azure_io.AzureFileIO"
+    assert props["py-io-impl"] == "icesql.engine.connections.stores.azure_io.AzureFileIO"
 
 
 @pytest.mark.skip(reason="ASSUME ROLE ARN needs AWS STS AssumeRole; no AWS access on this machine")

@@ -13,10 +13,10 @@ import pytest
 
 import icesql
 from icesql.analyzer import MemoryCatalog, analyze
+from icesql.engine.connections.stores.location import Listed, Location
 from icesql.engine.engine import Engine
-from icesql.engine.files.clean import Cleaner, clean_through, committed_seq
-from icesql.engine.files.listing import Listed, Location
-from icesql.engine.files.log import COMPACT_EVERY, SMALL_SEGMENT, FileLog
+from icesql.engine.sources.files.clean import Cleaner, clean_through, committed_seq
+from icesql.engine.sources.files.log import COMPACT_EVERY, SMALL_SEGMENT, FileLog
 from icesql.errors import AnalysisError, CatalogError
 from icesql.plan import CleanSource, SourceFormat, SourceKind, SourcePlan, plan_from_dict, to_dict
 from icesql.syntax.parser import parse_one

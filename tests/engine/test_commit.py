@@ -10,15 +10,15 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icesql.engine.commit import (
+from icesql.engine.commit.snapshot import (
     CommitRequest,
     FencedError,
     commit,
     last_committed,
     snapshot_summary,
 )
-from icesql.engine.tables import ensure_table, key_field_ids
-from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.engine.iceberg.tables import ensure_table, key_field_ids
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 from icesql.errors import ExecutionError
 from icesql.plan import SinkMode, SinkPlan
 from tests.engine.test_schema import f, struct

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.compact import compact_table
+from icesql.engine.maintenance.compact import compact_table
 from icesql.repl.format import format_compaction
 from tests.support.pipeline_helpers import changelog_file, dbz, load_table, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
@@ -258,7 +258,7 @@ def test_a_sink_that_compacts_its_table_hints_only_when_its_compactions_fall_beh
     """The hint sends the user to ``icesql compact``: right for a sink that leaves its table
     alone, noise for one whose maintenance rewrites the files past MAXIMUM DELETE FILES (its next
     step would do the same); that one says so only past twice the number, and 0 stays off."""
-    from icesql.engine.runner import compaction_hint_at
+    from icesql.engine.sink.committer import compaction_hint_at
     from icesql.plan import MaintenancePolicy
 
     assert compaction_hint_at(MaintenancePolicy(automatic=False), 10) == 10

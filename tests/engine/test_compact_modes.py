@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.commit import last_committed
-from icesql.engine.compact import CompactMode, compact_table, plan_compaction
+from icesql.engine.commit.snapshot import last_committed
+from icesql.engine.maintenance.compact import CompactMode, compact_table, plan_compaction
 from icesql.plan import MaintenancePolicy
 from tests.support.iceberg_tables import (
     data,
@@ -250,7 +250,7 @@ def test_a_stopped_compaction_ends_before_its_commit_and_leaves_no_file(catalog:
     """A rewrite beside a sink whose sink stopped (``stopped()`` true): it ends with
     ``CompactionStopped`` while writing (before its next input file) or before it would wait for
     a gap, the table as the sink made it and none of the files it wrote on disk."""
-    from icesql.engine.compact import CompactionStopped
+    from icesql.engine.maintenance.compact import CompactionStopped
 
     table = sink_table(catalog)
     files = sink_files(table, 5)
@@ -328,7 +328,7 @@ def test_deletes_are_carried_over_before_the_wait_and_only_the_new_ones_in_it(
     for a gap: the first is carried over before the wait (outside the sink's lock), the gap
     carries only the second, and both superseded position deletes go with the commit."""
 
-    import icesql.engine.compact as compact_module
+    import icesql.engine.maintenance.compact as compact_module
 
     table = sink_table(catalog)
     files = sink_files(table, 5)

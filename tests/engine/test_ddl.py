@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.ddl import struct_from_ddl
+from icesql.engine.sources.ddl import struct_from_ddl
 
 pytestmark = pytest.mark.spark
 
@@ -77,9 +77,9 @@ def test_a_source_schema_reaches_the_relation_unchanged(spark: Any, tmp_path: An
     (a CHAR column sends it to Spark's parser, which keeps CharType)."""
     from pyspark.sql.types import _parse_datatype_string
 
-    from icesql.engine.sources import _row_schema
+    from icesql.engine.sources.relation import declared_row_schema
     from icesql.plan import SourceFormat, SourceKind, SourcePlan
 
     for ddl in (BUILT[0], "a CHAR(5), b INT"):
         plan = SourcePlan("s", SourceKind.FILES, path=str(tmp_path), format=SourceFormat.JSON, schema=ddl)
-        assert _row_schema(spark, plan) == _parse_datatype_string(ddl)
+        assert declared_row_schema(spark, plan) == _parse_datatype_string(ddl)

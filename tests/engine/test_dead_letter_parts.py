@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.deadletter import LettersParam, letter_accumulator, take_letters
+from icesql.engine.sources.guard import LettersParam, letter_accumulator, take_letters
 from icesql.errors import ExecutionError
 
 

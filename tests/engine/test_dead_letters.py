@@ -122,7 +122,7 @@ def _letters(home: Path, identifier: str) -> list[dict[str, Any]]:
 
 
 def test_bad_records_land_once_in_the_dead_letter_table(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.secrets import remember_secret
+    from icesql.engine.base.secrets import remember_secret
 
     remember_secret(SECRET)
     home = tmp_path / "home"

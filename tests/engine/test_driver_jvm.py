@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.spark import DRIVER_GC, driver_java_options
+from icesql.engine.backends.spark.session import DRIVER_GC, driver_java_options
 
 
 def test_the_options_name_the_serial_collector_and_the_quiet_logging() -> None:

@@ -1,4 +1,4 @@
-"""The Spark Connect hand-off (``icesql.engine.dropbox``) and the server half's replay rules.
+"""The Spark Connect hand-off (``icesql.engine.backends.spark.dropbox``) and the server half's replay rules.
 
 No Spark here: the drop box is plain FileIO on a local directory, and ``RemoteBatch`` is given
 a stand-in for its batch writer (a function returning file rows) so that the skip rules can be
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.batch import RemoteBatch
-from icesql.engine.dropbox import DropBox
-from icesql.engine.staging import Staging
+from icesql.engine.backends.spark.dropbox import DropBox
+from icesql.engine.commit.staging import Staging
+from icesql.engine.sink.batch import RemoteBatch
 
 ROW = {"content": 0, "file": "opaque", "rows": 3, "bytes": 100}
 
@@ -104,8 +104,8 @@ class _Relation:
 def drain_runner(tmp_path: Path) -> Any:
     """A ``SinkRunner`` wired for its ``Drain`` alone: no Spark, no table (commits are not drained
     here: ``policy=False``), a drop box on a local directory."""
-    from icesql.engine.drain import Drain
-    from icesql.engine.runner import SinkRunner
+    from icesql.engine.sink.drain import Drain
+    from icesql.engine.sink.runner import SinkRunner
     from icesql.plan import SinkPlan
     from tests.support.pipeline_helpers import State
 
@@ -142,7 +142,7 @@ def test_drain_takes_records_in_order_and_stops_at_a_hole(tmp_path: Path) -> Non
 def test_drain_goes_on_after_batches_another_runner_staged(tmp_path: Path) -> None:
     """An older client of the same home took batch 1 before the new query stopped its run: its
     staged entry (the staging directory is shared) closes the hole."""
-    from icesql.engine.staging import StagedBatch
+    from icesql.engine.commit.staging import StagedBatch
 
     r = drain_runner(tmp_path)
     r.drain.dropbox.put(0, 1, [ROW])

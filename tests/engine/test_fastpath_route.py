@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from icesql.analyzer import MemoryCatalog, analyze
-from icesql.engine import fastpath
+from icesql.engine.select import duck
+from icesql.engine.select import route as fastpath
 from icesql.plan import CatalogConnectionPlan, CatalogType, ExplainSelectPlan
 from icesql.syntax.parser import parse, parse_one
 from icesql.syntax.printer import to_sql
@@ -70,7 +71,7 @@ def test_spark_column_names() -> None:
         "CASE WHEN (id > 1) THEN a ELSE b END", "ucase(v)", "concat(v, x)", "id", "(CAST(d AS DECIMAL(12,3)) + 1)",
         "(NOT (id = 2))", "k", None,
     )
-    assert fastpath.column_names(["a", "b", "id", "v"], ("n", None, "z")) == ("n", "b", "id", "z")
+    assert duck.column_names(["a", "b", "id", "v"], ("n", None, "z")) == ("n", "b", "id", "z")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +121,9 @@ def test_values_come_back_as_pyspark_returns_them(monkeypatch: pytest.MonkeyPatc
                 "s": pa.array([{"f": 1, "l": [1, None]}, None], pa.struct([("f", pa.int32()), ("l", pa.list_(pa.int64()))])),
             }
         )
-        rows = fastpath.to_python(t)
+        from icesql.engine.base.values import to_python
+
+        rows = to_python(t)
     finally:
         monkeypatch.undo()
         time.tzset()

@@ -1,4 +1,4 @@
-"""Data file formats (``icesql.engine.formats``): ORC and Avro written beside Parquet.
+"""Data file formats (``icesql.engine.iceberg.formats``): ORC and Avro written beside Parquet.
 
 The same rows are written as Parquet and as the format under test, committed to two tables, and
 read back through icesql's own reader (``table_reader.read_rows``, what SELECT and compaction
@@ -23,13 +23,13 @@ from pyiceberg.io.fileformat import FileFormatFactory
 from pyiceberg.manifest import FileFormat
 from pyiceberg.types import StringType
 
-from icesql.engine import formats
-from icesql.engine.commit import CommitRequest, commit
-from icesql.engine.compact import CompactMode, compact_table
-from icesql.engine.maintenance.files import live_files
-from icesql.engine.table_reader import read_rows
-from icesql.engine.tables import ensure_table, key_field_ids
-from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.engine.commit.snapshot import CommitRequest, commit
+from icesql.engine.iceberg import formats
+from icesql.engine.iceberg.table_files import live_files
+from icesql.engine.iceberg.tables import ensure_table, key_field_ids
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
+from icesql.engine.maintenance.compact import CompactMode, compact_table
+from icesql.engine.select.tables import read_rows
 from icesql.plan import DATA_FILE_FORMATS, SinkMode
 from tests.engine.test_schema import ALL_TYPES, f, struct
 from tests.engine.test_writer import PART_SCHEMA, PARTITIONS, all_types_batch, part_batch, plan
@@ -122,7 +122,7 @@ def test_avro_defines_a_type_used_twice_once(catalog: SqlCatalog) -> None:
     from pyiceberg.schema import Schema
     from pyiceberg.types import DecimalType, NestedField, UUIDType
 
-    from icesql.engine.schema import arrow_schema
+    from icesql.engine.iceberg.schema import arrow_schema
 
     schema = Schema(
         NestedField(1, "u1", UUIDType()), NestedField(2, "u2", UUIDType()),
@@ -146,7 +146,7 @@ def test_avro_defines_a_type_used_twice_once(catalog: SqlCatalog) -> None:
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("part,column", PARTITIONS, ids=[p.describe() for p, _ in PARTITIONS])
 def test_partitioned_files_hold_their_partition(catalog: SqlCatalog, part: Any, column: str, fmt: str) -> None:
-    from icesql.engine.writer import _internal
+    from icesql.engine.iceberg.writer import _internal
 
     batch = part_batch(300)
     table, files = _write(catalog, "p", PART_SCHEMA, fmt, [batch.slice(0, 120), batch.slice(120)], partition_by=(part,))
@@ -414,7 +414,7 @@ def _iceberg_only_types() -> tuple[Any, list[dict[str, Any]]]:
 def test_uuid_fixed_and_time_columns_round_trip(catalog: SqlCatalog, fmt: str) -> None:
     """Types Spark has no type for, as pyiceberg writes them: ORC stores them as Iceberg Java does
     (BINARY / LONG with Iceberg's type attributes), Avro as the spec's fixed and time-micros."""
-    from icesql.engine.schema import arrow_schema
+    from icesql.engine.iceberg.schema import arrow_schema
 
     schema, rows = _iceberg_only_types()
     catalog.create_namespace("ns")
@@ -474,7 +474,7 @@ def test_iceberg_java_reads_uuid_and_fixed_columns_in_orc_and_avro(catalog: SqlC
         pytest.skip("the Java reader harness is not built")
     from pyiceberg.schema import Schema
 
-    from icesql.engine.schema import arrow_schema
+    from icesql.engine.iceberg.schema import arrow_schema
 
     full, rows = _iceberg_only_types()
     schema = Schema(*[fld for fld in full.fields if fld.name != "t"])

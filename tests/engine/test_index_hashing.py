@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.index.hashing import hash_keys, hashable, shards_of
+from icesql.engine.backends.hashing import hash_keys, hashable, shards_of
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from icesql.engine import jvm_archive as J
+from icesql.engine.backends.spark import jvm_archive as J
 
 pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java on PATH")
 

@@ -127,8 +127,9 @@ def index_matches_the_table(spark: Any, home: Path, state: State, key: tuple[str
     snapshot, or the last one followed through the commits made since: another writer's append
     after the sink's last commit, a manifest rewrite), holds exactly the (KEY, file, position) of
     every live row of the table, as a rebuild from the table reads them. Returns the entries."""
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import key_arrow_fields, key_schema, live_entries, plan_live_files
+    from icesql.engine.index.build import live_entries, plan_live_files
     from icesql.engine.index.follow import follow, table_changes
     from icesql.engine.index.upsert import followable, valid_manifest
 
@@ -412,7 +413,7 @@ def test_a_restart_follows_what_another_writer_did_or_rebuilds(
     the table is upserted right either way."""
     import dataclasses
 
-    from icesql.engine.compact import compact_table
+    from icesql.engine.maintenance.compact import compact_table
 
     home, data, state = tmp_path / "home", tmp_path / "in", State()
     first = [c(i, f"a{i}", lsn=i) for i in range(1, 9)]
@@ -446,12 +447,13 @@ def test_a_follow_takes_files_read_and_hashed_ahead(spark: Any, tmp_path: Path, 
     """What a rewrite beside a sink does: the files it wrote are read and hashed before it waits
     for the sink's lock (``hash_files``); the follow under the lock reads none of them, only
     takes off the deletes committed on them since, and gives the index a plain follow gives."""
-    from icesql.engine.compact import compact_table
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
     from icesql.engine.index import build
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import key_arrow_fields, key_schema, live_entries, plan_live_files
+    from icesql.engine.index.build import live_entries, plan_live_files
     from icesql.engine.index.follow import follow, hash_files, table_changes
     from icesql.engine.index.upsert import followable
+    from icesql.engine.maintenance.compact import compact_table
     from tests.support.iceberg_tables import position_deletes, sink_commit
 
     home, data, state = tmp_path / "home", tmp_path / "in", State()
@@ -509,7 +511,7 @@ def test_the_index_follows_and_rebuilds_from_orc_and_avro_files(tmp_path: Path, 
     writer's append (pyiceberg's, which writes the table's format through icesql's registry)
     and is rebuilt from the table's files when its own are gone; the table then equals the
     replay, read by icesql (DuckDB and DataFusion read Parquet only)."""
-    from icesql.engine.table_reader import read_rows
+    from icesql.engine.select.tables import read_rows
 
     home, data, state = tmp_path / "home", tmp_path / "in", State()
 

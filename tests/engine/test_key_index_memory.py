@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from icesql.engine.base.wire import SHARD
 from icesql.engine.index import shard as S
 from icesql.engine.index.build import WriteBaseTask
 from icesql.engine.index.store import IndexStore
-from icesql.engine.index.task import SHARD
 
 KEY_FIELDS = [pa.field("id", pa.int64())]
 KEY = ["id"]

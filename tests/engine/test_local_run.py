@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.checkpoint_log import RETAIN, CheckpointLog, batch_ids
-from icesql.engine.local_query import LocalSession
+from icesql.engine.backends.checkpoint import RETAIN, CheckpointLog, batch_ids
+from icesql.engine.backends.local.query import LocalSession
 from tests.support.pipeline_helpers import icesql_summaries, load_table, wait_for, write_json_lines
 
 pytestmark = pytest.mark.spark
@@ -235,7 +235,7 @@ def test_a_running_sink_without_spark_looks_at_an_idle_source_sooner(tmp_path: P
     every ``IDLE_CHECK`` seconds (a stat of the directory), while a batch still starts at most once
     an interval: with an 8 s trigger, a file dropped into an idle sink is committed long before the
     next interval, and one dropped right after that batch waits for the interval."""
-    from icesql.engine.local_query import IDLE_CHECK, LocalQuery, LocalStreamFrame
+    from icesql.engine.backends.local.query import IDLE_CHECK, LocalQuery, LocalStreamFrame
 
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "data"
     data.mkdir()

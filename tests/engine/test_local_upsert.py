@@ -137,7 +137,11 @@ def test_runs_with_and_without_spark_take_turns_on_one_key_index(spark: Any, tmp
 
 
 def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.index.build import build_index, key_arrow_fields
+    from icesql.engine.backends.hashing import key_arrow_fields
+    from icesql.engine.backends.local.frames import LocalBackend
+    from icesql.engine.backends.local.query import LocalSession
+    from icesql.engine.backends.spark.frames import SparkBackend
+    from icesql.engine.index.build import build_index
     from icesql.engine.index.shard import load
     from icesql.engine.index.store import IndexStore
 
@@ -150,12 +154,10 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
         _run(home, None, ["pos_k"])
     table = load_table(home, "n.pos_k", warehouse=wh, catalog_name="lake")
     built = {}
-    for name, session in (("here", None), ("spark", spark)):
+    for name, backend in (("here", LocalBackend(LocalSession(parallelism=3))), ("spark", SparkBackend(spark))):
         store = IndexStore(str(tmp_path / "index" / name), "s", {})
         built[name] = (
-            build_index(
-                session, table, store, key=["region", "id"], progress=9, version=1, parallelism=3, io_properties={}
-            ),
+            build_index(backend, table, store, key=["region", "id"], progress=9, version=1, io_properties={}),
             store,
         )
     (mh, sh), (ms, ss) = built["here"], built["spark"]
@@ -171,7 +173,7 @@ def test_a_key_index_rebuilt_without_spark_is_sparks(spark: Any, tmp_path: Path)
 def test_a_running_sink_runs_without_spark(spark: Any, tmp_path: Path) -> None:
     """A sink left running (``Session.start``) with no Spark session given: Spark's processing-time
     trigger in this process, a commit per batch as files arrive; Spark takes up its checkpoint."""
-    from icesql.engine.local_query import LocalQuery
+    from icesql.engine.backends.local.query import LocalQuery
 
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
     _setup(home, wh, data, ["pos_k"])

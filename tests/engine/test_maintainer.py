@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.tables import METADATA_LOG_LENGTH
+from icesql.engine.iceberg.tables import METADATA_LOG_LENGTH
 from icesql.plan import MaintenancePolicy, SinkMode, SourceFormat
 from tests.engine.test_key_index import (
     c,

@@ -19,9 +19,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.commit import CARRIED_PROGRESS, last_committed, last_committed_snapshot
-from icesql.engine.compact import CompactMode, compact_table
-from icesql.engine.dropbox import DropBox
+from icesql.engine.backends.spark.dropbox import DropBox
+from icesql.engine.commit.snapshot import CARRIED_PROGRESS, last_committed, last_committed_snapshot
+from icesql.engine.commit.staging import StagedBatch, Staging, StagingDamaged
+from icesql.engine.iceberg.table_files import path_key
+from icesql.engine.iceberg.writer import WrittenFile
 from icesql.engine.maintenance import (
     StepKind,
     Weight,
@@ -34,9 +36,7 @@ from icesql.engine.maintenance import (
     sink_snapshots,
     staged_files,
 )
-from icesql.engine.maintenance.files import path_key
-from icesql.engine.staging import StagedBatch, Staging, StagingDamaged
-from icesql.engine.writer import WrittenFile
+from icesql.engine.maintenance.compact import CompactMode, compact_table
 from icesql.plan import MaintenancePolicy
 from icesql.repl.format import format_maintenance_step
 from tests.support.iceberg_tables import (
@@ -526,8 +526,8 @@ def test_a_running_sink_compacts_at_least_every_other_gap_and_the_other_steps_ta
     """The order ``Maintainer`` runs small steps in, one per gap between a sink's commits: a
     compaction that stays due (each commit adds delete files) is never starved by the other
     steps, nor do they starve behind it."""
-    from icesql.engine.maintainer import Maintainer
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
 
     maintainer = Maintainer(runner=None)
     compact = Task(StepKind.COMPACT, Weight.SMALL, "3 delete files")
@@ -548,8 +548,8 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
     logged and due again ``metadata_check_versions`` later, not at every commit of the sink."""
     from types import SimpleNamespace
 
-    from icesql.engine.maintainer import Maintainer
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import SinkPlan
 
     def refuse() -> None:
@@ -605,10 +605,10 @@ def test_a_compaction_that_would_hold_the_next_commit_back_runs_beside_the_sink(
     steps are stand-ins that take a set time: what is tested is where the maintainer runs them.)"""
     from types import SimpleNamespace
 
-    import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
+    import icesql.engine.maintenance.compact as compact_module
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
 
     compact = Task(StepKind.COMPACT, Weight.SMALL, "12 small files")
@@ -660,10 +660,10 @@ def test_a_rewrite_beside_the_sink_stops_with_the_sink(monkeypatch: pytest.Monke
     rewrite is a stand-in: what is tested is what the maintainer hands it.)"""
     from types import SimpleNamespace
 
-    import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
+    import icesql.engine.maintenance.compact as compact_module
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
 
     handed: list[Any] = []
@@ -694,10 +694,10 @@ def test_a_run_once_starts_a_rewrite_beside_the_sink_only_as_its_next_batch_begi
     starts it at once. (The rewrite is a stand-in: what is tested is when the maintainer starts it.)"""
     from types import SimpleNamespace
 
-    import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
+    import icesql.engine.maintenance.compact as compact_module
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
 
     started: list[float] = []
@@ -743,10 +743,10 @@ def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
     here the rewrite is a stand-in: what is tested is whether the maintainer runs it."""
     from types import SimpleNamespace
 
-    import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
+    import icesql.engine.maintenance.compact as compact_module
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
 
     ran: list[Any] = []
@@ -779,10 +779,10 @@ def test_a_run_once_ending_beside_a_rewrite_waits_for_it_only_when_it_applies_de
     import threading
     from types import SimpleNamespace
 
-    import icesql.engine.compact as compact_module
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
+    import icesql.engine.maintenance.compact as compact_module
     from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
 
     started, release = threading.Event(), threading.Event()
@@ -821,8 +821,8 @@ def test_a_failed_timed_step_warns_in_one_line_and_waits_its_interval(
     from types import SimpleNamespace
 
     import icesql.engine.maintenance as maintenance
-    from icesql.engine.maintainer import Maintainer
     from icesql.engine.maintenance import Task, plan_maintenance
+    from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import SinkPlan
 
     def damaged(*a: Any, **k: Any) -> Any:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from icesql.engine.iceberg.table_files import path_key
 from icesql.engine.maintenance import remove_orphan_files, staged_files
-from icesql.engine.maintenance.files import path_key
 from tests.support.crash import ROWS_PER_FILE, add_files, run_child, table_ids
 from tests.support.pipeline_helpers import load_table
 

@@ -2,7 +2,7 @@
 run resumes from what the failed one committed and staged (every row once), each retry is one
 log line, a failure that stays transient ends the run when the budget is spent (``icesql run
 --once`` exits 3 with the one-line message), and a failure that is not transient is not retried.
-The failures come from ``ICESQL_TEST_FAIL_AT`` (``icesql.engine.hooks``), saying by default what
+The failures come from ``ICESQL_TEST_FAIL_AT`` (``icesql.engine.base.hooks``), saying by default what
 Spark says when its Python worker did not connect back in time."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from icesql.engine import hooks
-from icesql.engine.failures import CatalogUnavailableError
-from icesql.engine.supervisor import RetryPolicy
+from icesql.engine.base import hooks
+from icesql.engine.connections.failures import CatalogUnavailableError
+from icesql.engine.sink.supervisor import RetryPolicy
 from icesql.errors import ExecutionError
 from icesql.plan import SinkPlan, SourceFormat, SourceKind, SourcePlan
 from tests.engine.test_pipeline import Heard, make_engine

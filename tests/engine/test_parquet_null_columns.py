@@ -146,7 +146,7 @@ def test_a_column_two_files_type_differently_names_the_file_the_column_and_spark
 
 
 def test_sparks_message_is_taken_from_py4js_error() -> None:
-    from icesql.engine.files.relation import spark_message
+    from icesql.engine.sources.files.relation import spark_message
 
     class Py4JJavaError(Exception):
         pass

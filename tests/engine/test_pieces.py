@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from icesql.engine.files.pieces import Piece, Work, balance, group
+from icesql.engine.sources.files.pieces import Piece, Work, balance, group
 
 
 def files(*sizes: int) -> list[Piece]:

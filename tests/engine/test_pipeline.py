@@ -323,7 +323,7 @@ def test_bad_records_fail_names_source_file_and_field(spark: Any, tmp_path: Path
         data, "bad.json", [json_line(ev(2)), '{"id": "two", "ts": "2024-01-01T00:00:00Z", "v": "x"}']
     )
     eng = make_engine(home, spark, {"events": events_source(data)})
-    from icesql.engine.sources import BadRecordError
+    from icesql.engine.sources.guard import BadRecordError
 
     with pytest.raises(BadRecordError) as ei:
         eng.run([sink()], once=True)
@@ -398,7 +398,7 @@ def test_view_generator_and_spark_temp_view(spark: Any, tmp_path: Path) -> None:
 
 
 def test_fencing_older_version_refused(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.commit import FencedError
+    from icesql.engine.commit.snapshot import FencedError
 
     data = tmp_path / "in"
     wh = tmp_path / "warehouse"

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from icesql.engine.policy import CommitClock, PeriodTimer, until_next_trigger
-from icesql.engine.runner import SinkRunner
+from icesql.engine.commit.policy import CommitClock, PeriodTimer, until_next_trigger
+from icesql.engine.sink.runner import SinkRunner
 from icesql.plan import CommitPolicy
 
 TICK = 2.0  # far longer than the periods below: a timer that slept whole ticks commits 2 s late

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.checkpoint_log import last_batch
-from icesql.engine.precheck import nothing_new
+from icesql.engine.backends.checkpoint import last_batch
+from icesql.engine.sink.precheck import nothing_new
 from tests.support.pipeline_helpers import load_table, write_json_lines
 
 pytestmark = pytest.mark.spark
@@ -106,7 +106,7 @@ def test_every_unfinished_state_starts_spark(
     # a batch staged and not committed to the table (killed before the commit)
     staging = sink_dir / "staging"
     staging.mkdir(exist_ok=True)
-    from icesql.engine.staging import StagedBatch, Staging
+    from icesql.engine.commit.staging import StagedBatch, Staging
 
     Staging(staging).add(StagedBatch(batch_id=99))
     assert _check(home) is None

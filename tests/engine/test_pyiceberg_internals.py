@@ -14,7 +14,7 @@ from typing import Any
 
 import pyiceberg
 
-from icesql.engine import pyiceberg_internals as internals
+from icesql.engine.base import pyiceberg_internals as internals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def test_staged_metadata_is_pyicebergs_update_without_the_copy(tmp_path: Path) -
 def _data_files(table: Any, ids: list[int]) -> list[Any]:
     import pyarrow as pa
 
-    from icesql.engine.writer import DataFileWriter, WriteSpec
+    from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
     w = DataFileWriter(WriteSpec.from_table(table))
     w.write(pa.record_batch({"id": pa.array(ids, pa.int64())}))

@@ -24,7 +24,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from icesql.engine.schema import (
+from icesql.engine.iceberg.schema import (
     arrow_schema,
     compatibility_problems,
     spark_to_iceberg_schema,

@@ -143,7 +143,7 @@ def test_files_with_a_widened_int_are_inferred_together(spark: Any, tmp_path: Pa
 
 
 def test_only_widenings_iceberg_allows_unify_the_footers() -> None:
-    from icesql.engine.files.relation import _widens_to
+    from icesql.engine.sources.files.relation import _widens_to
 
     assert _widens_to(pa.int32(), pa.int64()) and _widens_to(pa.float32(), pa.float64())
     assert _widens_to(pa.decimal128(10, 2), pa.decimal128(12, 2))

@@ -158,7 +158,8 @@ def test_a_table_with_equality_deletes(session: Any) -> None:
 
 
 def test_a_table_named_twice_is_loaded_and_read_once(session: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine import table_reader, target
+    from icesql.engine.connections import target
+    from icesql.engine.select import tables as table_reader
 
     catalog, _, _ = session.engine.connection_catalog("lake")
     table = it.sink_table(catalog, "twice", upsert=False)
@@ -243,7 +244,7 @@ def test_csv_and_json_lines_formats(tmp_path: Path) -> None:
 def test_an_evolved_table_reads_in_its_current_schema_and_travels_to_the_old_one(session: Any) -> None:
     from pyiceberg.types import StringType
 
-    from icesql.engine.writer import DataFileWriter, WriteSpec
+    from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
     catalog, _, _ = session.engine.connection_catalog("lake")
     table = it.sink_table(catalog, "evolved", upsert=False)

@@ -1,4 +1,4 @@
-"""SELECT's fast path (``icesql.engine.fastpath``: DuckDB over the tables read on the driver)
+"""SELECT's fast path (``icesql.engine.select.route``: DuckDB over the tables read on the driver)
 against Spark's path, in one session over the same tables.
 
 Every query of the corpus runs twice through ``Session.execute``: once with the engine made to
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 
 import icesql
-from icesql.engine import fastpath
+from icesql.engine.select import route as fastpath
 from icesql.repl.format import format_csv, format_json_lines, format_table
 from tests.support import iceberg_tables as it
 
@@ -308,7 +308,7 @@ def test_a_source_or_view_goes_to_spark(world: Any) -> None:
 
 
 def test_rows_are_kept_between_queries_until_the_snapshot_changes(world: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine import table_reader
+    from icesql.engine.select import tables as table_reader
 
     catalog, _, _ = world.engine.connection_catalog("lake")
     kept = it.sink_table(catalog, "kept", upsert=False)

@@ -17,7 +17,7 @@ import sys
 from importlib.machinery import ModuleSpec
 if sys.argv[1] == "runner":
     sys.modules["__main__"].__spec__ = ModuleSpec("pyspark.sql.streaming.python_streaming_source_runner", None)
-from icesql.engine.files.source import runner_without_pandas
+from icesql.engine.sources.files.source import runner_without_pandas
 done = runner_without_pandas()
 import pyarrow as pa, pyarrow.parquet as pq
 pq.write_table(pa.Table.from_pylist([{"a": 1}]), sys.argv[2])
@@ -58,7 +58,7 @@ def _descends_from(pid: int, ancestor: int) -> bool:
 
 def _runner_maps() -> list[str]:
     """The memory maps of the streaming source runners Spark started for this process."""
-    from icesql.engine.files.source import RUNNER_MODULE
+    from icesql.engine.sources.files.source import RUNNER_MODULE
 
     out = []
     for entry in Path("/proc").iterdir():
@@ -79,7 +79,7 @@ def test_the_runner_spark_starts_has_no_pandas_loaded(spark: Any, tmp_path: Path
     """The process Spark really starts for a query of the files source (not a stand-in for it):
     after it admitted a file to the file log (pyarrow writes the log's segment) it has pyarrow's
     libraries mapped and none of pandas'."""
-    from icesql.engine.files import source
+    from icesql.engine.sources.files import source
 
     source.register(spark)
     data = tmp_path / "in"

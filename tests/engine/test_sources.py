@@ -11,15 +11,11 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.sources import (
-    BAD_RECORD_MARKER,
-    CORRUPT,
-    BadRecordError,
-    _generator_expr,
-    _RecordGuard,
-    translate_bad_record,
-)
-from icesql.engine.staging import StagedBatch, Staging
+from icesql.engine.base.changelog import CORRUPT
+from icesql.engine.base.wire import BAD_RECORD_MARKER
+from icesql.engine.commit.staging import StagedBatch, Staging
+from icesql.engine.sources.generator import generator_expr
+from icesql.engine.sources.guard import BadRecordError, RecordGuard, translate_bad_record
 from icesql.plan import Column, SourceFormat, SourceKind, SourcePlan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +52,7 @@ def test_staging_ignores_and_cleans_torn_writes(tmp_path: Path) -> None:
 def test_staging_survives_sigkill_after_add(tmp_path: Path) -> None:
     code = (
         f"import os, signal, sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from icesql.engine.staging import Staging, StagedBatch\n"
+        "from icesql.engine.commit.staging import Staging, StagedBatch\n"
         f"st = Staging({str(tmp_path / 's')!r})\n"
         "st.add(StagedBatch(batch_id=5, data_files=('x',), rows=1, bytes=2))\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
@@ -78,8 +74,8 @@ def test_a_damaged_staging_entry_is_refused_naming_the_file(tmp_path: Path, how:
     """An entry damaged on disk after it was staged (the soak's staging_corrupt fault) is never
     committed nor taken for another batch: reading it fails with one line naming the file, the
     batch and what is wrong, and a hint; an entry the table already holds is discarded unread."""
-    from icesql.engine.recovery import recover
-    from icesql.engine.staging import StagingDamaged
+    from icesql.engine.commit.recovery import recover
+    from icesql.engine.commit.staging import StagingDamaged
 
     st = Staging(tmp_path / "s")
     path = st.add(StagedBatch(batch_id=13, data_files=("ZGF0YQ==",), rows=4, bytes=40))
@@ -123,8 +119,8 @@ def test_a_staging_entry_without_a_checksum_is_read(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- bad records (executor-side guard)
 
 
-def guard(fmt: str = "json", **kw: Any) -> _RecordGuard:
-    return _RecordGuard(
+def guard(fmt: str = "json", **kw: Any) -> RecordGuard:
+    return RecordGuard(
         source=kw.pop("source", "events"),
         fmt=fmt,
         columns=kw.pop("columns", ["id", "ts", "v"]),
@@ -200,11 +196,11 @@ def test_translate_bad_record_through_wrapped_exceptions() -> None:
 
 
 def test_generator_expressions_are_deterministic_per_type() -> None:
-    assert _generator_expr(Column("id", "bigint")) == "CAST(value AS BIGINT) AS `id`"
-    assert "concat('name-'" in _generator_expr(Column("name", "string"))
-    assert "timestamp_seconds(1704067200" in _generator_expr(Column("ts", "timestamp"))
-    assert "date_add(DATE'2024-01-01'" in _generator_expr(Column("d", "date"))
-    assert _generator_expr(Column("s", "struct<a:int>")) == "CAST(NULL AS struct<a:int>) AS `s`"
+    assert generator_expr(Column("id", "bigint")) == "CAST(value AS BIGINT) AS `id`"
+    assert "concat('name-'" in generator_expr(Column("name", "string"))
+    assert "timestamp_seconds(1704067200" in generator_expr(Column("ts", "timestamp"))
+    assert "date_add(DATE'2024-01-01'" in generator_expr(Column("d", "date"))
+    assert generator_expr(Column("s", "struct<a:int>")) == "CAST(NULL AS struct<a:int>) AS `s`"
 
 
 # --------------------------------------------------------------------------- imports
@@ -213,8 +209,8 @@ def test_generator_expressions_are_deterministic_per_type() -> None:
 def test_engine_import_does_not_import_pyspark() -> None:
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "import icesql.engine.engine, icesql.engine.runner, icesql.engine.batch, icesql.engine.staging, "
-        "icesql.engine.sources, icesql.engine.catalogs, icesql.engine.fileio, icesql.engine.target\n"
+        "import icesql.engine.engine, icesql.engine.sink.runner, icesql.engine.sink.batch, icesql.engine.commit.staging, "
+        "icesql.engine.sources.relation, icesql.engine.connections.catalogs, icesql.engine.connections.fileio, icesql.engine.connections.target\n"
         "bad = [m for m in ('pyspark', 'pyiceberg', 'pyarrow') if m in sys.modules]\n"
         "print(bad); sys.exit(1 if bad else 0)\n"
     )
@@ -223,7 +219,7 @@ def test_engine_import_does_not_import_pyspark() -> None:
 
 
 def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine.hooks import KILL_ENV, kill_point
+    from icesql.engine.base.hooks import KILL_ENV, kill_point
 
     monkeypatch.delenv(KILL_ENV, raising=False)
     kill_point("staged", 1)
@@ -237,7 +233,7 @@ def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.spark
 def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
-    from icesql.engine.sources import build_relation
+    from icesql.engine.sources.resolve import build_relation
     from tests.support.pipeline_helpers import write_json_lines
 
     data = tmp_path / "cdc"
@@ -289,7 +285,8 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from icesql.engine.sources import build_relation, columns_of
+    from icesql.engine.sources.relation import columns_of
+    from icesql.engine.sources.resolve import build_relation
 
     pdir = tmp_path / "pq"
     pdir.mkdir()
@@ -321,7 +318,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
 
 @pytest.mark.spark
 def test_unknown_relation_is_a_clear_error(spark: Any) -> None:
-    from icesql.engine.sources import build_relation
+    from icesql.engine.sources.resolve import build_relation
     from icesql.errors import ExecutionError
 
     with pytest.raises(ExecutionError, match="neither an icesql source or view nor a table or view"):

@@ -1,4 +1,4 @@
-"""The object-store registry (``icesql.engine.stores``): schemes, connections' FileIO
+"""The object-store registry (``icesql.engine.connections.stores``): schemes, connections' FileIO
 properties, layering, the one filesystem adapter, and GCS's token exchange.
 
 The GCS token exchange runs against a local token endpoint that checks the RS256 assertion with
@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from icesql.engine import stores
-from icesql.engine.fileio import IoProperties, connection_properties, io_properties
-from icesql.engine.maintenance.files import path_key, relative_to
-from icesql.engine.secrets import SecretValues, scrub
-from icesql.engine.stores import gcs as gcs_store
+from icesql.engine.base.secrets import SecretValues, scrub
+from icesql.engine.connections import stores
+from icesql.engine.connections.fileio import IoProperties, connection_properties, io_properties
+from icesql.engine.connections.stores import gcs as gcs_store
+from icesql.engine.iceberg.table_files import path_key, relative_to
 from icesql.errors import IcesqlError
 from icesql.plan import AwsConnectionPlan, AzureConnectionPlan, GcsConnectionPlan, SecretName
 
@@ -126,7 +126,7 @@ def test_the_local_filesystem_lists_and_a_file_uri_stays_a_uri(tmp_path: Path) -
 
 
 def test_azure_locations_open_through_icesqls_file_io() -> None:
-    from icesql.engine.stores.azure_io import AzureFileIO
+    from icesql.engine.connections.stores.azure_io import AzureFileIO
 
     io = stores.load_file_io({"adls.account-name": "acct"}, "abfs://c/x")
     assert isinstance(io, AzureFileIO)  # not pyiceberg's fsspec choice (adlfs is not installed)
@@ -163,7 +163,7 @@ def test_azure_connection_properties() -> None:
     assert props["adls.blob-storage-authority"] == "127.0.0.1:10000"
     assert props["adls.blob-storage-scheme"] == "http"
     assert props["adls.dfs-storage-authority"] == "127.0.0.1:10000"
-    assert props["py-io-impl"] == "icesql.engine.stores.azure_io.AzureFileIO"
+    assert props["py-io-impl"] == "icesql.engine.connections.stores.azure_io.AzureFileIO"
     assert "the-key" not in repr(props)
     sas = AzureConnectionPlan(name="z", account_name="a", sas_token=SecretName("t"))
     props = connection_properties(sas, secrets=Secrets(t="sv=2024&sig=abc"))
@@ -347,7 +347,7 @@ def test_credentials_that_are_not_a_key_file_say_so() -> None:
 def test_a_file_uri_source_lists_plain_paths_as_before(tmp_path: Path) -> None:
     """A FILES source's file log knows the files it read by the names its listing gave: a local
     file by its plain path, whether the source says '/dir' or 'file:///dir'."""
-    from icesql.engine.files.listing import Location
+    from icesql.engine.connections.stores.location import Location
 
     (tmp_path / "a.json").write_text("{}")
     for source in (str(tmp_path), tmp_path.as_uri()):
@@ -355,7 +355,7 @@ def test_a_file_uri_source_lists_plain_paths_as_before(tmp_path: Path) -> None:
 
 
 def test_azure_deletes_go_to_the_accounts_blob_endpoint() -> None:
-    from icesql.engine.stores.azure_rest import BlobService, blob_base_url
+    from icesql.engine.connections.stores.azure_rest import BlobService, blob_base_url
 
     assert blob_base_url("https", ".blob.core.windows.net", "acct") == "https://acct.blob.core.windows.net/"
     assert blob_base_url("http", "127.0.0.1:10000", "devstoreaccount1") == "http://127.0.0.1:10000/devstoreaccount1/"

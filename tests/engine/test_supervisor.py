@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from icesql.engine.connections.failures import CatalogUnavailableError
 from icesql.engine.engine import Engine
-from icesql.engine.failures import CatalogUnavailableError
-from icesql.engine.supervisor import RetryPolicy, Supervisor
+from icesql.engine.sink.supervisor import RetryPolicy, Supervisor
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import SinkPlan
 from tests.support.pipeline_helpers import State

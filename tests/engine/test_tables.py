@@ -12,7 +12,12 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from icesql.analyzer import MemoryCatalog, analyze
-from icesql.engine.tables import CREATED_TABLE_PROPERTIES, ensure_table, explain_table, table_properties_for
+from icesql.engine.iceberg.tables import (
+    CREATED_TABLE_PROPERTIES,
+    ensure_table,
+    explain_table,
+    table_properties_for,
+)
 from icesql.plan import WRITE_FORMAT_DEFAULT, CreateObjectPlan, SinkPlan
 from icesql.syntax.parser import parse_one
 from tests.engine.test_schema import f, struct

@@ -24,11 +24,13 @@ SCRIPT = textwrap.dedent(
     import pyarrow as pa, pyarrow.parquet as pq
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from icesql.engine.batch import FileWriterTask
-    from icesql.engine.files.decode import SourceFormat
-    from icesql.engine.files.listing import Location
-    from icesql.engine.files.task import DecodeTask, WriteTask
-    from icesql.engine.writer import WriteSpec
+    from icesql.engine.sink.batch import FileWriterTask
+    from icesql.engine.sources.decode import SourceFormat
+    from icesql.engine.connections.stores.location import Location
+    from icesql.engine.sources.files.relation import ArrowSource
+    from icesql.engine.sources.pieces import DecodeTask, WriteTask
+    from icesql.plan import OnError, SourcePlan, SourceKind
+    from icesql.engine.iceberg.writer import WriteSpec
 
     kind, tmp = sys.argv[1], sys.argv[2]
     n = 400_000
@@ -51,7 +53,8 @@ SCRIPT = textwrap.dedent(
         "seq": [0], "path": [src], "size": [os.path.getsize(src)], "mtime_ms": [0],
         "start": [0], "end": pa.array([None], pa.int64()), "row_groups": pa.array([None], pa.list_(pa.int32())),
     })
-    source, location = SourceFormat("parquet", row), Location(tmp)
+    arrow = ArrowSource(SourcePlan("s", SourceKind.FILES, path=tmp), SourceFormat("parquet", row), Location(tmp),
+                        OnError.FAIL, "")
     del data
 
     def rss():
@@ -59,9 +62,9 @@ SCRIPT = textwrap.dedent(
             return next(int(l.split()[1]) // 1024 for l in f if l.startswith("VmRSS"))
 
     if kind == "write":
-        out = list(WriteTask(source, location, spec, 0)(iter([pieces])))
+        out = list(WriteTask(arrow, spec, 0)(iter([pieces])))
     elif kind == "decode":
-        out = [b.num_rows for b in DecodeTask(source, location)(iter([pieces]))]
+        out = [b.num_rows for b in DecodeTask(arrow)(iter([pieces]))]
     else:  # Spark's row path: the rows come as Arrow batches from Spark
         batches = pq.ParquetFile(src).iter_batches(batch_size=10_000)
         task = FileWriterTask(spec, ["id", "s", "d"], changelog=False, upsert=False, key=[],

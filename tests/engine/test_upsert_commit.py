@@ -12,9 +12,9 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icesql.engine.commit import CommitGroup, CommitRequest, commit, last_committed, snapshot_summary
-from icesql.engine.tables import ensure_table, key_field_ids
-from icesql.engine.writer import DataFileWriter, WriteSpec, dedupe_last
+from icesql.engine.commit.snapshot import CommitGroup, CommitRequest, commit, last_committed, snapshot_summary
+from icesql.engine.iceberg.tables import ensure_table, key_field_ids
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec, dedupe_last
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
 from tests.engine.test_schema import f, struct
 from tests.support import readers

@@ -16,7 +16,7 @@ from typing import Any
 import pyspark
 import pytest
 
-from icesql.engine.spark import worker_python
+from icesql.engine.backends.spark.session import worker_python
 
 LIB = Path(pyspark.__file__).parent / "python" / "lib"
 ZIPS = [str(LIB / "pyspark.zip"), *sorted(str(p) for p in LIB.glob("py4j-*-src.zip"))]
@@ -65,7 +65,7 @@ def test_a_local_sessions_workers_import_pyspark_from_its_package(spark: Any) ->
 def test_a_later_local_session_keeps_the_launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the first local session sets PYSPARK_PYTHON to the launcher; a session started after it
     # stopped must still use it, and a Python the user chose is not replaced by the launcher
-    from icesql.engine.spark import _local_worker_python
+    from icesql.engine.backends.spark.session import _local_worker_python
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     launcher = worker_python()

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from icesql.engine.commit import CommitRequest, commit
-from icesql.engine.tables import ensure_table, explain_table, key_field_ids
-from icesql.engine.writer import DataFileWriter, WriteSpec, WrittenFile
+from icesql.engine.commit.snapshot import CommitRequest, commit
+from icesql.engine.iceberg.tables import ensure_table, explain_table, key_field_ids
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec, WrittenFile
 from icesql.errors import ExecutionError
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
 from tests.engine.test_schema import ALL_TYPES, f, struct
@@ -223,7 +223,7 @@ def test_partitioned_writes_land_in_their_partitions(
     w.write(batch.slice(150))
     files = w.close()
     assert sum(x.record_count for x in files) == 400
-    from icesql.engine.writer import _internal
+    from icesql.engine.iceberg.writer import _internal
 
     for x in files:
         values = pq.read_table(x.file_path.removeprefix("file://"), columns=[column]).column(0).to_pylist()
@@ -343,7 +343,7 @@ def test_existing_incompatible_table_is_refused(catalog: SqlCatalog) -> None:
 
 
 def _write_in_child(spec: WriteSpec, ids: list[int]) -> list[WrittenFile]:
-    from icesql.engine.writer import write_batches
+    from icesql.engine.iceberg.writer import write_batches
 
     return write_batches(spec, [pa.record_batch({"id": pa.array(ids, pa.int64())})])
 
@@ -383,7 +383,7 @@ def test_files_written_in_another_process_commit(catalog: SqlCatalog) -> None:
 
 
 def test_abort_removes_files_and_dedupe_last(catalog: SqlCatalog) -> None:
-    from icesql.engine.writer import dedupe_last
+    from icesql.engine.iceberg.writer import dedupe_last
 
     table = ensure_table(catalog, "ns.ab", struct(f("id", "long"), f("v", "string")), plan("ab"))
     w = DataFileWriter(WriteSpec.from_table(table, max_file_size=2048), row_group_bytes=1024)

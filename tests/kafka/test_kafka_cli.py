@@ -125,8 +125,8 @@ CREATE SINK sk FROM s INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');
             assert secret.encode() not in f.read_bytes(), f
 
     # what librdkafka is given: the password, under the name Spark's redaction hides
-    from icesql.engine.kafka.connection import SECRET_KEYS, client_config
-    from icesql.engine.kafka.source import kafka_options
+    from icesql.engine.connections.kafka import SECRET_KEYS, client_config
+    from icesql.engine.sources.kafka.topic import kafka_options
     from icesql.plan import KafkaConnectionPlan, SecretName
 
     plan = KafkaConnectionPlan(

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.checkpoint_log import CheckpointLog
+from icesql.engine.backends.checkpoint import CheckpointLog
+from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.engine.engine import Engine
-from icesql.engine.kafka.relation import decode_records, local_row_schema
-from icesql.engine.kafka.source import RECORD_SCHEMA
-from icesql.engine.sources import INTERNAL_COLUMNS
+from icesql.engine.sources.kafka.records import decode_records
+from icesql.engine.sources.kafka.relation import local_row_schema
+from icesql.engine.sources.kafka.source import RECORD_SCHEMA
 from icesql.plan import (
     Column,
     KafkaConnectionPlan,

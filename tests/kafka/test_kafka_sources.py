@@ -205,7 +205,7 @@ def test_once_with_nothing_new_starts_no_query(
 
 
 def _offsets(home: Path) -> dict[str, int]:
-    from icesql.engine.kafka.offsets import SUMMARY_KEY
+    from icesql.engine.sources.kafka.offsets import SUMMARY_KEY
 
     snap = load_table(home, "ns.t", home / "warehouse").current_snapshot()
     assert snap is not None and snap.summary is not None
@@ -338,7 +338,7 @@ def test_arrow_path_equals_sparks_parsers(
 def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     """Consecutive ranges (and the last, ending at the log end) read exactly their records with
     one consumer kept idle between them; a read abandoned half-way closes its consumer instead."""
-    from icesql.engine.kafka import source as S
+    from icesql.engine.sources.kafka import topic as S
 
     b = noida.bootstrap
     K.create_topic(b, "reuse", 2)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icesql.engine.kafka.offsets import (
+from icesql.engine.sources.kafka.offsets import (
     SUMMARY_KEY,
     dump,
     from_summary,
@@ -18,8 +18,8 @@ from icesql.engine.kafka.offsets import (
     records_between,
     summary_value,
 )
-from icesql.engine.kafka.progress import batch_offsets
-from icesql.engine.kafka.source import plan_ranges, share
+from icesql.engine.sources.kafka.progress import batch_offsets
+from icesql.engine.sources.kafka.source import plan_ranges, share
 
 offsets = st.dictionaries(st.integers(0, 20), st.integers(0, 10_000), max_size=8)
 
@@ -80,8 +80,8 @@ def test_kafka_failures_are_told_apart() -> None:
     """What a task or the planner raises reaches the driver as Spark's text of a Python error:
     the marked Kafka failures become one line, retried when the brokers did not answer, final
     when they refused the credentials."""
-    from icesql.engine.failures import rule_failure
-    from icesql.engine.kafka.source import REFUSED, UNAVAILABLE
+    from icesql.engine.connections.failures import rule_failure
+    from icesql.engine.sources.kafka.topic import REFUSED, UNAVAILABLE
 
     down = RuntimeError(f"Job aborted ... PythonException: RuntimeError: {UNAVAILABLE}topic 'o' partition 1: Local: Broker transport failure|END\n  at ...")
     err = rule_failure(down, label="sink s", action="write or commit")
@@ -114,7 +114,7 @@ def test_a_checkpoint_root_on_object_storage_is_refused_for_kafka(monkeypatch: p
     tested is the check)."""
     from types import SimpleNamespace
 
-    from icesql.engine.kafka.progress import KafkaProgress, local_path
+    from icesql.engine.sources.kafka.progress import KafkaProgress, local_path
     from icesql.errors import ExecutionError
 
     monkeypatch.setenv("ICESQL_CHECKPOINT_ROOT", "s3://bucket/checkpoints")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.events import CommitEvent, FailureEvent, StateEvent
+from icesql.engine.base.events import CommitEvent, FailureEvent, StateEvent
 from icesql.observe.health import SinkReport
 from icesql.observe.metrics import SinkMetrics
 

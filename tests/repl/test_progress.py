@@ -98,7 +98,7 @@ def test_pyspark_accumulator_server_errors_are_logged_not_printed(capsys: Any) -
 
     from pyspark import accumulators
 
-    from icesql.engine.spark import _accumulator_errors_to_the_log
+    from icesql.engine.backends.spark.session import _accumulator_errors_to_the_log
 
     _accumulator_errors_to_the_log()
     server = accumulators.AccumulatorTCPServer.__new__(accumulators.AccumulatorTCPServer)

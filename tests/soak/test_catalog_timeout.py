@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from icesql.engine.catalogs import load_catalog
+from icesql.engine.connections.catalogs import load_catalog
 from icesql.plan import CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.soak.test_proxy_weed import catalog as through
 from tests.support.faultproxy import FaultProxy

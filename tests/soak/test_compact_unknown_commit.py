@@ -11,7 +11,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from icesql.engine.compact import CompactMode, compact_table
+from icesql.engine.maintenance.compact import CompactMode, compact_table
 from tests.e2e.test_weed_sinks import s3_props, verify_catalog
 from tests.support.faultproxy import FaultProxy
 from tests.support.readers import read_duckdb

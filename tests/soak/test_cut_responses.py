@@ -18,11 +18,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.catalogs import load_catalog
-from icesql.engine.commit import CommitGroup, CommitRequest, commit
-from icesql.engine.failures import describe_failure, guarded, is_transient
-from icesql.engine.secrets import SecretValues
-from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.engine.base.secrets import SecretValues
+from icesql.engine.commit.snapshot import CommitGroup, CommitRequest, commit
+from icesql.engine.connections.catalogs import load_catalog
+from icesql.engine.connections.failures import describe_failure, guarded, is_transient
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 from icesql.errors import ExecutionError
 from tests.e2e.test_weed_sinks import s3_props, verify_catalog
 from tests.soak.test_catalog_timeout import lake

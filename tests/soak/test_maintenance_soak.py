@@ -105,7 +105,7 @@ from typing import Any
 import pytest
 
 from icesql.engine.engine import Engine
-from icesql.engine.tables import METADATA_LOG_LENGTH
+from icesql.engine.iceberg.tables import METADATA_LOG_LENGTH
 from icesql.plan import (
     CommitPolicy,
     MaintenancePolicy,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import icesql
-from icesql.engine.failures import is_transient
+from icesql.engine.connections.failures import is_transient
 from icesql.errors import ExecutionError
 from tests.e2e.test_weed_sinks import aws_sql, event, rest_oauth2_sql, unique, verify_catalog
 from tests.support.faultproxy import FaultProxy
@@ -60,7 +60,7 @@ def test_a_cut_commit_answer_is_retried_and_otherwise_named(
         if point == "staged":
             proxy.cut_response_after(20, count=1, only="rest")
 
-    monkeypatch.setattr("icesql.engine.runner.kill_point", cut_when_staged)
+    monkeypatch.setattr("icesql.engine.sink.runner.kill_point", cut_when_staged)
     monkeypatch.setenv("ICESQL_COMMIT_RETRIES", "0")
     # and no restart of the sink either: since issue 36, run --once restarts a sink after a
     # transient failure as serve does, which would ride the cut out

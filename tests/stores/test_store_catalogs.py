@@ -18,10 +18,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from icesql.engine.catalogs import load_catalog, validate_connection
-from icesql.engine.commit import CommitRequest, commit
-from icesql.engine.tables import ensure_table
-from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.engine.commit.snapshot import CommitRequest, commit
+from icesql.engine.connections.catalogs import load_catalog, validate_connection
+from icesql.engine.iceberg.tables import ensure_table
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 from icesql.errors import IcesqlError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, SecretName, SinkPlan
 from tests.engine.test_schema import f, struct
@@ -113,7 +113,7 @@ def test_glue_errors_are_one_line(moto_server: MotoServer, tmp_path: Path) -> No
     conn, aws = _glue(moto_server, bucket)
     secrets = Secrets(k=moto_server.secret_key)
     catalog = load_catalog(conn, aws=aws, secrets=secrets, home=tmp_path)
-    from icesql.engine.table_reader import open_table
+    from icesql.engine.select.tables import open_table
 
     # an unknown database
     with pytest.raises(IcesqlError) as err:
@@ -162,7 +162,7 @@ def test_hive_commit_beaten_by_iceberg_java_is_retried(hive_metastore: HiveMetas
 def test_hive_errors_are_one_line(hive_metastore: HiveMetastore, tmp_path: Path) -> None:
     conn = _hive(hive_metastore)
     catalog = load_catalog(conn, aws=None, secrets=Secrets(), home=tmp_path)
-    from icesql.engine.table_reader import open_table
+    from icesql.engine.select.tables import open_table
 
     with pytest.raises(IcesqlError) as err:
         open_table(catalog, conn, None, Secrets(), ("no_such_db",), "t")

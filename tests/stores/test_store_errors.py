@@ -108,7 +108,7 @@ def test_gcs_service_account_token_reaches_the_writers(fake_gcs: FakeGcs, tmp_pa
     """CREDENTIALS = a service-account key: icesql trades it at the key's token_uri (a local
     endpoint checking the signature) and writes with the token. fake-gcs-server accepts any
     token, so what this proves is the path: key -> token -> pyarrow's GCS client -> rows."""
-    from icesql.engine.stores import gcs as gcs_store
+    from icesql.engine.connections.stores import gcs as gcs_store
     from tests.engine.test_stores import _key_pair, _service_account, _TokenEndpoint
 
     pem, public = _key_pair()
@@ -150,10 +150,10 @@ def test_azure_deletes_are_one_request_each_and_refusals_read_as_azures(azurite:
     release after the delete stalled 7-25 s about once in fifty deletes against azurite."""
     from pyarrow import fs as pafs
 
-    from icesql.engine import stores
-    from icesql.engine.failures import describe_failure, service_of
-    from icesql.engine.stores.azure import FILE_IO as AZURE_FILE_IO
-    from icesql.engine.stores.azure_io import AzureFileIO
+    from icesql.engine.connections import stores
+    from icesql.engine.connections.failures import describe_failure, service_of
+    from icesql.engine.connections.stores.azure import FILE_IO as AZURE_FILE_IO
+    from icesql.engine.connections.stores.azure_io import AzureFileIO
 
     container = "deletes"
     azurite.create_container(container)

@@ -42,8 +42,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from icesql.engine.iceberg.table_files import live_files, path_key
 from icesql.engine.maintenance.expire import expire_snapshots
-from icesql.engine.maintenance.files import live_files, path_key
 from icesql.engine.maintenance.orphans import remove_orphan_files, staged_files
 from icesql.session import Session
 from tests.support.azurite import Azurite

@@ -40,7 +40,7 @@ from typing import Any
 
 import pytest
 
-from icesql.engine.stores.azure_rest import shared_key_headers
+from icesql.engine.connections.stores.azure_rest import shared_key_headers
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, http, serve
 
 # azurite's well-known development account (public, documented by Microsoft)

@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icesql.engine.commit import CommitRequest, CommitResult, commit
-from icesql.engine.tables import ensure_table, key_field_ids
-from icesql.engine.writer import DataFileWriter, WriteSpec
+from icesql.engine.commit.snapshot import CommitRequest, CommitResult, commit
+from icesql.engine.iceberg.tables import ensure_table, key_field_ids
+from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 from icesql.plan import PartitionFieldPlan, SinkMode, SinkPlan, Transform
 from tests.support.readers import read_datafusion, read_duckdb
 
@@ -86,7 +86,7 @@ def position_deletes(table: Any, positions: Mapping[str, Sequence[int]], partiti
     from pyiceberg.manifest import DataFileContent, FileFormat
     from pyiceberg.typedef import Record
 
-    from icesql.engine.pyiceberg_internals import new_data_file
+    from icesql.engine.base.pyiceberg_internals import new_data_file
 
     rows = sorted((p, int(i)) for p, ps in positions.items() for i in ps)
     schema = pa.schema(
@@ -144,7 +144,7 @@ def sink_history(table: Any, snapshots: int, *, merge_every: int | None = None, 
     with its progress), built many snapshots per catalog commit (as icesql commits several staged
     batches) so that building a long history is quick; with ``merge_every``, the manifests are
     merged after every that many commits, as maintenance does."""
-    from icesql.engine.commit import CommitGroup
+    from icesql.engine.commit.snapshot import CommitGroup
     from icesql.engine.maintenance import rewrite_manifests
 
     table.transaction().set_properties({"write.metadata.previous-versions-max": "10"}).commit_transaction()

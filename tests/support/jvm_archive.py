@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def ensure_archive() -> str:
     """What was done, for one line of the test run's header."""
-    from icesql.engine.jvm_archive import archive_options, wait_for_dumps
-    from icesql.engine.spark import driver_java_options
+    from icesql.engine.backends.spark.jvm_archive import archive_options, wait_for_dumps
+    from icesql.engine.backends.spark.session import driver_java_options
 
     options = driver_java_options()
     wait_for_dumps(timeout=60)  # one a JVM of an earlier run may still write

@@ -31,7 +31,7 @@ SPARK_TEST_CONF = {
 
 
 def spark_for_tests() -> Any:
-    from icesql.engine.spark import get_spark
+    from icesql.engine.backends.spark.session import get_spark
 
     return get_spark("local[2]", SPARK_TEST_CONF)
 

@@ -16,7 +16,7 @@ checks), except for ``sink_snapshots``, the definition of the snapshots a sink n
 
 ``fresh_compaction(...)`` reads the table's rows with DuckDB, writes them to a new table of a
 scratch catalog (same schema and partition spec) in two appends, and compacts that table with
-``icesql.engine.compact.compact_table`` in ``FULL`` mode at the target file size: what ``icesql
+``icesql.engine.maintenance.compact.compact_table`` in ``FULL`` mode at the target file size: what ``icesql
 compact`` would leave for exactly those rows, written by the same writer as the maintenance's
 compaction. Its data files are the reference of the soak's file-count bound, and the copy is the
 reference of its read-time bound (``duckdb_read_seconds``).
@@ -197,7 +197,7 @@ def fresh_compaction(table: Any, *, target: int, scratch: str, name: str) -> dic
     mode at ``target`` bytes per file: {data_files, rows, metadata_location, location}."""
     from pyiceberg.manifest import DataFileContent
 
-    from icesql.engine.compact import CompactMode, compact_table
+    from icesql.engine.maintenance.compact import CompactMode, compact_table
 
     rows = duckdb_arrow(table.metadata_location)
     cat = sql_catalog(scratch, "fresh")

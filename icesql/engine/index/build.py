@@ -15,49 +15,15 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import releases_task_memory
+from icesql.engine.backends.hashing import key_schema, key_spark_types
+from icesql.engine.base.wire import SHARD, releases_task_memory
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
-from icesql.engine.index.task import SHARD
 
 KEYS_PER_SHARD = 4_000_000  # a shard's entries stay well under a few hundred MB in a task
 
 
 def shard_count(live_rows: int, parallelism: int) -> int:
     return max(1, parallelism, math.ceil(live_rows / KEYS_PER_SHARD))
-
-
-def shard_expression(key: Sequence[str], key_types: Sequence[Any], shards: int) -> Any:
-    """The shard of a row: Spark's xxhash64 of the KEY columns (cast to the table's types, so a
-    batch and a rebuild hash a key alike), modulo the shard count."""
-    from pyspark.sql import functions as F
-
-    cols = [F.col(_q(k)).cast(t) for k, t in zip(key, key_types, strict=True)]
-    return F.pmod(F.xxhash64(*cols), F.lit(shards)).cast("int")
-
-
-def key_spark_types(table_schema: Any, key: Sequence[str]) -> list[Any]:
-    return [_spark_type(table_schema.find_field(k)) for k in key]
-
-
-def key_schema(table_schema: Any, key: Sequence[str]) -> Any:
-    """The Iceberg schema of the KEY fields (their ids, names and types)."""
-    from pyiceberg.schema import Schema
-
-    return Schema(*[table_schema.find_field(k) for k in key])
-
-
-def key_arrow_fields(table_schema: Any, key: Sequence[str]) -> list[Any]:
-    """The KEY fields as the index's entries hold them (Arrow, without field metadata)."""
-    import pyarrow as pa
-
-    from icesql.engine.schema import arrow_schema
-
-    arrow = arrow_schema(key_schema(table_schema, key))
-    return [pa.field(arrow.field(k).name, arrow.field(k).type) for k in key]
-
-
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def plan_live_files(table: Any) -> list[dict[str, Any]]:
@@ -111,7 +77,7 @@ class ReadKeysTask:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         from pyiceberg.schema import Schema
 
-        from icesql.engine import stores
+        from icesql.engine.connections import stores
 
         io = stores.load_file_io(self.io_properties, self.location)
         schema = Schema.model_validate_json(self.key_fields_json)
@@ -126,9 +92,9 @@ def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any
     fields; ``__path`` is a plain string."""
     import pyarrow as pa
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
+    from icesql.engine.iceberg.schema import arrow_schema
     from icesql.engine.index.shard import PATH, POS
-    from icesql.engine.schema import arrow_schema
 
     keys = formats.read_file(io, path, list(key))
     n = keys.num_rows
@@ -151,7 +117,7 @@ def live_entries(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
     from icesql.engine.index.shard import POS, remove_keys
 
     key = list(key)
@@ -210,23 +176,25 @@ class WriteBaseTask:
 
 
 def build_index(
-    spark: Any,
+    backend: Any,
     table: Any,
     store: IndexStore,
     *,
     key: Sequence[str],
     progress: int,
     version: int,
-    parallelism: int,
     io_properties: dict[str, str],
 ) -> Manifest:
-    """Rebuild the index of ``table`` at its current snapshot; the manifest is written last."""
+    """Rebuild the index of ``table`` at its current snapshot on ``backend`` (``backends.base``:
+    Spark's executors or this process's threads, the same two stages); the manifest is written
+    last."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
     schema = table.schema()
     key_fields = [schema.find_field(k) for k in key]
     plans = plan_live_files(table)
     live = sum(p["rows"] for p in plans)
+    parallelism = backend.parallelism
     shards = shard_count(live, parallelism)
     snapshot = table.current_snapshot()
     if not plans:
@@ -243,22 +211,16 @@ def build_index(
         return m
     read = ReadKeysTask(key, key_schema(schema, key).model_dump_json(), io_properties, table.location())
     write = WriteBaseTask(store, progress, version)
-    if spark is None:
-        written = _build_here(plans, read, write, key, shards, parallelism)
-    else:
-        plan_df = spark.createDataFrame([(json.dumps(p),) for p in plans], "plan string")
-        plan_df = plan_df.repartition(max(1, min(len(plans), parallelism * 4)))
-        entry_struct = StructType(
-            [
-                *[StructField(f.name, t) for f, t in zip(key_fields, key_spark_types(schema, key), strict=True)],
-                StructField("__path", StringType()),
-                StructField("__pos", LongType()),
-            ]
-        )
-        entries = plan_df.mapInArrow(read, entry_struct)
-        shard = shard_expression(key, key_spark_types(schema, key), shards)
-        entries = entries.withColumn(SHARD, shard).repartition(shards, SHARD)
-        written = [r.asDict() for r in entries.mapInArrow(write, "shard int, name string, keys bigint").collect()]
+    plan_frame = backend.frame({"plan": [json.dumps(p) for p in plans]}, min(len(plans), parallelism * 4))
+    entry_struct = StructType(
+        [
+            *[StructField(f.name, t) for f, t in zip(key_fields, key_spark_types(schema, key), strict=True)],
+            StructField("__path", StringType()),
+            StructField("__pos", LongType()),
+        ]
+    )
+    entries = plan_frame.map(read, entry_struct).by_shard(key, shards, schema)
+    written = entries.map(write, "shard int, name string, keys bigint").rows()
     chains: list[tuple[str, ...]] = [() for _ in range(shards)]
     shard_keys = [0] * shards
     for r in written:
@@ -277,63 +239,10 @@ def build_index(
     return m
 
 
-def _build_here(
-    plans: list[dict[str, Any]], read: ReadKeysTask, write: WriteBaseTask, key: Sequence[str], shards: int, threads: int
-) -> list[dict[str, Any]]:
-    """``build_index``'s two stages in this process (a run without Spark): the live entries of
-    the files, ``threads`` tasks at a time, hashed to their shards as Spark would
-    (``hashing.shards_of``), and each shard's base written."""
-    import pyarrow as pa
-
-    from icesql.engine.index.hashing import by_shard, shards_of
-    from icesql.engine.local_query import map_in_threads
-
-    plan_batch = pa.RecordBatch.from_pydict({"plan": [json.dumps(p) for p in plans]})
-    step = max(1, -(-len(plans) // max(1, threads * 4)))
-    inputs = [[plan_batch.slice(i, step)] for i in range(0, len(plans), step)]
-    parts = [pa.Table.from_batches([b]) for out in map_in_threads(read, inputs, threads) for b in out if b.num_rows]
-    if not parts:
-        return []
-    entries = pa.concat_tables(parts)
-    shard = shards_of([entries.column(k) for k in key], shards)
-    groups = by_shard(entries.append_column(SHARD, shard), shard)
-    return [r for out in map_in_threads(write, groups, threads) for b in out for r in b.to_pylist()]
-
-
-def _spark_type(field: Any) -> Any:
-    """The Spark type of an Iceberg KEY field (a primitive: identifier fields are)."""
-    from pyiceberg import types as I
-    from pyspark.sql import types as T
-
-    t = field.field_type
-    simple = {
-        I.BooleanType: T.BooleanType(),
-        I.IntegerType: T.IntegerType(),
-        I.LongType: T.LongType(),
-        I.FloatType: T.FloatType(),
-        I.DoubleType: T.DoubleType(),
-        I.StringType: T.StringType(),
-        I.BinaryType: T.BinaryType(),
-        I.DateType: T.DateType(),
-        I.TimestamptzType: T.TimestampType(),
-        I.TimestampType: T.TimestampNTZType(),
-    }
-    for cls, st in simple.items():
-        if isinstance(t, cls):
-            return st
-    if isinstance(t, I.DecimalType):
-        return T.DecimalType(t.precision, t.scale)
-    raise ValueError(f"KEY column '{field.name}' has type {t}, which the key index does not support")
-
-
 __all__ = [
     "KEYS_PER_SHARD",
     "build_index",
-    "key_arrow_fields",
-    "key_schema",
-    "key_spark_types",
     "live_entries",
     "plan_live_files",
     "shard_count",
-    "shard_expression",
 ]

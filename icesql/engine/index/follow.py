@@ -62,7 +62,7 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
     current snapshot, or None when they cannot be followed (see the module docstring)."""
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 
-    from icesql.engine.commit import SINK_ID, snapshot_properties
+    from icesql.engine.commit.snapshot import SINK_ID, snapshot_properties
 
     metadata = table.metadata
     snap = table.current_snapshot()
@@ -136,9 +136,9 @@ def hash_files(table: Any, paths: Sequence[str], *, key: Sequence[str], shards: 
     """Every row's index entry and shard, for the data files ``paths`` of ``table``."""
     import pyarrow as pa
 
-    from icesql.engine.index.build import file_entries, key_schema
-    from icesql.engine.index.hashing import shards_of
-    from icesql.engine.index.task import SHARD
+    from icesql.engine.backends.hashing import key_schema, shards_of
+    from icesql.engine.base.wire import SHARD
+    from icesql.engine.index.build import file_entries
 
     schema = table.schema()
     key = list(key)
@@ -244,14 +244,10 @@ def follow(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from icesql.engine.backends.hashing import key_arrow_fields, key_schema
+    from icesql.engine.base.wire import SHARD
     from icesql.engine.index import shard as S
-    from icesql.engine.index.build import (
-        key_arrow_fields,
-        key_schema,
-        live_entries,
-        plan_live_files,
-    )
-    from icesql.engine.index.task import SHARD
+    from icesql.engine.index.build import live_entries, plan_live_files
 
     started = time.monotonic()
     schema = table.schema()
@@ -357,7 +353,7 @@ def _deleted_positions(io: Any, delete_files: Sequence[str]) -> dict[str, Any]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from icesql.engine import formats
+    from icesql.engine.iceberg import formats
 
     parts: list[Any] = [formats.read_file(io, path, ["file_path", "pos"]) for path in delete_files]
     if not parts:

@@ -10,7 +10,6 @@ whether it is ``stale`` and has it follow a rewrite.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -30,7 +29,7 @@ class SinkKeyIndex:
 
     def key_columns(self) -> list[str]:
         """The KEY as the table names its columns."""
-        from icesql.engine.tables import column_of
+        from icesql.engine.iceberg.tables import column_of
 
         r = self.runner
         schema = r.table.schema()
@@ -48,11 +47,10 @@ class SinkKeyIndex:
         already; ``moved``: where a rewrite wrote the rows), or rebuilt from the table
         (``rebuild``: rebuilt whatever the manifests say)."""
         from icesql.engine.index.upsert import open_index
-        from icesql.engine.spark import parallelism
 
         r = self.runner
         self.manifest = open_index(
-            r.spark,
+            r.backend,
             r.table,
             self.store(),
             sink_id=r.sink_id,
@@ -60,7 +58,6 @@ class SinkKeyIndex:
             key=self.key_columns(),
             progress=r.committed_progress,
             version=int(r.version or 0),
-            parallelism=r.local.parallelism if r.local is not None else parallelism(r.spark),
             io_properties=dict(r.target.io_properties(r.table)),
             rebuild=rebuild,
             base=base,
@@ -72,22 +69,14 @@ class SinkKeyIndex:
 
     def writer(self, inner: Any) -> Any:
         """The batch writer over ``inner`` (a ``batch.BatchWriter``) that deletes by position."""
-        from pyspark.sql.types import StructField, StructType
-
-        from icesql.engine.index.build import key_spark_types
         from icesql.engine.index.upsert import IndexedUpsertWriter
 
         r = self.runner
-        key = self.key_columns()
-        types = StructType(
-            [StructField(k, t) for k, t in zip(key, key_spark_types(r.table.schema(), key), strict=True)]
-        )
         return IndexedUpsertWriter(
             inner.spec,
             self.store(),
             self.manifest,
-            key=key,
-            key_types_json=json.dumps(types.jsonValue()),
+            key=self.key_columns(),
             version=int(r.version or 0),
             progress_base=r.progress_base,
             sink=r.name,
@@ -101,7 +90,7 @@ class SinkKeyIndex:
         rows), the positions this commit deletes may not be all of a key's rows; each batch then
         also deletes its keys by equality (which reaches every older row of the key, wherever it
         is), and the index follows the table after the commit."""
-        from icesql.engine.commit import CommitGroup
+        from icesql.engine.commit.snapshot import CommitGroup
 
         current = table.current_snapshot()
         if current is None or current.snapshot_id == self.snapshot:
@@ -152,8 +141,8 @@ class SinkKeyIndex:
     def _equality_deletes(self, table: Any, keys: Any) -> list[Any]:
         if keys is None or keys.num_rows == 0:
             return []
-        from icesql.engine.tables import key_field_ids
-        from icesql.engine.writer import DataFileWriter, WriteSpec
+        from icesql.engine.iceberg.tables import key_field_ids
+        from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
         spec = WriteSpec.from_table(
             table, io_properties=dict(self.runner.target.io_properties(table)), file_format=self.runner.plan.format
@@ -184,7 +173,7 @@ class SinkKeyIndex:
                 self.snapshot = result.snapshot_id
             return
         if r.remote:
-            from icesql.engine.failures import CatalogUnavailableError
+            from icesql.engine.connections.failures import CatalogUnavailableError
 
             self.stale = False
             raise CatalogUnavailableError(

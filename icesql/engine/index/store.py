@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-ROOT = "data/icesql-index"
+from icesql.engine.base.layout import INDEX_ROOT
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ class IndexStore:
     """The index directory of one sink's table (picklable; opens its filesystem lazily)."""
 
     def __init__(self, table_location: str, sink_id: str, io_properties: Mapping[str, str]) -> None:
-        self.root = f"{table_location.rstrip('/')}/{ROOT}/{sink_id}"
+        self.root = f"{table_location.rstrip('/')}/{INDEX_ROOT}/{sink_id}"
         self.io_properties = dict(io_properties)
         self._location: Any = None
 
@@ -88,7 +88,7 @@ class IndexStore:
     @property
     def location(self) -> Any:
         if self._location is None:
-            from icesql.engine.files.listing import Location
+            from icesql.engine.connections.stores.location import Location
 
             self._location = Location(self.root, self.io_properties)
         return self._location
@@ -251,4 +251,4 @@ def _MANIFEST_SCHEMA() -> Any:  # noqa: N802 - a constant built lazily (pyarrow)
     )
 
 
-__all__ = ["ROOT", "IndexStore", "Manifest", "manifest_name", "shard_file"]
+__all__ = ["INDEX_ROOT", "IndexStore", "Manifest", "manifest_name", "shard_file"]

@@ -24,12 +24,9 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from icesql.engine.batch import DROPPED, drop_null_keys, file_row, files_batch, releases_task_memory
-from icesql.engine.hooks import kill_point
-from icesql.engine.sources import OP, POSITION
-
-SHARD = "__shard"
-INDEX = -5  # ``content`` of an output row that carries a shard's new chain (in ``file``, as JSON)
+from icesql.engine.base.changelog import OP, drop_null_keys, last_per_key
+from icesql.engine.base.hooks import kill_point
+from icesql.engine.base.wire import DROPPED, INDEX, SHARD, file_row, files_batch, releases_task_memory
 
 # shards this Python worker loaded last: (index root, shard) -> (chain, entries)
 _CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
@@ -52,22 +49,6 @@ def _remember(root: str, shard: int, chain: tuple[str, ...], entries: Any, keep:
         _CACHE.move_to_end((root, shard))
         while len(_CACHE) > keep:
             _CACHE.popitem(last=False)
-
-
-def last_per_key(t: Any, key: Sequence[str]) -> Any:
-    """The last change of each key, in the changelog's order (nulls first, as on Spark's path)."""
-    import pyarrow as pa
-
-    names = t.column_names
-    order = [c for c in POSITION if c in names]
-    if order:
-        try:  # pyarrow >= 25 takes the null placement per key (the option is deprecated there)
-            t = t.sort_by([(c, "ascending", "at_start") for c in order])
-        except (TypeError, ValueError):  # an older pyarrow: two-element keys only
-            t = t.sort_by([(c, "ascending") for c in order], null_placement="at_start")
-    t = t.append_column("__i", pa.array(range(t.num_rows), pa.int64()))
-    last = t.group_by(list(key), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
-    return t.take(last).drop_columns(["__i"])
 
 
 class ShardTask:
@@ -127,7 +108,7 @@ class ShardTask:
             yield files_batch(rows)
 
     def _key_fields(self) -> list[Any]:
-        from icesql.engine.schema import arrow_schema
+        from icesql.engine.iceberg.schema import arrow_schema
 
         schema = arrow_schema(self.spec.schema())
         return [schema.field(k) for k in self.key]
@@ -136,9 +117,9 @@ class ShardTask:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from icesql.engine.iceberg.writer import FILE_PATH, POS, DataFileWriter
         from icesql.engine.index import shard as S
         from icesql.engine.index.store import shard_file
-        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
 
         key_fields = self._key_fields()
         changes = last_per_key(changes, self.key)

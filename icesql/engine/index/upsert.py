@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from icesql.engine.base.changelog import INTERNAL_COLUMNS
 from icesql.engine.index.store import IndexStore, Manifest
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def snapshot_added_files(table: Any, snapshot_id: int) -> set[str]:
 
 def valid_manifest(store: IndexStore, table: Any, *, sink_id: str, key: Sequence[str]) -> Manifest | None:
     """The manifest that is the index of ``table`` as it is now, if there is one."""
-    from icesql.engine.commit import last_committed_snapshot
+    from icesql.engine.commit.snapshot import last_committed_snapshot
 
     current = table.current_snapshot()
     last = last_committed_snapshot(table, sink_id)
@@ -80,7 +81,7 @@ def followable(
     """An index the table can be followed from (``follow``), with the snapshot it describes: the
     manifest of the batch the sink's last commit holds, or one built or followed at that progress
     (any later commit by the sink would be missing from it)."""
-    from icesql.engine.commit import PROGRESS, SINK_ID, snapshot_properties
+    from icesql.engine.commit.snapshot import PROGRESS, SINK_ID, snapshot_properties
 
     # the sink's own commit of ``progress`` (not a maintenance snapshot carrying its progress)
     last = table.current_snapshot()
@@ -106,7 +107,7 @@ def followable(
 
 
 def open_index(
-    spark: Any,
+    backend: Any,
     table: Any,
     store: IndexStore,
     *,
@@ -115,7 +116,6 @@ def open_index(
     key: Sequence[str],
     progress: int,
     version: int,
-    parallelism: int,
     io_properties: dict[str, str],
     rebuild: bool = False,
     base: tuple[Manifest, int | None] | None = None,
@@ -186,13 +186,12 @@ def open_index(
     if m is None:
         started = time.monotonic()
         m = build_index(
-            spark,
+            backend,
             table,
             store,
             key=key,
             progress=progress,
             version=version,
-            parallelism=parallelism,
             io_properties=io_properties,
         )
         log.info(
@@ -221,7 +220,6 @@ class IndexedUpsertWriter:
         manifest: Manifest,
         *,
         key: Sequence[str],
-        key_types_json: str,
         version: int,
         progress_base: int,
         sink: str,
@@ -232,7 +230,6 @@ class IndexedUpsertWriter:
         self.store = store
         self.manifest = manifest
         self.key = list(key)
-        self.key_types_json = key_types_json
         self.version = version
         self.progress_base = progress_base
         self.sink = sink
@@ -244,52 +241,33 @@ class IndexedUpsertWriter:
         self.spec = self.spec.with_io(io_properties)
         self.store.use_io(io_properties)
 
-    def __call__(self, changes_df: Any, batch_id: int) -> list[dict[str, Any]]:
-        from pyspark.sql.types import StructType
-
-        from icesql.engine.batch import _internal, files_spark_schema
-        from icesql.engine.index.build import shard_expression
-        from icesql.engine.index.task import SHARD
-        from icesql.engine.sources import CHANGELOG_COLUMNS
-
-        progress = self.progress_base + int(batch_id)
-        m = self.manifest
-        key_types = StructType.fromJson(json.loads(self.key_types_json)).fields
-        data_columns = [c for c in changes_df.columns if c not in _internal()]
-        keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes_df.columns]
-        df = changes_df.select(*keep).withColumn(
-            SHARD, shard_expression(self.key, [f.dataType for f in key_types], m.shards)
-        )
-        out = df.repartition(m.shards, SHARD).mapInArrow(self._task(data_columns, batch_id), files_spark_schema())
-        return self._recorded([r.asDict() for r in out.collect()], progress)
-
-    def write_arrow(self, changes: Any, batch_id: int, threads: int) -> list[dict[str, Any]]:
-        """``__call__`` for a batch whose changes are here as one Arrow table (a run without
-        Spark, ``local_query``): each key hashed to the shard Spark's expression gives it
-        (``hashing.shards_of``), then the same ``ShardTask`` per shard, ``threads`` at a time."""
-        from icesql.engine.batch import _internal
-        from icesql.engine.index.hashing import by_shard, shards_of
-        from icesql.engine.index.task import SHARD
-        from icesql.engine.local_query import map_in_threads
-        from icesql.engine.schema import arrow_schema
-        from icesql.engine.sources import CHANGELOG_COLUMNS
+    def __call__(self, changes: Any, batch_id: int) -> list[dict[str, Any]]:
+        """Write one upsert batch of ``changes`` (a Spark DataFrame, or a ``backends.base.Frame``):
+        each change goes to its KEY's shard (Spark's hash, on both backends), and one
+        ``ShardTask`` per shard looks its keys up in the index, writes the new rows and the
+        positions they replace, and the shard's delta."""
+        from icesql.engine.backends.base import as_frame
+        from icesql.engine.base.changelog import CHANGELOG_COLUMNS
+        from icesql.engine.base.wire import files_spark_schema
 
         progress = self.progress_base + int(batch_id)
         m = self.manifest
-        key_types = arrow_schema(self.spec.schema())
-        data_columns = [c for c in changes.column_names if c not in _internal()]
-        keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in changes.column_names]
-        changes = changes.select(keep)
-        shard = shards_of([changes.column(k).cast(key_types.field(k).type) for k in self.key], m.shards)
-        inputs = by_shard(changes.append_column(SHARD, shard), shard)
+        frame = as_frame(changes)
+        columns = frame.columns
+        data_columns = [c for c in columns if c not in INTERNAL_COLUMNS]
+        keep = data_columns + [c for c in CHANGELOG_COLUMNS if c in columns]
+        frame = frame.select(keep).by_shard(self.key, m.shards, self.spec.schema())
         task = self._task(data_columns, batch_id)
-        task.keep_shards = max(task.keep_shards, m.shards)  # this process is every shard's worker
-        # one position-delete file for the batch, not one per shard: every delete file costs a
-        # reader a file to open, and their count is what makes the maintenance rewrite the table
-        task.deletes = []
-        outputs = map_in_threads(task, inputs, threads)
-        rows = [r for out in outputs for b in out for r in b.to_pylist()]
-        rows += self._position_deletes(task.deletes)
+        if frame.in_process:
+            # every shard's task runs in this process: it keeps each shard it loads, and the
+            # shards' position deletes go to one file for the batch, not one per shard (every
+            # delete file costs a reader a file to open, and their count is what makes maintenance
+            # rewrite the table); Spark's tasks run in other processes, one file per shard
+            task.keep_shards = max(task.keep_shards, m.shards)
+            task.deletes = []
+        rows = frame.map(task, files_spark_schema()).rows()
+        if task.deletes is not None:
+            rows += self._position_deletes(task.deletes)
         return self._recorded(rows, progress)
 
     def _position_deletes(self, parts: list[Any]) -> list[dict[str, Any]]:
@@ -298,8 +276,8 @@ class IndexedUpsertWriter:
             return []
         import pyarrow as pa
 
-        from icesql.engine.batch import file_row
-        from icesql.engine.writer import FILE_PATH, POS, DataFileWriter
+        from icesql.engine.base.wire import file_row
+        from icesql.engine.iceberg.writer import FILE_PATH, POS, DataFileWriter
 
         deletes = pa.concat_tables(parts).sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
         writer = DataFileWriter(self.spec, "position_deletes")
@@ -329,7 +307,7 @@ class IndexedUpsertWriter:
 
     def _recorded(self, rows: list[dict[str, Any]], progress: int) -> list[dict[str, Any]]:
         """The batch's manifest from its shards' rows, written; the rows."""
-        from icesql.engine.index.task import INDEX
+        from icesql.engine.base.wire import INDEX
 
         m = self.manifest
         chains = list(m.chains)
@@ -357,7 +335,7 @@ class IndexedUpsertWriter:
 
 
 def _added_files(rows: Sequence[dict[str, Any]]) -> set[str]:
-    from icesql.engine.writer import WrittenFile
+    from icesql.engine.iceberg.writer import WrittenFile
 
     return {WrittenFile.loads(r["file"]).file_path for r in rows if r["content"] == 0}
 

@@ -7,7 +7,7 @@ snapshots it writes, and returns a frozen result saying what it did:
 =======================  ==========================================  ==========================
 operation                module                                      result
 =======================  ==========================================  ==========================
-compaction               ``icesql.engine.compact.compact_table``     ``CompactResult``
+compaction               ``icesql.engine.maintenance.compact.compact_table``     ``CompactResult``
 snapshot expiration      ``expire.expire_snapshots``                 ``ExpireResult``
 metadata-file cleanup    ``metadata.remove_old_metadata``            ``MetadataResult``
 orphan-file cleanup      ``orphans.remove_orphan_files``             ``OrphanResult``
@@ -19,7 +19,7 @@ whether each can run between two commits of the sink), ``planner.run_task`` runs
 ``planner.maintain_table`` all of them (``icesql maintain``). ``files`` holds what they share:
 cached manifest reading, path comparison, listing and deleting.
 
-Compaction lives in ``icesql.engine.compact`` (``icesql compact`` is its ``FULL`` mode); it is not
+Compaction lives in ``icesql.engine.maintenance.compact`` (``icesql compact`` is its ``FULL`` mode); it is not
 re-exported here, so that importing either package never needs the other first.
 """
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icesql.engine.maintenance.files import (
+from icesql.engine.iceberg.table_files import (
     delete_paths,
     ident,
     manifest_entries,
@@ -80,7 +80,7 @@ def sink_snapshots(metadata: Any) -> dict[str, set[int]]:
     """For each icesql sink of the table, the snapshot(s) that carry its last progress: the one
     ``last_committed_snapshot`` finds on ``main`` and the newest one overall (a sink's own
     snapshot, or a maintenance snapshot that carries its progress)."""
-    from icesql.engine.commit import last_committed_snapshot, sink_ids
+    from icesql.engine.commit.snapshot import last_committed_snapshot, sink_ids
 
     out: dict[str, set[int]] = {}
     for sink in sink_ids(metadata):
@@ -94,7 +94,7 @@ def sink_snapshots(metadata: Any) -> dict[str, set[int]]:
 
 
 def _carries(snap: Any, sink: str) -> bool:
-    from icesql.engine.commit import CARRIED_PROGRESS, SINK_ID
+    from icesql.engine.commit.snapshot import CARRIED_PROGRESS, SINK_ID
 
     props = snap.summary.additional_properties if snap.summary is not None else {}
     return props.get(SINK_ID) == sink or CARRIED_PROGRESS + sink in props
@@ -206,7 +206,7 @@ def expire_snapshots(
     bound one step. ``delete_files=False`` leaves the files to orphan-file cleanup."""
     from pyiceberg.exceptions import CommitFailedException
 
-    from icesql.engine import pyiceberg_internals as internals
+    from icesql.engine.base import pyiceberg_internals as internals
 
     start = time.monotonic()
     cutoff = epoch_ms(older_than)

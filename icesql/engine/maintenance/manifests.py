@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icesql.engine.maintenance.files import entries_reader, ident, snapshot_manifests
+from icesql.engine.iceberg.table_files import entries_reader, ident, snapshot_manifests
 from icesql.errors import ExecutionError
 
 log = logging.getLogger("icesql.maintenance")
@@ -81,8 +81,8 @@ def rewrite_manifests(
     ``max_manifests``; see the module docstring."""
     from pyiceberg.exceptions import CommitFailedException
 
-    from icesql.engine import pyiceberg_internals as internals
-    from icesql.engine.commit import COMMIT_REASON, carried_progress
+    from icesql.engine.base import pyiceberg_internals as internals
+    from icesql.engine.commit.snapshot import COMMIT_REASON, carried_progress
 
     start = time.monotonic()
     name = ident(table)

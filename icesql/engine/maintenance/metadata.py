@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from icesql.engine.maintenance.files import delete_listed, ident, list_files, path_key
+from icesql.engine.iceberg.table_files import delete_listed, ident, list_files, path_key
 
 METADATA_REASON = "remove-metadata"
 METADATA_SUFFIX = ".metadata.json"

@@ -39,8 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from icesql.engine.maintenance.expire import epoch_ms
-from icesql.engine.maintenance.files import (
+from icesql.engine.iceberg.table_files import (
     delete_listed,
     ident,
     list_files,
@@ -50,6 +49,7 @@ from icesql.engine.maintenance.files import (
     relative_to,
     snapshot_manifests,
 )
+from icesql.engine.maintenance.expire import epoch_ms
 from icesql.engine.maintenance.metadata import metadata_version, oldest_kept_version
 
 log = logging.getLogger("icesql.maintenance")
@@ -104,7 +104,7 @@ def staged_files(home: Path | str, sink_ids: Iterable[str] | None = None) -> set
     ``sink_ids`` is None): written, not committed yet, needed by the next commit or recovery.
     ``StagingDamaged`` when an entry cannot be read: what it protects is unknown, so nothing may
     be deleted."""
-    from icesql.engine.staging import Staging
+    from icesql.engine.commit.staging import Staging
 
     root = Path(home) / "sinks"
     dirs = (
@@ -157,15 +157,14 @@ def remove_orphan_files(
     listing (so a batch staged while the table is listed is protected too). ``under``: list only
     this directory below the table location (``'metadata'``, ``'data/region=eu'``): one bounded
     slice of a large table. ``limit``: delete at most that many files, the oldest first."""
-    from icesql.engine.dropbox import DIRECTORY
-    from icesql.engine.index.store import ROOT as INDEX_ROOT
+    from icesql.engine.base.layout import DROPBOX_DIRECTORY, INDEX_ROOT
 
     start = time.monotonic()
     cutoff = epoch_ms(older_than) / 1000
     root = table.location().rstrip("/")
     location = f"{root}/{under.strip('/')}" if under else root
     listed = list(list_files(table.io, location))
-    dropbox_root = f"{root}/{DIRECTORY}"
+    dropbox_root = f"{root}/{DROPBOX_DIRECTORY}"
     index_root = f"{root}/{INDEX_ROOT}"
     records = [f for f in list_files(table.io, dropbox_root) if f.location.endswith(".parquet")]
     protected = {path_key(p) for p in (protected_paths() if callable(protected_paths) else protected_paths)}

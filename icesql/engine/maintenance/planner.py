@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from icesql.engine.iceberg.table_files import ident
 from icesql.engine.maintenance.expire import choose, epoch_ms, expire_snapshots
-from icesql.engine.maintenance.files import ident
 from icesql.engine.maintenance.manifests import rewrite_manifests, small_manifests
 from icesql.engine.maintenance.metadata import metadata_version, oldest_kept_version, remove_old_metadata
 from icesql.engine.maintenance.orphans import remove_orphan_files
@@ -123,7 +123,7 @@ def plan_maintenance(
     the epoch); ``last_run``: when each kind of step last ran (a running sink keeps that; without
     it every interval counts as elapsed); ``metadata_checked``: the table's metadata version when
     the metadata cleanup last ran (None: as if never). See the module docstring."""
-    from icesql.engine.compact import CompactMode, plan_compaction
+    from icesql.engine.maintenance.compact import CompactMode, plan_compaction
 
     now = time.time() if now is None else now
     tasks: list[Task] = []
@@ -191,7 +191,7 @@ def run_task(
     ``MetadataResult``, ``OrphanResult``). A dry run changes nothing: a compaction returns
     ``task`` itself, the other steps what they would do. ``track``: a compaction's result says
     where the rows of these columns went (``compact_table``)."""
-    from icesql.engine.compact import CompactMode, compact_table
+    from icesql.engine.maintenance.compact import CompactMode, compact_table
 
     now = time.time() if now is None else now
     if task.kind is StepKind.COMPACT:

@@ -1,0 +1,137 @@
+"""The in-process backend's frames (``backends.base.Frame``): a batch's rows as Arrow, in groups, each
+group a task's input; tasks run as threads, at most as many at a time as the session has cores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from icesql.engine.base.changelog import OP, last_per_key
+
+
+class LocalFrame:
+    """Arrow batches in groups (one group per task, as Spark's partitions are)."""
+
+    in_process = True
+
+    def __init__(self, groups: Sequence[Sequence[Any]], parallelism: int, schema: Any = None) -> None:
+        self.groups = [list(g) for g in groups]
+        self.parallelism = max(1, parallelism)
+        self._schema = schema  # the Arrow schema when the frame may hold no batch at all
+
+    @staticmethod
+    def of_table(table: Any, parallelism: int) -> LocalFrame:
+        """``table`` cut into as many groups as there are cores (contiguous slices)."""
+        step = max(1, -(-table.num_rows // max(1, parallelism)))
+        groups = [table.slice(i, step).to_batches() for i in range(0, table.num_rows, step)]
+        return LocalFrame(groups, parallelism, table.schema)
+
+    @staticmethod
+    def of_rows(rows: Any) -> LocalFrame:
+        """The decoded changes of a batch's pieces (``local.query.LocalRows``), collected here."""
+        from icesql.engine.base.hooks import mark
+
+        table = rows.arrow()
+        mark("changes decoded")
+        return LocalFrame.of_table(table, rows.parallelism)
+
+    def table(self) -> Any:
+        import pyarrow as pa
+
+        batches = [b for g in self.groups for b in g]
+        if not batches:
+            return pa.schema([]).empty_table() if self._schema is None else self._schema.empty_table()
+        return pa.Table.from_batches(batches)  # the batches' own schema: the tasks' exact types
+
+    def _of(self, table: Any) -> LocalFrame:
+        return LocalFrame.of_table(table, self.parallelism)
+
+    @property
+    def columns(self) -> list[str]:
+        first = next((b for g in self.groups for b in g), None)
+        if first is not None:
+            return list(first.schema.names)
+        return [] if self._schema is None else list(self._schema.names)
+
+    def select(self, names: Sequence[str]) -> LocalFrame:
+        return self._of(self.table().select(list(names)))
+
+    def without_deletes(self) -> LocalFrame:
+        import pyarrow.compute as pc
+
+        t = self.table()
+        if not t.num_rows or OP not in t.column_names:
+            return self
+        return self._of(t.filter(pc.fill_null(pc.not_equal(t.column(OP), "d"), True)))
+
+    def last_per_key(self, key: Sequence[str]) -> LocalFrame:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        t = self.table()
+        if not t.num_rows:
+            return self
+        null_key = pc.is_null(t.column(key[0]))
+        for k in key[1:]:
+            null_key = pc.or_(null_key, pc.is_null(t.column(k)))
+        last = last_per_key(t.filter(pc.invert(null_key)), key)
+        return self._of(pa.concat_tables([last, t.filter(null_key).cast(last.schema)]))
+
+    def by_shard(self, key: Sequence[str], shards: int, table_schema: Any) -> LocalFrame:
+        from icesql.engine.backends.hashing import by_shard, key_arrow_fields, shards_of
+        from icesql.engine.base.wire import SHARD
+
+        t = self.table()
+        types = {f.name: f.type for f in key_arrow_fields(table_schema, key)}
+        shard = shards_of([t.column(k).cast(types[k]) for k in key], shards)
+        return LocalFrame(by_shard(t.append_column(SHARD, shard), shard), self.parallelism)
+
+    def map(self, task: Callable[[Any], Any], schema: Any) -> LocalFrame:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        outputs = map_in_threads(task, self.groups, min(len(self.groups), self.parallelism))
+        # the output's Arrow schema, for a frame no task wrote a batch to (a StructType; a DDL
+        # string would need Spark's parser)
+        arrow = to_arrow_schema(schema) if hasattr(schema, "fields") else None
+        return LocalFrame(outputs, self.parallelism, arrow)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [r for g in self.groups for b in g for r in b.to_pylist()]
+
+
+def map_in_threads(task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int) -> list[list[Any]]:
+    """``task`` (a ``mapInArrow`` body: Arrow batches in, Arrow batches out) over each of
+    ``inputs`` (each a task's batches), at most ``threads`` at a time; the outputs in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(batches: Sequence[Any]) -> list[Any]:
+        return list(task(iter(batches)))
+
+    if len(inputs) <= 1 or threads <= 1:
+        return [run(i) for i in inputs]
+    with ThreadPoolExecutor(min(threads, len(inputs)), thread_name_prefix="icesql-task") as pool:
+        return list(pool.map(run, inputs))
+
+
+class LocalBackend:
+    """A sink's batches in this process (``local.query.LocalSession``: its cores and time zone)."""
+
+    name = "local"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    @property
+    def parallelism(self) -> int:
+        return int(self.session.parallelism)
+
+    def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> LocalFrame:
+        import pyarrow as pa
+
+        batch = pa.RecordBatch.from_pydict({n: pa.array(list(v), pa.string()) for n, v in columns.items()})
+        n = batch.num_rows
+        step = max(1, -(-n // max(1, partitions)))
+        return LocalFrame([[batch.slice(i, step)] for i in range(0, n, step)], self.parallelism, batch.schema)
+
+
+__all__ = ["LocalBackend", "LocalFrame", "map_in_threads"]

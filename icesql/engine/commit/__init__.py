@@ -1,0 +1,3 @@
+"""Exactly once: the snapshot-summary protocol and the catalog commit, staging, recovery, the commit
+clock.
+"""

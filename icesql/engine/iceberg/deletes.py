@@ -1,0 +1,200 @@
+"""Reading a table's deletes, as every reader needs them (SELECT, compaction, the key index): position-
+delete files cached per file, the index of which deletes apply to which data file, and a data file's
+live rows.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from icesql.engine.iceberg import formats
+from icesql.engine.iceberg.table_files import LiveFile
+from icesql.errors import ExecutionError
+
+_POSITIONS_CACHE_SIZE = 4096
+
+
+_positions_cache: dict[str, dict[str, Any]] = {}
+
+
+def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
+    """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file.
+    Delete files never change: each is read once per process (bounded cache)."""
+    import numpy as np
+
+    cached = _positions_cache.get(delete.path)
+    if cached is not None:
+        return cached
+    fmt = str(getattr(delete.file_format, "value", delete.file_format)).upper()
+    if fmt == "PUFFIN":
+        raise ExecutionError(
+            f"delete file {delete.path} is a deletion vector: icesql applies position delete files only",
+            hint="deletion vectors (format v3) are not supported yet",
+        )
+    t = formats.read_file(io, delete.path, ["file_path", "pos"], delete.file_format)
+    paths = t.column("file_path").combine_chunks().dictionary_encode()
+    codes = paths.indices.to_numpy(zero_copy_only=False)
+    positions = t.column("pos").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(codes, kind="stable")
+    codes, positions = codes[order], positions[order]
+    out: dict[str, Any] = {}
+    for i, name in enumerate(paths.dictionary.to_pylist()):
+        lo, hi = np.searchsorted(codes, i, "left"), np.searchsorted(codes, i, "right")
+        if hi > lo:
+            out[str(name)] = np.unique(positions[lo:hi])
+    if len(_positions_cache) >= _POSITIONS_CACHE_SIZE:
+        _positions_cache.pop(next(iter(_positions_cache)))
+    _positions_cache[delete.path] = out
+    return out
+
+
+class DeleteIndex:
+    """Which delete files apply to which data files of one snapshot (see the module docstring)."""
+
+    def __init__(self, table: Any, deletes: Sequence[LiveFile]) -> None:
+        specs = table.metadata.specs()
+        self.io = table.io
+        self.deletes = list(deletes)
+        self._global_eq: list[LiveFile] = []
+        self._eq: dict[tuple[int, str], list[LiveFile]] = defaultdict(list)
+        self._pos: dict[str, list[tuple[LiveFile, int]]] = defaultdict(list)  # data path -> (delete, count)
+        self._pos_refs: dict[str, tuple[str, ...]] = {}
+        for d in self.deletes:
+            if d.content == 2:
+                spec = specs.get(d.spec_id)
+                if spec is None or spec.is_unpartitioned():
+                    self._global_eq.append(d)
+                else:
+                    self._eq[d.partition_key].append(d)
+            else:
+                refs = position_deletes(self.io, d)
+                self._pos_refs[d.path] = tuple(refs)
+                for path, positions in refs.items():
+                    self._pos[path].append((d, len(positions)))
+        self._global_paths = {d.path for d in self._global_eq}
+        # per partition: (sequence numbers ascending, suffix sums of record counts)
+        self._eq_sums = {k: self._suffix(v) for k, v in self._eq.items()}
+        self._global_sums = self._suffix(self._global_eq)
+
+    @staticmethod
+    def _suffix(deletes: list[LiveFile]) -> tuple[list[int], list[int]]:
+        ordered = sorted(deletes, key=lambda d: d.sequence_number)
+        seqs = [d.sequence_number for d in ordered]
+        sums = [0] * (len(ordered) + 1)
+        for i in range(len(ordered) - 1, -1, -1):
+            sums[i] = sums[i + 1] + ordered[i].rows
+        return seqs, sums
+
+    def equality(self, f: LiveFile) -> list[LiveFile]:
+        """The equality deletes that apply to data file ``f``."""
+        return [
+            d
+            for d in (*self._eq.get(f.partition_key, ()), *self._global_eq)
+            if d.sequence_number > f.sequence_number
+        ]
+
+    def positions(self, f: LiveFile) -> list[Any]:
+        """The position arrays of the position deletes that apply to ``f``."""
+        out = []
+        for d, _ in self._pos.get(f.path, ()):
+            if f.sequence_number <= d.sequence_number:
+                out.append(position_deletes(self.io, d)[f.path])
+        return out
+
+    def deleted_estimate(self, f: LiveFile) -> int:
+        """Rows of ``f`` the deletes remove: exact for position deletes, an upper bound for
+        equality deletes (every key of a delete that applies, whether ``f`` holds it or not)."""
+        n = sum(count for d, count in self._pos.get(f.path, ()) if f.sequence_number <= d.sequence_number)
+        for seqs, sums in (self._eq_sums.get(f.partition_key, ([], [0])), self._global_sums):
+            n += sums[bisect.bisect_right(seqs, f.sequence_number)]
+        return n
+
+    def applies_to(self, f: LiveFile) -> bool:
+        if any(f.sequence_number <= d.sequence_number for d, _ in self._pos.get(f.path, ())):
+            return True
+        for seqs, _ in (self._eq_sums.get(f.partition_key, ([], [0])), self._global_sums):
+            if seqs and seqs[-1] > f.sequence_number:
+                return True
+        return False
+
+    def dangling(self, remaining: Sequence[LiveFile]) -> list[LiveFile]:
+        """The delete files that apply to none of ``remaining`` (the data files a rewrite keeps)."""
+        min_seq: dict[tuple[int, str], int] = {}
+        seq_by_path: dict[str, int] = {}
+        for f in remaining:
+            min_seq[f.partition_key] = min(f.sequence_number, min_seq.get(f.partition_key, f.sequence_number))
+            seq_by_path[f.path] = f.sequence_number
+        lowest = min(min_seq.values(), default=None)
+        out = []
+        for d in self.deletes:
+            if d.content == 2:
+                low = lowest if d.path in self._global_paths else min_seq.get(d.partition_key)
+                applies = low is not None and low < d.sequence_number
+            else:
+                applies = any(
+                    p in seq_by_path and seq_by_path[p] <= d.sequence_number for p in self._pos_refs[d.path]
+                )
+            if not applies:
+                out.append(d)
+        return out
+
+
+def _surviving(table: Any, drop_positions: Any, key_sets: list[tuple[list[str], Any]]) -> tuple[Any, int]:
+    """``table`` without the rows at ``drop_positions`` nor those whose key is in one of
+    ``key_sets`` ((columns, keys table)); (survivors, rows dropped)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if table.num_rows == 0 or (drop_positions is None and not key_sets):
+        return table, 0
+    keep = np.arange(table.num_rows, dtype=np.int64)
+    if drop_positions is not None and len(drop_positions):
+        keep = np.setdiff1d(keep, drop_positions, assume_unique=True)
+    rows = pa.array(keep, pa.int64())
+    for columns, keys in key_sets:
+        probe = table.select(columns).take(rows).append_column("__row", rows)
+        keys = keys.select(columns).group_by(columns).aggregate([])  # distinct keys
+        survivors = probe.join(keys, keys=columns, join_type="left anti")
+        rows = survivors.column("__row").combine_chunks()
+        rows = rows.take(rows.to_numpy().argsort()) if len(rows) else rows  # file order
+    out = table.take(rows)
+    return out, table.num_rows - out.num_rows
+
+
+class LiveRows:
+    """The rows of a snapshot's data files that its deletes leave alive: position deletes and
+    equality deletes applied as the module docstring says. Compaction rewrites them;
+    ``icesql.engine.select.tables`` reads tables with them (one definition of a deleted row)."""
+
+    def __init__(self, io: Any, schema: Any, index: DeleteIndex) -> None:
+        self.io = io
+        self.schema = schema
+        self.index = index
+        self.names = [f.name for f in schema.fields]
+        self._keys: dict[str, tuple[list[str], Any]] = {}
+
+    def _equality_keys(self, d: LiveFile) -> tuple[list[str], Any]:
+        if d.path not in self._keys:
+            columns = [self.schema.find_column_name(i) for i in d.data_file.equality_ids or []]
+            if not columns or any(c is None for c in columns):
+                raise ExecutionError(f"equality delete file {d.path} has unknown equality ids")
+            names = [str(c) for c in columns]
+            self._keys[d.path] = (names, formats.read_file(self.io, d.path, names, d.file_format))
+        return self._keys[d.path]
+
+    def read(self, f: LiveFile) -> tuple[Any, int]:
+        """(the surviving rows of data file ``f``, the number of rows deleted)."""
+        import numpy as np
+        import pyarrow as pa
+
+        applicable: dict[tuple[str, ...], list[Any]] = {}
+        for d in self.index.equality(f):
+            columns, key_table = self._equality_keys(d)
+            applicable.setdefault(tuple(columns), []).append(key_table)
+        key_sets = [(list(cols), pa.concat_tables(ts)) for cols, ts in applicable.items()]
+        positions = self.index.positions(f)
+        drop = np.unique(np.concatenate(positions)) if positions else None
+        return _surviving(formats.read_by_id(self.io, f.path, self.schema, f.file_format), drop, key_sets)

@@ -1,0 +1,184 @@
+"""Records to Arrow exactly as Spark's readers give them, for every source kind: JSON values, Debezium
+change events and the changelog columns, the marker of a batch that brought new columns. Whatever
+Arrow cannot read exactly as Spark would raises types.Fallback.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icesql.engine.base.changelog import BLK, FILE, LINE, OP, SEQ
+from icesql.engine.sources.types import (
+    Fallback,
+    Unsupported,
+    arrow_schema,
+    check_csv_supported,
+    check_json_supported,
+    convert,
+    json_read_type,
+)
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """What the executors need to decode a FILES source (picklable, no secrets)."""
+
+    format: str  # json | csv | parquet | debezium-json
+    row_schema_json: Mapping[str, Any]  # StructType.jsonValue() of the row
+    header: bool = False
+    delimiter: str = ","
+    session_tz: str = "UTC"
+    options: Mapping[str, str] = field(default_factory=dict)
+    # Parquet: the schema was read from the files (no SCHEMA declared), so a file with more
+    # columns brings new ones (NewColumnsError); with a declared SCHEMA, extra columns are not
+    # part of the source and are left out, as Spark's reader does
+    inferred: bool = False
+
+    def row_schema(self) -> pa.Schema:
+        return arrow_schema(self.row_schema_json)
+
+    def check_supported(self) -> None:
+        """Raises ``Unsupported`` when the Arrow path cannot read this source at all."""
+        schema = self.row_schema()
+        if self.format in ("json", "debezium-json"):
+            check_json_supported(schema)
+            if self.options:
+                raise Unsupported(f"reader options {sorted(self.options)}")
+        elif self.format == "csv":
+            check_csv_supported(schema)
+            if set(self.options) - {"sep", "delimiter", "header"}:
+                raise Unsupported(
+                    f"reader options {sorted(set(self.options) - {'sep', 'delimiter', 'header'})}"
+                )
+            if len(self.delimiter) != 1 or self.delimiter in '"\\\n\r':
+                raise Unsupported(f"delimiter {self.delimiter!r}")
+        elif self.format != "parquet":
+            raise Unsupported(f"format {self.format}")
+
+
+def is_blank(data: bytes) -> bool:
+    """Only whitespace (or nothing): ``isspace`` stops at the first other byte, ``strip`` copies."""
+    return not data or data.isspace()
+
+
+def json_batch(data: bytes, source: SourceFormat) -> pa.RecordBatch:
+    import pyarrow.json as pj
+
+    schema = source.row_schema()
+    read_schema = pa.schema([pa.field(f.name, json_read_type(f.type)) for f in schema])
+    if is_blank(data):
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    try:
+        table = pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
+            parse_options=pj.ParseOptions(
+                explicit_schema=read_schema, unexpected_field_behavior="ignore", newlines_in_values=False
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise Fallback(str(e)) from None
+    return to_batch(table, schema, source.session_tz, text=False)
+
+
+def to_batch(table: pa.Table, schema: pa.Schema, session_tz: str, *, text: bool) -> pa.RecordBatch:
+    columns = []
+    for f in schema:
+        col = table.column(f.name).combine_chunks() if table.num_rows else pa.array([], f.type)
+        columns.append(convert(col, f.type, session_tz=session_tz, text=text))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+NEW_COLUMNS_MARKER = "ICESQL-NEW-COLUMNS:"
+
+
+class NewColumnsError(Exception):
+    """A Parquet file has columns the source's (inferred) schema lacks: the batch stops before
+    anything of it is committed, and the driver (``sink.errors.translate_new_columns``) restarts the
+    sink to evolve the table, or stops it with SCHEMA EVOLUTION = 'off' - never drops them."""
+
+    def __init__(self, path: str, columns: list[str]) -> None:
+        self.path, self.columns = path, columns
+        super().__init__(
+            f"{NEW_COLUMNS_MARKER}file {path} has column(s) {', '.join(columns)} that the source does not declare|END"
+        )
+
+
+# Kafka Connect's JSON converter with schemas on wraps each event: {"schema": ..., "payload": {...}}.
+# A chunk with no such key anywhere is read without the wrapper's columns (about a tenth less decode).
+# Only a miss matters, and it cannot drop anything: an event read without its wrapper has no op,
+# which sends the file to Spark's path (below).
+WRAPPED_PAYLOAD = re.compile(rb'"payload"\s*:\s*\{')
+
+
+def debezium_envelope(row: pa.DataType) -> pa.StructType:
+    source = pa.struct([("lsn", pa.int64()), ("ts_ms", pa.int64())])
+    return pa.struct(
+        [("before", row), ("after", row), ("op", pa.string()), ("ts_ms", pa.int64()), ("source", source)]
+    )
+
+
+def changelog_batch(rows: pa.RecordBatch, op: pa.Array, seq: pa.Array, position: Mapping[str, pa.Array]) -> pa.RecordBatch:
+    """``rows`` with the changelog columns after them: ``__op``, ``__seq``, then the position
+    (``__file``, ``__blk``, ``__line``)."""
+    extra = [(OP, op), (SEQ, seq), *((name, position[name]) for name in (FILE, BLK, LINE))]
+    schema = pa.schema([*rows.schema, *((name, a.type) for name, a in extra)])
+    return pa.RecordBatch.from_arrays([*rows.columns, *(a for _, a in extra)], schema=schema)
+
+
+def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, pa.Array, pa.Array]:
+    """Debezium events (one JSON object per line, Kafka Connect's ``payload`` wrapper or not) ->
+    (the row image each op leaves: ``before`` for a delete, ``after`` otherwise; the op; the
+    database's order: ``source.lsn``, else ``source.ts_ms``, else ``ts_ms``), as Spark's path
+    reads them. An event without a known op or its image raises ``Fallback`` (Spark's path
+    names it as a bad record)."""
+    import pyarrow.json as pj
+
+    schema = source.row_schema()
+    row_read = pa.struct([pa.field(f.name, json_read_type(f.type)) for f in schema])
+    env = debezium_envelope(row_read)
+    wrapped = WRAPPED_PAYLOAD.search(data) is not None
+    read_schema = pa.schema(
+        [*(pa.field(f.name, f.type) for f in env), *([pa.field("payload", env)] if wrapped else [])]
+    )
+    if is_blank(data):
+        return pa.RecordBatch.from_pylist([], schema=schema), pa.array([], pa.string()), pa.array([], pa.int64())
+    try:
+        t = pj.read_json(
+            io.BytesIO(data),
+            read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
+            parse_options=pj.ParseOptions(
+                explicit_schema=read_schema, unexpected_field_behavior="ignore", newlines_in_values=False
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise Fallback(str(e)) from None
+    payload = t.column("payload").combine_chunks() if wrapped else None
+
+    def ev(name: str) -> pa.Array:
+        outer = t.column(name).combine_chunks()
+        if payload is None:
+            return outer
+        return pc.if_else(pc.is_valid(payload), pc.struct_field(payload, name), outer)
+
+    op = ev("op")
+    before, after = ev("before"), ev("after")
+    known = pc.fill_null(pc.is_in(op, value_set=pa.array(["c", "u", "d", "r"])), False)
+    is_delete = pc.fill_null(pc.equal(op, "d"), False)
+    missing = pc.if_else(is_delete, pc.is_null(before), pc.is_null(after))
+    if not pc.all(pc.and_(known, pc.invert(missing)), min_count=0).as_py():
+        raise Fallback("an event without a known op or its row image")  # Spark's path names it
+    image = pc.if_else(is_delete, before, after)
+    src = ev("source")
+    seq = pc.coalesce(pc.struct_field(src, "lsn"), pc.struct_field(src, "ts_ms"), ev("ts_ms"))
+    rows = to_batch(
+        pa.Table.from_arrays(image.flatten(), names=schema.names), schema, source.session_tz, text=False
+    )
+    return rows, op, seq

@@ -1,0 +1,276 @@
+"""The Arrow path of a KAFKA source: executors read offset ranges and decode them with Arrow,
+then write through the same writer as FILES sources - no record crosses into the JVM.
+
+A sink reading a Kafka source directly gets a streaming DataFrame of offset ranges (``pieces``:
+topic, partition, start, end; the ``icesql_kafka`` source in ``mode=pieces``); each task reads its
+ranges with confluent-kafka (``source.read_range``), turns the records into the relation's rows
+(``decode``: values by FORMAT with the FILES source's Spark-exact JSON reader, the key by KEY
+FORMAT, the INCLUDE columns), and - for appends - writes them with ``writer.DataFileWriter`` in the
+same task (``WriteTask``). Upserts and changelogs (``ENVELOPE UPSERT``, ``debezium-json`` values:
+the same Debezium reader as a FILES source's, ``files.decode.debezium_events``) decode in the
+tasks (``DecodeTask``) and reduce per KEY in the batch writer, as every changelog does
+(``batch.BatchWriter``; in this process for a run without Spark, ``batch.write_batch``).
+
+Exactly Spark's answer, or Spark's: whatever Arrow cannot read exactly as ``from_json`` would (a
+malformed value, a spelling whose conversion is not known to match, a blank value) raises
+``files.types.Fallback``; the task fails with a marked error naming its range, and the batch runs
+again with that range read by the records path (``relation.decode_records``: Spark's parsers and
+the bad-record guard, so ON ERROR applies). Formats the Arrow path does not decode at all
+(``csv``, a map or binary column) take the records path for the whole source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icesql.engine.base.changelog import BLK, FILE, LINE
+from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
+
+ARROW_FORMATS = (SourceFormat.JSON, SourceFormat.DEBEZIUM_JSON, SourceFormat.TEXT, SourceFormat.BYTES)
+# formats whose values are JSON objects read by the SCHEMA (without an envelope a null value, a
+# tombstone, carries no row)
+JSON_VALUES = (SourceFormat.JSON, SourceFormat.DEBEZIUM_JSON)
+
+
+@dataclass(frozen=True)
+class KafkaArrowSource:
+    """A Kafka source read on the Arrow path (picklable: it travels to the executors; ``conf``
+    holds the connection's secrets, as a FILES source's FileIO properties do - never logged)."""
+
+    plan: SourcePlan
+    conf: Mapping[str, str] = field(repr=False)
+    row_schema_json: Mapping[str, Any] = field(default_factory=dict)  # the relation's data columns
+    value_schema_json: Mapping[str, Any] | None = None  # SCHEMA of a json value
+    key_schema_json: Mapping[str, Any] | None = None  # KEY SCHEMA of a json key
+    policy: OnError = OnError.FAIL
+    session_tz: str = "UTC"
+    lost: Any = None  # ON DATA LOSS = 'continue': a Spark accumulator the lost records are added to
+
+    def on_lost(self, topic: str, partition: int, first: int, end: int) -> None:
+        from icesql.engine.sources.kafka.topic import log_lost
+
+        log_lost(topic, partition, first, end)
+        if self.lost is not None:
+            self.lost.add(end - first)  # offsets: records, and any transaction markers among them
+
+    @property
+    def changelog(self) -> bool:
+        spec = self.plan.kafka
+        upsert = spec is not None and spec.envelope is KafkaEnvelope.UPSERT
+        return upsert or self.plan.format is SourceFormat.DEBEZIUM_JSON
+
+    def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
+        from icesql.engine.sources.pieces import PiecesBatchWriter
+
+        return PiecesBatchWriter(inner, self, skipped=skipped, letters=letters)
+
+    # ------------------------------------------------------------------ sources.pieces.PieceSource
+
+    def pieces(self, batches: Iterator[Any]) -> Iterator[tuple[str, int, int, int]]:
+        for b in batches:
+            for r in b.to_pylist():
+                yield r["topic"], int(r["partition"]), int(r["start"]), int(r["end"])
+
+    def decode(self, piece: tuple[str, int, int, int]) -> Iterator[Any]:
+        from icesql.engine.sources.kafka.topic import read_range
+
+        topic, p, s, e = piece
+        spec = self.plan.kafka
+        on_lost = self.on_lost if spec is not None and spec.on_data_loss == "continue" else None
+        for records in read_range(self.conf, topic, p, s, e, on_lost=on_lost):
+            yield self.rows_of(records)
+
+    def piece_key(self, piece: tuple[str, int, int, int]) -> Any:
+        return [piece[1], piece[2], piece[3]]  # partition, start, end
+
+    def consumed(self, piece: Any) -> dict[str, Any] | None:
+        return None  # a Kafka source's progress is its offsets, in the checkpoint
+
+    def consumed_rows(self, pieces: Any, keys: Any = None) -> list[dict[str, Any]]:
+        return []
+
+    def without(self, pieces: Any, keys: Any) -> Any:
+        from pyspark.sql import functions as F
+
+        for p, start, _ in keys:
+            pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == start)))
+        return pieces
+
+    def read_by_spark(self, pieces: Any, keys: Any, skipped: Any, letters: Any) -> Any:
+        """The ranges Arrow could not decode, read by the records path (Spark's parsers, the
+        bad-record guard and ON ERROR)."""
+        from icesql.engine.connections.kafka import SECRET_KEYS
+        from icesql.engine.sources.kafka.records import decode_records
+        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA
+        from icesql.engine.sources.kafka.topic import kafka_options
+
+        spark = pieces.sparkSession
+        spec = self.plan.kafka
+        assert spec is not None
+        opts = {
+            "topic": spec.topic,
+            "ranges": json.dumps([list(r) for r in keys]),
+            **kafka_options(self.conf, SECRET_KEYS),
+        }
+        records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
+        df, _ = decode_records(spark, records, self.plan, self.policy, skipped, letters)
+        return df
+
+    def needs_spark(self, key: Any) -> str:
+        partition, start, end = key
+        return f"records {start}-{end} of partition {partition} need Spark's parsers"
+
+    def _json_format(self, schema_json: Mapping[str, Any]) -> Any:
+        from icesql.engine.sources.decode import SourceFormat as ArrowFormat
+
+        return ArrowFormat(format="json", row_schema_json=schema_json, session_tz=self.session_tz)
+
+    def check_supported(self) -> None:
+        """Raises ``files.types.Unsupported`` when the records path must read the source."""
+        from icesql.engine.sources.types import Unsupported
+
+        spec = self.plan.kafka
+        assert spec is not None
+        if self.plan.format not in ARROW_FORMATS:
+            raise Unsupported(f"FORMAT = '{(self.plan.format or SourceFormat.JSON).value}'")
+        if self.value_schema_json is not None:
+            self._json_format(self.value_schema_json).check_supported()
+        if self.key_schema_json is not None:
+            self._json_format(self.key_schema_json).check_supported()
+
+    # ------------------------------------------------------------------ decoding
+
+    def rows_of(self, records: Any) -> Any:
+        """Kafka records (``source.RECORD_SCHEMA`` as Arrow) -> the relation's rows, plus the
+        changelog columns for ENVELOPE UPSERT and Debezium. Raises ``Fallback`` where Arrow is
+        not sure."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from icesql.engine.sources.decode import changelog_batch, debezium_events
+        from icesql.engine.sources.types import Fallback, arrow_schema
+
+        spec = self.plan.kafka
+        assert spec is not None
+        fmt = self.plan.format or SourceFormat.JSON
+        upsert = spec.envelope is KafkaEnvelope.UPSERT
+        value = records.column("value")
+        tomb = pc.is_null(value)
+        if not upsert and fmt in JSON_VALUES and pc.any(tomb).as_py():
+            records = records.filter(pc.invert(tomb))  # a tombstone carries no row
+            value, tomb = records.column("value"), pc.is_null(records.column("value"))
+        n = records.num_rows
+        cols: dict[str, Any] = {}
+        op = seq = None
+        if upsert:
+            key = self._key(records.column("key"))
+            if spec.key_format is SourceFormat.JSON:
+                for c in spec.key_columns:
+                    cols[c.name] = pc.struct_field(key, c.name)
+            else:
+                cols[spec.key_columns[0].name if spec.key_columns else "key"] = key
+            op, seq = pc.if_else(tomb, pa.scalar("d"), pa.scalar("u")), pa.nulls(n, pa.int64())
+        if fmt is SourceFormat.TEXT:
+            cols["value"] = _utf8(value)
+        elif fmt is SourceFormat.BYTES:
+            cols["value"] = value
+        else:
+            assert self.value_schema_json is not None
+            source = self._json_format(self.value_schema_json)
+            if fmt is SourceFormat.DEBEZIUM_JSON:
+                parsed, op, seq = debezium_events(_one_per_line(value), source)
+                if parsed.num_rows != n:
+                    raise Fallback("values that are not one JSON object each")
+            else:
+                parsed = _json_rows(value, source, allow_null=upsert)
+            for name in parsed.schema.names:
+                cols[name] = parsed.column(name)
+        for inc in spec.include:
+            cols[inc.name] = {
+                KafkaMetadata.KEY: lambda: self._key(records.column("key")),
+                KafkaMetadata.PARTITION: lambda: records.column("partition"),
+                KafkaMetadata.OFFSET: lambda: records.column("offset"),
+                KafkaMetadata.TIMESTAMP: lambda: records.column("timestamp"),
+                KafkaMetadata.HEADERS: lambda: records.column("headers"),
+            }[inc.what]()
+        schema = arrow_schema(self.row_schema_json)
+        arrays = []
+        for f in schema:
+            col = cols[f.name]
+            arrays.append(col if col.type == f.type else col.cast(f.type))
+        rows = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if op is None or seq is None:
+            return rows
+        # a change's position: (topic, partition, offset), so a batch's last change per key is
+        # the one the topic holds last
+        position = {
+            FILE: records.column("topic"),
+            BLK: records.column("partition").cast(pa.int64()),
+            LINE: records.column("offset"),
+        }
+        return changelog_batch(rows, op, seq, position)
+
+    def _key(self, key: Any) -> Any:
+        spec = self.plan.kafka
+        assert spec is not None
+        if spec.key_format is SourceFormat.BYTES:
+            return key
+        if spec.key_format is SourceFormat.JSON:
+            import pyarrow as pa
+
+            assert self.key_schema_json is not None
+            rows = _json_rows(key, self._json_format(self.key_schema_json), allow_null=True)
+            return pa.StructArray.from_arrays(rows.columns, fields=list(rows.schema), mask=key.is_null())
+        return _utf8(key)
+
+
+def _utf8(values: Any) -> Any:
+    import pyarrow as pa
+
+    from icesql.engine.sources.types import Fallback
+
+    try:
+        return values.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise Fallback("a value that is not UTF-8 text") from None
+
+
+def _one_per_line(values: Any) -> bytes:
+    """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
+    where a space means the same: one value, one line); a blank value raises ``Fallback``."""
+    from icesql.engine.sources.types import Fallback
+
+    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
+    if any(not line.strip() for line in lines):
+        raise Fallback("a blank value")
+    return b"\n".join(lines) + b"\n" if lines else b""
+
+
+def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
+    """One row per value, by Spark's rules (``files.decode``'s JSON reader over the values as
+    lines; a null value is a row of nulls where ``allow_null``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from icesql.engine.sources.decode import json_batch
+    from icesql.engine.sources.types import Fallback
+
+    present = pc.is_valid(values)
+    texts = values.filter(present) if values.null_count else values
+    batch = json_batch(_one_per_line(texts), fmt)
+    if batch.num_rows != len(texts):
+        raise Fallback("values that are not one JSON object each")
+    if not values.null_count:
+        return batch
+    if not allow_null:
+        raise Fallback("a null value")
+    # put the rows back in place, with nulls where a value was null
+    idx = pc.cumulative_sum(present.cast(pa.int64()))
+    take = pc.if_else(present, pc.subtract(idx, 1), pa.scalar(None, pa.int64()))
+    return pa.RecordBatch.from_arrays([c.take(take) for c in batch.columns], schema=batch.schema)
+
+
+__all__ = ["ARROW_FORMATS", "JSON_VALUES", "KafkaArrowSource"]

@@ -1,0 +1,257 @@
+"""A KAFKA source as the relation a sink reads: the ``icesql_kafka`` records decoded into rows.
+
+The value of each record becomes the row by the source's FORMAT, with Spark's own parsers so that
+a value reads exactly as the same text in a FILES source would:
+
+* ``json`` / ``debezium-json``: ``from_json`` (PERMISSIVE, the unparsable text kept in
+  ``_corrupt_record``); ``csv``: ``from_csv``; ``text``: the value as a string; ``bytes``: as is.
+* ``ENVELOPE UPSERT``: the record key gives the key columns (KEY FORMAT), a record with a null
+  value (a tombstone) deletes its key: the relation is a changelog (``__op`` 'u' or 'd').
+* ``debezium-json``: as for files (``__op`` from the event, ``__seq`` from the database's order).
+* ``INCLUDE``: the key, partition, offset, timestamp and headers as columns of their own.
+
+Every changelog's position is (``__seq``, topic, partition, offset): the changelog columns
+``__file``, ``__blk`` and ``__line`` hold the topic, the partition and the offset, so a batch's
+last change per key is the one the topic holds last.
+
+Bad records (a value that does not parse or convert) are checked by ``KafkaRecordGuard`` on the
+executors, as ``sources.guard.RecordGuard`` checks files: ON ERROR 'fail' stops the sink with one line
+naming the topic, partition, offset and key; 'skip' counts and logs them; 'dead-letter' keeps them
+in the sink's dead-letter table (``file`` = 'topic/partition', ``byte_offset`` and ``record`` = the
+offset). Tombstones of a source without ENVELOPE UPSERT carry no row and are left out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from icesql.engine.sources.guard import letter_accumulators, skip_counter
+from icesql.engine.sources.kafka.records import decode_records, key_struct
+from icesql.engine.sources.relation import Relation, declared_row_schema
+from icesql.errors import ExecutionError
+from icesql.plan import KafkaEnvelope, KafkaMetadata, OnError, SourceFormat, SourcePlan
+
+log = logging.getLogger("icesql.sources")
+
+
+@dataclass(frozen=True)
+class KafkaBinding:
+    """What a Kafka source needs to run: the connection's librdkafka settings (secrets included:
+    never log it), and for a sink reading the source directly the seed file of its checkpoint."""
+
+    conf: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    secret_keys: frozenset[str] = frozenset()
+    seed: str | None = None  # ``progress.KafkaProgress``: where a new checkpoint starts
+    parallelism: int = 2
+    arrow: bool = False  # a sink reads the source directly: the Arrow path where it can (``arrow``)
+    session_tz: str = "UTC"
+    timestamp_type: str = "TIMESTAMP_LTZ"  # the session's spark.sql.timestampType (a run without Spark)
+
+    def options(self, plan: SourcePlan) -> dict[str, str]:
+        from icesql.engine.sources.kafka.topic import kafka_options
+
+        spec = plan.kafka
+        assert spec is not None
+        opts = {
+            "topic": spec.topic,
+            "start": spec.start_offset,
+            "parallelism": str(self.parallelism),
+            **kafka_options(self.conf, self.secret_keys),
+        }
+        if spec.start_timestamp_ms is not None:
+            opts["start_ts"] = str(spec.start_timestamp_ms)
+        if spec.max_records_per_trigger:
+            opts["max_records"] = str(spec.max_records_per_trigger)
+        if spec.on_data_loss != "fail":
+            opts["on_data_loss"] = spec.on_data_loss
+        if plan.max_bytes_per_trigger:
+            opts["max_bytes"] = str(plan.max_bytes_per_trigger)
+        if self.seed:
+            opts["seed"] = self.seed
+        return opts
+
+
+def kafka_relation(
+    spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, *, streaming: bool = True, limit: int = 0
+) -> Relation:
+    """The relation of a Kafka source: streaming (a sink), or a bounded read of at most ``limit``
+    records per partition (a ``SELECT`` preview)."""
+    from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, register
+
+    if plan.kafka is None:  # pragma: no cover - the analyzer never makes one
+        raise ExecutionError(f"source '{plan.name}' has no topic")
+    if spark is None:
+        return _without_spark(plan, policy, binding)
+    register(spark)
+    opts = binding.options(plan)
+    if streaming:
+        records = spark.readStream.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
+    else:
+        records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts, limit=str(limit)).load()
+    acc = skip_counter(spark, policy)
+    if acc is None and plan.kafka.on_data_loss == "continue":
+        acc = skip_counter(spark, OnError.SKIP)  # lost records count as skipped ones
+    letters = letter_accumulators(spark, policy)
+    df, changelog = decode_records(spark, records, plan, policy, acc, letters[0] if letters else None)
+    relation = Relation(
+        name=plan.name,
+        df=df,
+        changelog=changelog,
+        skipped=acc,
+        sources=(plan.name,),
+        letters=letters,
+        binding=binding,
+    )
+    if streaming and binding.arrow:
+        return _on_arrow_path(spark, plan, policy, binding, relation)
+    return relation
+
+
+def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, relation: Relation) -> Relation:
+    """The relation on the Arrow path (``arrow``): a DataFrame of offset ranges, and what the
+    sink's tasks need to read and decode them; ``relation`` as it is where Arrow cannot."""
+    import dataclasses
+
+    from icesql.engine.sources.kafka.arrow import JSON_VALUES, KafkaArrowSource
+    from icesql.engine.sources.kafka.source import NAME, PIECE_SCHEMA
+    from icesql.engine.sources.types import Unsupported
+
+    row_schema = relation.data_schema()
+    value = declared_row_schema(spark, plan) if (plan.format or SourceFormat.JSON) in JSON_VALUES else None
+    spec = plan.kafka
+    assert spec is not None
+    key_json = spec.key_format is SourceFormat.JSON and (
+        spec.envelope is KafkaEnvelope.UPSERT or any(i.what is KafkaMetadata.KEY for i in spec.include)
+    )
+    source = KafkaArrowSource(
+        plan=plan,
+        conf=dict(binding.conf),
+        row_schema_json=row_schema.jsonValue(),
+        value_schema_json=value.jsonValue() if value is not None else None,
+        key_schema_json=key_struct(spark, plan).jsonValue() if key_json else None,
+        policy=policy,
+        session_tz=binding.session_tz,
+        lost=relation.skipped if spec.on_data_loss == "continue" else None,
+    )
+    try:
+        source.check_supported()
+    except Unsupported as e:
+        log.info("source %s: decoded by Spark's parsers (%s)", plan.name, e)
+        return relation
+    pieces = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**binding.options(plan), mode="pieces").load()
+    return dataclasses.replace(relation, df=pieces, arrow=source, row_schema=row_schema)
+
+
+def local_row_schema(plan: SourcePlan, timestamp_type: str) -> Any:
+    """The rows' schema Spark's decoding (``decode_records``) gives - the key columns of ENVELOPE
+    UPSERT, the value by FORMAT (a JSON or Debezium value's SCHEMA, or ``value``), then the
+    INCLUDE columns - built in Python for a run without Spark; None where it is not certain (a
+    format the Arrow path does not decode, a SCHEMA only Spark parses)."""
+    found = _local_schemas(plan, timestamp_type)
+    return found[2] if found is not None else None
+
+
+def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any] | None:
+    """(the key's type where the rows use it, the value's SCHEMA where the format has one, the
+    rows' schema) built in Python (``local_row_schema``)."""
+    from pyspark.sql.types import (
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from icesql.engine.sources.ddl import struct_from_ddl
+    from icesql.engine.sources.kafka.arrow import ARROW_FORMATS, JSON_VALUES
+    from icesql.engine.sources.kafka.source import RECORD_SCHEMA
+
+    spec = plan.kafka
+    fmt = plan.format or SourceFormat.JSON
+    if spec is None or fmt not in ARROW_FORMATS:
+        return None
+    key: Any = None
+    if spec.envelope is KafkaEnvelope.UPSERT or any(i.what is KafkaMetadata.KEY for i in spec.include):
+        if spec.key_format is SourceFormat.JSON:
+            key = struct_from_ddl(spec.key_schema or "", timestamp_type)
+            if key is None:
+                return None
+        else:
+            key = BinaryType() if spec.key_format is SourceFormat.BYTES else StringType()
+    fields: list[Any] = []
+    if spec.envelope is KafkaEnvelope.UPSERT:
+        if isinstance(key, StructType):
+            by_name = {f.name: f for f in key.fields}
+            if any(c.name not in by_name for c in spec.key_columns):
+                return None
+            fields += [StructField(c.name, by_name[c.name].dataType, True) for c in spec.key_columns]
+        else:
+            fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
+    value = None
+    if fmt in JSON_VALUES:
+        value = struct_from_ddl(plan.schema or "", timestamp_type)
+        if value is None:
+            return None
+        fields += value.fields
+    else:
+        fields.append(StructField("value", StringType() if fmt is SourceFormat.TEXT else BinaryType(), True))
+    types = {
+        KafkaMetadata.KEY: key,
+        KafkaMetadata.PARTITION: IntegerType(),
+        KafkaMetadata.OFFSET: LongType(),
+        KafkaMetadata.TIMESTAMP: TimestampType(),
+        KafkaMetadata.HEADERS: RECORD_SCHEMA["headers"].dataType,
+    }
+    fields += [StructField(inc.name, types[inc.what], True) for inc in spec.include]
+    return key, value, StructType(fields)
+
+
+def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> Relation:
+    """The Arrow path for a run without Spark (``local_query``): the source's reader of offset
+    ranges in this process, the sink's tasks as threads."""
+    from pyspark.sql.types import StructType
+
+    from icesql.engine.backends.local.query import LocalStreamFrame, SparkNeeded
+    from icesql.engine.sources.kafka.arrow import KafkaArrowSource
+    from icesql.engine.sources.kafka.source import PIECE_SCHEMA, KafkaStreamReader
+    from icesql.engine.sources.pieces import needs_spark_of
+    from icesql.engine.sources.types import Unsupported
+
+    found = _local_schemas(plan, binding.timestamp_type)
+    if found is None or not binding.arrow:
+        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark")
+    key, value, row_schema = found
+    source = KafkaArrowSource(
+        plan=plan,
+        conf=dict(binding.conf),
+        row_schema_json=row_schema.jsonValue(),
+        value_schema_json=value.jsonValue() if value is not None else None,
+        key_schema_json=key.jsonValue() if isinstance(key, StructType) else None,
+        policy=policy,
+        session_tz=binding.session_tz,
+        lost=None,
+    )
+    try:
+        source.check_supported()
+    except Unsupported as e:
+        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark's parsers ({e})") from None
+    options = {**binding.options(plan), "mode": "pieces"}
+
+    frame = LocalStreamFrame(lambda: KafkaStreamReader(dict(options)), PIECE_SCHEMA, needs_spark_of(source))
+    return Relation(
+        name=plan.name,
+        df=frame,
+        changelog=source.changelog,
+        sources=(plan.name,),
+        binding=binding,
+        arrow=source,
+        row_schema=row_schema,
+    )
+
+
+__all__ = ["KafkaBinding", "kafka_relation", "local_row_schema"]
