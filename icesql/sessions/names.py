@@ -1,18 +1,19 @@
 """Names a statement reads that cannot exist, answered before Spark starts.
 
-A mistyped connection, namespace, table, source or view in a SELECT, EXPLAIN, DESCRIBE, a
-view's query or a sink's FROM would otherwise reach Spark, which takes its start (tens of seconds) to say
-something about a single-part namespace. Here each such name is one error, pointing at the
-name, with a did-you-mean and what exists:
+A mistyped connection, namespace, table, source or view in a SELECT, EXPLAIN, DESCRIBE, SHOW
+TABLES, a view's query or a sink's FROM would otherwise reach Spark, which takes its start (tens
+of seconds) to say something about a single-part namespace. Here each such name is one error,
+pointing at the name, with a did-you-mean and what exists:
 
-* ``offline``: names icesql can judge from its own objects. A name in a query's table place
-  whose first part is not a connection, or a one-part name that is neither a source, a view nor
-  a common table expression, can only be wrong when the session's Spark knows no relations of
-  its own (``SparkWorld.closed``); otherwise it is left to Spark, as before.
-* ``missing_table``: a connection's table the catalog does not have (the engine's
-  ``MissingTableError``, or ``check_tables`` before a query that needs Spark): the namespace
-  or the table that is missing, from pyiceberg's listings. A catalog that cannot be listed
-  leaves the engine's own error as it is: it never turns into a wrong "does not exist".
+* offline (``check_statement``, right after analysis): names icesql can judge from its own
+  objects. A name in a query's table place whose first part is not a connection, or a one-part
+  name that is neither a source, a view nor a common table expression, can only be wrong when
+  the session's Spark knows no relations of its own (``SparkWorld.closed``); otherwise it is
+  left to Spark, as before.
+* online (``missing_table``, ``missing_namespace``, ``check_tables``): a connection's table or
+  namespace the catalog does not have, from pyiceberg's listings, saying which level is missing.
+  A catalog that cannot be listed leaves the engine's own error as it is: it never turns into a
+  wrong "does not exist".
 """
 
 from __future__ import annotations
@@ -300,15 +301,15 @@ def check_statement(plan: P.StatementPlan, stmt: A.Statement, names: Names, worl
 
 __all__ = [
     "SPARK_CATALOG",
+    "CatalogOpener",
     "Names",
     "SparkWorld",
-    "CatalogOpener",
     "check_relation",
     "check_select",
     "check_sink_from",
     "check_statement",
-    "check_view",
     "check_tables",
+    "check_view",
     "hint_of",
     "missing_namespace",
     "missing_table",

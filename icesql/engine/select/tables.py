@@ -109,6 +109,8 @@ def query_relations(sql: str) -> tuple[QueryRelation, ...] | None:
     for tree in trees:
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
         for node in tree.find_all(exp.Table):
+            if node.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(alias) */ names an alias
+                continue
             idents = [p for p in node.parts if isinstance(p, exp.Identifier) and "start" in p.meta]
             if not idents or len(idents) != len(node.parts):  # a table function, IDENTIFIER(...)
                 continue

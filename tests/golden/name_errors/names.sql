@@ -104,6 +104,9 @@ EXPLAIN WITH c AS (SELECT 1 AS id) SELECT * FROM c JOIN range(3) r ON c.id = r.i
 -- case: ok_struct_field_of_an_alias
 EXPLAIN SELECT e.payload.kind FROM events e
 
+-- case: ok_alias_in_a_hint
+EXPLAIN SELECT /*+ BROADCAST(r) */ e.id FROM events e JOIN recent r ON e.id = r.id
+
 -- case: ok_spark_catalog_and_files
 EXPLAIN SELECT * FROM spark_catalog.default.t JOIN parquet.`/tmp/x.parquet` USING (id)
 
