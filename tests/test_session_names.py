@@ -125,3 +125,34 @@ def test_names_spark_may_know_are_left_to_it(tmp_path: Path) -> None:
         assert explained.statement == "EXPLAIN"
         [created] = s.execute("CREATE SINK k FROM spark_tbl INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')")
         assert "spark_tbl is not an icesql source or view" in created.warnings[0]
+
+
+def test_icesql_exec_answers_a_mistyped_connection_at_once(tmp_path: Path) -> None:
+    """Issue 51's case as a user meets it: ``icesql exec`` with a mistyped connection answered
+    Spark's REQUIRES_SINGLE_PART_NAMESPACE after 42 s; now one error on stderr, exit code 1."""
+    home = str(tmp_path / "home")
+    sql = "SELECT count(*) FROM nolake.analytics.events"
+    probe = (
+        "import io, sys, time, contextlib\nfrom icesql.cli import main\n"
+        f"main(['--home', {home!r}, 'exec', \"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local') WITH (VALIDATE = false)\"])\n"
+        "err = io.StringIO()\nstarted = time.perf_counter()\n"
+        f"with contextlib.redirect_stderr(err):\n    rc = main(['--home', {home!r}, 'exec', {sql!r}])\n"
+        "took = time.perf_counter() - started\n"
+        "heavy = sorted(m for m in ('pyspark', 'py4j') if m in sys.modules)\n"
+        "print('RC', rc, 'HEAVY', heavy, 'TOOK', round(took, 3))\nprint(err.getvalue(), end='')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_HOME", "ICESQL_SPARK_MASTER")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=dict(env, PYTHONPATH=str(ROOT)), timeout=120
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "CREATE CONNECTION", done.stdout + done.stderr
+    first, *stderr = lines[1:]
+    assert first.startswith("RC 1 HEAVY [] TOOK "), done.stdout + done.stderr
+    assert float(first.split()[-1]) < SECONDS
+    assert stderr == [
+        "<exec>:1:22: error: unknown connection nolake",
+        "  SELECT count(*) FROM nolake.analytics.events",
+        "                       ^^^^^^",
+        "hint: did you mean lake? ICEBERG CATALOG connections: lake",
+    ]
