@@ -103,22 +103,30 @@ def query_relations(sql: str) -> tuple[QueryRelation, ...] | None:
 
     try:
         trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+        found: list[QueryRelation] = []
+        for tree in trees:
+            ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+            for node in tree.find_all(exp.Table):
+                if node.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(alias) */ names an alias
+                    continue
+                idents = [p for p in node.parts if isinstance(p, exp.Identifier) and "start" in p.meta]
+                if not idents or len(idents) != len(node.parts):  # a table function, IDENTIFIER(...)
+                    continue
+                parts = tuple(p.name if p.quoted else p.name.lower() for p in idents)
+                offsets = tuple((p.meta["start"], p.meta["end"] + 1) for p in idents)
+                if len(parts) == 1 and parts[0].lower() in ctes:
+                    continue
+                if _placed(sql, offsets, parts):  # else the place would be wrong: then not at all
+                    found.append(QueryRelation(parts, offsets))
     except Exception:  # a parse error, or a sqlglot bug: the engine answers as before
         return None
-    found: list[QueryRelation] = []
-    for tree in trees:
-        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-        for node in tree.find_all(exp.Table):
-            if node.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(alias) */ names an alias
-                continue
-            idents = [p for p in node.parts if isinstance(p, exp.Identifier) and "start" in p.meta]
-            if not idents or len(idents) != len(node.parts):  # a table function, IDENTIFIER(...)
-                continue
-            parts = tuple(p.name if p.quoted else p.name.lower() for p in idents)
-            if len(parts) == 1 and parts[0].lower() in ctes:
-                continue
-            found.append(QueryRelation(parts, tuple((p.meta["start"], p.meta["end"] + 1) for p in idents)))
     return tuple(found)
+
+
+def _placed(sql: str, offsets: tuple[tuple[int, int], ...], parts: tuple[str, ...]) -> bool:
+    """Whether each part is where its offsets say (character offsets, quotes included)."""
+    texts = [sql[start:end] for start, end in offsets]
+    return all(t.strip("`").replace("``", "`").lower() == p.lower() for t, p in zip(texts, parts, strict=True))
 
 
 def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of_ms: int | None) -> Any:
