@@ -60,15 +60,21 @@ def test_an_atomic_script_applies_nothing_when_the_store_refuses_a_statement(
     assert session.created_sinks == ["k"]
 
 
-def test_a_warning_never_shows_a_secret_of_another_statement_on_its_line(session: icesql.Session) -> None:
+def test_a_warning_never_shows_a_secret_of_another_statement_on_its_line(session: icesql.Session, tmp_path: Path) -> None:
     sql = (
         f"CREATE SECRET pw AS '{VALUE}'; CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local') "
         "WITH (VALIDATE = false); CREATE SINK k FROM spark_tbl INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')"
     )
-    results = session.execute(sql)
+    # a Spark with a metastore may hold spark_tbl: the sink is created with a warning
+    with icesql.Session(home=tmp_path / "hive", spark_conf={"spark.sql.catalogImplementation": "hive"}) as hive:
+        results = hive.execute(sql)
     warnings = "\n".join(w for r in results for w in r.warnings)
     assert "spark_tbl is not an icesql source or view" in warnings
     assert no_part_of(VALUE, warnings)
+    # icesql's own Spark has no such table: an error, as careful with the secret
+    with pytest.raises(IcesqlError) as info:
+        session.execute(sql)
+    assert "unknown source or view spark_tbl" in info.value.render() and no_part_of(VALUE, info.value.render())
 
 
 def test_errors_of_check_and_execute_never_show_a_secret_elsewhere_on_the_line(session: icesql.Session) -> None:

@@ -565,7 +565,7 @@ def check_storage_connection(
     found = catalog.get("connection", name)
     if found is None:
         hint = (
-            _names_hint(catalog, "connection", name)
+            names_hint(catalog, "connection", name)
             or f"create it first: CREATE CONNECTION {name} TO {storage.keyword} (...)"
         )
         raise ctx.error(f"unknown connection {name}", node, hint)
@@ -610,7 +610,8 @@ def _check_warehouse_storage(ctx: Context, opts: Collected, storage: Storage, wa
         )
 
 
-def _names_hint(catalog: CatalogView, kind: str, name: str) -> str | None:
+def names_hint(catalog: CatalogView, kind: str, name: str) -> str | None:
+    """A did-you-mean among the objects of ``kind``, when the catalog view lists them."""
     names = getattr(catalog, "names", None)
     if names is None:
         return None

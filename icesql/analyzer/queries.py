@@ -15,7 +15,7 @@ import datetime as dt
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import _names_hint
+from icesql.analyzer.connections import names_hint
 from icesql.analyzer.diagnostics import Context
 from icesql.errors import Span, span_within
 from icesql.plan import (
@@ -165,7 +165,7 @@ def parse_timestamp(text: str) -> float | None:
 def _catalog_connection(ctx: Context, name: Ident, catalog: CatalogView) -> CatalogConnectionPlan:
     conn = catalog.get("connection", name.name)
     if conn is None:
-        raise ctx.error(f"unknown connection {name.name}", name, _names_hint(catalog, "connection", name.name))
+        raise ctx.error(f"unknown connection {name.name}", name, names_hint(catalog, "connection", name.name))
     if not isinstance(conn, CatalogConnectionPlan):
         raise ctx.error(f"connection {name.name} is not an ICEBERG CATALOG connection", name)
     return conn
@@ -184,7 +184,7 @@ def analyze_describe_table(ctx: Context, stmt: DescribeTable, catalog: CatalogVi
 
 def analyze_show_snapshots(ctx: Context, stmt: ShowSnapshots, catalog: CatalogView) -> ShowSnapshotsPlan:
     if catalog.get("sink", stmt.sink.name) is None:
-        raise ctx.error(f"unknown sink {stmt.sink.name}", stmt.sink, _names_hint(catalog, "sink", stmt.sink.name))
+        raise ctx.error(f"unknown sink {stmt.sink.name}", stmt.sink, names_hint(catalog, "sink", stmt.sink.name))
     return ShowSnapshotsPlan(stmt.sink.name)
 
 

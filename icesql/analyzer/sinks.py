@@ -30,10 +30,10 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import (
     STORAGES,
-    _names_hint,
     article,
     check_storage_connection,
     connection_kind_name,
+    names_hint,
 )
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
@@ -79,7 +79,7 @@ def analyze_sink(
         raise ctx.error(
             f"unknown connection {stmt.catalog.name}",
             stmt.catalog,
-            _names_hint(catalog, "connection", stmt.catalog.name)
+            names_hint(catalog, "connection", stmt.catalog.name)
             or f"create it first: CREATE CONNECTION {stmt.catalog.name} TO ICEBERG CATALOG (...)",
         )
     if not isinstance(cat, CatalogConnectionPlan):
@@ -437,7 +437,7 @@ def analyze_alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView) -> S
         raise ctx.error(
             f"unknown sink {stmt.name.name}",
             stmt.name,
-            _names_hint(catalog, "sink", stmt.name.name),
+            names_hint(catalog, "sink", stmt.name.name),
         )
     assert isinstance(old, SinkPlan)
     for opt in stmt.set_options:

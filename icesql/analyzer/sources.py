@@ -16,10 +16,10 @@ from icesql.analyzer.connections import (
     STORAGES,
     PathError,
     Storage,
-    _names_hint,
     article,
     check_storage_connection,
     connection_kind_name,
+    names_hint,
     resolve_path,
 )
 from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
@@ -319,7 +319,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             raise ctx.error(
                 f"unknown connection {conn}",
                 stmt.connection,
-                _names_hint(catalog, "connection", conn)
+                names_hint(catalog, "connection", conn)
                 or f"create it first: CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
             )
         if not isinstance(found, KafkaConnectionPlan):
@@ -531,7 +531,7 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
     changed type there, naming both types)."""
     old = catalog.get("source", stmt.name.name)
     if old is None:
-        raise ctx.error(f"unknown source {stmt.name.name}", stmt.name, _names_hint(catalog, "source", stmt.name.name))
+        raise ctx.error(f"unknown source {stmt.name.name}", stmt.name, names_hint(catalog, "source", stmt.name.name))
     assert isinstance(old, SourcePlan)
     opts = collect(ctx, stmt.set_options, ALTER_SOURCE_OPTIONS)
     if "SCHEMA" not in opts:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import _names_hint, analyze_connection
+from icesql.analyzer.connections import analyze_connection, names_hint
 from icesql.analyzer.diagnostics import AnalysisWarning, Context
 from icesql.analyzer.queries import (
     analyze_describe_table,
@@ -108,7 +108,7 @@ def _secret(ctx: Context, stmt: CreateSecret | AlterSecret, catalog: CatalogView
     _check_name(ctx, stmt.name)
     if isinstance(stmt, AlterSecret) and not catalog.secret_exists(stmt.name.name):
         raise ctx.error(
-            f"unknown secret {stmt.name.name}", stmt.name, _names_hint(catalog, "secret", stmt.name.name)
+            f"unknown secret {stmt.name.name}", stmt.name, names_hint(catalog, "secret", stmt.name.name)
         )
     return CreateSecretPlan(
         name=stmt.name.name,
@@ -220,14 +220,18 @@ def _show_sink_status(
     return ShowSinkStatusPlan(stmt.name.name if stmt.name is not None else None)
 
 
+_DESCRIBED = ("source", "view", "sink", "connection")
+
+
 def _describe(ctx: Context, stmt: Describe, catalog: CatalogView, source: str | None) -> StatementPlan:
     name = stmt.name.name
-    known = any(catalog.get(k, name) is not None for k in ("source", "view", "sink", "connection"))
+    known = any(catalog.get(k, name) is not None for k in _DESCRIBED)
     if not known and catalog.relation_columns(name) is None:
         raise ctx.error(
             f"unknown object {name}",
             stmt.name,
-            _names_hint(catalog, "source", name) or "DESCRIBE names a source, view, sink, connection or Spark table",
+            next(filter(None, (names_hint(catalog, k, name) for k in _DESCRIBED)), None)
+            or "DESCRIBE names a source, view, sink, connection or Spark table",
         )
     return DescribePlan(name)
 
@@ -294,7 +298,7 @@ def _require(ctx: Context, kind: str, name: Ident, catalog: CatalogView) -> None
         catalog.secret_exists(name.name) if kind == "secret" else catalog.get(kind, name.name) is not None
     )
     if not exists:
-        raise ctx.error(f"unknown {kind} {name.name}", name, _names_hint(catalog, kind, name.name))
+        raise ctx.error(f"unknown {kind} {name.name}", name, names_hint(catalog, kind, name.name))
 
 
 __all__ = ["HANDLERS", "Analyzed", "analyze"]

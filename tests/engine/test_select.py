@@ -190,9 +190,15 @@ def test_errors_point_at_the_name_and_hide_secrets(session: Any, tmp_path: Path)
     write_json_lines(tmp_path / "j", "a.json", [{"id": 1, "v": "x"}])
     session.execute(f"CREATE SOURCE j FROM FILES '{tmp_path / 'j'}' (FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING')")
 
+    catalog, _, _ = session.engine.connection_catalog("lake")
+    catalog.create_namespace_if_not_exists("analytics")  # (the earlier tests' sinks made it)
     missing = _error(session, "SELECT *\nFROM lake.analytics.nope").render()
     assert "table lake.analytics.nope does not exist" in missing
     assert missing.splitlines()[1:3] == ["  FROM lake.analytics.nope", "       ^^^^^^^^^^^^^^^^^^^"]
+    assert missing.splitlines()[3].startswith("hint: ") and "lake.analytics" in missing.splitlines()[3]
+    nowhere = _error(session, "SELECT * FROM lake.analytix.nope").render()
+    assert nowhere.splitlines()[0] == "<input>:1:15: error: namespace lake.analytix does not exist"
+    assert "did you mean analytics?" in nowhere
 
     column = _error(session, "SELECT id, nope FROM j").render()
     assert "column `nope` does not exist" in column

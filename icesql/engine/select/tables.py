@@ -9,10 +9,16 @@ time) with every delete file applied: the snapshot's files come from its manifes
 ``compact.LiveRows`` applies position and equality deletes, the code compaction rewrites files
 with (pyiceberg's own scan cannot apply equality deletes). The rows come back as one Arrow table
 that the caller hands to Spark.
+
+Before Spark starts, a session asks two more questions here (``icesql.sessions.names``): which
+relations a query's text names (``query_relations``, sqlglot's parse: only names in a table's
+place, CTEs left out), and where a missing table's name goes wrong (``missing_part``: the
+namespace or the table, with what exists there).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from icesql.engine.base.secrets import SecretValues
@@ -20,6 +26,16 @@ from icesql.engine.connections.catalog_kinds import kind_of, label
 from icesql.engine.connections.failures import guarded
 from icesql.errors import ExecutionError
 from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, SecretResolver
+
+
+class MissingTableError(ExecutionError):
+    """A connection's catalog has no such table (the session adds what exists there)."""
+
+    def __init__(self, message: str, *, connection: str, namespace: tuple[str, ...], table: str, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.connection = connection
+        self.namespace = namespace
+        self.table = table
 
 
 def in_catalog(conn: CatalogConnectionPlan, aws: AwsConnectionPlan | None, secrets: SecretResolver, action: str, fn: Any) -> Any:
@@ -37,12 +53,80 @@ def open_table(catalog: Any, conn: CatalogConnectionPlan, aws: AwsConnectionPlan
         try:
             return catalog.load_table((*namespace, table))
         except NoSuchTableError:
-            raise ExecutionError(
+            raise MissingTableError(
                 f"table {name} does not exist",
+                connection=conn.name,
+                namespace=namespace,
+                table=table,
                 hint=f"SHOW TABLES IN {'.'.join((conn.name, *namespace))} lists the tables there",
             ) from None
 
     return in_catalog(conn, aws, secrets, f"load table {name}", load)
+
+
+@dataclass(frozen=True)
+class MissingPart:
+    """Where a missing table's name goes wrong: the namespace level ``depth`` (0 the first) does
+    not exist, or (``depth == len(namespace)``) the table; ``there`` lists what exists at that
+    level, sorted."""
+
+    depth: int
+    there: tuple[str, ...]
+
+
+def missing_part(catalog: Any, namespace: tuple[str, ...], table: str) -> MissingPart | None:
+    """Why ``namespace.table`` is not in ``catalog``, from its listings; None when it is there
+    after all. A catalog's failure is raised (the caller leaves the name to the engine then)."""
+    for depth in range(len(namespace)):
+        children = {tuple(ns) for ns in catalog.list_namespaces(namespace[:depth])}
+        if namespace[: depth + 1] not in children:
+            return MissingPart(depth, tuple(sorted({ns[-1] for ns in children if len(ns) == depth + 1})))
+    tables = {tuple(t)[-1] for t in catalog.list_tables(namespace)}
+    return None if table in tables else MissingPart(len(namespace), tuple(sorted(tables)))
+
+
+@dataclass(frozen=True)
+class QueryRelation:
+    """A name in a table's place in a query: its parts (folded to lower case unless quoted, as
+    Spark compares them) and each part's ``(start, end)`` offsets in the query text."""
+
+    parts: tuple[str, ...]
+    offsets: tuple[tuple[int, int], ...]
+
+
+def query_relations(sql: str) -> tuple[QueryRelation, ...] | None:
+    """The relations ``sql`` (Spark SQL) reads by name: the tables and views of its FROM and JOIN
+    clauses and subqueries, without its common table expressions and table functions
+    (``range(10)``); None when sqlglot cannot parse it (then nothing is known)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+        found: list[QueryRelation] = []
+        for tree in trees:
+            ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+            for node in tree.find_all(exp.Table):
+                if node.find_ancestor(exp.Hint) is not None:  # /*+ BROADCAST(alias) */ names an alias
+                    continue
+                idents = [p for p in node.parts if isinstance(p, exp.Identifier) and "start" in p.meta]
+                if not idents or len(idents) != len(node.parts):  # a table function, IDENTIFIER(...)
+                    continue
+                parts = tuple(p.name if p.quoted else p.name.lower() for p in idents)
+                offsets = tuple((p.meta["start"], p.meta["end"] + 1) for p in idents)
+                if len(parts) == 1 and parts[0].lower() in ctes:
+                    continue
+                if _placed(sql, offsets, parts):  # else the place would be wrong: then not at all
+                    found.append(QueryRelation(parts, offsets))
+    except Exception:  # a parse error, or a sqlglot bug: the engine answers as before
+        return None
+    return tuple(found)
+
+
+def _placed(sql: str, offsets: tuple[tuple[int, int], ...], parts: tuple[str, ...]) -> bool:
+    """Whether each part is where its offsets say (character offsets, quotes included)."""
+    texts = [sql[start:end] for start, end in offsets]
+    return all(t.strip("`").replace("``", "`").lower() == p.lower() for t, p in zip(texts, parts, strict=True))
 
 
 def snapshot_of(table: Any, name: str, snapshot_id: int | None, as_of_ms: int | None) -> Any:
@@ -153,4 +237,16 @@ class TableCache:
         return rows
 
 
-__all__ = ["TableCache", "arrow_schema", "in_catalog", "open_table", "read_rows", "snapshot_of"]
+__all__ = [
+    "MissingPart",
+    "MissingTableError",
+    "QueryRelation",
+    "TableCache",
+    "arrow_schema",
+    "in_catalog",
+    "missing_part",
+    "open_table",
+    "query_relations",
+    "read_rows",
+    "snapshot_of",
+]

@@ -1,0 +1,1 @@
+"""The parts of ``icesql.Session`` (``icesql.session``), one job per module."""
