@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from icesql.engine.backends.local.threads import map_in_threads
 from icesql.engine.base.changelog import OP, last_per_key
 
 
@@ -99,20 +100,6 @@ class LocalFrame:
         return [r for g in self.groups for b in g for r in b.to_pylist()]
 
 
-def map_in_threads(task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int) -> list[list[Any]]:
-    """``task`` (a ``mapInArrow`` body: Arrow batches in, Arrow batches out) over each of
-    ``inputs`` (each a task's batches), at most ``threads`` at a time; the outputs in order."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def run(batches: Sequence[Any]) -> list[Any]:
-        return list(task(iter(batches)))
-
-    if len(inputs) <= 1 or threads <= 1:
-        return [run(i) for i in inputs]
-    with ThreadPoolExecutor(min(threads, len(inputs)), thread_name_prefix="icesql-task") as pool:
-        return list(pool.map(run, inputs))
-
-
 class LocalBackend:
     """A sink's batches in this process (``local.query.LocalSession``: its cores and time zone)."""
 
@@ -149,4 +136,4 @@ class LocalBackend:
         return LocalQuery(stream, foreach_batch, checkpoint, name, interval).start()
 
 
-__all__ = ["LocalBackend", "LocalFrame", "map_in_threads"]
+__all__ = ["LocalBackend", "LocalFrame"]

@@ -169,7 +169,7 @@ class LocalRows:
             # as many at a time as the session has cores, as Spark's local[N] runs its tasks (a
             # Kafka batch's three ranges in three threads on two cores took 3.4-4.4 s, in two 2.8-3.0 s)
             threads = min(len(parts), self.parallelism)
-            from icesql.engine.backends.local.frames import map_in_threads
+            from icesql.engine.backends.local.threads import map_in_threads
 
             outputs = map_in_threads(self.task, [[self.pieces.batch(p)] for p in parts], threads)
         except Exception as e:
