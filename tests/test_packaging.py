@@ -46,7 +46,7 @@ def test_a_wheel_missing_a_file_of_the_tree_fails_the_check(tmp_path: Path) -> N
 
 
 def test_packages_are_found_not_listed() -> None:
-    """A hand-written list left icesql.engine.formats and .stores out of the wheel (issue 51)."""
+    """A hand-written list left icesql.engine.iceberg.formats and .stores out of the wheel (issue 51)."""
     tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "packages" not in {k for k in setuptools if not isinstance(setuptools[k], dict)}

@@ -118,7 +118,7 @@ class SinkRunner(Committing):
         self.checkpoint = self.sink_dir / "checkpoint"  # Spark's path (views, Spark tables, ...)
         self.progress_base = 0  # progress = base + Spark batch id (a new checkpoint restarts at 0)
         self.fallback_files = 0  # files the Arrow path left to Spark's reader
-        self.key_index: Any = None  # index.sink.SinkKeyIndex of an upsert sink (position deletes)
+        self.key_index: Any = None  # sink.key_index.SinkKeyIndex of an upsert sink (position deletes)
         self._writer: Any = None  # the batch writer, kept across batches (the index writer has state)
         self.batch_started: float | None = None  # when the batch being written began (epoch s)
         from icesql.engine.sink.maintainer import Maintainer
@@ -294,7 +294,7 @@ class SinkRunner(Committing):
             if self.relation.streaming and self.source.resumes_from_table:
                 self._resume_source()
             if self.position_deletes:
-                from icesql.engine.index.sink import SinkKeyIndex
+                from icesql.engine.sink.key_index import SinkKeyIndex
 
                 self.key_index = SinkKeyIndex(self)
                 self.key_index.open()
