@@ -29,6 +29,7 @@ from icesql.engine.base.events import Listeners, SinkListener
 from icesql.engine.connections.target import ObjectResolver
 from icesql.engine.select.service import SelectService
 from icesql.engine.sink.warmup import Warmer
+from icesql.engine.sources.binding import SourceBinder
 from icesql.errors import ExecutionError, IcesqlError
 from icesql.plan import Column, SecretResolver, SinkPlan, SourcePlan
 
@@ -67,6 +68,7 @@ class Engine:
         self.warmer = Warmer()  # Spark's Python workers and data source, warmed in the background
         self._supervisors: list[Any] = []  # supervisor.Supervisor of each Engine.run under way
         self.listeners = Listeners()
+        self.sources = SourceBinder(objects, secrets)  # relations bound to their connections
         self.selects = SelectService(self)  # SELECT: DuckDB over the tables' rows, or Spark
         self._spark_needed: set[str] = set()  # sinks whose run without Spark met a batch needing it
 
@@ -122,110 +124,17 @@ class Engine:
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
     def relation(self, name: str, *, on_error: Any = None, arrow: Any = None, local: bool = False) -> Any:
-        """The ``sources.Relation`` a sink reading ``name`` would consume (a FILES source on the
-        Arrow path when ``arrow``, a ``files.relation.ArrowBinding``, is given); ``local``: read
-        in this process, without Spark (``local_query``)."""
-        from icesql.engine.sources.resolve import build_relation
-
-        plan = self.objects.relation(name)
-        if isinstance(plan, SourcePlan) and self._source_storage(plan):
-            arrow = self._object_store_binding(plan, arrow)
-        else:  # a view reads its sources with Spark's readers: none of them reaches an object store
-            for source in self._view_sources(plan):
-                if self._source_storage(source):
-                    self._object_store_binding(source, None)  # the one-line error, with its hint
-        return build_relation(
-            None if local else self.spark,
-            name,
-            self.objects.relation,
-            on_error=on_error,
-            arrow=arrow,
-            bind=self.kafka_binding,
-        )
+        """The ``sources.relation.Relation`` a sink reading ``name`` would consume (``sources.binding``);
+        ``local``: read in this process, without Spark."""
+        return self.sources.relation(None if local else self.spark, name, on_error=on_error, arrow=arrow)
 
     def kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
-        """A KAFKA source's binding with its connection's librdkafka settings (secrets resolved
-        here, remembered for masking; never logged)."""
-        import dataclasses
-
-        from icesql.engine.base.secrets import SecretValues
-        from icesql.engine.connections.kafka import SECRET_KEYS, client_config, executor_config
-        from icesql.engine.sources.kafka.relation import KafkaBinding
-        from icesql.plan import KafkaConnectionPlan
-
-        assert plan.kafka is not None
-        conn: Any = self.objects.connection(plan.kafka.connection)
-        if not isinstance(conn, KafkaConnectionPlan):
-            raise ExecutionError(
-                f"source '{plan.name}': connection '{plan.kafka.connection}' is not a KAFKA connection",
-                hint="CREATE CONNECTION ... TO KAFKA (BROKER = 'host:9092')",
-            )
-        conf = executor_config(client_config(conn, SecretValues(self.secrets)))
-        return dataclasses.replace(binding or KafkaBinding(), conf=conf, secret_keys=SECRET_KEYS)
-
-    def _source_storage(self, plan: SourcePlan) -> list[Any]:
-        """The storage connections (AWS, GCS, AZURE) a FILES source names."""
-        from icesql.engine.connections.target import storage_of
-
-        return [c for c in storage_of(self.objects, plan) if c is not None]
-
-    def _view_sources(self, plan: Any, seen: frozenset[str] = frozenset()) -> list[SourcePlan]:
-        """The icesql sources a view reads, through the views it reads (none for a source, a
-        Spark table, or a view that refers to itself: ``view_relation`` reports that)."""
-        from icesql.plan import ViewPlan
-
-        if not isinstance(plan, ViewPlan) or plan.name in seen:
-            return []
-        out: list[SourcePlan] = []
-        for dep in plan.depends_on:
-            found = self.objects.relation(dep)
-            if isinstance(found, SourcePlan):
-                out.append(found)
-            else:
-                out.extend(self._view_sources(found, seen | {plan.name}))
-        return out
-
-    def _object_store_binding(self, plan: SourcePlan, arrow: Any) -> Any:
-        """A FILES source on an object store (S3, GCS, Azure): listed and read by icesql with
-        its connection's credentials (Spark's own connectors are not needed, nor installed)."""
-        import dataclasses
-
-        from icesql.engine.base.secrets import SecretValues, scrub
-        from icesql.engine.connections import stores
-        from icesql.engine.connections.stores.location import Location
-
-        conn = self._source_storage(plan)[-1]
-        store = stores.for_connection(conn)
-        through = f"{store.keyword} CONNECTION {conn.name}"
-        if arrow is None:
-            raise ExecutionError(
-                f"source '{plan.name}' reads {plan.path} through {through}, which only icesql's Arrow path can do",
-                hint="leave ICESQL_ARROW_PATH unset (a sink reading the source directly takes the Arrow "
-                "path; a view over it cannot)",
-            )
-        sec = SecretValues(self.secrets)
-        io = self.source_io(plan)
-        try:  # once at the start: wrong keys or a wrong endpoint say so here, naming the connection
-            Location(plan.path or "", io).list()
-        except OSError as e:
-            detail = scrub(str(e).split("\n", 1)[0], sec.values)  # never a key in an error
-            raise ExecutionError(
-                f"source '{plan.name}' cannot list {plan.path} through {through}: {detail}",
-                hint=store.check_hint.replace("the connection", f"connection {conn.name}"),
-            ) from None
-        return dataclasses.replace(arrow, io_properties=io)
+        """A KAFKA source's binding with its connection's settings (``sources.binding``)."""
+        return self.sources.kafka_binding(plan, binding)
 
     def source_io(self, plan: SourcePlan) -> dict[str, str]:
-        """The FileIO properties a FILES source's files are listed and read with: its storage
-        connection's credentials, region and endpoint (none for a local directory)."""
-        from icesql.engine.base.secrets import SecretValues
-        from icesql.engine.connections import stores
-
-        sec = SecretValues(self.secrets)
-        out: dict[str, str] = {}
-        for conn in self._source_storage(plan):
-            out = stores.layer(out, stores.connection_properties(conn, sec))
-        return out
+        """The FileIO properties a FILES source's files are read with (``sources.binding``)."""
+        return self.sources.source_io(plan)
 
     @property
     def remote(self) -> bool:
@@ -279,8 +188,8 @@ class Engine:
             home=self.home,
             state=self.state,
             target=lambda: self.target(plan),
-            relation=lambda arrow: self.relation(
-                plan.relation, on_error=plan.on_error, arrow=arrow, local=local is not None
+            relation=lambda arrow: self.sources.relation(
+                None if local is not None else self.spark, plan.relation, on_error=plan.on_error, arrow=arrow
             ),
             relation_plan=lambda: self.objects.relation(plan.relation),
             trigger_interval=self.trigger_interval,
