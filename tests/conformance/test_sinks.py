@@ -278,6 +278,30 @@ def test_every_data_file_format(spark: Any, tmp_path: Path, caplog: pytest.LogCa
         assert_same_tables(here, there)
 
 
+@pytest.mark.java
+def test_every_data_file_format_read_by_iceberg_java(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """DuckDB and DataFusion read no ORC or Avro data files: Iceberg Java (the readers harness)
+    reads each format's table of both executors, and every one equals the Parquet table."""
+    from tests.support.readers import java_available, read_java
+
+    if not java_available():
+        pytest.skip("the Iceberg Java readers harness is not built (../shared/tools/iceberg-readers-setup)")
+    data = tmp_path / "in"
+    _stamp(write_json_lines(data, "1.json", _rows(0, 60)), 1)
+    twins = Twins.make(tmp_path, spark, caplog)
+    twins.execute(f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'json', SCHEMA = '{SCHEMA}');")
+    formats = ("parquet", "orc", "avro")
+    for fmt in formats:
+        twins.execute(f"CREATE SINK {fmt} FROM src {SINK.format(table=fmt)} WITH (FORMAT = '{fmt}');")
+    twins.run(list(formats))
+    read = {(e, f): read_java(twins[e].table(f"n.{f}").metadata_location) for e in twins for f in formats}
+    assert read["spark", "parquet"]["rows"] == 60
+    for key, got in read.items():
+        assert (got["rows"], got["digest"]) == (60, read["spark", "parquet"]["digest"]), key
+
+
 @pytest.mark.kafka
 def test_kafka_json_append(spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from tests.support import kafka as K
