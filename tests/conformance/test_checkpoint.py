@@ -115,12 +115,6 @@ def test_the_checkpoint_in_process_is_sparks(spark: Any, tmp_path: Path, caplog:
         assert here[name] == there[name], f"{name} differs"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the first batch in process records FIRST_CONF's spark.sql.shuffle.partitions (8, icesql's "
-    "default) whatever the session it stands for sets (here 3); Spark records its session's value, "
-    "and a later run on Spark takes the checkpoint's value over its own",
-)
 def test_the_first_batch_in_process_records_the_sessions_shuffle_partitions(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

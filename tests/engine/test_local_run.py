@@ -166,7 +166,9 @@ def test_which_sinks_run_without_spark(tmp_path: Path, monkeypatch: pytest.Monke
         )
         plans = {p.name: p for p in s.sink_plans(["k", "up", "viewed", "pq"])}
         engine = s.engine
-        assert engine.local_session(plans["k"]) == LocalSession(parallelism=engine_cores(), time_zone="UTC")
+        # icesql's own default of 8 shuffle partitions (backends.spark.session.DEFAULT_CONF)
+        expected = LocalSession(parallelism=engine_cores(), time_zone="UTC", shuffle_partitions="8")
+        assert engine.local_session(plans["k"]) == expected
         assert engine.local_session(plans["up"]) is not None  # reduced per KEY in Arrow (test_local_upsert)
         assert engine.local_session(plans["viewed"]) is None  # a view is Spark SQL
         assert engine.local_session(plans["pq"]) is None  # Spark infers the Parquet schema
@@ -192,6 +194,7 @@ def engine_cores() -> int:
         ("local[3]", {"spark.sql.session.timeZone": "Europe/Paris"}, LocalSession(3, "Europe/Paris")),
         ("local[2, 4]", {"spark.sql.timestampType": "TIMESTAMP_NTZ"}, LocalSession(2, "UTC", "TIMESTAMP_NTZ")),
         ("local[4]", {"spark.default.parallelism": "6"}, LocalSession(parallelism=6)),
+        ("local[2]", {"spark.sql.shuffle.partitions": "3"}, LocalSession(parallelism=2, shuffle_partitions="3")),
         ("spark://host:7077", {}, None),
         ("yarn", {}, None),
         ("sc://localhost:15002", {}, None),

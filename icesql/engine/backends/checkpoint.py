@@ -130,8 +130,11 @@ def _write(path: Path, text: str) -> None:
 class CheckpointLog:
     """The offset and commit logs of a local checkpoint of a query reading one source."""
 
-    def __init__(self, checkpoint: Path) -> None:
+    def __init__(self, checkpoint: Path, first_conf: dict[str, str] | None = None) -> None:
         self.root = Path(checkpoint)
+        # the settings a new checkpoint records: FIRST_CONF, with the session's own values over it
+        # (its shuffle partitions: Spark records the session's, and a restart keeps the checkpoint's)
+        self.first_conf = {**FIRST_CONF, **(first_conf or {})}
 
     def planned(self) -> list[int]:
         return batch_ids(self.root / "offsets")
@@ -158,7 +161,7 @@ class CheckpointLog:
                     continue
                 if isinstance(conf, dict):
                     return conf
-        return dict(FIRST_CONF)
+        return dict(self.first_conf)
 
     def write_offsets(self, batch_id: int, offset: dict[str, Any]) -> None:
         """Batch ``batch_id`` is planned to end at ``offset`` (before it runs, as Spark does)."""

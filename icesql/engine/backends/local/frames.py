@@ -133,7 +133,8 @@ class LocalBackend:
         reader (``stream``: a ``local.query.LocalStreamFrame``) and the same checkpoint."""
         from icesql.engine.backends.local.query import LocalQuery
 
-        return LocalQuery(stream, foreach_batch, checkpoint, name, interval).start()
+        first_conf = {"spark.sql.shuffle.partitions": str(self.session.shuffle_partitions)}
+        return LocalQuery(stream, foreach_batch, checkpoint, name, interval, first_conf).start()
 
 
 __all__ = ["LocalBackend", "LocalFrame"]

@@ -56,6 +56,7 @@ class LocalSession:
     parallelism: int
     time_zone: str = "UTC"
     timestamp_type: str = "TIMESTAMP_LTZ"
+    shuffle_partitions: str = "200"  # what Spark's session would record in a new checkpoint (its default)
 
     @staticmethod
     def from_conf(master: str, conf: Mapping[str, Any]) -> LocalSession | None:
@@ -80,6 +81,7 @@ class LocalSession:
             parallelism=max(1, parallelism),
             time_zone=values.get("spark.sql.session.timeZone") or "UTC",
             timestamp_type=values.get("spark.sql.timestampType") or "TIMESTAMP_LTZ",
+            shuffle_partitions=values.get("spark.sql.shuffle.partitions") or "200",  # Spark's default
         )
 
 
@@ -207,6 +209,7 @@ class LocalQuery:
         checkpoint: str,
         name: str,
         interval: float | None = None,
+        first_conf: dict[str, str] | None = None,
     ) -> None:
         from icesql.engine.backends.checkpoint import CheckpointLog, local_path
 
@@ -215,7 +218,7 @@ class LocalQuery:
             raise ValueError(f"a query run without Spark needs a local checkpoint, not {checkpoint}")
         self.frame = frame
         self.foreach_batch = foreach_batch
-        self.log = CheckpointLog(root)
+        self.log = CheckpointLog(root, first_conf)  # the session's settings a new checkpoint records
         self.name = name
         self.interval = interval  # seconds between triggers of a running query; None: AvailableNow
         self.recentProgress: list[dict[str, Any]] = []  # noqa: N815 - PySpark's name
