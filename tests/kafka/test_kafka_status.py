@@ -46,7 +46,7 @@ def test_lag_is_unknown_while_the_broker_is_away() -> None:
     plan = SourcePlan(name="s", source_kind=SourceKind.KAFKA, format=SourceFormat.TEXT, kafka=KafkaSourceSpec("k", "t"))
     progress = KafkaProgress(SimpleNamespace(name="sink"), plan)
     progress.conf = {"bootstrap.servers": "127.0.0.1:1", "socket.timeout.ms": "1000"}
-    import icesql.engine.sources.kafka.source as source
+    import icesql.engine.sources.kafka.topic as source
 
     old = source.METADATA_TIMEOUT
     source.METADATA_TIMEOUT = 2.0
