@@ -29,12 +29,16 @@ class LocalFrame:
 
     @staticmethod
     def of_rows(rows: Any) -> LocalFrame:
-        """The decoded changes of a batch's pieces (``local.query.LocalRows``), collected here."""
+        """The decoded changes of a batch's pieces (``local.query.LocalRows``), one group per piece
+        partition as Spark's mapped DataFrame has them (so a batch that is written as it was read
+        writes the files Spark would)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         from icesql.engine.base.hooks import mark
 
-        table = rows.arrow()
+        groups = rows.groups()
         mark("changes decoded")
-        return LocalFrame.of_table(table, rows.parallelism)
+        return LocalFrame(groups, rows.parallelism, to_arrow_schema(rows.schema))
 
     def table(self) -> Any:
         import pyarrow as pa
@@ -42,7 +46,9 @@ class LocalFrame:
         batches = [b for g in self.groups for b in g]
         if not batches:
             return pa.schema([]).empty_table() if self._schema is None else self._schema.empty_table()
-        return pa.Table.from_batches(batches)  # the batches' own schema: the tasks' exact types
+        # the batches' own schemas (the tasks' exact types), promoted where tasks differ (a column
+        # all null in one task's rows)
+        return pa.concat_tables([pa.Table.from_batches([b]) for b in batches], promote_options="default")
 
     def _of(self, table: Any) -> LocalFrame:
         return LocalFrame.of_table(table, self.parallelism)
@@ -54,16 +60,20 @@ class LocalFrame:
             return list(first.schema.names)
         return [] if self._schema is None else list(self._schema.names)
 
+    def _each(self, change: Callable[[Any], Any], schema: Any = None) -> LocalFrame:
+        """The frame with ``change`` applied to every batch, its groups kept."""
+        return LocalFrame([[change(b) for b in g] for g in self.groups], self.parallelism, schema)
+
     def select(self, names: Sequence[str]) -> LocalFrame:
-        return self._of(self.table().select(list(names)))
+        schema = None if self._schema is None else pa_select(self._schema, names)
+        return self._each(lambda b: b.select(list(names)), schema)
 
     def without_deletes(self) -> LocalFrame:
         import pyarrow.compute as pc
 
-        t = self.table()
-        if not t.num_rows or OP not in t.column_names:
+        if OP not in self.columns:
             return self
-        return self._of(t.filter(pc.fill_null(pc.not_equal(t.column(OP), "d"), True)))
+        return self._each(lambda b: b.filter(pc.fill_null(pc.not_equal(b.column(OP), "d"), True)), self._schema)
 
     def last_per_key(self, key: Sequence[str]) -> LocalFrame:
         import pyarrow as pa
@@ -98,6 +108,13 @@ class LocalFrame:
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for g in self.groups for b in g for r in b.to_pylist()]
+
+
+def pa_select(schema: Any, names: Sequence[str]) -> Any:
+    """``schema`` with only ``names``, in that order."""
+    import pyarrow as pa
+
+    return pa.schema([schema.field(n) for n in names])
 
 
 class LocalBackend:

@@ -164,7 +164,9 @@ class LocalRows:
         self.schema = schema  # of the task's output (a Spark StructType)
         self.parallelism = pieces.parallelism  # for the batch's work after the pieces' tasks
 
-    def _batches(self) -> list[Any]:
+    def groups(self) -> list[list[Any]]:
+        """Each task's output batches, one list per piece partition (as Spark's partitions of the
+        mapped DataFrame)."""
         parts = self.pieces.partitions
         why: str | None = None
         try:
@@ -180,7 +182,10 @@ class LocalRows:
                 raise
         if why is not None:  # raised here, outside the handler: the task's marked error is not its context
             raise SparkNeeded(f"{why}: the sink restarts on Spark, which reads it")
-        return [b for out in outputs for b in out]
+        return outputs
+
+    def _batches(self) -> list[Any]:
+        return [b for out in self.groups() for b in out]
 
     def arrow(self) -> Any:
         import pyarrow as pa
