@@ -41,6 +41,7 @@ from tests.support.pipeline_helpers import (
     write_json_lines,
 )
 from tests.support.readers import read_datafusion, read_duckdb
+from tests.support.require import require
 from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
 
 pytestmark = pytest.mark.spark
@@ -483,8 +484,7 @@ def test_kafka_source_on_spark_connect(connect: ConnectServer, tmp_path: Path) -
     offsets in its summary, and a connection's SASL password reaches no log of either side."""
     from tests.support import kafka as K
 
-    if K.missing_reason("noida"):
-        pytest.skip(K.missing_reason("noida") or "")
+    require(not K.missing_reason("noida"), K.missing_reason("noida") or "")
     secret = "kafka-connect-pw-7q"
     home, wh = tmp_path / "home", tmp_path / "wh"
     with K.broker("noida", tmp_path / "noida") as b:

@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.pipeline_helpers import load_table, write_json_lines
 from tests.support.readers import read_duckdb
+from tests.support.require import require
 from tests.support.spark_cluster import ClusterUnavailable, StandaloneCluster, java_binary
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -55,8 +56,7 @@ CHILD = textwrap.dedent(
 
 
 def test_sink_runs_on_standalone_master(tmp_path: Path) -> None:
-    if java_binary() is None:
-        pytest.skip("java is not installed")
+    require(java_binary() is not None, "java is not installed")
     data = tmp_path / "events"
     data.mkdir()
     rows = [{"id": i, "v": f"v{i}"} for i in range(25)]

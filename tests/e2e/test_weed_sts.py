@@ -37,7 +37,7 @@ def weed_sts() -> Iterator[WeedServer]:
     try:
         server = WeedServer.start(sts_seconds=LIFETIME)
     except WeedUnavailable as e:
-        pytest.skip(f"weed mini unavailable: {e}")
+        pytest.fail(f"weed mini did not start: {e}")
     try:
         yield server
     finally:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from icesql.engine import jvm_archive as J
+from tests.support.require import requires
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java on PATH")
+pytestmark = requires(shutil.which("java") is not None, "needs java on PATH")
 
 OPTIONS = "-XX:+UseSerialGC"
 

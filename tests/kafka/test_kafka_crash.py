@@ -14,6 +14,7 @@ import pytest
 
 from tests.support import kafka as K
 from tests.support.crash import run_child, table_ids
+from tests.support.require import missing
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(1500)]
 
@@ -27,7 +28,7 @@ N = 3000
 def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     reason = K.missing_reason(request.param)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     with K.broker(request.param, tmp_path / "broker") as b:
         yield b
 
