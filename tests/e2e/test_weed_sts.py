@@ -53,7 +53,6 @@ def role_credentials_seen(stop: threading.Event, seen: dict[str, tuple[str, str]
             seen.setdefault(creds["access_key_id"], (creds["secret_access_key"], creds["session_token"]))
 
 
-@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 75 s on a quiet machine
 def test_sinks_ride_out_expiring_role_credentials(
     weed_sts: WeedServer, spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
