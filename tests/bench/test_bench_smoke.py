@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from benchmarks import baselines, datagen, run
+from tests.support.require import missing, requires
 
 ROWS = 20_000
 
@@ -264,7 +265,7 @@ def test_spark4_parquet_baseline(ds: datagen.Dataset, tmp_path: Path) -> None:
 
 @pytest.mark.java
 @pytest.mark.slow  # CI time (87 s): a baseline's smoke run
-@pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
+@requires(baselines.harness_available(), "the reader harness is not built (../shared/tools/iceberg-readers-setup)")
 def test_spark_iceberg_java_baselines(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
     r = baselines.spark_iceberg_append(ds, tmp_path / "append", partitioned=True)
     _sane(r, ROWS)
@@ -287,7 +288,7 @@ def test_spark_iceberg_java_baselines(ds: datagen.Dataset, upsert: datagen.Upser
 
 @pytest.mark.java
 @pytest.mark.slow  # CI time (78 s): a baseline's smoke run
-@pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
+@requires(baselines.harness_available(), "the reader harness is not built (../shared/tools/iceberg-readers-setup)")
 def test_spark_iceberg_java_fresh_processes(ds: datagen.Dataset, upsert: datagen.UpsertDataset, tmp_path: Path) -> None:
     """The e2e peers: a fresh Spark 3.5 + Iceberg Java process per append (JSON lines, the same rows,
     no value lost to parsing) and per MERGE batch."""
@@ -411,7 +412,7 @@ def test_kafka_section_tiny(tmp_path: Path) -> None:
     from tests.support import kafka as K
 
     if K.missing_reason("noida"):
-        pytest.skip(K.missing_reason("noida"))
+        missing(K.missing_reason("noida") or "")
     out = tmp_path / "k.json"
     assert run.main(["--only", "kafka", "--kafka-records", "3000", "--kafka-latency-seconds", "0",
                      "--out", str(out), "--work-dir", str(tmp_path / "w")]) == 0
@@ -477,7 +478,7 @@ def test_check_format_fails_a_table_of_another_format(ds: datagen.Dataset, tmp_p
 @pytest.mark.java
 @pytest.mark.spark
 @pytest.mark.slow  # CI time (12 min on a busy 2-core machine): 12 child processes, a JVM each
-@pytest.mark.skipif(not baselines.harness_available(), reason="reader harness not built")
+@requires(baselines.harness_available(), "the reader harness is not built (../shared/tools/iceberg-readers-setup)")
 def test_formats_section_tiny(tmp_path: Path) -> None:
     """``run.py --only formats`` at 5,000 rows: both layouts, Parquet, ORC and Avro, icesql and Spark
     3.5 + Iceberg Java; every cell ran, wrote its format (checked) and has both ratios."""

@@ -26,7 +26,6 @@ import icesql
 from tests.support.pipeline_helpers import icesql_summaries, load_table
 from tests.support.readers import (
     canonical_digest,
-    java_available,
     read_datafusion,
     read_duckdb,
     read_java,
@@ -285,8 +284,6 @@ def _bucket(n: int, value: int) -> int:
 @pytest.mark.java
 @pytest.mark.parametrize("name", ["keyed", "parted"])
 def test_every_spark_type_java_reader(tables: dict[str, Any], name: str) -> None:
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     got = read_java(tables[name].metadata_location)
     want = canonical_digest(expected_dicts())
     assert got["rows"] == want["rows"]

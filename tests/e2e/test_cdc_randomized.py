@@ -474,12 +474,9 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return out
 
 
-# CI's time: the [spark] scenario (about 90 s: every killed child starts Spark) runs with -m slow;
-# the Spark path's upserts are checked in the default run by tests/engine/test_local_upsert.py
-# (both paths write the same table) and tests/stores/test_store_spark.py
-@pytest.mark.parametrize(
-    "scenario", [pytest.param("spark", marks=pytest.mark.slow), "local", "local-orc", "local-avro"], indirect=True
-)
+# every scenario in the default run: the kills of a Spark path's child (each starts Spark) and of
+# one in this process
+@pytest.mark.parametrize("scenario", list(SCENARIOS), indirect=True)
 def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
     check_readers(scenario)
     check_snapshots(scenario)
@@ -506,18 +503,16 @@ def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
     print("\n".join(ln for ln in scenario.log if ln.startswith("commit ")))
 
 
-# CI's time: Java reads the Parquet scenario without Spark in the default run (about 25 s a
-# read); the others with -m slow (Java reads ORC and Avro tables in the default run in
+# CI's time: Java reads both paths' Parquet tables in the default run (about 25 s a read); the
+# ORC and Avro ones with -m slow (Java reads ORC and Avro tables in the default run in
 # tests/e2e/test_formats_readers.py and tests/engine/test_formats.py)
 @pytest.mark.java
 @pytest.mark.parametrize(
     "scenario",
-    [pytest.param(p, marks=pytest.mark.slow) if p != "local" else p for p in ("spark", "local", "local-orc", "local-avro")],
+    [p if p in ("spark", "local") else pytest.param(p, marks=pytest.mark.slow) for p in SCENARIOS],
     indirect=True,
 )
 def test_random_changelog_upsert_java_reader(scenario: Outcome) -> None:
-    if not java_available():
-        pytest.skip("the Java reader harness is not built")
     got = read_java(scenario.metadata_location)
     want = canonical_digest(as_dicts(expected_state(scenario.changelog.changes)))
     if got["digest"] != want["digest"]:

@@ -58,7 +58,6 @@ from tests.engine.test_arrow_differential import GOOD_JSON, JSON_SCHEMA, write_j
 from tests.support.pipeline_helpers import load_table
 from tests.support.readers import (
     _rows_from_arrow,
-    java_available,
     norm,
     read_datafusion,
     read_duckdb,
@@ -274,8 +273,6 @@ def test_iceberg_java_reads_orc_and_avro_as_parquet(written: Written, fmt: str) 
     """Iceberg Java (Spark 3.5 + iceberg-spark-runtime, the readers harness) reads all three
     formats: its digest of the ORC and of the Avro table equals its digest of the Parquet table
     (one JVM reads the path's tables, for both tests)."""
-    if not java_available():
-        pytest.skip("the Java reader harness is not built")
     if not written.java:
         have = [f for f in FORMATS if f in written.selected]  # the tables that exist
         locations = [written.table_or_none(f) for f in have]

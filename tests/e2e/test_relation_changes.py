@@ -94,7 +94,7 @@ def test_a_changed_type_is_refused_naming_sink_column_and_types(spark: Any, tmp_
     assert rows(tmp_path, "ns.t") == [(1, "x")]  # nothing of the refused batch committed
 
 
-@pytest.mark.parametrize("how", ["start", pytest.param("run", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("how", ["start", "run"])
 def test_a_running_sink_restarts_and_evolves_when_its_source_changes(
     spark: Any, tmp_path: Path, how: str
 ) -> None:

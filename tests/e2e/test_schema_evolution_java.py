@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.evolution import run_each, steps
 from tests.support.pipeline_helpers import load_table, spark_for_tests
-from tests.support.readers import HARNESS, canonical_digest, java_available, read_duckdb, read_java
+from tests.support.readers import HARNESS, canonical_digest, read_duckdb, read_java
 
 pytestmark = [pytest.mark.java, pytest.mark.spark]
 
@@ -78,7 +78,6 @@ def comparable(schema: dict[str, Any]) -> list[Any]:
     return [field(f) for f in schema["fields"]]
 
 
-@pytest.mark.skipif(not java_available(), reason="the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
 def test_evolved_schema_equals_iceberg_javas_and_java_reads_every_row(tmp_path: Path) -> None:
     home, data, wh = tmp_path / "home", tmp_path / "in", tmp_path / "wh"
     data.mkdir()

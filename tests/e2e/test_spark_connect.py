@@ -41,6 +41,7 @@ from tests.support.pipeline_helpers import (
     write_json_lines,
 )
 from tests.support.readers import read_datafusion, read_duckdb
+from tests.support.require import require
 from tests.support.spark_cluster import ClusterUnavailable, ConnectServer
 
 pytestmark = pytest.mark.spark
@@ -163,7 +164,6 @@ def test_upsert_sink_runs_on_spark_connect(connect: ConnectServer, tmp_path: Pat
     assert _dropbox_left(wh) == []
 
 
-@pytest.mark.slow  # CI's time (24 s); the same error on local Spark runs in the default run (test_cdc_keys_and_append)
 def test_null_key_on_spark_connect_is_a_clear_error(connect: ConnectServer, tmp_path: Path) -> None:
     """The error is raised in the server's Python; the client still names sink, column and file."""
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
@@ -291,8 +291,23 @@ def test_missing_connect_client_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in out.stderr
 
 
-@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 142 s on a quiet machine
-def test_sigkill_client_and_server_on_spark_connect(tmp_path: Path) -> None:
+CONNECT_KILLS = {
+    "staged": {"ICESQL_TEST_KILL_AT": "staged"},  # record staged durably, not yet deleted
+    "before": {"ICESQL_TEST_KILL_COMMIT": "before:1"},  # manifests written, catalog not swapped
+    "after": {"ICESQL_TEST_KILL_COMMIT": "after:1"},  # committed, runner not told
+    "committed": {"ICESQL_TEST_KILL_AT": "committed"},  # committed, the record's batch may still run
+}
+
+
+# the default run: two of the client's kill points (one before the commit, one after it; the
+# other two are the same points as on local Spark and in process, tests/engine/test_crash.py) and
+# the server's SIGKILL; -m slow: every kill point and two random kills as well (142 s quiet)
+@pytest.mark.parametrize(
+    ("kills", "random_kills"),
+    [(("staged", "after"), 0), pytest.param(tuple(CONNECT_KILLS), 2, marks=pytest.mark.slow)],
+    ids=["sampled", "full"],
+)
+def test_sigkill_client_and_server_on_spark_connect(tmp_path: Path, kills: tuple[str, ...], random_kills: int) -> None:
     """The client is SIGKILLed after staging a record, inside the catalog commit (before and after
     the metadata swap), after a commit, and at random moments — while the server's query runs
     on and keeps leaving records; then the server itself is SIGKILLed mid-run and a new one
@@ -302,18 +317,14 @@ def test_sigkill_client_and_server_on_spark_connect(tmp_path: Path) -> None:
     nxt = add_files(data, 0, 4)
     server = ConnectServer.start(tmp / "connect-1")
     try:
-        for env in (
-            {"ICESQL_TEST_KILL_AT": "staged"},  # record staged durably, not yet deleted
-            {"ICESQL_TEST_KILL_COMMIT": "before:1"},  # manifests written, catalog not swapped
-            {"ICESQL_TEST_KILL_COMMIT": "after:1"},  # committed, runner not told
-            {"ICESQL_TEST_KILL_AT": "committed"},  # committed, the record's batch may still run
-        ):
+        for kill in kills:
+            env = CONNECT_KILLS[kill]
             rc, out = run_child(tmp, env, spark_master=server.url)
             assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{out[-4000:]}"
             check_no_duplicates(tmp)
             nxt = add_files(data, nxt, 2)
         rng = random.Random(int(os.environ.get("ICESQL_CRASH_SEED", "11")))
-        for _ in range(2):
+        for _ in range(random_kills):
             rc, out = run_child(tmp, {}, kill_after=rng.uniform(0.5, 6.0), spark_master=server.url)
             assert rc in (0, -signal.SIGKILL), out[-4000:]
             check_no_duplicates(tmp)
@@ -402,7 +413,6 @@ def test_rest_oauth2_sink_on_spark_connect_with_data_in_s3(
     assert weed.secret_key not in metadata_texts(weed, ns, "events")
 
 
-@pytest.mark.slow  # CI time: the S3 drop box on Spark Connect is run by the REST + S3 test above
 def test_files_source_on_s3_through_spark_connect(connect: ConnectServer, weed: Any, tmp_path: Path) -> None:
     """A FILES source on S3 (``AWS CONNECTION``) read through a Spark Connect server: the server's
     Python lists and reads the prefix with the connection's keys (carried in the data source's
@@ -476,15 +486,13 @@ CREATE SOURCE IF NOT EXISTS orders_sasl FROM KAFKA CONNECTION ks (TOPIC = 'order
 
 
 @pytest.mark.kafka
-@pytest.mark.slow  # CI time (56 s): Kafka's local checkpoint rule is a unit test; this runs it end to end
 def test_kafka_source_on_spark_connect(connect: ConnectServer, tmp_path: Path) -> None:
     """A Kafka sink through Spark Connect: its tasks read the topic on the server, the client
     commits; a second run reads only the new records, the table holds each record once with the
     offsets in its summary, and a connection's SASL password reaches no log of either side."""
     from tests.support import kafka as K
 
-    if K.missing_reason("noida"):
-        pytest.skip(K.missing_reason("noida") or "")
+    require(not K.missing_reason("noida"), K.missing_reason("noida") or "")
     secret = "kafka-connect-pw-7q"
     home, wh = tmp_path / "home", tmp_path / "wh"
     with K.broker("noida", tmp_path / "noida") as b:

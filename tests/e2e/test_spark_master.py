@@ -6,7 +6,8 @@ session really is a new one bound to that master (in this process ``getOrCreate`
 the run's shared ``local[2]`` session); the child reports the master its SparkContext used and
 the executors it had. The table is then read here with DuckDB.
 
-Slow (about 60-90 s on a 2-core machine: two daemons, an executor JVM, Python workers).
+About 60-90 s on a 2-core machine (two daemons, an executor JVM, Python workers): in the default
+run, the one proof that a sink runs on a standalone master.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import pytest
 
 from tests.support.pipeline_helpers import load_table, write_json_lines
 from tests.support.readers import read_duckdb
+from tests.support.require import require
 from tests.support.spark_cluster import ClusterUnavailable, StandaloneCluster, java_binary
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,8 +57,7 @@ CHILD = textwrap.dedent(
 
 
 def test_sink_runs_on_standalone_master(tmp_path: Path) -> None:
-    if java_binary() is None:
-        pytest.skip("java is not installed")
+    require(java_binary() is not None, "java is not installed")
     data = tmp_path / "events"
     data.mkdir()
     rows = [{"id": i, "v": f"v{i}"} for i in range(25)]

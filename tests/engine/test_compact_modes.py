@@ -390,10 +390,8 @@ def test_full_mode_refuses_to_rebase(catalog: Any) -> None:
 
 @pytest.mark.java
 def test_java_reads_position_deletes_applied_and_a_rebased_compaction(catalog: Any) -> None:
-    from tests.support.readers import canonical_digest, java_available, read_java
+    from tests.support.readers import canonical_digest, read_java
 
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     table = sink_table(catalog)
     files = sink_files(table, 5)
     sink_commit(table, 5, [], [position_deletes(table, {files[1].file_path: [0, 1]})])

@@ -25,13 +25,11 @@ pytestmark = pytest.mark.spark
 
 # a run --once takes one of two paths: Spark's streaming query, or the same query in icesql's own
 # process without Spark (engine.local_query; the default for this FILES append sink)
+# (both in the default run: each kill point on each path; the soak below only adds random kills)
 PATHS = {"spark": {"ICESQL_LOCAL_RUN": "0"}, "local": {"ICESQL_LOCAL_RUN": "1"}}
-# CI's time: the Spark path's kill loop runs with -m slow; the same kill points on Spark stay in the
-# default run through tests/e2e/test_cdc_randomized.py[spark] (two killed runs on Spark's query)
-CI_PATHS = [pytest.param("spark", marks=pytest.mark.slow), "local"]
 
 
-@pytest.mark.parametrize("path", CI_PATHS)
+@pytest.mark.parametrize("path", sorted(PATHS))
 def test_sigkill_anywhere_exactly_once(tmp_path: Path, path: str) -> None:
     crash_loop(tmp_path, random_kills=1, path=PATHS[path])
 

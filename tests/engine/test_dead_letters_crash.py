@@ -55,16 +55,27 @@ def check_once(tmp: Path) -> None:
     assert len(dead) == len(set(dead)), f"duplicate dead letters: {sorted(dead)}"
 
 
-def crash_loop(tmp: Path, kills: list[dict[str, str]]) -> None:
+# a run --once takes one of two paths: Spark's streaming query, or the same query in icesql's own
+# process without Spark (engine.local_query). Dead letters have one: a bad record is a file the
+# Arrow decoder leaves to Spark's reader (files.types.Fallback), so a sink started in process
+# restarts on Spark at its first file ("needs Spark's reader"), as the local path's test shows.
+PATHS = {"spark": {"ICESQL_LOCAL_RUN": "0"}, "local": {"ICESQL_LOCAL_RUN": "1"}}
+
+
+def crash_loop(tmp: Path, kills: list[dict[str, str]], path: str) -> None:
     data = tmp / "in"
     nxt = add_files(data, 0, 4)
     for env in kills:
-        rc, out = run_child(tmp, env, on_error="dead-letter")
+        rc, out = run_child(tmp, {**PATHS[path], **env}, on_error="dead-letter")
         assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{out[-4000:]}"
         check_once(tmp)
         nxt = add_files(data, nxt, 2)
-    rc, out = run_child(tmp, {}, on_error="dead-letter")
+    rc, out = run_child(tmp, PATHS[path], on_error="dead-letter")
     assert rc == 0, out[-4000:]
+    # each run took the path asked for; on the local one, Spark's reader took every bad record
+    runs = (tmp / "child.log").read_text().split("==== run ")[1:]
+    assert runs and all(("runs in this process" in r) == (path == "local") for r in runs)
+    assert all(("needs Spark's reader: the sink restarts on Spark" in r) == (path == "local") for r in runs)
     assert sorted(table_ids(tmp)) == list(range(nxt * ROWS_PER_FILE))
     assert sorted(letters(tmp)) == [(f"part-{k:04d}.json", 3) for k in range(nxt)]
     dead = load_table(tmp / "home", "ns.events_dead_letters", warehouse=tmp / "warehouse")
@@ -72,11 +83,14 @@ def crash_loop(tmp: Path, kills: list[dict[str, str]]) -> None:
     assert progress == sorted(progress) and len(set(progress)) == len(progress)
 
 
-@pytest.mark.slow  # -m slow: CI's 40 minutes (issue 35); 67 s on a quiet machine
-def test_a_kill_between_the_two_commits_loses_and_repeats_no_dead_letter(tmp_path: Path) -> None:
-    crash_loop(tmp_path, BETWEEN)
+# the default run: the window dead letters add, on Spark's path (the one dead letters have; a
+# sink started in process hands them to it: -m slow, 70-120 s); -m slow: every kill point
+@pytest.mark.parametrize("path", ["spark", pytest.param("local", marks=pytest.mark.slow)])
+def test_a_kill_between_the_two_commits_loses_and_repeats_no_dead_letter(tmp_path: Path, path: str) -> None:
+    crash_loop(tmp_path, BETWEEN, path)
 
 
 @pytest.mark.slow
-def test_dead_letters_exactly_once_at_every_kill_point(tmp_path: Path) -> None:
-    crash_loop(tmp_path, BETWEEN + MORE)
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_dead_letters_exactly_once_at_every_kill_point(tmp_path: Path, path: str) -> None:
+    crash_loop(tmp_path, BETWEEN + MORE, path)

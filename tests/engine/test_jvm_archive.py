@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 
+<<<<<<< HEAD
 from icesql.engine.backends.spark import jvm_archive as J
+=======
+from icesql.engine.backends.spark import jvm_archive as J
+from tests.support.require import requires
+>>>>>>> killtests
 
-pytestmark = pytest.mark.skipif(shutil.which("java") is None, reason="needs java on PATH")
+pytestmark = requires(shutil.which("java") is not None, "needs java on PATH")
 
 OPTIONS = "-XX:+UseSerialGC"
 

@@ -100,6 +100,8 @@ class ForeignWriter(threading.Thread):
         self.home, self.every = home, every
         self.identifier, self.first_key = identifier, first_key
         self.rows: list[tuple[Any, ...]] = []
+        # each commit: (snapshot id, sequence number, summary) of the snapshot it made
+        self.commits: list[tuple[int, int, dict[str, str]]] = []
         self.stop = threading.Event()
         self.conflicts = 0
 
@@ -121,8 +123,32 @@ class ForeignWriter(threading.Thread):
             except Exception:  # a commit conflict with the sink or the maintenance: try again
                 self.conflicts += 1
                 continue
+            # the table object holds the metadata its own commit returned: its snapshot is current
+            snap = table.current_snapshot()
+            assert snap is not None
+            summary = {"operation": snap.summary.operation.value, **snap.summary.additional_properties}
+            self.commits.append((snap.snapshot_id, snap.sequence_number, summary))
             self.rows.append(row)
             n += 1
+
+    def check_wrote(self) -> None:
+        """The other writer did write beside the sink: its commits are appends of one row each
+        that are not the sink's, the sink committed after at least one of them, and the table
+        holds its rows (the sink's own rows are checked against their replay apart)."""
+        assert self.commits and len(self.commits) == len(self.rows), "the foreign writer committed nothing"
+        for snapshot_id, _, summary in self.commits:
+            assert summary["operation"] == "append" and summary.get("added-records") == "1", (snapshot_id, summary)
+            assert "icesql.sink-id" not in summary, (snapshot_id, summary)
+        table = load_table(self.home, self.identifier)
+        sink_sequences = [
+            snap.sequence_number
+            for snap in table.snapshots()
+            if "icesql.sink-id" in snap.summary.additional_properties
+        ]
+        first_foreign = min(seq for _, seq, _ in self.commits)
+        assert sink_sequences and first_foreign < max(sink_sequences), (first_foreign, sink_sequences)
+        theirs = table.scan(row_filter=f"id >= {self.first_key}").to_arrow().to_pylist()
+        assert sorted((r["id"], r["region"], r["v"]) for r in theirs) == sorted(self.rows)
 
 
 def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) -> None:
@@ -143,6 +169,7 @@ def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) ->
         engine(home, spark, data, state, source_plan=cdc).run([plan], once=True)
         foreign.stop.set()
         foreign.join()
+        foreign.check_wrote()
         events = [e for b in batches for e in b]
         expected = sorted(replay(events) + foreign.rows, key=repr)
         readers_agree(home, expected)
@@ -262,6 +289,7 @@ def test_a_sink_committing_again_and_again_keeps_at_most_100_metadata_files(
         sampler.stop.set()
         foreign.join()
         sampler.join()
+    foreign.check_wrote()
 
     table = load_table(home, "ns.t")
     assert table.properties["write.metadata.previous-versions-max"] == str(METADATA_LOG_LENGTH)

@@ -453,10 +453,8 @@ def test_java_reads_a_maintained_table(catalog: Any) -> None:
     """Iceberg's reference reader on a table after every step: compaction (position and equality
     deletes applied), manifest rewrite, expiration (parents cut), orphan cleanup."""
     from tests.support.iceberg_tables import position_deletes
-    from tests.support.readers import canonical_digest, java_available, read_java
+    from tests.support.readers import canonical_digest, read_java
 
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     table = sink_table(catalog, partition_by="region")
     files = []
     for i in range(8):

@@ -22,6 +22,7 @@ import pytest
 import icesql
 from icesql.errors import ExecutionError
 from tests.engine.test_schema_evolution import fields, rows, setup
+from tests.support.require import require_module
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +47,9 @@ def run_once(home: Path, spark: Any, data: Path, wh: Path, *, first: bool) -> No
 
 def test_pandas_writes_an_all_none_column_as_type_null(tmp_path: Path) -> None:
     """The premise: what a user's pandas frame with an all-None column becomes."""
-    pd = pytest.importorskip("pandas")
+    require_module("pandas", "pandas is not installed (pip install 'icesql[engine]')")
+    import pandas as pd
+
     pd.DataFrame({"id": [1, 2], "x": [None, None]}).to_parquet(tmp_path / "f.parquet")
     assert pa.types.is_null(pq.read_schema(tmp_path / "f.parquet").field("x").type)
 

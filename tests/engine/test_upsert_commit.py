@@ -158,7 +158,6 @@ def test_upsert_scenario(catalog: SqlCatalog, layout: str) -> None:
 
 
 @pytest.mark.java
-@pytest.mark.skipif(not readers.java_available(), reason="the Java reader harness is not built")
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_upsert_scenario_java_reader(catalog: SqlCatalog, layout: str) -> None:
     sink = Sink(catalog, layout)

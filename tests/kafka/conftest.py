@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.support.kafka import Broker, BrokerUnavailable, S3Storage, missing_reason
+from tests.support.require import missing
 
 KAFKA_DIR = Path(__file__).resolve().parent
 
@@ -33,7 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _started(kind: str, workdir: Path, **kwargs: Any) -> Broker:
     reason = missing_reason(kind)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     broker = Broker(kind, workdir, **kwargs)
     try:
         return broker.start()
@@ -79,7 +80,7 @@ def noida_broker(tmp_path: Path) -> Iterator[Broker]:
 def tansu_s3(weed: Any, tmp_path: Path) -> Iterator[Broker]:
     """tansu storing in a fresh bucket of the session's weed mini: ``restart()`` keeps data."""
     if missing_reason("tansu-s3"):
-        pytest.skip(missing_reason("tansu-s3") or "")
+        missing(missing_reason("tansu-s3") or "")
     broker = _started("tansu-s3", tmp_path / "tansu-s3", s3=S3Storage.on_weed(weed))
     try:
         yield broker

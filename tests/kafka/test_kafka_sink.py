@@ -27,7 +27,8 @@ from icesql.plan import (
 )
 from tests.support import kafka as K
 from tests.support.pipeline_helpers import Objects, State, load_table, local_catalog, spark_for_tests
-from tests.support.readers import canonical_digest, java_available, read_datafusion, read_duckdb, read_java
+from tests.support.readers import canonical_digest, read_datafusion, read_duckdb, read_java
+from tests.support.require import missing
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -85,7 +86,7 @@ def broker(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
     kind = request.param
     reason = K.missing_reason(kind)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     with K.broker(kind, tmp_path / "broker") as b:
         yield b
 
@@ -159,8 +160,6 @@ def test_upsert_envelope_with_tombstones_and_include(tmp_path: Path, spark: Any,
 def test_java_reads_a_kafka_upsert_table(tmp_path: Path, spark: Any, broker: Any) -> None:
     """The strictest reader, Iceberg Java, reads an ENVELOPE UPSERT table (position deletes) and an
     append table written from a topic as the replay of the topic says."""
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     K.create_topic(broker.bootstrap, "jusers", 3)
     recs: list[Any] = [(f"u{i % 20}".encode(), json.dumps({"name": f"v{i}", "amount": float(i)}).encode()) for i in range(200)]
     recs += [(b"u5", None), (b"u6", None)]
@@ -191,7 +190,7 @@ def test_broker_restart_loses_nothing(tmp_path: Path, spark: Any, kind: str, req
     it on weed's S3): the sink reads on from the table's offsets, nothing lost or repeated."""
     reason = K.missing_reason("tansu" if kind.startswith("tansu") else kind)
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     extra: dict[str, Any] = {}
     if kind == "tansu-s3":
         extra["s3"] = K.S3Storage.on_weed(request.getfixturevalue("weed"))
@@ -220,7 +219,7 @@ def test_network_cuts_lose_and_repeat_nothing(tmp_path: Path, spark: Any) -> Non
 
     reason = K.missing_reason("tansu")
     if reason:
-        pytest.skip(reason)
+        missing(reason)
     broker_port, proxy_port = K.free_port(), K.free_port()
     with (
         FaultProxy({"kafka": ("127.0.0.1", broker_port)}, ports={"kafka": proxy_port}) as proxy,

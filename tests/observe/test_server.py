@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from icesql.observe.health import SinkReport
+from tests.support.require import require, require_module
 
-pytest.importorskip("prometheus_client")
+require_module("prometheus_client", "prometheus_client is not installed (pip install 'icesql[metrics]')")
 from icesql.observe.metrics import SinkMetrics  # noqa: E402
 from icesql.observe.server import ObserveServer  # noqa: E402
 
@@ -103,8 +104,7 @@ def test_status_json_and_the_page_show_a_kafka_sinks_lag(served: tuple[ObserveSe
     by_name = {s["name"]: s for s in doc["sinks"]}
     assert by_name["k"]["lag_records"] == 1234 and by_name["k"]["source_lag"] == {"events": {"0": 1200, "1": 34}}
     assert by_name["f"]["lag_records"] is None  # not a Kafka sink: no lag row
-    if chromium_binary() is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install chromium): the page is not rendered")
+    require(chromium_binary() is not None, "chromium is not installed (Debian: apt-get install chromium): the page is not rendered")
     page = visit(server.url + "/", "--dump-dom")
     assert '<dt>source lag</dt><dd title="events[0] 1,200, events[1] 34">1,234 records</dd>' in page.stdout
     assert page.stdout.count("<dt>source lag</dt>") == 1

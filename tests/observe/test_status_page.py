@@ -14,12 +14,11 @@ import pytest
 import icesql
 from tests.support.chromium import chromium_binary, visit
 from tests.support.pipeline_helpers import spark_for_tests, write_json_lines
+from tests.support.require import requires
 
 pytestmark = [
     pytest.mark.spark,
-    pytest.mark.skipif(
-        chromium_binary() is None, reason="chromium is not installed (Debian: apt-get install chromium)"
-    ),
+    requires(chromium_binary() is not None, "chromium is not installed (Debian: apt-get install chromium)"),
 ]
 
 

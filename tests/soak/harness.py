@@ -252,6 +252,14 @@ class SoakConfig:
     kill_burst: tuple[int, int] = (3, 6)  # kills in a row per kill fault once only kills are left
     drain_attempts: int = 6
     once_timeout: float = 1800.0  # a --once run taking longer is a hang (as is an idle one)
+    # the sinks' executor: True, in icesql's own process (ICESQL_LOCAL_RUN=1, icesql's default on
+    # a local master: these FILES sinks then start no Spark); False, Spark's query on local[2];
+    # None, as the environment says
+    local_run: bool | None = None
+
+    def executor(self) -> str:
+        local = self.local_run if self.local_run is not None else os.environ.get("ICESQL_LOCAL_RUN", "1") != "0"
+        return "in icesql's own process (no Spark)" if local else "Spark's query on `local[2]`"
 
     def describe(self) -> str:
         plan = (
@@ -263,7 +271,7 @@ class SoakConfig:
             f"seed={self.seed} {plan} home_loss_rounds={self.home_loss_rounds} "
             f"token_lifetime={self.token_lifetime}s sts_lifetime={self.sts_lifetime}s "
             f"kill_burst={self.kill_burst[0]}-{self.kill_burst[1]} recovery_timeout={self.recovery_timeout:g}s "
-            f"catalog_timeout={self.catalog_timeout:g}s"
+            f"catalog_timeout={self.catalog_timeout:g}s local_run={self.local_run}"
         )
 
 
@@ -435,6 +443,8 @@ class Child:
         env["PYSPARK_DRIVER_PYTHON"] = PY
         env.pop("ICESQL_HOME", None)
         env["ICESQL_CATALOG_TIMEOUT"] = f"{soak.cfg.catalog_timeout:g}"
+        if soak.cfg.local_run is not None:
+            env["ICESQL_LOCAL_RUN"] = "1" if soak.cfg.local_run else "0"
         self.proc = subprocess.Popen(
             argv,
             cwd=soak.base,
@@ -1440,7 +1450,7 @@ def write_report(result: SoakResult, path: Path | None = None, *, title: str = "
         f"(`ICESQL_CATALOG_TIMEOUT`), icesql home on "
         f"{'a ' + str(cfg.tmpfs_mb) + ' MiB tmpfs' if 'disk_full' not in result.skipped_kinds else 'the normal disk'}, "
         f"one APPEND sink (`soak.events`) and one UPSERT sink (`soak.orders`, KEY (region, id), "
-        f"COMMIT INTERVAL {cfg.commit_interval}), `local[2]`."
+        f"COMMIT INTERVAL {cfg.commit_interval}), running {cfg.executor()}."
     )
     add("")
     add("## Figures")

@@ -23,6 +23,7 @@ import pytest
 from pyarrow.fs import AzureFileSystem, FileSelector, FileType
 
 from tests.support.azurite import Azurite
+from tests.support.require import require_module
 
 # What the server and the clients do by themselves (no icesql): kept out of CI's time, since
 # tests/stores/test_store_*.py run icesql against the same server
@@ -138,7 +139,7 @@ def test_pyiceberg_java_style_abfs_location_fails(azurite: Azurite, container: s
 
 
 def test_duckdb_azure_extension(azurite: Azurite, container: str) -> None:
-    pytest.importorskip("duckdb_extension_azure", reason="duckdb-extension-azure is not installed")
+    require_module("duckdb_extension_azure", "duckdb-extension-azure is not installed")
     import duckdb
 
     from tests.support.readers import _duckdb_extension

@@ -11,7 +11,6 @@ import pytest
 from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
 
 from tests.support.hive import HiveMetastore
-from tests.support.readers import java_available
 
 # What the server and the clients do by themselves (no icesql): kept out of CI's time, since
 # tests/stores/test_store_*.py run icesql against the same server
@@ -88,8 +87,6 @@ def test_iceberg_java_reads_and_writes_through_the_metastore(hive: tuple[HiveMet
     """Iceberg Java 1.10 (Spark 3.5 harness, ``SparkCatalog`` of ``type=hive``) reads what pyiceberg
     wrote and appends to it under the metastore lock; it also creates a table pyiceberg reads; a
     pyiceberg Table loaded before the Java append then conflicts."""
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     hms, catalog, ns = hive
     table = catalog.create_table(f"{ns}.shared", SCHEMA, properties=NO_RETRY)
     table.append(rows((1, "py"), (2, "py")))

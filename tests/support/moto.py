@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from tests.support.require import missing
 from tests.support.servers import LOOPBACK, LoopbackServer, ServerUnavailable, http, serve
 from tests.support.servers import free_port as free_port  # re-exported: this module's API
 
@@ -139,5 +140,5 @@ def moto_server() -> Iterator[MotoServer]:
     Use it with ``from tests.support.moto import moto_server  # noqa: F401``.
     """
     if not moto_installed():
-        pytest.skip("moto's server is not installed (pip install 'moto[server]')")
+        missing("moto's server is not installed (pip install 'moto[server]')")
     yield from serve(MotoServer.start, "moto")
