@@ -470,12 +470,8 @@ def test_iceberg_java_reads_uuid_and_fixed_columns_in_orc_and_avro(catalog: SqlC
     fixed in Avro) as it reads Parquet's; the time column is left out, as Spark has no time type."""
     from pyiceberg.schema import Schema
 
-<<<<<<< HEAD
-    from icesql.engine.iceberg.schema import arrow_schema
-=======
     from icesql.engine.iceberg.schema import arrow_schema
     from tests.support.readers import read_java
->>>>>>> killtests
 
     full, rows = _iceberg_only_types()
     schema = Schema(*[fld for fld in full.fields if fld.name != "t"])

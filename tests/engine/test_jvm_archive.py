@@ -10,12 +10,8 @@ from pathlib import Path
 
 import pytest
 
-<<<<<<< HEAD
-from icesql.engine.backends.spark import jvm_archive as J
-=======
 from icesql.engine.backends.spark import jvm_archive as J
 from tests.support.require import requires
->>>>>>> killtests
 
 pytestmark = requires(shutil.which("java") is not None, "needs java on PATH")
 
