@@ -32,13 +32,11 @@ class LocalFrame:
         """The decoded changes of a batch's pieces (``local.query.LocalRows``), one group per piece
         partition as Spark's mapped DataFrame has them (so a batch that is written as it was read
         writes the files Spark would)."""
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         from icesql.engine.base.hooks import mark
 
         groups = rows.groups()
         mark("changes decoded")
-        return LocalFrame(groups, rows.parallelism, to_arrow_schema(rows.schema))
+        return LocalFrame(groups, rows.parallelism, arrow_schema_of(rows.schema))
 
     def table(self) -> Any:
         import pyarrow as pa
@@ -98,16 +96,24 @@ class LocalFrame:
         return LocalFrame(by_shard(t.append_column(SHARD, shard), shard), self.parallelism)
 
     def map(self, task: Callable[[Any], Any], schema: Any) -> LocalFrame:
-        from pyspark.sql.pandas.types import to_arrow_schema
-
         outputs = map_in_threads(task, self.groups, min(len(self.groups), self.parallelism))
-        # the output's Arrow schema, for a frame no task wrote a batch to (a StructType; a DDL
-        # string would need Spark's parser)
-        arrow = to_arrow_schema(schema) if hasattr(schema, "fields") else None
-        return LocalFrame(outputs, self.parallelism, arrow)
+        return LocalFrame(outputs, self.parallelism, arrow_schema_of(schema))
 
     def rows(self) -> list[dict[str, Any]]:
         return [r for g in self.groups for b in g for r in b.to_pylist()]
+
+
+def arrow_schema_of(schema: Any) -> Any:
+    """The Arrow schema of a Spark ``StructType``, for a frame no task wrote a batch to (None for a
+    DDL string, which would need Spark's parser). Timestamps are UTC, as Spark's Arrow batches are."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if not hasattr(schema, "fields"):
+        return None
+    try:
+        return to_arrow_schema(schema, timezone="UTC")
+    except TypeError:  # a pyspark whose to_arrow_schema takes no time zone
+        return to_arrow_schema(schema)
 
 
 def pa_select(schema: Any, names: Sequence[str]) -> Any:
