@@ -56,6 +56,16 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture
+def no_spark_of_the_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a program that has no Spark session of its own: the Spark session other tests of this
+    process started (and left active) is the test run's, not the program's, so icesql answers
+    unknown names itself instead of leaving them to that Spark (``sessions.names.SparkWorld``)."""
+    from icesql.sessions import names
+
+    monkeypatch.setattr(names, "active_spark", lambda: False)
+
+
+@pytest.fixture
 def icesql_home(tmp_path: Path) -> Path:
     home = tmp_path / "icesql-home"
     home.mkdir()

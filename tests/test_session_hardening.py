@@ -60,7 +60,9 @@ def test_an_atomic_script_applies_nothing_when_the_store_refuses_a_statement(
     assert session.created_sinks == ["k"]
 
 
-def test_a_warning_never_shows_a_secret_of_another_statement_on_its_line(session: icesql.Session, tmp_path: Path) -> None:
+def test_a_warning_never_shows_a_secret_of_another_statement_on_its_line(
+    no_spark_of_the_program: None, session: icesql.Session, tmp_path: Path
+) -> None:
     sql = (
         f"CREATE SECRET pw AS '{VALUE}'; CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local') "
         "WITH (VALIDATE = false); CREATE SINK k FROM spark_tbl INTO ICEBERG CATALOG lake (NAMESPACE = 'a', TABLE = 'b')"

@@ -24,6 +24,9 @@ import icesql
 from icesql.errors import IcesqlError
 from tests.analyzer.golden import cases, split_expected
 
+# icesql answers unknown names itself unless the program has a Spark of its own
+pytestmark = pytest.mark.usefixtures("no_spark_of_the_program")
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden" / "name_errors" / "names.sql"
 SECONDS = 1.0
@@ -34,6 +37,7 @@ from pathlib import Path
 import pyarrow as pa
 import icesql
 from tests.analyzer.golden import cases
+
 
 path, home = Path(sys.argv[1]), Path(sys.argv[2])
 all_cases = cases(path)

@@ -53,7 +53,7 @@ class SparkWorld:
     def of(spark: Any, master: str | None, conf: Mapping[str, Any]) -> SparkWorld:
         from icesql import settings
 
-        if spark is not None or _active_spark():
+        if spark is not None or active_spark():
             return SparkWorld(False)  # the program's own Spark: its tables and views are its own
         if (master or settings.SPARK_MASTER.get() or "").startswith("sc://"):
             return SparkWorld(False)  # a Spark Connect server's catalogs are the server's
@@ -67,7 +67,7 @@ class SparkWorld:
         return SparkWorld(True)
 
 
-def _active_spark() -> bool:
+def active_spark() -> bool:
     """Whether this process has a Spark session already (the engine would take it)."""
     if "pyspark.sql" not in sys.modules:
         return False

@@ -36,6 +36,9 @@ import pytest
 import icesql
 from icesql.errors import IcesqlError
 
+# icesql answers unknown names itself unless the program has a Spark of its own
+pytestmark = pytest.mark.usefixtures("no_spark_of_the_program")
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "docs" / "manual"
 PAGES = sorted(SITE.rglob("*.md"))
