@@ -114,13 +114,9 @@ def test_every_module_path_written_as_a_string_resolves() -> None:
                 for attr in parts[i:]:
                     obj = getattr(obj, attr)
             except AttributeError:
-                if not any(dotted.startswith(p) for p in LOGGER_NAMES):
-                    broken.append(f"{dotted} ({where})")
+                broken.append(f"{dotted} ({where})")
             break
         else:
             broken.append(f"{dotted} ({where})")
     assert not broken, broken
 
-
-# dotted names that are logger names, not module paths (a logger may be named after a module that is gone)
-LOGGER_NAMES: tuple[str, ...] = ()

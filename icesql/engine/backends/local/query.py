@@ -13,11 +13,11 @@ JVM:
   so the sink's lifecycle - staging, commits, recovery, maintenance - is the one code path;
 * ``LocalQuery`` is Spark's micro-batch loop - under ``Trigger.AvailableNow`` for a bounded run,
   under a processing-time trigger for a running sink - over the same checkpoint in Spark's own
-  format (``checkpoint_log``): a batch's offsets are written before it runs and its commit after
+  format (``backends.checkpoint``): a batch's offsets are written before it runs and its commit after
   the sink staged it, a batch planned and not committed is replayed with the same offsets, and a
   later run on Spark takes up where this one stopped (and the other way round);
 * ``LocalPieces`` is one batch of pieces: the DataFrame methods the Arrow path's batch writer
-  calls (``mapInArrow`` then ``collect``, or ``LocalRows.arrow`` for the decoded changes an upsert
+  calls (``mapInArrow`` then ``collect``, or ``LocalRows.groups`` for the decoded changes an upsert
   reduces across the batch: ``local.frames.LocalFrame``), each task Spark would run a thread here (the
   readers and writers are Arrow's C++, which runs outside the GIL); ``map_in_threads`` runs the
   later stages' tasks (an upsert's shards, a key index rebuild) the same way.
@@ -155,7 +155,7 @@ class _Selected:
 
 class LocalRows:
     """What a task mapped over a batch's pieces gives (``LocalPieces.mapInArrow``): collected as
-    rows (the files an append's tasks wrote), or kept as one Arrow table (``arrow``: the decoded
+    rows (the files an append's tasks wrote), or kept in their tasks' groups (``groups``: the decoded
     changes an upsert reduces across the batch, ``local.frames.LocalFrame``)."""
 
     def __init__(self, pieces: LocalPieces, task: Callable[[Any], Any], schema: Any) -> None:
@@ -186,15 +186,6 @@ class LocalRows:
 
     def _batches(self) -> list[Any]:
         return [b for out in self.groups() for b in out]
-
-    def arrow(self) -> Any:
-        import pyarrow as pa
-        from pyspark.sql.pandas.types import to_arrow_schema
-
-        tables = [pa.Table.from_batches([b]) for b in self._batches()]
-        if not tables:
-            return to_arrow_schema(self.schema).empty_table()
-        return pa.concat_tables(tables, promote_options="default")
 
     def collect(self) -> list[Any]:
         from icesql.engine.base.values import Row
