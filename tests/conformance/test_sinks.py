@@ -6,11 +6,12 @@ delete files (live, and added by each snapshot), and the ``icesql.*`` entries of
 summary but the sink id.
 
 The input is shared by the two runs and only read (same file names, sizes and mtimes, which the
-summaries' source position records). Differences the suite found are strict xfails that raise
-``ExecutorDifference`` only after every other aspect compared equal: the position-delete files of
-an upsert (see its reason). (It found two more, mended since: a changelog appended in process was
-written in as many files as cores, not one per piece partition as on Spark; and a checkpoint begun
-in process recorded icesql's shuffle partitions, not the session's.)
+summaries' source position records). The suite found three differences, all mended since: a
+changelog appended in process was written in as many files as cores, not one per piece partition
+as on Spark; a checkpoint begun in process recorded icesql's shuffle partitions, not the
+session's; and an upsert batch wrote one position-delete file per partition in process but one
+per partition and key index shard task on Spark (both now write one per partition: the shard
+tasks hand their positions back and the batch's writer writes them).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.conformance import (
-    ExecutorDifference,
     Twins,
     assert_same_files,
     assert_same_tables,
@@ -169,14 +169,6 @@ def test_debezium_changelog_in_mode_append(spark: Any, tmp_path: Path, caplog: p
     assert_same_files(here, there, "data files of a changelog appended")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ExecutorDifference,
-    reason="an upsert batch in process writes one position-delete file per partition (2 per batch "
-    "here), Spark one per partition and key index shard task (3 per batch here), as "
-    "tests/engine/test_local_upsert.py documents; rows, schema, spec, summaries and data files "
-    "are equal",
-)
 def test_upsert_with_the_key_index(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     data = tmp_path / "cdc"
     twins = Twins.make(tmp_path, spark, caplog)

@@ -45,6 +45,7 @@ INDEX = -5  # ``content`` of an output row that carries a shard's new chain (in 
 DROPPED = -1  # ``content`` of the writer task's output row that counts dropped null-key changes
 FALLBACK = -4  # ``content`` of the row counting the files Spark's reader took (Arrow path)
 CONSUMED = -3  # ``content`` of a row naming a source file a batch read (rows: its seq, bytes: mtime)
+POSITIONS = -6  # ``content`` of a row carrying a shard's position deletes (``positions_row``)
 
 
 def files_arrow_schema() -> Any:
@@ -71,6 +72,30 @@ def file_row(f: Any) -> dict[str, Any]:
         "rows": int(f.record_count),
         "bytes": int(f.file_size_in_bytes),
     }
+
+
+def positions_row(table: Any) -> dict[str, Any]:
+    """The row that hands a shard's position deletes (an Arrow table sorted by file and position)
+    to the batch's writer, which writes every shard's deletes as one file: Arrow IPC with zstd,
+    base64 in ``file`` (a few bytes a row: the paths are few and the positions sorted)."""
+    import base64
+
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(table)
+    data = sink.getvalue()
+    return {"content": POSITIONS, "file": base64.b64encode(data).decode("ascii"), "rows": table.num_rows, "bytes": data.size}
+
+
+def positions_of(row: dict[str, Any]) -> Any:
+    """The table a ``positions_row`` carries."""
+    import base64
+
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(pa.py_buffer(base64.b64decode(row["file"]))).read_all()
 
 
 def files_batch(rows: list[dict[str, Any]]) -> Any:

@@ -8,12 +8,13 @@ each shard a task:
 2. loads the shard of the index (its chain of files; the worker keeps the shards it loaded last);
 3. looks the keys up: every entry found is a row this batch replaces or deletes;
 4. writes the new rows (the changes that are not deletes) as data files, tracking where each
-   row lands, and the found rows' positions as position-delete files (partitioned like the rows,
-   sorted by file and position);
+   row lands, and hands the found rows' positions (sorted by file and position) back in a
+   ``POSITIONS`` row: the batch's writer writes every shard's positions as one delete file;
 5. writes the shard's delta (keys removed, entries added), and a new base when the chain is long.
 
-It returns the batch writer's usual rows (one per data or delete file, ``DROPPED`` for null
-keys dropped) and one ``INDEX`` row per shard with its new chain.
+It returns the batch writer's usual rows (one per data file, ``DROPPED`` for null keys dropped),
+one ``POSITIONS`` row per shard that replaced rows, and one ``INDEX`` row per shard with its new
+chain.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 
 from icesql.engine.base.changelog import OP, drop_null_keys, last_per_key
 from icesql.engine.base.hooks import kill_point
-from icesql.engine.base.wire import DROPPED, INDEX, SHARD, file_row, files_batch, releases_task_memory
+from icesql.engine.base.wire import DROPPED, INDEX, SHARD, file_row, files_batch, positions_row, releases_task_memory
 
 # shards this Python worker loaded last: (index root, shard) -> (chain, entries)
 _CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
@@ -72,9 +73,6 @@ class ShardTask:
         self.spec = spec
         self.store = store
         self.keep_shards = _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
-        # a run without Spark: the shards' position deletes, handed to the batch's writer, which
-        # writes them as one file (None: each shard writes its own, as a Spark task must)
-        self.deletes: list[Any] | None = None
         self.chains = [tuple(c) for c in chains]
         self.key = list(key)
         self.data_columns = list(data_columns)
@@ -133,7 +131,6 @@ class ShardTask:
         out: list[dict[str, Any]] = []
         written: list[Any] = []
         data_w = DataFileWriter(self.spec, "data", track=self.key)
-        del_w = DataFileWriter(self.spec, "position_deletes")
         try:
             upserts = changes
             if OP in changes.column_names:
@@ -148,14 +145,9 @@ class ShardTask:
                     .rename_columns([*self.key, FILE_PATH, POS])
                     .sort_by([(FILE_PATH, "ascending"), (POS, "ascending")])
                 )
-                if self.deletes is not None:
-                    self.deletes.append(deletes)
-                else:
-                    del_w.write(deletes)
-            written += del_w.close()
+                out.append(positions_row(deletes))
         except BaseException:
             data_w.abort()
-            del_w.abort()
             raise
         added = data_w.positions()
         # the shard's change: every changed key loses its old entries, written rows are added;

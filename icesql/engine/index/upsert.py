@@ -248,7 +248,7 @@ class IndexedUpsertWriter:
         positions they replace, and the shard's delta."""
         from icesql.engine.backends.base import as_frame
         from icesql.engine.base.changelog import CHANGELOG_COLUMNS
-        from icesql.engine.base.wire import files_spark_schema
+        from icesql.engine.base.wire import POSITIONS, files_spark_schema, positions_of
 
         progress = self.progress_base + int(batch_id)
         m = self.manifest
@@ -259,15 +259,14 @@ class IndexedUpsertWriter:
         frame = frame.select(keep).by_shard(self.key, m.shards, self.spec.schema())
         task = self._task(data_columns, batch_id)
         if frame.in_process:
-            # every shard's task runs in this process: it keeps each shard it loads, and the
-            # shards' position deletes go to one file for the batch, not one per shard (every
-            # delete file costs a reader a file to open, and their count is what makes maintenance
-            # rewrite the table); Spark's tasks run in other processes, one file per shard
+            # every shard's task runs in this process, which keeps each shard it loads
             task.keep_shards = max(task.keep_shards, m.shards)
-            task.deletes = []
         rows = frame.map(task, files_spark_schema()).rows()
-        if task.deletes is not None:
-            rows += self._position_deletes(task.deletes)
+        # the shards' position deletes go to one file for the batch (one per partition), on
+        # both executors: every delete file costs a reader a file to open, and their count is
+        # what makes maintenance rewrite the table
+        deletes = [positions_of(r) for r in rows if r["content"] == POSITIONS]
+        rows = [r for r in rows if r["content"] != POSITIONS] + self._position_deletes(deletes)
         return self._recorded(rows, progress)
 
     def _position_deletes(self, parts: list[Any]) -> list[dict[str, Any]]:
