@@ -123,10 +123,12 @@ class Engine:
 
         return resolve_target(plan, self.objects, secrets=self.secrets, home=self.home)
 
-    def relation(self, name: str, *, on_error: Any = None, arrow: Any = None, local: bool = False) -> Any:
-        """The ``sources.relation.Relation`` a sink reading ``name`` would consume (``sources.binding``);
-        ``local``: read in this process, without Spark."""
-        return self.sources.relation(None if local else self.spark, name, on_error=on_error, arrow=arrow)
+    def relation(self, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
+        """The ``sources.relation.Relation`` a sink reading ``name`` on Spark would consume
+        (``sources.binding``)."""
+        from icesql.engine.backends.base import backend_of
+
+        return self.sources.relation(backend_of(self.spark, None), name, on_error=on_error, arrow=arrow)
 
     def kafka_binding(self, plan: SourcePlan, binding: Any = None) -> Any:
         """A KAFKA source's binding with its connection's settings (``sources.binding``)."""
@@ -188,8 +190,8 @@ class Engine:
             home=self.home,
             state=self.state,
             target=lambda: self.target(plan),
-            relation=lambda arrow: self.sources.relation(
-                None if local is not None else self.spark, plan.relation, on_error=plan.on_error, arrow=arrow
+            relation=lambda backend, arrow: self.sources.relation(
+                backend, plan.relation, on_error=plan.on_error, arrow=arrow
             ),
             relation_plan=lambda: self.objects.relation(plan.relation),
             trigger_interval=self.trigger_interval,

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from icesql.engine.backends.spark.frames import SparkBackend
 from icesql.engine.sources.guard import LettersParam, letter_accumulator, take_letters
 from icesql.errors import ExecutionError
 
@@ -47,6 +48,9 @@ def test_no_accumulators_no_dead_letters() -> None:
         def sparkContext(self) -> Any:  # noqa: N802 - PySpark's name
             raise RuntimeError("[JVM_ATTRIBUTE_NOT_SUPPORTED] sparkContext is not supported")
 
+    ConnectSession.__module__ = "pyspark.sql.connect.session"  # what is_connect looks at
+    backend = SparkBackend(ConnectSession())
+    assert backend.name == "connect" and backend.accumulator(0) is None
     with pytest.raises(ExecutionError) as ei:
-        letter_accumulator(ConnectSession())
+        letter_accumulator(backend)
     assert "Spark Connect" in ei.value.message and "'skip'" in (ei.value.hint or "")

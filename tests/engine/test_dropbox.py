@@ -116,7 +116,7 @@ def drain_runner(tmp_path: Path) -> Any:
         home=tmp_path / "home",
         state=State(),
         target=lambda: None,
-        relation=lambda: _Relation(),  # type: ignore[arg-type,return-value]
+        relation=lambda backend, binding: _Relation(),  # type: ignore[arg-type,return-value]
     )
     runner.relation = _Relation()  # type: ignore[assignment]
     runner.version = 1

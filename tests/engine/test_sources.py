@@ -233,6 +233,7 @@ def test_kill_point_is_inert_without_the_variable(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.spark
 def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
+    from icesql.engine.backends.spark.frames import SparkBackend
     from icesql.engine.sources.resolve import build_relation
     from tests.support.pipeline_helpers import write_json_lines
 
@@ -261,7 +262,7 @@ def test_debezium_source_rows_and_position(spark: Any, tmp_path: Path) -> None:
         format=SourceFormat.DEBEZIUM_JSON,
         schema="id BIGINT, v STRING",
     )
-    rel = build_relation(spark, "cdc", {"cdc": plan}.get)
+    rel = build_relation(SparkBackend(spark), "cdc", {"cdc": plan}.get)
     assert rel.changelog and rel.streaming and rel.data_columns == ["id", "v"]
     got: list[Any] = []
     q = (
@@ -285,6 +286,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from icesql.engine.backends.spark.frames import SparkBackend
     from icesql.engine.sources.relation import columns_of
     from icesql.engine.sources.resolve import build_relation
 
@@ -292,7 +294,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
     pdir.mkdir()
     pq.write_table(pa.table({"a": pa.array([1, 2], pa.int32()), "b": ["x", "y"]}), pdir / "one.parquet")
     p = SourcePlan(name="p", source_kind=SourceKind.FILES, path=str(pdir), format=SourceFormat.PARQUET)
-    assert [(c.name, c.type) for c in columns_of(build_relation(spark, "p", {"p": p}.get).df)] == [
+    assert [(c.name, c.type) for c in columns_of(build_relation(SparkBackend(spark), "p", {"p": p}.get).df)] == [
         ("a", "int"),
         ("b", "string"),
     ]
@@ -307,7 +309,7 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
         schema="id INT, name STRING",
         header=True,
     )
-    rel = build_relation(spark, "c", {"c": c}.get)
+    rel = build_relation(SparkBackend(spark), "c", {"c": c}.get)
     assert [f.name for f in rel.df.schema.fields] == ["id", "name"]
     got: list[Any] = []
     rel.df.writeStream.foreachBatch(lambda df, _: got.extend(df.collect())).trigger(
@@ -318,11 +320,12 @@ def test_parquet_source_infers_schema_and_csv_header(spark: Any, tmp_path: Path)
 
 @pytest.mark.spark
 def test_unknown_relation_is_a_clear_error(spark: Any) -> None:
+    from icesql.engine.backends.spark.frames import SparkBackend
     from icesql.engine.sources.resolve import build_relation
     from icesql.errors import ExecutionError
 
     with pytest.raises(ExecutionError, match="neither an icesql source or view nor a table or view"):
-        build_relation(spark, "no_such_thing_anywhere", lambda n: None)
+        build_relation(SparkBackend(spark), "no_such_thing_anywhere", lambda n: None)
 
 
 def test_env_is_clean() -> None:

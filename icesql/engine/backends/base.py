@@ -13,7 +13,11 @@ each group, collect the small result rows. Two implementations stand behind it:
   (``base.changelog.last_per_key``) and the same shards (``backends.hashing``: Spark's xxhash64
   reproduced), so a key lands where Spark would put it.
 
-Only the sink and the facade choose a backend (``backend_of``); the rest sees a ``Frame``.
+Sources see the ``Backend`` only to make their streams (``stream``: a registered Python data
+source on Spark, its reader in this process), their counters (``accumulator``) and the session's
+reading settings; what only Spark can read they ask for with ``spark_for``, which in this process
+raises ``SparkNeeded`` and the sink restarts on Spark. Only the sink and the facade choose a
+backend (``backend_of``); the rest sees a ``Backend`` or a ``Frame``.
 """
 
 from __future__ import annotations
@@ -71,8 +75,46 @@ class Backend(Protocol):
         """The cores a batch keeps busy."""
         ...
 
+    @property
+    def time_zone(self) -> str:
+        """The session time zone zoneless timestamps are read in."""
+        ...
+
+    @property
+    def timestamp_type(self) -> str:
+        """What a plain TIMESTAMP is: 'TIMESTAMP_LTZ' or 'TIMESTAMP_NTZ'."""
+        ...
+
     def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> Frame:
         """A frame of a few rows made here (``columns`` of strings), in ``partitions`` groups."""
+        ...
+
+    def spark_for(self, reason: str) -> Any:
+        """The Spark session, to read what only Spark's readers can (``reason`` says what); in
+        this process ``backends.local.query.SparkNeeded(reason)``: the sink restarts on Spark."""
+        ...
+
+    def stream(
+        self,
+        name: str,
+        schema: Any,
+        options: Mapping[str, str],
+        *,
+        register: Callable[[Any], None],
+        reader: Callable[[], Any],
+        needs_spark: Callable[[BaseException], str | None],
+        cheap_checks: bool = True,
+    ) -> Any:
+        """A source's stream of pieces: on Spark the Python data source ``name`` (``register``
+        registers it; ``schema`` its Spark schema) read with ``options``; in this process its
+        ``reader()`` (a ``DataSourceStreamReader``) called by ``local.query.LocalQuery``, with
+        ``needs_spark(pieces)`` saying when a batch must move to Spark and ``cheap_checks`` whether
+        listing is cheap enough to do as often as an idle running sink likes."""
+        ...
+
+    def accumulator(self, initial: Any, param: Any = None) -> Any:
+        """A counter tasks add to and the driver reads between batches; None where the executor
+        keeps none (Spark Connect; this process, whose tasks move a batch with bad records to Spark)."""
         ...
 
     def start_query(

@@ -75,7 +75,11 @@ def _bytes_hash(values: Sequence[bytes | None], seed: np.ndarray) -> np.ndarray:
 
 
 def _as_u64(a: Any, dtype: Any) -> np.ndarray:
-    return np.asarray(a.to_numpy(zero_copy_only=False), dtype=dtype).view(np.uint64 if dtype == np.int64 else np.uint32).astype(np.uint64)
+    return (
+        np.asarray(a.to_numpy(zero_copy_only=False), dtype=dtype)
+        .view(np.uint64 if dtype == np.int64 else np.uint32)
+        .astype(np.uint64)
+    )
 
 
 def _column(col: pa.ChunkedArray | pa.Array, seed: np.ndarray) -> np.ndarray:
@@ -110,7 +114,9 @@ def _column(col: pa.ChunkedArray | pa.Array, seed: np.ndarray) -> np.ndarray:
         unscaled = [_unscaled(v, t.scale) for v in col.to_pylist()]
         h = _hash_long(np.array(unscaled, dtype=np.int64).view(np.uint64), seed)
     elif pa.types.is_decimal(t):
-        return _bytes_hash([None if v is None else _big_integer(_unscaled(v, t.scale)) for v in col.to_pylist()], seed)
+        return _bytes_hash(
+            [None if v is None else _big_integer(_unscaled(v, t.scale)) for v in col.to_pylist()], seed
+        )
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
         return _bytes_hash([None if v is None else v.encode() for v in col.to_pylist()], seed)
     elif pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
@@ -179,8 +185,6 @@ def by_shard(table: pa.Table, shard: pa.Array) -> list[list[pa.RecordBatch]]:
     ]
 
 
-
-
 def shard_expression(key: Sequence[str], key_types: Sequence[Any], shards: int) -> Any:
     """The shard of a row: Spark's xxhash64 of the KEY columns (cast to the table's types, so a
     batch and a rebuild hash a key alike), modulo the shard count."""
@@ -237,4 +241,14 @@ def iceberg_key_spark_type(field: Any) -> Any:
     raise ValueError(f"KEY column '{field.name}' has type {t}, which the key index does not support")
 
 
-__all__ = ["by_shard", "hash_keys", "hashable", "iceberg_key_spark_type", "key_arrow_fields", "key_schema", "key_spark_types", "shard_expression", "shards_of"]
+__all__ = [
+    "by_shard",
+    "hash_keys",
+    "hashable",
+    "iceberg_key_spark_type",
+    "key_arrow_fields",
+    "key_schema",
+    "key_spark_types",
+    "shard_expression",
+    "shards_of",
+]

@@ -27,7 +27,15 @@ from typing import Any
 
 from icesql.engine.base.changelog import OP, drop_null_keys, last_per_key
 from icesql.engine.base.hooks import kill_point
-from icesql.engine.base.wire import DROPPED, INDEX, SHARD, file_row, files_batch, positions_row, releases_task_memory
+from icesql.engine.base.wire import (
+    DROPPED,
+    INDEX,
+    SHARD,
+    file_row,
+    files_batch,
+    positions_row,
+    releases_task_memory,
+)
 
 # shards this Python worker loaded last: (index root, shard) -> (chain, entries)
 _CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
@@ -72,7 +80,9 @@ class ShardTask:
     ) -> None:
         self.spec = spec
         self.store = store
-        self.keep_shards = _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
+        self.keep_shards = (
+            _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
+        )
         self.chains = [tuple(c) for c in chains]
         self.key = list(key)
         self.data_columns = list(data_columns)

@@ -79,7 +79,10 @@ def batch_source(spark: Any, plan: SourcePlan, rows: int, bind: Any = None) -> A
 
         if bind is None:
             raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
-        rel = kafka_relation(spark, plan, on_error_policy(plan, None), bind(plan, None), streaming=False, limit=rows)
+        from icesql.engine.backends.base import backend_of
+
+        backend = backend_of(spark, None)
+        rel = kafka_relation(backend, plan, on_error_policy(plan, None), bind(plan, None), streaming=False, limit=rows)
         return rel.df.drop(*[c for c in rel.df.columns if c in INTERNAL_COLUMNS and c != OP])
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")

@@ -91,7 +91,7 @@ class SinkRunner(Committing):
         home: Path,
         state: StateCallback,
         target: Callable[[], Any],
-        relation: Callable[[Any], Relation],
+        relation: Callable[[Any, Any], Relation],  # (backend, the source's binding) -> the relation
         relation_plan: Callable[[], Any] = lambda: None,
         trigger_interval: float = 1.0,
         period_tick: float | None = None,
@@ -268,7 +268,7 @@ class SinkRunner(Committing):
             from icesql.engine.sources.kinds import progress_for
 
             source = progress_for(self, self._relation_plan())
-            self.relation = self._relation_factory(source.binding())
+            self.relation = self._relation_factory(self.backend, source.binding())
             self.source = source.bound(self.relation)
             schema_json = spark_schema_json(self.relation.data_schema())
             catalog = self.target.load_catalog()  # once: the dead-letter table is in it too

@@ -19,10 +19,10 @@ class SourceBinder:
         self.objects = objects
         self.secrets = secrets
 
-    def relation(self, spark: Any, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
-        """The ``Relation`` a sink reading ``name`` would consume (a FILES source on the Arrow path
-        when ``arrow``, a ``files.relation.ArrowBinding``, is given); without ``spark``: read in
-        this process (``backends.local``)."""
+    def relation(self, backend: Any, name: str, *, on_error: Any = None, arrow: Any = None) -> Any:
+        """The ``Relation`` a sink reading ``name`` on ``backend`` (``backends.base.Backend``) would
+        consume (a FILES source on the Arrow path when ``arrow``, a ``files.relation.ArrowBinding``,
+        is given)."""
         from icesql.engine.sources.resolve import build_relation
 
         plan = self.objects.relation(name)
@@ -33,7 +33,7 @@ class SourceBinder:
                 if self.source_storage(source):
                     self.object_store_binding(source, None)  # the one-line error, with its hint
         return build_relation(
-            spark,
+            backend,
             name,
             self.objects.relation,
             on_error=on_error,
@@ -124,4 +124,3 @@ class SourceBinder:
         for conn in self.source_storage(plan):
             out = stores.layer(out, stores.connection_properties(conn, sec))
         return out
-

@@ -125,7 +125,9 @@ def debezium_envelope(row: pa.DataType) -> pa.StructType:
     )
 
 
-def changelog_batch(rows: pa.RecordBatch, op: pa.Array, seq: pa.Array, position: Mapping[str, pa.Array]) -> pa.RecordBatch:
+def changelog_batch(
+    rows: pa.RecordBatch, op: pa.Array, seq: pa.Array, position: Mapping[str, pa.Array]
+) -> pa.RecordBatch:
     """``rows`` with the changelog columns after them: ``__op``, ``__seq``, then the position
     (``__file``, ``__blk``, ``__line``)."""
     extra = [(OP, op), (SEQ, seq), *((name, position[name]) for name in (FILE, BLK, LINE))]
@@ -149,7 +151,11 @@ def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, 
         [*(pa.field(f.name, f.type) for f in env), *([pa.field("payload", env)] if wrapped else [])]
     )
     if is_blank(data):
-        return pa.RecordBatch.from_pylist([], schema=schema), pa.array([], pa.string()), pa.array([], pa.int64())
+        return (
+            pa.RecordBatch.from_pylist([], schema=schema),
+            pa.array([], pa.string()),
+            pa.array([], pa.int64()),
+        )
     try:
         t = pj.read_json(
             io.BytesIO(data),

@@ -78,16 +78,17 @@ class LettersParam:
         return a
 
 
-def letter_accumulator(spark: Any) -> Any:
-    """A fresh accumulator for a relation's dead letters (classic Spark only)."""
-    try:
-        return spark.sparkContext.accumulator([], LettersParam())
-    except Exception as e:  # Spark Connect has no accumulators
+def letter_accumulator(backend: Any) -> Any:
+    """A fresh accumulator for a relation's dead letters (classic Spark only); None in this
+    process, whose tasks move a batch with bad records to Spark."""
+    acc = backend.accumulator([], LettersParam())
+    if acc is None and backend.name == "connect":
         raise ExecutionError(
             "ON ERROR = 'dead-letter' needs classic Spark (a local or cluster master): Spark "
             "Connect has no accumulators to bring bad records back to the driver",
             hint="use ON ERROR = 'skip' or 'fail' on Spark Connect",
-        ) from e
+        )
+    return acc
 
 
 def take_letters(accumulators: Iterable[Any]) -> list[dict[str, Any]]:
@@ -136,21 +137,20 @@ def on_error_policy(plan: SourcePlan, on_error: OnError | None) -> OnError:
     return OnError.FAIL
 
 
-def letter_accumulators(spark: Any, policy: OnError) -> tuple[Any, ...]:
+def letter_accumulators(backend: Any, policy: OnError) -> tuple[Any, ...]:
+    """The dead-letter accumulators of a relation read with ``policy`` on ``backend``."""
     if policy is not OnError.DEAD_LETTER:
         return ()
-    from icesql.engine.sources.guard import letter_accumulator
+    acc = letter_accumulator(backend)
+    return (acc,) if acc is not None else ()
 
-    return (letter_accumulator(spark),)
 
-
-def skip_counter(spark: Any, policy: OnError) -> Any:
+def skip_counter(backend: Any, policy: OnError) -> Any:
+    """The counter of records skipped under ``policy`` (None where the backend keeps no counters:
+    skipped records are then only logged)."""
     if policy is not OnError.SKIP:
         return None
-    try:
-        return spark.sparkContext.accumulator(0)
-    except Exception:  # Spark Connect: no accumulators; skipped records are only logged
-        return None
+    return backend.accumulator(0)
 
 
 class RecordGuard:

@@ -189,7 +189,13 @@ def changes_schema(source: PieceSource) -> Any:
     row = StructType.fromJson(dict(source.row_schema_json))
     if not source.changelog:
         return row
-    extra = [(OP, StringType()), (SEQ, LongType()), (FILE, StringType()), (BLK, LongType()), (LINE, LongType())]
+    extra = [
+        (OP, StringType()),
+        (SEQ, LongType()),
+        (FILE, StringType()),
+        (BLK, LongType()),
+        (LINE, LongType()),
+    ]
     return StructType([*row.fields, *(StructField(n, t) for n, t in extra)])
 
 

@@ -120,24 +120,17 @@ def first_line(e: BaseException) -> str:
 # --------------------------------------------------------------------------- sources
 
 
-def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None = None) -> Any:
-    """The rows' schema a source's SCHEMA declares (None: none declared). Without ``spark`` (a
-    run without it) only what is built in Python, with the session's ``timestamp_type``."""
+def declared_row_schema(spark: Any, plan: SourcePlan) -> Any:
+    """The rows' schema a source's SCHEMA declares, as ``spark`` reads it (None: none declared)."""
     from pyspark.sql.types import StructType, _parse_datatype_string
 
     from icesql.engine.sources.ddl import struct_from_ddl
 
     if plan.schema:
         # built in Python where Spark's answer is certain (a JVM parse costs ~0.2 s of a sink's start)
-        if spark is not None:
-            timestamp_type = spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ")
-        built = struct_from_ddl(plan.schema, timestamp_type or "TIMESTAMP_LTZ")
+        built = struct_from_ddl(plan.schema, spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ"))
         if built is not None:
             return built
-        if spark is None:
-            from icesql.engine.sources.types import Unsupported
-
-            raise Unsupported("its SCHEMA needs Spark's parser")
         try:
             st = _parse_datatype_string(plan.schema)
         except Exception as e:
@@ -146,6 +139,21 @@ def declared_row_schema(spark: Any, plan: SourcePlan, timestamp_type: str | None
             raise ExecutionError(f"source '{plan.name}': SCHEMA must be a list of columns")
         return st
     return None
+
+
+def row_schema_on(backend: Any, plan: SourcePlan) -> Any:
+    """``declared_row_schema`` on a ``backends.base.Backend``: built in Python with the session's
+    timestamp type where that is certain, else by Spark's parser (``Backend.spark_for``)."""
+    from icesql.engine.sources.ddl import struct_from_ddl
+
+    if not plan.schema:
+        return None
+    built = struct_from_ddl(plan.schema, backend.timestamp_type)
+    if built is not None:
+        return built
+    return declared_row_schema(
+        backend.spark_for(f"source '{plan.name}': its SCHEMA needs Spark's parser"), plan
+    )
 
 
 # --------------------------------------------------------------------------- bad records

@@ -17,7 +17,7 @@ from icesql.plan import OnError, SourceKind, SourcePlan, ViewPlan
 
 
 def build_relation(
-    spark: Any,
+    backend: Any,
     name: str,
     resolve: Resolver,
     *,
@@ -31,10 +31,12 @@ def build_relation(
     credentials (KAFKA), for the source read directly and for those of a view."""
     plan = resolve(name)
     if isinstance(plan, SourcePlan):
-        return source_relation(spark, plan, on_error=on_error, arrow=arrow, bind=bind)
+        return source_relation(backend, plan, on_error=on_error, arrow=arrow, bind=bind)
     if isinstance(plan, ViewPlan):
-        return view_relation(spark, plan, resolve, on_error=on_error, bind=bind)
-    return spark_relation(spark, name)
+        return view_relation(backend, plan, resolve, on_error=on_error, bind=bind)
+    return spark_relation(
+        backend.spark_for(f"relation '{name}' is a table or view of the Spark session"), name
+    )
 
 
 def spark_relation(spark: Any, name: str) -> Relation:
@@ -51,7 +53,7 @@ def spark_relation(spark: Any, name: str) -> Relation:
 
 
 def view_relation(
-    spark: Any,
+    backend: Any,
     plan: ViewPlan,
     resolve: Resolver,
     *,
@@ -61,15 +63,18 @@ def view_relation(
 ) -> Relation:
     if plan.name in _seen:
         raise ExecutionError(f"view '{plan.name}' refers to itself")
+    spark = backend.spark_for(f"view '{plan.name}' is planned by Spark")
     accs: list[Any] = []
     letters: list[Any] = []
     sources: list[str] = []
     for dep in plan.depends_on:
         dep_plan = resolve(dep)
         if isinstance(dep_plan, SourcePlan):
-            rel = source_relation(spark, dep_plan, on_error=on_error, bind=bind)
+            rel = source_relation(backend, dep_plan, on_error=on_error, bind=bind)
         elif isinstance(dep_plan, ViewPlan):
-            rel = view_relation(spark, dep_plan, resolve, on_error=on_error, bind=bind, _seen=_seen | {plan.name})
+            rel = view_relation(
+                backend, dep_plan, resolve, on_error=on_error, bind=bind, _seen=_seen | {plan.name}
+            )
         else:
             continue  # a Spark table/view: the query resolves it itself
         rel.df.createOrReplaceTempView(quote_name(dep))
@@ -94,7 +99,7 @@ def view_relation(
 
 
 def source_relation(
-    spark: Any,
+    backend: Any,
     plan: SourcePlan,
     *,
     on_error: OnError | None = None,
@@ -105,30 +110,34 @@ def source_relation(
     make = RELATIONS.get(plan.source_kind)
     if make is None:  # pragma: no cover - the analyzer makes only the kinds listed
         raise ExecutionError(f"source '{plan.name}': unsupported kind {plan.source_kind}")
-    return make(spark, plan, on_error, arrow, bind)
+    return make(backend, plan, on_error, arrow, bind)
 
 
-def _files_relation(spark: Any, plan: SourcePlan, on_error: OnError | None, arrow: Any) -> Relation:
+def _files_relation(backend: Any, plan: SourcePlan, on_error: OnError | None, arrow: Any) -> Relation:
     from icesql.engine.sources.files.relation import files_relation
 
-    return files_relation(spark, plan, on_error=on_error, arrow=arrow)
+    return files_relation(backend, plan, on_error=on_error, arrow=arrow)
 
 
 def _kafka_relation(
-    spark: Any, plan: SourcePlan, on_error: OnError | None, binding: Any, bind: Binder | None
+    backend: Any, plan: SourcePlan, on_error: OnError | None, binding: Any, bind: Binder | None
 ) -> Relation:
     from icesql.engine.sources.kafka.relation import kafka_relation
 
     if bind is None:
         raise ExecutionError(f"source '{plan.name}': a KAFKA source needs its connection's settings")
-    return kafka_relation(spark, plan, on_error_policy(plan, on_error), bind(plan, binding))
+    return kafka_relation(backend, plan, on_error_policy(plan, on_error), bind(plan, binding))
 
 
-# the relation of each source kind: (spark, plan, on_error, binding from the sink, binder)
+# the relation of each source kind: (backend, plan, on_error, binding from the sink, binder)
 RELATIONS: dict[SourceKind, Callable[..., Relation]] = {
-    SourceKind.GENERATOR: lambda spark, plan, on_error, arrow, bind: Relation(
-        name=plan.name, df=generator_dataframe(spark, plan), sources=(plan.name,)
+    SourceKind.GENERATOR: lambda backend, plan, on_error, arrow, bind: Relation(
+        name=plan.name,
+        df=generator_dataframe(backend.spark_for(f"source '{plan.name}' is Spark's generator"), plan),
+        sources=(plan.name,),
     ),
-    SourceKind.FILES: lambda spark, plan, on_error, arrow, bind: _files_relation(spark, plan, on_error, arrow),
+    SourceKind.FILES: lambda backend, plan, on_error, arrow, bind: _files_relation(
+        backend, plan, on_error, arrow
+    ),
     SourceKind.KAFKA: _kafka_relation,
 }

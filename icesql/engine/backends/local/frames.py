@@ -71,7 +71,9 @@ class LocalFrame:
 
         if OP not in self.columns:
             return self
-        return self._each(lambda b: b.filter(pc.fill_null(pc.not_equal(b.column(OP), "d"), True)), self._schema)
+        return self._each(
+            lambda b: b.filter(pc.fill_null(pc.not_equal(b.column(OP), "d"), True)), self._schema
+        )
 
     def last_per_key(self, key: Sequence[str]) -> LocalFrame:
         import pyarrow as pa
@@ -134,6 +136,39 @@ class LocalBackend:
     @property
     def parallelism(self) -> int:
         return int(self.session.parallelism)
+
+    @property
+    def time_zone(self) -> str:
+        return str(self.session.time_zone)
+
+    @property
+    def timestamp_type(self) -> str:
+        return str(self.session.timestamp_type)
+
+    def spark_for(self, reason: str) -> Any:
+        from icesql.engine.backends.local.query import SparkNeeded
+
+        raise SparkNeeded(reason)
+
+    def stream(
+        self,
+        name: str,
+        schema: Any,
+        options: Mapping[str, str],
+        *,
+        register: Callable[[Any], None],
+        reader: Callable[[], Any],
+        needs_spark: Callable[[BaseException], str | None],
+        cheap_checks: bool = True,
+    ) -> Any:
+        from icesql.engine.backends.local.query import LocalStreamFrame
+
+        return LocalStreamFrame(
+            reader, schema, needs_spark, parallelism=self.parallelism, cheap_checks=cheap_checks
+        )
+
+    def accumulator(self, initial: Any, param: Any = None) -> Any:
+        return None
 
     def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> LocalFrame:
         import pyarrow as pa

@@ -45,7 +45,9 @@ from icesql.engine.base.restarts import RestartAtOnce
 
 log = logging.getLogger("icesql.sink")
 
-IDLE_CHECK = 0.1  # seconds between a running query's looks at an idle source (``LocalStreamFrame.idle_check``)
+IDLE_CHECK = (
+    0.1  # seconds between a running query's looks at an idle source (``LocalStreamFrame.idle_check``)
+)
 
 
 @dataclass(frozen=True)

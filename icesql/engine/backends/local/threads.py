@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def map_in_threads(task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int) -> list[list[Any]]:
+def map_in_threads(
+    task: Callable[[Any], Any], inputs: Sequence[Sequence[Any]], threads: int
+) -> list[list[Any]]:
     """``task`` (a ``mapInArrow`` body: Arrow batches in, Arrow batches out) over each of
     ``inputs`` (each a task's batches), at most ``threads`` at a time; the outputs in order."""
     from concurrent.futures import ThreadPoolExecutor

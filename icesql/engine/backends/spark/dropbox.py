@@ -137,5 +137,3 @@ class DropBox:
             self.io.delete(self.path(batch_id))
         except FileNotFoundError:
             pass
-
-

@@ -43,7 +43,9 @@ class SparkFrame:
         for k in key:
             null_key = null_key | F.col(quote_column(k)).isNull()
         return SparkFrame(
-            self.df.withColumn("__rn", F.row_number().over(w)).filter((F.col("__rn") == 1) | null_key).drop("__rn")
+            self.df.withColumn("__rn", F.row_number().over(w))
+            .filter((F.col("__rn") == 1) | null_key)
+            .drop("__rn")
         )
 
     def by_shard(self, key: Sequence[str], shards: int, table_schema: Any) -> SparkFrame:
@@ -74,6 +76,39 @@ class SparkBackend:
         from icesql.engine.backends.spark.session import parallelism
 
         return int(parallelism(self.spark))
+
+    @property
+    def time_zone(self) -> str:
+        from icesql.engine.backends.spark.session import session_time_zone
+
+        return str(session_time_zone(self.spark))
+
+    @property
+    def timestamp_type(self) -> str:
+        return str(self.spark.conf.get("spark.sql.timestampType", "TIMESTAMP_LTZ"))
+
+    def spark_for(self, reason: str) -> Any:
+        return self.spark
+
+    def stream(
+        self,
+        name: str,
+        schema: Any,
+        options: Mapping[str, str],
+        *,
+        register: Callable[[Any], None],
+        reader: Callable[[], Any],
+        needs_spark: Callable[[BaseException], str | None],
+        cheap_checks: bool = True,
+    ) -> Any:
+        register(self.spark)
+        return self.spark.readStream.format(name).schema(schema).options(**options).load()
+
+    def accumulator(self, initial: Any, param: Any = None) -> Any:
+        try:
+            return self.spark.sparkContext.accumulator(initial, param)
+        except Exception:  # Spark Connect has no accumulators
+            return None
 
     def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> SparkFrame:
         names = list(columns)

@@ -363,5 +363,3 @@ def register_data_source(spark: Any, source: Any) -> None:
             return
         spark.dataSource.register(source)
         _registered.add(key)
-
-

@@ -91,7 +91,9 @@ class Cleaner:
             there = fs.get_file_info(dest)
             if there.type != pafs.FileType.NotFound:
                 if there.type == pafs.FileType.File and there.size == info.size:
-                    location.filesystem.delete(src)  # a move (a copy, then a delete, on S3) cut short by a crash
+                    location.filesystem.delete(
+                        src
+                    )  # a move (a copy, then a delete, on S3) cut short by a crash
                     return True
                 log.warning("CLEAN SOURCE: %s left in place: %s already exists in the archive", path, dest)
                 return False

@@ -176,7 +176,11 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
         # a column of type null (all None) carries no type: not new until a file types it
         # (files.relation._infer_parquet_schema leaves it out meanwhile)
         new = (
-            [f.name for f in pf.schema_arrow if f.name.lower() not in declared and not pa.types.is_null(f.type)]
+            [
+                f.name
+                for f in pf.schema_arrow
+                if f.name.lower() not in declared and not pa.types.is_null(f.type)
+            ]
             if source.inferred
             else []
         )

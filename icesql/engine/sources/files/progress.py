@@ -68,21 +68,18 @@ class FilesProgress(SourceProgress):
     def binding(self) -> Any:
         """What binds the source to this sink on the Arrow path (None: Spark's path only)."""
         r = self.runner
-        if (r.spark is None and r.local is None) or not settings.ARROW_PATH.enabled():
+        if not settings.ARROW_PATH.enabled():
             return None
-        from icesql.engine.backends.spark.session import parallelism, session_time_zone
         from icesql.engine.sources.files.log import DIRECTORY
         from icesql.engine.sources.files.relation import ArrowBinding
 
-        log_dir = f"{r.checkpoint_root(self.checkpoint_suffix).rstrip('/')}/{DIRECTORY}"
-        if r.local is not None:  # a run without Spark (local_query)
-            return ArrowBinding(
-                log_dir=log_dir,
-                parallelism=r.local.parallelism,
-                session_tz=r.local.time_zone,
-                timestamp_type=r.local.timestamp_type,
-            )
-        return ArrowBinding(log_dir=log_dir, parallelism=parallelism(r.spark), session_tz=session_time_zone(r.spark))
+        backend = r.backend
+        return ArrowBinding(
+            log_dir=f"{r.checkpoint_root(self.checkpoint_suffix).rstrip('/')}/{DIRECTORY}",
+            parallelism=backend.parallelism,
+            session_tz=backend.time_zone,
+            timestamp_type=backend.timestamp_type,
+        )
 
     def bound(self, relation: Any) -> SourceProgress:
         # Spark's reader took the source (a reader option, a map column, ...): its checkpoint alone

@@ -16,43 +16,44 @@ from typing import Any
 from icesql.engine.base.changelog import BLK, CORRUPT, FILE, LINE, OP, SEQ
 from icesql.engine.base.wire import CONSUMED, clip_text, short_path
 from icesql.engine.sources.guard import RecordGuard, letter_accumulators, on_error_policy, skip_counter
-from icesql.engine.sources.relation import Relation, declared_row_schema, first_line
+from icesql.engine.sources.relation import Relation, declared_row_schema, first_line, row_schema_on
 from icesql.errors import ExecutionError
 from icesql.plan import CleanSource, OnError, SourceFormat, SourcePlan
 
 log = logging.getLogger("icesql.sources")
 
+
 def files_relation(
-    spark: Any,
+    backend: Any,
     plan: SourcePlan,
     *,
     on_error: OnError | None = None,
     arrow: ArrowBinding | None = None,
 ) -> Relation:
     """A FILES source: on the Arrow path when ``arrow`` binds it to a sink's checkpoint and the
-    Arrow readers can read it exactly as Spark would (``files.decode``), else on Spark's path.
-    Without ``spark`` (a bounded run without Spark, ``local_query``) the Arrow path only."""
+    Arrow readers can read it exactly as Spark would (``files.decode``), else on Spark's path
+    (``backend.spark_for``: in this process, the sink restarts on Spark)."""
     if not plan.path:
         raise ExecutionError(f"source '{plan.name}' has no path")
     policy = on_error_policy(plan, on_error)
+    reason = f"source '{plan.name}' needs Spark's reader"
     if arrow is not None:
         from icesql.engine.sources.types import Unsupported
 
         try:
-            return arrow_files_relation(spark, plan, policy, arrow)
+            return arrow_files_relation(backend, plan, policy, arrow)
         except Unsupported as e:
-            if spark is None:
-                from icesql.engine.backends.local.query import SparkNeeded
-
-                raise SparkNeeded(f"source '{plan.name}' needs Spark's reader ({e})") from None
+            reason = f"{reason} ({e})"
+            backend.spark_for(reason)  # in this process: SparkNeeded, the sink restarts on Spark
             log.info(
                 "source %s: read by Spark's %s reader (%s)",
                 plan.name,
                 (plan.format or SourceFormat.JSON).value,
                 e,
             )
-    acc = skip_counter(spark, policy)
-    letters = letter_accumulators(spark, policy)
+    spark = backend.spark_for(reason)
+    acc = skip_counter(backend, policy)
+    letters = letter_accumulators(backend, policy)
     df, changelog = spark_files_dataframe(
         spark, plan, policy, acc, streaming=True, letters=letters[0] if letters else None
     )
@@ -360,7 +361,12 @@ def _conflict(footers: list[tuple[str, Any]]) -> str | None:
     for name, schema in footers:
         for f in schema:
             seen = first.setdefault(f.name.lower(), (name, f.type))
-            if seen[0] == name or f.type == seen[1] or _widens_to(seen[1], f.type) or _widens_to(f.type, seen[1]):
+            if (
+                seen[0] == name
+                or f.type == seen[1]
+                or _widens_to(seen[1], f.type)
+                or _widens_to(f.type, seen[1])
+            ):
                 continue
             return (
                 f"file '{short_path(name)}' has column '{f.name}' as {f.type}, "
@@ -480,7 +486,13 @@ class ArrowSource:
                 hint="check the file for malformed records; see the debug log for what Arrow could not read",
             )
         df, _ = spark_files_dataframe(
-            pieces.sparkSession, self.plan, self.policy, skipped, streaming=False, paths=list(keys), letters=letters
+            pieces.sparkSession,
+            self.plan,
+            self.policy,
+            skipped,
+            streaming=False,
+            paths=list(keys),
+            letters=letters,
         )
         return df
 
@@ -488,26 +500,24 @@ class ArrowSource:
         return f"file '{short_path(str(key))}' needs Spark's reader"
 
 
-def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:
+def arrow_files_relation(backend: Any, plan: SourcePlan, policy: OnError, binding: ArrowBinding) -> Relation:
     """The Arrow path: a streaming DataFrame of pieces (``files.source``), plus what the sink's
     tasks need to read them (``ArrowSource``). Raises ``files.types.Unsupported`` when the
-    source needs Spark's reader (a map or binary column, a reader option, ...). Without
-    ``spark``, the DataFrame is a ``local_query.LocalStreamFrame`` over the same reader: the
-    sink's bounded run then runs in this process."""
+    source needs Spark's reader (a map or binary column, a reader option, ...). The stream is
+    ``backend``'s: Spark's reader of the registered data source, or the same reader in this process."""
     from icesql.engine.connections.stores.location import Location, is_remote
     from icesql.engine.sources.decode import SourceFormat as ArrowFormat
-    from icesql.engine.sources.files.source import NAME, PIECE_SCHEMA, io_options, register
-    from icesql.engine.sources.types import Unsupported
+    from icesql.engine.sources.files.source import NAME, PIECE_SCHEMA, FilesStreamReader, io_options, register
+    from icesql.engine.sources.pieces import needs_spark_of
 
     fmt = plan.format or SourceFormat.JSON
-    row_schema = declared_row_schema(spark, plan, binding.timestamp_type)
+    row_schema = row_schema_on(backend, plan)
     inferred = row_schema is None
     if row_schema is None:
         if fmt is not SourceFormat.PARQUET:
             raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
-        if spark is None:
-            raise Unsupported("a Parquet source without a SCHEMA takes the schema Spark infers")
-        row_schema = _infer_parquet_schema(spark, plan)
+        why = f"source '{plan.name}': a Parquet source without a SCHEMA takes the schema Spark infers"
+        row_schema = _infer_parquet_schema(backend.spark_for(why), plan)
     opts = dict(plan.options)
     header = plan.header if "header" not in opts else opts.pop("header").lower() == "true"
     delimiter = opts.pop("sep", None) or opts.pop("delimiter", None) or ","
@@ -533,37 +543,26 @@ def arrow_files_relation(spark: Any, plan: SourcePlan, policy: OnError, binding:
     arrow = ArrowSource(
         plan=plan, format=source_format, location=location, policy=policy, log_dir=binding.log_dir
     )
-    if spark is None:
-        df: Any = _local_frame(arrow, options, binding.parallelism, cheap_checks=not is_remote(plan.path or ""))
-    else:
-        register(spark)
-        df = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**options).load()
+    df = backend.stream(
+        NAME,
+        PIECE_SCHEMA,
+        options,
+        register=register,
+        reader=lambda: FilesStreamReader(dict(options)),
+        needs_spark=needs_spark_of(arrow),
+        # a local directory is listed as often as an idle running sink likes; an object store's
+        # listing is a billed request, made once a trigger as Spark does
+        cheap_checks=not is_remote(plan.path or ""),
+    )
     return Relation(
         name=plan.name,
         df=df,
         changelog=arrow.changelog,
-        skipped=skip_counter(spark, policy) if spark is not None else None,
-        letters=letter_accumulators(spark, policy) if spark is not None else (),
+        skipped=skip_counter(backend, policy),
+        letters=letter_accumulators(backend, policy),
         sources=(plan.name,),
         arrow=arrow,
         row_schema=row_schema,
-    )
-
-
-def _local_frame(arrow: ArrowSource, options: dict[str, str], parallelism: int, *, cheap_checks: bool) -> Any:
-    """The source's pieces for a run without Spark: its reader in this process (``cheap_checks``:
-    a local directory, listed as often as an idle running sink likes; an object store's listing is
-    a billed request, made once a trigger as Spark does)."""
-    from icesql.engine.backends.local.query import LocalStreamFrame
-    from icesql.engine.sources.files.source import PIECE_SCHEMA, FilesStreamReader
-    from icesql.engine.sources.pieces import needs_spark_of
-
-    return LocalStreamFrame(
-        lambda: FilesStreamReader(dict(options)),
-        PIECE_SCHEMA,
-        needs_spark_of(arrow),
-        parallelism=parallelism,
-        cheap_checks=cheap_checks,
     )
 
 

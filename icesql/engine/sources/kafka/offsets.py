@@ -63,4 +63,13 @@ def records_between(start: Mapping[int, int], end: Mapping[int, int]) -> int:
     return sum(max(0, o - start.get(p, 0)) for p, o in end.items())
 
 
-__all__ = ["SUMMARY_KEY", "Offsets", "dump", "from_summary", "merged", "parse", "records_between", "summary_value"]
+__all__ = [
+    "SUMMARY_KEY",
+    "Offsets",
+    "dump",
+    "from_summary",
+    "merged",
+    "parse",
+    "records_between",
+    "summary_value",
+]

@@ -110,7 +110,6 @@ class KafkaProgress(SourceProgress):
 
     def binding(self) -> Any:
         from icesql import settings
-        from icesql.engine.backends.spark.session import parallelism, session_time_zone
         from icesql.engine.sources.kafka.relation import KafkaBinding
 
         if not self.runner.local_checkpoint:
@@ -122,21 +121,13 @@ class KafkaProgress(SourceProgress):
                 hint="unset ICESQL_CHECKPOINT_ROOT, or set it to a directory both icesql and the Spark "
                 "driver can reach (a shared mount)",
             )
-        local = self.runner.local
-        if local is not None:  # a run without Spark (local_query)
-            return KafkaBinding(
-                seed=self.seed_path,
-                parallelism=local.parallelism,
-                arrow=settings.ARROW_PATH.enabled(),
-                session_tz=local.time_zone,
-                timestamp_type=local.timestamp_type,
-            )
-        spark = self.runner.spark
+        backend = self.runner.backend
         return KafkaBinding(
             seed=self.seed_path,
-            parallelism=parallelism(spark),
+            parallelism=backend.parallelism,
             arrow=settings.ARROW_PATH.enabled(),
-            session_tz=session_time_zone(spark),
+            session_tz=backend.time_zone,
+            timestamp_type=backend.timestamp_type,
         )
 
     def bound(self, relation: Any) -> SourceProgress:

@@ -79,7 +79,11 @@ def decode_records(
     fmt = plan.format or SourceFormat.JSON
     upsert = spec.envelope is KafkaEnvelope.UPSERT
     value = F.col("value").cast("string")
-    position = [F.col("topic").alias(FILE), F.col("partition").cast("long").alias(BLK), F.col("offset").alias(LINE)]
+    position = [
+        F.col("topic").alias(FILE),
+        F.col("partition").cast("long").alias(BLK),
+        F.col("offset").alias(LINE),
+    ]
     if not upsert and fmt not in (SourceFormat.TEXT, SourceFormat.BYTES):
         records = records.filter(F.col("value").isNotNull())  # a tombstone carries no row
     include = _include(spark, plan)
@@ -109,7 +113,9 @@ def decode_records(
                     ),
                 ]
             )
-            read = StructType([*event.fields, StructField("payload", event), StructField(CORRUPT, StringType())])
+            read = StructType(
+                [*event.fields, StructField("payload", event), StructField(CORRUPT, StringType())]
+            )
             value_names = [f.name for f in read.fields]
             s = F.from_json(value, read, opts)
         elif fmt is SourceFormat.CSV:
@@ -130,7 +136,14 @@ def decode_records(
             key_cols = [k.getField(c.name).alias(c.name) for c in spec.key_columns]
         else:
             key_cols = [k.alias(spec.key_columns[0].name if spec.key_columns else "key")]
-    df = records.select(*key_cols, *parsed, *include, *position, F.col("key").alias(KEY_RAW), F.col("value").isNull().alias("__tomb"))
+    df = records.select(
+        *key_cols,
+        *parsed,
+        *include,
+        *position,
+        F.col("key").alias(KEY_RAW),
+        F.col("value").isNull().alias("__tomb"),
+    )
     if CORRUPT not in df.columns:
         df = df.withColumn(CORRUPT, F.lit(None).cast("string"))
     guard = KafkaRecordGuard(
@@ -210,7 +223,9 @@ class KafkaRecordGuard(RecordGuard):
             return "0x" + bytes(key)[:50].hex()
 
     def _where(self, row: dict[str, Any]) -> str:
-        where = f"source '{self.source}', topic '{row.get(FILE)}' partition {row.get(BLK)} offset {row.get(LINE)}"
+        where = (
+            f"source '{self.source}', topic '{row.get(FILE)}' partition {row.get(BLK)} offset {row.get(LINE)}"
+        )
         key = self._key_text(row)
         return where + (f" (key '{key}')" if key is not None else "")
 

@@ -75,26 +75,39 @@ class KafkaBinding:
 
 
 def kafka_relation(
-    spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, *, streaming: bool = True, limit: int = 0
+    backend: Any,
+    plan: SourcePlan,
+    policy: OnError,
+    binding: KafkaBinding,
+    *,
+    streaming: bool = True,
+    limit: int = 0,
 ) -> Relation:
     """The relation of a Kafka source: streaming (a sink), or a bounded read of at most ``limit``
-    records per partition (a ``SELECT`` preview)."""
+    records per partition (a ``SELECT`` preview). A sink's source takes the Arrow path where its
+    schemas are built in Python and Arrow decodes its format (``_arrow_relation``), on either
+    executor; else Spark's parsers (``backend.spark_for``: in this process, the sink restarts on
+    Spark)."""
     from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, register
 
     if plan.kafka is None:  # pragma: no cover - the analyzer never makes one
         raise ExecutionError(f"source '{plan.name}' has no topic")
-    if spark is None:
-        return _without_spark(plan, policy, binding)
+    reason = f"source '{plan.name}' is decoded by Spark"
+    arrow_schemas = False  # whether the Arrow path had Python's schemas (and refused the format)
+    if streaming and binding.arrow:
+        found = _arrow_relation(backend, plan, policy, binding)
+        if isinstance(found, Relation):
+            return found
+        arrow_schemas = found is not None
+        reason = found or reason
+    spark = backend.spark_for(reason)
     register(spark)
     opts = binding.options(plan)
     if streaming:
         records = spark.readStream.format(NAME).schema(RECORD_SCHEMA).options(**opts).load()
     else:
         records = spark.read.format(NAME).schema(RECORD_SCHEMA).options(**opts, limit=str(limit)).load()
-    acc = skip_counter(spark, policy)
-    if acc is None and plan.kafka.on_data_loss == "continue":
-        acc = skip_counter(spark, OnError.SKIP)  # lost records count as skipped ones
-    letters = letter_accumulators(spark, policy)
+    acc, letters = _counters(backend, plan, policy)
     df, changelog = decode_records(spark, records, plan, policy, acc, letters[0] if letters else None)
     relation = Relation(
         name=plan.name,
@@ -105,12 +118,22 @@ def kafka_relation(
         letters=letters,
         binding=binding,
     )
-    if streaming and binding.arrow:
+    if streaming and binding.arrow and not arrow_schemas:  # the Arrow path with Spark's schemas
         return _on_arrow_path(spark, plan, policy, binding, relation)
     return relation
 
 
-def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, relation: Relation) -> Relation:
+def _counters(backend: Any, plan: SourcePlan, policy: OnError) -> tuple[Any, tuple[Any, ...]]:
+    """(skipped-record counter, dead-letter accumulators) of a Kafka source read with ``policy``."""
+    acc = skip_counter(backend, policy)
+    if acc is None and plan.kafka is not None and plan.kafka.on_data_loss == "continue":
+        acc = skip_counter(backend, OnError.SKIP)  # lost records count as skipped ones
+    return acc, letter_accumulators(backend, policy)
+
+
+def _on_arrow_path(
+    spark: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding, relation: Relation
+) -> Relation:
     """The relation on the Arrow path (``arrow``): a DataFrame of offset ranges, and what the
     sink's tasks need to read and decode them; ``relation`` as it is where Arrow cannot."""
     import dataclasses
@@ -141,7 +164,12 @@ def _on_arrow_path(spark: Any, plan: SourcePlan, policy: OnError, binding: Kafka
     except Unsupported as e:
         log.info("source %s: decoded by Spark's parsers (%s)", plan.name, e)
         return relation
-    pieces = spark.readStream.format(NAME).schema(PIECE_SCHEMA).options(**binding.options(plan), mode="pieces").load()
+    pieces = (
+        spark.readStream.format(NAME)
+        .schema(PIECE_SCHEMA)
+        .options(**binding.options(plan), mode="pieces")
+        .load()
+    )
     return dataclasses.replace(relation, df=pieces, arrow=source, row_schema=row_schema)
 
 
@@ -211,21 +239,26 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
     return key, value, StructType(fields)
 
 
-def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> Relation:
-    """The Arrow path for a run without Spark (``local_query``): the source's reader of offset
-    ranges in this process, the sink's tasks as threads."""
+def _arrow_relation(
+    backend: Any, plan: SourcePlan, policy: OnError, binding: KafkaBinding
+) -> Relation | str | None:
+    """The Arrow path with the schemas built in Python (``_local_schemas``): the source's stream of
+    offset ranges on ``backend``, the sink's tasks reading and decoding them. Else why not (None:
+    a schema only Spark builds; ``_on_arrow_path`` then tries with Spark's)."""
     from pyspark.sql.types import StructType
 
-    from icesql.engine.backends.local.query import LocalStreamFrame, SparkNeeded
     from icesql.engine.sources.kafka.arrow import KafkaArrowSource
-    from icesql.engine.sources.kafka.source import PIECE_SCHEMA, KafkaStreamReader
+    from icesql.engine.sources.kafka.source import NAME, PIECE_SCHEMA, KafkaStreamReader, register
     from icesql.engine.sources.pieces import needs_spark_of
     from icesql.engine.sources.types import Unsupported
 
-    found = _local_schemas(plan, binding.timestamp_type)
-    if found is None or not binding.arrow:
-        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark")
+    found = _local_schemas(plan, backend.timestamp_type)
+    if found is None:
+        return None
     key, value, row_schema = found
+    skipped, letters = _counters(backend, plan, policy)
+    spec = plan.kafka
+    assert spec is not None
     source = KafkaArrowSource(
         plan=plan,
         conf=dict(binding.conf),
@@ -234,19 +267,28 @@ def _without_spark(plan: SourcePlan, policy: OnError, binding: KafkaBinding) -> 
         key_schema_json=key.jsonValue() if isinstance(key, StructType) else None,
         policy=policy,
         session_tz=binding.session_tz,
-        lost=None,
+        lost=skipped if spec.on_data_loss == "continue" else None,
     )
     try:
         source.check_supported()
     except Unsupported as e:
-        raise SparkNeeded(f"source '{plan.name}' is decoded by Spark's parsers ({e})") from None
+        log.info("source %s: decoded by Spark's parsers (%s)", plan.name, e)
+        return f"source '{plan.name}' is decoded by Spark's parsers ({e})"
     options = {**binding.options(plan), "mode": "pieces"}
-
-    frame = LocalStreamFrame(lambda: KafkaStreamReader(dict(options)), PIECE_SCHEMA, needs_spark_of(source))
+    frame = backend.stream(
+        NAME,
+        PIECE_SCHEMA,
+        options,
+        register=register,
+        reader=lambda: KafkaStreamReader(dict(options)),
+        needs_spark=needs_spark_of(source),
+    )
     return Relation(
         name=plan.name,
         df=frame,
         changelog=source.changelog,
+        skipped=skipped,
+        letters=letters,
         sources=(plan.name,),
         binding=binding,
         arrow=source,

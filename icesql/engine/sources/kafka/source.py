@@ -286,7 +286,9 @@ class KafkaRangeReader(DataSourceReader):
         limit = int(self.options.get("limit") or 0)
         if limit:
             ends = {p: min(e, begin.get(p, 0) + limit) for p, e in ends.items()}
-        return plan_ranges(self.topic, begin, ends, int(self.options.get("parallelism") or 2), DEFAULT_PIECE_RECORDS)
+        return plan_ranges(
+            self.topic, begin, ends, int(self.options.get("parallelism") or 2), DEFAULT_PIECE_RECORDS
+        )
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, OffsetRange)

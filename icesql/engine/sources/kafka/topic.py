@@ -144,7 +144,9 @@ class TopicView:
         c = self.consumer
         listed: Offsets = {}
         for p in parts:
-            _, hi = c.get_watermark_offsets(TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False)
+            _, hi = c.get_watermark_offsets(
+                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False
+            )
             listed[p] = max(0, int(hi))
         # a fetch at the listed end answers with the true high watermark (and, read_committed,
         # the last stable offset): a record at or past the listed end means ListOffsets lied
@@ -180,7 +182,9 @@ class TopicView:
         finally:
             c.unassign()
         if pending:
-            log.debug("topic %s: no fetch answer for partitions %s; ListOffsets taken", self.topic, sorted(pending))
+            log.debug(
+                "topic %s: no fetch answer for partitions %s; ListOffsets taken", self.topic, sorted(pending)
+            )
         return ends
 
     def record_bytes(self, at: Mapping[int, int], end: Mapping[int, int], sample: int = 200) -> float:
