@@ -85,7 +85,8 @@ def test_csv_append(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
     data.mkdir()
     for k, start in ((1, 0), (2, 30)):
         lines = ["id,name,price,ok,day"] + [
-            f"{r['id']},{r['name'] or ''},{r['price']},{str(r['ok']).lower()},{r['day']}" for r in _rows(start, 30)
+            f"{r['id']},{r['name'] or ''},{r['price']},{str(r['ok']).lower()},{r['day']}"
+            for r in _rows(start, 30)
         ]
         (data / f"{k}.csv").write_text("\n".join(lines) + "\n")
         _stamp(data / f"{k}.csv", k)
@@ -135,10 +136,20 @@ def _changes(round_no: int) -> list[dict[str, Any]]:
         out += [dbz("c", None, {"id": i, "v": f"a{i}", "n": i}, lsn + i) for i in range(20)]
         out.append(dbz("u", {"id": 3, "v": "a3", "n": 3}, {"id": 3, "v": "b3", "n": 30}, lsn + 50))
     else:
-        out += [dbz("u", {"id": i, "v": f"a{i}", "n": i}, {"id": i, "v": f"r{round_no}", "n": -i}, lsn + i) for i in range(0, 20, 3)]
+        out += [
+            dbz("u", {"id": i, "v": f"a{i}", "n": i}, {"id": i, "v": f"r{round_no}", "n": -i}, lsn + i)
+            for i in range(0, 20, 3)
+        ]
         out += [dbz("d", {"id": i, "v": f"a{i}", "n": i}, None, lsn + 20 + i) for i in range(1, 20, 4)]
         out.append(dbz("c", None, {"id": 100 + round_no, "v": "new", "n": 0}, lsn + 60))
-        out.append(dbz("u", {"id": 100 + round_no, "v": "new", "n": 0}, {"id": 100 + round_no, "v": "again", "n": 1}, lsn + 61))
+        out.append(
+            dbz(
+                "u",
+                {"id": 100 + round_no, "v": "new", "n": 0},
+                {"id": 100 + round_no, "v": "again", "n": 1},
+                lsn + 61,
+            )
+        )
     return out
 
 
@@ -153,7 +164,9 @@ def _replay(rounds: int) -> list[tuple[Any, ...]]:
     return sorted(state.values(), key=repr)
 
 
-def test_debezium_changelog_in_mode_append(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_debezium_changelog_in_mode_append(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     data = tmp_path / "cdc"
     twins = Twins.make(tmp_path, spark, caplog)
     twins.execute(
@@ -237,7 +250,9 @@ def test_schema_evolution_adds_a_later_files_column(
     )
     _stamp(write_json_lines(data, "1.json", [{"id": i, "v": f"v{i}"} for i in range(5)]), 1)
     twins.run(["k"])
-    _stamp(write_json_lines(data, "2.json", [{"id": i, "v": f"v{i}", "w": {"x": i / 2}} for i in range(5, 9)]), 2)
+    _stamp(
+        write_json_lines(data, "2.json", [{"id": i, "v": f"v{i}", "w": {"x": i / 2}} for i in range(5, 9)]), 2
+    )
     twins.execute("ALTER SOURCE src SET (SCHEMA = 'id BIGINT, v STRING, w STRUCT<x: DOUBLE>')")
     twins.run(["k"])
     here, there = twins.states("n.t")
@@ -294,14 +309,18 @@ def test_kafka_json_append(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
 
     topic = "conformance-append"
     K.create_topic(noida.bootstrap, topic, 2)
-    twins = Twins.make(tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');")
+    twins = Twins.make(
+        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
+    )
     twins.execute(
         f"CREATE SOURCE src FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'json', SCHEMA = '{SCHEMA}', "
         "MAX RECORDS PER TRIGGER = 40) INCLUDE PARTITION AS part, OFFSET AS off;"
         f"CREATE SINK k FROM src {SINK.format(table='t')} PARTITION BY (part);"
     )
     for start, n in ((0, 70), (70, 30)):
-        K.produce(noida.bootstrap, topic, [(str(r["id"]).encode(), json.dumps(r).encode()) for r in _rows(start, n)])
+        K.produce(
+            noida.bootstrap, topic, [(str(r["id"]).encode(), json.dumps(r).encode()) for r in _rows(start, n)]
+        )
         twins.run(["k"])
     here, there = twins.states("n.t")
     assert sorted(r[0] for r in here.rows) == list(range(100))
@@ -315,4 +334,120 @@ def test_kafka_json_append(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
     assert len(logs[0].planned()) >= 3  # at most 40 records a batch
     for b in logs[0].planned():
         assert logs[0].offset(b) == logs[1].offset(b), f"batch {b}"
-        assert (logs[0].root / "commits" / str(b)).read_text() == (logs[1].root / "commits" / str(b)).read_text()
+        assert (logs[0].root / "commits" / str(b)).read_text() == (
+            logs[1].root / "commits" / str(b)
+        ).read_text()
+
+
+def _kafka_twins(
+    tmp_path: Path, spark: Any, caplog: pytest.LogCaptureFixture, noida: Any, topic: str
+) -> Twins:
+    from tests.support import kafka as K
+
+    K.create_topic(noida.bootstrap, topic, 2)
+    return Twins.make(
+        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
+    )
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("deletes", ["position", "equality"])
+def test_kafka_debezium_upsert(
+    spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, deletes: str
+) -> None:
+    """A Debezium changelog from a topic of two partitions (each key's changes in one, in order)
+    into an upsert sink: with the key index's position deletes, and with equality deletes."""
+    from tests.support import kafka as K
+
+    topic = f"conformance-cdc-{deletes}"
+    twins = _kafka_twins(tmp_path, spark, caplog, noida, topic)
+    with_deletes = "WITH (DELETE MODE = 'equality')" if deletes == "equality" else ""
+    twins.execute(
+        f"CREATE SOURCE cdc FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'debezium-json', "
+        f"SCHEMA = '{CDC_SCHEMA}');"
+        f"CREATE SINK k FROM cdc {SINK.format(table='up')} KEY (id) MODE UPSERT "
+        f"PARTITION BY (bucket(2, id)) {with_deletes};"
+    )
+    for r in range(3):
+        changes = sorted(_changes(r), key=lambda c: c["source"]["lsn"])
+        key = [(c["after"] or c["before"])["id"] for c in changes]
+        K.produce(
+            noida.bootstrap,
+            topic,
+            [(str(k).encode(), json.dumps(c).encode()) for k, c in zip(key, changes, strict=True)],
+        )
+        twins.run(["k"])
+        here, there = twins.states("n.up")
+        assert here.rows == _replay(r + 1), f"round {r}"
+        assert_same_tables(here, there)
+    kind = f"added-{deletes}-delete-files"
+    for x in (here, there):
+        assert sum(int(a.get(kind, 0)) for a in x.added) > 0, kind
+
+
+@pytest.mark.kafka
+def test_kafka_upsert_envelope(
+    spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ENVELOPE UPSERT: the record key (JSON) is the row's key, a later value replaces it and a
+    tombstone (a null value) deletes it."""
+    from tests.support import kafka as K
+
+    topic = "conformance-upsert-envelope"
+    twins = _kafka_twins(tmp_path, spark, caplog, noida, topic)
+    twins.execute(
+        f"CREATE SOURCE ups FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'json', "
+        "SCHEMA = 'name STRING, qty INT', ENVELOPE = 'upsert', KEY FORMAT = 'json', KEY SCHEMA = 'id BIGINT');"
+        f"CREATE SINK k FROM ups {SINK.format(table='ups')} KEY (id) MODE UPSERT;"
+    )
+    state: dict[int, tuple[Any, ...]] = {}
+    for r in range(3):
+        records: list[tuple[bytes, bytes | None]] = []
+        for i in range(r * 5, r * 5 + 30):
+            key = json.dumps({"id": i % 25}).encode()
+            if (i + r) % 7 == 0:
+                records.append((key, None))  # a tombstone
+                state.pop(i % 25, None)
+            else:
+                records.append((key, json.dumps({"name": f"r{r}-{i}", "qty": i}).encode()))
+                state[i % 25] = (i % 25, f"r{r}-{i}", i)
+        K.produce(noida.bootstrap, topic, records)
+        twins.run(["k"])
+        here, there = twins.states("n.ups", "id, name, qty")
+        assert here.rows == sorted(state.values(), key=repr), f"round {r}"
+        assert_same_tables(here, there)
+
+
+@pytest.mark.kafka
+def test_kafka_dead_letters(spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Kafka records that do not parse are read only by Spark's parsers: in process, the batch
+    that holds them moves to Spark (as a FILES source's does); both executors' tables and
+    dead-letter tables equal."""
+    from tests.support import kafka as K
+
+    topic = "conformance-dead-letters"
+    twins = _kafka_twins(tmp_path, spark, caplog, noida, topic)
+    twins.execute(
+        f"CREATE SOURCE src FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'json', "
+        "SCHEMA = 'id BIGINT, v STRING', ON ERROR = 'dead-letter');"
+        f"CREATE SINK k FROM src {SINK.format(table='t')};"
+    )
+    K.produce(
+        noida.bootstrap, topic, [(b"k", json.dumps({"id": i, "v": f"v{i}"}).encode()) for i in range(10)]
+    )
+    twins.run(["k"])  # a clean batch: in process
+    bad = [
+        json.dumps({"id": 10, "v": "ten"}),
+        '{"id": 11, "v": "eleven"',  # malformed: the brace never closes
+        json.dumps({"id": "twelve", "v": "12"}),  # a type mismatch
+        json.dumps({"id": 13, "v": "thirteen"}),
+    ]
+    K.produce(noida.bootstrap, topic, [(b"k", v.encode()) for v in bad])
+    twins.run(["k"], moves_to_spark=True)
+    here, there = twins.states("n.t")
+    assert sorted(r[0] for r in here.rows) == [*range(11), 13]
+    assert_same_tables(without(here, "icesql.sink-version"), without(there, "icesql.sink-version"))
+    columns = "sink, batch_id, source, reason, error, raw"
+    here, there = twins.states("n.t_dead_letters", columns)
+    assert len(here.rows) == 2
+    assert_same_tables(without(here, "icesql.sink-version"), without(there, "icesql.sink-version"))

@@ -38,7 +38,7 @@ CARRIED = "icesql.carried-progress."
 ADDED = ("added-data-files", "added-position-delete-files", "added-equality-delete-files")
 
 LOCAL_LINE = "runs in this process, without starting Spark"
-MOVED_LINE = "needs Spark's reader: the sink restarts on Spark"
+MOVED_LINE = "the sink restarts on Spark"
 
 
 class ExecutorDifference(AssertionError):

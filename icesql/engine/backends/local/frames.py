@@ -9,6 +9,10 @@ from typing import Any
 from icesql.engine.backends.local.threads import map_in_threads
 from icesql.engine.base.changelog import OP, last_per_key
 
+# spark.sql.adaptive.coalescePartitions.minPartitionSize: the smallest partition Spark's adaptive
+# execution leaves after a shuffle
+COALESCED_MIN_BYTES = 1 << 20
+
 
 class LocalFrame:
     """Arrow batches in groups (one group per task, as Spark's partitions are)."""
@@ -21,9 +25,9 @@ class LocalFrame:
         self._schema = schema  # the Arrow schema when the frame may hold no batch at all
 
     @staticmethod
-    def of_table(table: Any, parallelism: int) -> LocalFrame:
-        """``table`` cut into as many groups as there are cores (contiguous slices)."""
-        step = max(1, -(-table.num_rows // max(1, parallelism)))
+    def of_table(table: Any, parallelism: int, groups: int | None = None) -> LocalFrame:
+        """``table`` cut into ``groups`` contiguous slices (as many as there are cores by default)."""
+        step = max(1, -(-table.num_rows // max(1, groups or parallelism)))
         groups = [table.slice(i, step).to_batches() for i in range(0, table.num_rows, step)]
         return LocalFrame(groups, parallelism, table.schema)
 
@@ -86,7 +90,12 @@ class LocalFrame:
         for k in key[1:]:
             null_key = pc.or_(null_key, pc.is_null(t.column(k)))
         last = last_per_key(t.filter(pc.invert(null_key)), key)
-        return self._of(pa.concat_tables([last, t.filter(null_key).cast(last.schema)]))
+        out = pa.concat_tables([last, t.filter(null_key).cast(last.schema)])
+        # Spark shuffles the rows by KEY, and its adaptive execution coalesces the shuffle's
+        # partitions (parallelism first: as many as the cores, none under 1 MiB): as many groups
+        # here, so the files written from them are as many as Spark's
+        groups = max(1, min(self.parallelism, -(-out.nbytes // COALESCED_MIN_BYTES)))
+        return LocalFrame.of_table(out, self.parallelism, groups)
 
     def by_shard(self, key: Sequence[str], shards: int, table_schema: Any) -> LocalFrame:
         from icesql.engine.backends.hashing import by_shard, key_arrow_fields, shards_of
