@@ -388,6 +388,16 @@ def _type_name(f: FieldDescriptor) -> str:
 # --------------------------------------------------------------------------- message indexes
 
 
+def _has_required(d: Descriptor, seen: set[str]) -> bool:
+    if d.full_name in seen:
+        return False
+    seen.add(d.full_name)
+    return any(
+        _required(f) or (f.type in (F.TYPE_MESSAGE, F.TYPE_GROUP) and _has_required(f.message_type, seen))
+        for f in d.fields
+    )
+
+
 class BadRecord(Exception):
     """One body that does not decode (the reason goes to ``bad``)."""
 
@@ -568,6 +578,7 @@ class ProtobufDecoder:
                 f"the writer's schema has no message {self.reader.full_name}, the message the source reads"
             ) from None
         check_readable(expected, self.reader)
+        self.required = _has_required(self.reader, set())
         self._paths: dict[tuple[int, ...], str | None] = {}  # writer's index path -> why not, or None
 
     @staticmethod
@@ -610,6 +621,11 @@ class ProtobufDecoder:
                 continue
             except (DecodeError, ValueError, RuntimeError, TypeError) as e:
                 bad.append((i, f"the message does not parse as {self.reader.full_name}: {e}"))
+                continue
+            if self.required and not msg.IsInitialized():
+                # Java's parseFrom (Spark's) refuses a message missing a required field; Python's parses it
+                missing = ", ".join(msg.FindInitializationErrors())
+                bad.append((i, f"the message lacks required field(s) {missing}"))
                 continue
             msgs.append(msg)
             where.append(i)
