@@ -223,39 +223,43 @@ def check_readable(writer: Any, reader: Any, path: str = "") -> None:
                 check_readable(mine[f["name"]], f["type"], f"{path}.{f['name']}" if path else f["name"])
 
 
-def _binary_as_text(t: Any) -> Any:
-    """The columns with binary read as its base64 text (decoded after the read)."""
+def _as_read(t: Any) -> Any:
+    """What Arrow's JSON reader is asked for: binary as its base64 text (decoded after the read),
+    and every field nullable (a required property that is missing is a bad record, not a failed
+    block)."""
     if t == "binary":
         return "string"
     if isinstance(t, Mapping):
         if t.get("type") == "struct":
-            return {**t, "fields": [{**f, "type": _binary_as_text(f["type"])} for f in t["fields"]]}
+            return {
+                **t,
+                "fields": [{**f, "type": _as_read(f["type"]), "nullable": True} for f in t["fields"]],
+            }
         if t.get("type") == "array":
-            return {**t, "elementType": _binary_as_text(t["elementType"])}
+            return {**t, "elementType": _as_read(t["elementType"])}
     return t
 
 
-def _from_base64(values: Any, target: pa.DataType) -> Any:
-    """Binary columns from their base64 text (Jackson's getBinaryValue, as Spark reads them)."""
+def _as_target(values: Any, target: pa.DataType) -> Any:
+    """A column as read, in the schema's type: binary from its base64 text (Jackson's
+    getBinaryValue, as Spark reads it), structs with their required fields."""
+    if values.type == target:
+        return values
+    mask = values.is_null() if values.null_count else None
     if pa.types.is_binary(target):
         try:
-            return pa.array(
-                [None if v is None else base64.b64decode(v, validate=True) for v in values.to_pylist()],
-                pa.binary(),
-            )
+            decoded = [None if v is None else base64.b64decode(v, validate=True) for v in values.to_pylist()]
         except (binascii.Error, ValueError):
             raise Fallback("a binary value that is not base64") from None
+        return pa.array(decoded, pa.binary())
     if pa.types.is_struct(target):
-        kids = [_from_base64(values.field(i), target.field(i).type) for i in range(target.num_fields)]
-        return pa.StructArray.from_arrays(
-            kids, fields=list(target), mask=values.is_null() if values.null_count else None
-        )
+        kids = [_as_target(values.field(i), target.field(i).type) for i in range(target.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(target), mask=mask)
     if pa.types.is_list(target):
-        inner = _from_base64(values.values, target.value_type)
-        return pa.ListArray.from_arrays(
-            values.offsets, inner, type=target, mask=values.is_null() if values.null_count else None
-        )
-    return values
+        # the child array whole, so the offsets stay right whatever a null list's slots hold
+        inner = _as_target(values.values, target.value_type)
+        return pa.ListArray.from_arrays(values.offsets, inner, type=target, mask=mask)
+    return values.cast(target)
 
 
 def _missing_required(batch: pa.RecordBatch) -> list[tuple[int, str]]:
@@ -289,10 +293,7 @@ class JsonSchemaDecoder:
         # a property the writer lacks: null, or the reader's default
         self.defaults = {n: v for n, v in _defaults(reader).items() if n not in written}
         self.schema = arrow_schema(self.columns_json)
-        read = {
-            **self.columns_json,
-            "fields": [{**f, "type": _binary_as_text(f["type"])} for f in self.columns_json["fields"]],
-        }
+        read = _as_read({**self.columns_json, "type": "struct"})
         self.format = SourceFormat(format="json", row_schema_json=read, session_tz=session_tz)
 
     @staticmethod
@@ -306,8 +307,8 @@ class JsonSchemaDecoder:
             col = parsed.column(f.name)
             if f.name in self.defaults:
                 col = pa.array([self.defaults[f.name]] * len(col), f.type)
-            elif col.type != f.type:
-                col = _from_base64(col, f.type)
+            else:
+                col = _as_target(col, f.type)
             arrays.append(col)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
