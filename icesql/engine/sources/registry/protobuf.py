@@ -599,11 +599,21 @@ class ProtobufDecoder:
     def decode(self, bodies: Iterable[Any]) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
         if isinstance(bodies, (pa.Array, pa.ChunkedArray)):
             bodies = bodies.to_pylist()
+        bodies = bodies if isinstance(bodies, list) else list(bodies)
         msgs: list[Message] = []
         where: list[int] = []
         bad: list[tuple[int, str]] = []
         parse = self.cls.FromString
         first = self._why_not((0,)) is None
+        if first and not self.required:
+            # the common batch: every record the file's first message, every body good - one pass
+            try:
+                if not any(b[0] for b in bodies):
+                    msgs = [parse(b[1:]) for b in bodies]
+                    where = list(range(len(msgs)))
+                    bodies = []
+            except (DecodeError, ValueError, RuntimeError, TypeError, IndexError):
+                msgs = []
         for i, body in enumerate(bodies):
             try:
                 if body is None:
