@@ -156,7 +156,15 @@ def _known_file(name: str) -> descriptor_pb2.FileDescriptorProto | None:
 def _protoc(files: dict[str, str], given: Sequence[descriptor_pb2.FileDescriptorProto]) -> list[Any]:
     """Compile .proto texts (name -> text) with protoc, the already-compiled ``given`` files
     available to their imports; returns every file of the result, imports first."""
-    import grpc_tools  # the kafka extra's grpcio-tools: protoc as a library
+    try:
+        import grpc_tools  # the kafka extra's grpcio-tools: protoc as a library
+    except ImportError:
+        from icesql.errors import ExecutionError
+
+        raise ExecutionError(
+            "a Protobuf schema registered as .proto text needs protoc (the grpcio-tools package)",
+            hint="pip install 'icesql[kafka]'",
+        ) from None
 
     include = os.path.join(os.path.dirname(grpc_tools.__file__), "_proto")
     with tempfile.TemporaryDirectory(prefix="icesql-proto-") as tmp:
