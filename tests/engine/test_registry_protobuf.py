@@ -514,3 +514,21 @@ def test_schema_errors_are_clear() -> None:
         ProtobufDecoder(other, RegisteredSchema("PROTOBUF", V1))
     with pytest.raises(Unresolvable, match="cannot be read as"):
         kinds.decoder(RegisteredSchema("JSON", "{}"), RegisteredSchema("PROTOBUF", V1))
+
+
+def test_well_known_imports_the_registry_leaves_out_of_the_references() -> None:
+    # google/type and google/protobuf files come from the installed modules, in both schema forms
+    text = """syntax = "proto3";
+package icesql.test;
+import "google/type/date.proto";
+import "google/protobuf/timestamp.proto";
+message Booking { google.type.Date day = 1; google.protobuf.Timestamp at = 2; }
+"""
+    Booking = classes(text).Booking
+    b = Booking()
+    b.day.year, b.day.month, b.day.day = 2024, 2, 29
+    writer, bodies = produce([b])
+    assert writer.referenced == ()  # the serializer skips known types
+    for schema in (writer, RegisteredSchema("PROTOBUF", text)):
+        batch, bad = decode(schema, bodies)
+        assert (batch.to_pylist(), bad) == ([{"day": {"year": 2024, "month": 2, "day": 29}, "at": None}], [])
