@@ -188,3 +188,34 @@ def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, 
         pa.Table.from_arrays(image.flatten(), names=schema.names), schema, source.session_tz, text=False
     )
     return rows, op, seq
+
+
+# --------------------------------------------------------------------------- values as lines
+# (a Kafka source's JSON values and keys, a registry's JSON Schema bodies)
+
+
+def one_per_line(values: Any) -> bytes:
+    """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
+    where a space means the same: one value, one line); a blank value raises ``Fallback``."""
+    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
+    if any(not line.strip() for line in lines):
+        raise Fallback("a blank value")
+    return b"\n".join(lines) + b"\n" if lines else b""
+
+
+def json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
+    """One row per value, by Spark's rules (``json_batch`` over the values as lines; a null value
+    is a row of nulls where ``allow_null``)."""
+    present = pc.is_valid(values)
+    texts = values.filter(present) if values.null_count else values
+    batch = json_batch(one_per_line(texts), fmt)
+    if batch.num_rows != len(texts):
+        raise Fallback("values that are not one JSON object each")
+    if not values.null_count:
+        return batch
+    if not allow_null:
+        raise Fallback("a null value")
+    # put the rows back in place, with nulls where a value was null
+    idx = pc.cumulative_sum(present.cast(pa.int64()))
+    take = pc.if_else(present, pc.subtract(idx, 1), pa.scalar(None, pa.int64()))
+    return pa.RecordBatch.from_arrays([c.take(take) for c in batch.columns], schema=batch.schema)

@@ -150,7 +150,7 @@ class KafkaArrowSource:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from icesql.engine.sources.decode import changelog_batch, debezium_events
+        from icesql.engine.sources.decode import changelog_batch, debezium_events, json_rows, one_per_line
         from icesql.engine.sources.types import Fallback, arrow_schema
 
         spec = self.plan.kafka
@@ -181,11 +181,11 @@ class KafkaArrowSource:
             assert self.value_schema_json is not None
             source = self._json_format(self.value_schema_json)
             if fmt is SourceFormat.DEBEZIUM_JSON:
-                parsed, op, seq = debezium_events(_one_per_line(value), source)
+                parsed, op, seq = debezium_events(one_per_line(value), source)
                 if parsed.num_rows != n:
                     raise Fallback("values that are not one JSON object each")
             else:
-                parsed = _json_rows(value, source, allow_null=upsert)
+                parsed = json_rows(value, source, allow_null=upsert)
             for name in parsed.schema.names:
                 cols[name] = parsed.column(name)
         for inc in spec.include:
@@ -222,7 +222,9 @@ class KafkaArrowSource:
             import pyarrow as pa
 
             assert self.key_schema_json is not None
-            rows = _json_rows(key, self._json_format(self.key_schema_json), allow_null=True)
+            from icesql.engine.sources.decode import json_rows
+
+            rows = json_rows(key, self._json_format(self.key_schema_json), allow_null=True)
             return pa.StructArray.from_arrays(rows.columns, fields=list(rows.schema), mask=key.is_null())
         return _utf8(key)
 
@@ -236,41 +238,6 @@ def _utf8(values: Any) -> Any:
         return values.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         raise Fallback("a value that is not UTF-8 text") from None
-
-
-def _one_per_line(values: Any) -> bytes:
-    """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
-    where a space means the same: one value, one line); a blank value raises ``Fallback``."""
-    from icesql.engine.sources.types import Fallback
-
-    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
-    if any(not line.strip() for line in lines):
-        raise Fallback("a blank value")
-    return b"\n".join(lines) + b"\n" if lines else b""
-
-
-def _json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:
-    """One row per value, by Spark's rules (``files.decode``'s JSON reader over the values as
-    lines; a null value is a row of nulls where ``allow_null``)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from icesql.engine.sources.decode import json_batch
-    from icesql.engine.sources.types import Fallback
-
-    present = pc.is_valid(values)
-    texts = values.filter(present) if values.null_count else values
-    batch = json_batch(_one_per_line(texts), fmt)
-    if batch.num_rows != len(texts):
-        raise Fallback("values that are not one JSON object each")
-    if not values.null_count:
-        return batch
-    if not allow_null:
-        raise Fallback("a null value")
-    # put the rows back in place, with nulls where a value was null
-    idx = pc.cumulative_sum(present.cast(pa.int64()))
-    take = pc.if_else(present, pc.subtract(idx, 1), pa.scalar(None, pa.int64()))
-    return pa.RecordBatch.from_arrays([c.take(take) for c in batch.columns], schema=batch.schema)
 
 
 __all__ = ["ARROW_FORMATS", "JSON_VALUES", "KafkaArrowSource"]

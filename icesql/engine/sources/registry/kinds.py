@@ -12,6 +12,12 @@ Contract every decoder keeps (both executors call it; it needs no Spark):
   stripped; the batch has one row per good body, in order, with exactly
   ``arrow_schema(columns(reader))``; ``bad`` lists ``(index, reason)`` for bodies that do not
   decode (truncated, corrupt), which the source reports or sends to the dead-letter table.
+
+What a body is, per type: AVRO - the Avro binary datum; JSON - the UTF-8 JSON text of one record;
+PROTOBUF - the message-index list (a zigzag-varint count, then that many zigzag-varint indexes into
+the writer's file, nested types after their parent; the single byte 0 for the file's first
+message), THEN the message bytes: the framing strips only the 5-byte prefix (or the GUID form's),
+and the Protobuf decoder reads the list to pick the writer's message.
 """
 
 from __future__ import annotations
