@@ -28,8 +28,8 @@ class LocalFrame:
     def of_table(table: Any, parallelism: int, groups: int | None = None) -> LocalFrame:
         """``table`` cut into ``groups`` contiguous slices (as many as there are cores by default)."""
         step = max(1, -(-table.num_rows // max(1, groups or parallelism)))
-        groups = [table.slice(i, step).to_batches() for i in range(0, table.num_rows, step)]
-        return LocalFrame(groups, parallelism, table.schema)
+        slices = [table.slice(i, step).to_batches() for i in range(0, table.num_rows, step)]
+        return LocalFrame(slices, parallelism, table.schema)
 
     @staticmethod
     def of_rows(rows: Any) -> LocalFrame:
