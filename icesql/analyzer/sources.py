@@ -24,6 +24,7 @@ from icesql.analyzer.connections import (
 )
 from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
+from icesql.analyzer.registry import check_registry_envelope, registry_halves
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.plan import (
     CleanSource,
@@ -348,7 +349,14 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     check_applies(ctx, opts, "format", fmt, "formats")
     value_columns, schema = _schema(ctx, opts)
     fmt_node = opts.node("FORMAT").value
-    if fmt in _NEEDS_SCHEMA and schema is None:
+    registry = registry_halves(ctx, stmt, opts, catalog, topic, fmt, opts.get_str("KEY FORMAT"))
+    if registry.value and schema is not None:
+        raise ctx.error(
+            f"FORMAT '{fmt}' through a schema registry takes no SCHEMA: the registry gives it",
+            opts.node("SCHEMA"),
+            "leave SCHEMA out (the subject's latest schema gives the columns)",
+        )
+    if fmt in _NEEDS_SCHEMA and schema is None and not registry.value:
         raise ctx.error(
             f"a '{fmt}' source needs SCHEMA", fmt_node, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
         )
@@ -360,6 +368,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         )
 
     envelope = KafkaEnvelope(opts.get_str("ENVELOPE") or "none")
+    check_registry_envelope(ctx, opts, envelope, fmt, registry)
     if envelope is KafkaEnvelope.UPSERT and fmt == "debezium-json":
         raise ctx.error(
             "ENVELOPE 'upsert' cannot read FORMAT 'debezium-json'",
@@ -376,7 +385,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             "add ENVELOPE = 'upsert' (the key names the row) or INCLUDE KEY (the key as a column)",
         )
     key_fields, key_schema = _schema(ctx, opts, "KEY SCHEMA")
-    if key_format == "json" and key_schema is None:
+    if key_format == "json" and key_schema is None and not registry.key:
         raise ctx.error(
             "KEY FORMAT 'json' needs KEY SCHEMA", opts.node("KEY FORMAT").value, "add KEY SCHEMA = 'id BIGINT'"
         )
@@ -388,7 +397,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         )
     kfmt = SourceFormat(key_format or "text")
     key_columns: tuple[Column, ...] = ()
-    if envelope is KafkaEnvelope.UPSERT:
+    if envelope is KafkaEnvelope.UPSERT and not registry.key:  # a registry's key: its fields, once fetched
         key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", _RAW_VALUE[kfmt.value]),)
 
     if "START OFFSET" in opts and "START TIMESTAMP" in opts:
@@ -423,6 +432,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         max_records_per_trigger=max_records,
         group_id=group,
         on_data_loss=opts.get_str("ON DATA LOSS") or "fail",
+        **registry.fields,
     )
     columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
     return SourcePlan(
@@ -501,11 +511,11 @@ def kafka_columns(
         )
     for i, inc in enumerate(spec.include):
         if inc.what is KafkaMetadata.KEY:
-            if spec.key_format is SourceFormat.JSON:
-                fields = parse_schema(spec.key_schema or "")
+            if spec.key_format is SourceFormat.JSON and spec.key_schema:
+                fields = parse_schema(spec.key_schema)
                 typ = "struct<" + ",".join(f"{c.name}:{c.type}" for c in fields) + ">"
-            else:
-                typ = _RAW_VALUE[spec.key_format.value]
+            else:  # a registry's key: its type once the schema is fetched (registry_columns)
+                typ = _RAW_VALUE.get(spec.key_format.value, "binary")
         else:
             typ = _INCLUDE_TYPES[inc.what]
         if isinstance(stmt, CreateSource):
@@ -544,6 +554,12 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
             "DROP and CREATE the source with the new schema",
         )
     columns, schema = _schema(ctx, opts)
+    if old.kafka is not None and old.kafka.value_schema_type is not None:
+        raise ctx.error(
+            f"source {old.name} reads its schema from schema registry {old.kafka.registry}",
+            opts.node("SCHEMA"),
+            "a new version of the subject's schema widens the source by itself; DROP and CREATE the source to read another",
+        )
     if old.kafka is not None:
         assert old.format is not None
         if old.format.value in _RAW_VALUE:
