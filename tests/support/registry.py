@@ -210,6 +210,9 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     registry: RegistryServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that distrusts the certificate, or hangs up: its test says what it expects
+
 
 class RegistryServer:
     """The stand-in: ``url``, ``start()``, ``stop()``, ``fail_next()``, ``register()``."""
@@ -248,7 +251,9 @@ class RegistryServer:
             server.socket = self._ssl.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="registry-stand-in", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="registry-stand-in", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -170,7 +170,7 @@ class RegistryClient:
         if cached is not None:
             return cached
         query = {"subject": subject} if subject else None
-        body = self._get(f"/schemas/ids/{int(schema_id)}", query, what=f"schema id {schema_id}")
+        body = self._get_schema(f"/schemas/ids/{int(schema_id)}", query, what=f"schema id {schema_id}")
         found = self._schema(body, schema_id=schema_id)
         with self._lock:
             self._by_id[schema_id] = found
@@ -183,7 +183,7 @@ class RegistryClient:
         cached = self._by_guid.get(guid)
         if cached is not None:
             return cached
-        body = self._get(f"/schemas/guids/{_quote(guid)}", None, what=f"schema GUID {guid}")
+        body = self._get_schema(f"/schemas/guids/{_quote(guid)}", None, what=f"schema GUID {guid}")
         found = self._schema(body, guid=guid)
         with self._lock:
             self._by_guid[guid] = found
@@ -193,7 +193,7 @@ class RegistryClient:
 
     def latest(self, subject: str) -> RegisteredSchema:
         """The subject's latest version (with id, version and subject)."""
-        body = self._get(f"/subjects/{_quote(subject)}/versions/latest", None, what=f"subject '{subject}'")
+        body = self._get_schema(f"/subjects/{_quote(subject)}/versions/latest", None, what=f"subject '{subject}'")
         found = self._schema(body)
         with self._lock:
             if found.version is not None:
@@ -208,7 +208,7 @@ class RegistryClient:
         cached = self._by_version.get(key)
         if cached is not None:
             return cached
-        body = self._get(
+        body = self._get_schema(
             f"/subjects/{_quote(subject)}/versions/{int(version)}", None, what=f"version {version} of subject '{subject}'"
         )
         found = self._schema(body)
@@ -264,6 +264,20 @@ class RegistryClient:
         for ref in refs:
             walk(ref)
         return tuple(out.items())
+
+    def _get_schema(self, path: str, query: dict[str, str] | None, *, what: str) -> Any:
+        """A schema's answer; a Protobuf schema in the registry's serialized form (a base64
+        ``FileDescriptorProto``, what Confluent's own deserializer asks for: no .proto parser
+        needed), asked again with ``format=serialized`` when it came as .proto text."""
+        body = self._get(path, query, what=what)
+        if (
+            isinstance(body, dict)
+            and str(body.get("schemaType") or "").upper() == "PROTOBUF"
+            and isinstance(body.get("schema"), str)
+            and not _is_base64(body["schema"])
+        ):
+            body = self._get(path, {**(query or {}), "format": "serialized"}, what=what)
+        return body
 
     def _not_registry(self) -> RegistryError:
         return RegistryError(
@@ -384,6 +398,14 @@ class RegistryClient:
             status=status,
             error_code=code,
         )
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return False
+    return True
 
 
 def _quote(text: str) -> str:
