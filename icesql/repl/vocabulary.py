@@ -21,6 +21,7 @@ _TABLES: dict[str, str] = {
     "azure": "azure",
     "iceberg_catalog": "iceberg_catalog",
     "kafka": "kafka",
+    "schema_registry": "schema_registry",
     "connection_with": "connection_with",
     "files": "source",
     "generator": "source",
