@@ -18,6 +18,7 @@ from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connections import article, connection_kind_name
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, InlineSecrets, OptionTable, collect, secret_deps
+from icesql.analyzer.schema import parse_schema
 from icesql.errors import AnalysisError
 from icesql.plan import (
     Column,
@@ -292,37 +293,37 @@ def registry_columns(
     plan: SourcePlan, value: dict[str, Any] | None, key: dict[str, Any] | None
 ) -> SourcePlan:
     """The source once its schemas are known: SCHEMA and every column, in order (the key's
-    columns with ENVELOPE UPSERT, the value's, the INCLUDE columns). ``value`` / ``key``: the row
-    schema of each half read through the registry (the ``after`` record for ENVELOPE DEBEZIUM).
+    columns with ENVELOPE UPSERT, the value's, the INCLUDE columns, as ``sources.kafka_columns``).
+    ``value`` / ``key``: the row schema of each half read through the registry (the ``after``
+    record for ENVELOPE DEBEZIUM); None: that half is read as the options say."""
+    from icesql.analyzer.sources import INCLUDE_TYPES, RAW_VALUE  # it imports this module
 
-    The analyzer left the halves the registry gives empty in ``plan.columns``: its key columns
-    first (``spec.key_columns``), the value's, then one column per INCLUDE item.
-    """
     spec = plan.kafka
-    assert spec is not None
-    n_key, n_include = len(spec.key_columns), len(spec.include)
-    key_columns = plan.columns[:n_key]
-    value_columns = plan.columns[n_key : len(plan.columns) - n_include]
-    include_columns = list(plan.columns[len(plan.columns) - n_include :])
+    assert spec is not None and plan.format is not None
     schema = plan.schema
     if value is not None:
         schema = struct_ddl(value)
         value_columns = struct_fields(value)
+    elif plan.format.value in RAW_VALUE:
+        value_columns = (Column("value", RAW_VALUE[plan.format.value]),)
+    else:
+        value_columns = parse_schema(plan.schema or "")
+    key_columns = spec.key_columns
+    if key is not None and spec.envelope is KafkaEnvelope.UPSERT:
+        key_columns = struct_fields(key)
     if key is not None:
-        if spec.envelope is KafkaEnvelope.UPSERT:
-            key_columns = struct_fields(key)
-        include_columns = [
-            Column(c.name, type_string(key)) if inc.what is KafkaMetadata.KEY else c
-            for inc, c in zip(spec.include, include_columns, strict=True)
-        ]
+        key_type = type_string(key)
+    elif spec.key_schema:
+        key_type = type_string_of(parse_schema(spec.key_schema))
+    else:
+        key_type = RAW_VALUE.get(spec.key_format.value, "binary")
     columns: list[Column] = []
     seen: dict[str, str] = {}
-    halves = (
-        (key_columns, "the record key"),
-        (value_columns, "the value"),
-        *(((c,), f"INCLUDE {inc.what.name}") for inc, c in zip(spec.include, include_columns, strict=True)),
-    )
-    for group, what in halves:
+    groups: list[tuple[tuple[Column, ...], str]] = [(key_columns, "the record key"), (value_columns, "the value")]
+    for inc in spec.include:
+        typ = key_type if inc.what is KafkaMetadata.KEY else INCLUDE_TYPES[inc.what]
+        groups.append(((Column(inc.name, typ),), f"INCLUDE {inc.what.name}"))
+    for group, what in groups:
         for column in group:
             prior = seen.get(column.name.lower())
             if prior is not None:
@@ -334,6 +335,10 @@ def registry_columns(
             columns.append(column)
     new_spec = dataclasses.replace(spec, key_columns=tuple(key_columns))
     return dataclasses.replace(plan, schema=schema, columns=tuple(columns), kafka=new_spec)
+
+
+def type_string_of(columns: tuple[Column, ...]) -> str:
+    return "struct<" + ",".join(f"{c.name}:{c.type}" for c in columns) + ">"
 
 
 def registry_spec_fields(spec: KafkaSourceSpec) -> dict[str, Any]:

@@ -300,8 +300,8 @@ def _schema(ctx: Context, opts: Collected, name: str = "SCHEMA") -> tuple[tuple[
 # --------------------------------------------------------------------------- kafka
 
 _NEEDS_SCHEMA = frozenset({"json", "csv", "debezium-json"})
-_RAW_VALUE = {"text": "string", "bytes": "binary"}  # FORMAT / KEY FORMAT 'text' | 'bytes': one column
-_INCLUDE_TYPES = {
+RAW_VALUE = {"text": "string", "bytes": "binary"}  # FORMAT / KEY FORMAT 'text' | 'bytes': one column
+INCLUDE_TYPES = {
     KafkaMetadata.PARTITION: "int",
     KafkaMetadata.OFFSET: "bigint",
     KafkaMetadata.TIMESTAMP: "timestamp",
@@ -360,9 +360,9 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         raise ctx.error(
             f"a '{fmt}' source needs SCHEMA", fmt_node, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
         )
-    if fmt in _RAW_VALUE and schema is not None:
+    if fmt in RAW_VALUE and schema is not None:
         raise ctx.error(
-            f"FORMAT '{fmt}' takes no SCHEMA: the value is one column, value {_RAW_VALUE[fmt]}",
+            f"FORMAT '{fmt}' takes no SCHEMA: the value is one column, value {RAW_VALUE[fmt]}",
             opts.node("SCHEMA"),
             "leave SCHEMA out, or use FORMAT = 'json' | 'csv' to read columns from the value",
         )
@@ -398,7 +398,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     kfmt = SourceFormat(key_format or "text")
     key_columns: tuple[Column, ...] = ()
     if envelope is KafkaEnvelope.UPSERT and not registry.key:  # a registry's key: its fields, once fetched
-        key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", _RAW_VALUE[kfmt.value]),)
+        key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", RAW_VALUE[kfmt.value]),)
 
     if "START OFFSET" in opts and "START TIMESTAMP" in opts:
         raise ctx.error(
@@ -435,6 +435,8 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         **registry.fields,
     )
     columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
+    if registry.value or registry.key:
+        columns = ()  # known once CREATE SOURCE has fetched the schemas (``registry.registry_columns``)
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.KAFKA,
@@ -484,8 +486,8 @@ def kafka_columns(
     """Every column of a Kafka source, in order: key columns (ENVELOPE UPSERT), the value's
     columns, the INCLUDE columns; a name given twice (Spark compares names without case) is an
     error located where the later one comes from."""
-    if fmt.value in _RAW_VALUE:
-        value_columns = (Column("value", _RAW_VALUE[fmt.value]),)
+    if fmt.value in RAW_VALUE:
+        value_columns = (Column("value", RAW_VALUE[fmt.value]),)
     columns: list[Column] = []
     origin: dict[str, str] = {}
 
@@ -506,7 +508,7 @@ def kafka_columns(
             "the value",
             value_at,
             f"the key columns come first: leave {column.name} out of SCHEMA (the record key gives it)"
-            if fmt.value not in _RAW_VALUE
+            if fmt.value not in RAW_VALUE
             else "name the key's column otherwise: KEY FORMAT = 'json' with a KEY SCHEMA",
         )
     for i, inc in enumerate(spec.include):
@@ -515,9 +517,9 @@ def kafka_columns(
                 fields = parse_schema(spec.key_schema)
                 typ = "struct<" + ",".join(f"{c.name}:{c.type}" for c in fields) + ">"
             else:  # a registry's key: its type once the schema is fetched (registry_columns)
-                typ = _RAW_VALUE.get(spec.key_format.value, "binary")
+                typ = RAW_VALUE.get(spec.key_format.value, "binary")
         else:
-            typ = _INCLUDE_TYPES[inc.what]
+            typ = INCLUDE_TYPES[inc.what]
         if isinstance(stmt, CreateSource):
             add(
                 Column(inc.name, typ),
@@ -562,7 +564,7 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
         )
     if old.kafka is not None:
         assert old.format is not None
-        if old.format.value in _RAW_VALUE:
+        if old.format.value in RAW_VALUE:
             raise ctx.error(
                 f"source {old.name} reads FORMAT '{old.format.value}', which takes no SCHEMA",
                 opts.node("SCHEMA"),

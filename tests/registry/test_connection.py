@@ -203,3 +203,16 @@ def test_the_password_shows_nowhere_through_the_cli(tmp_path: Path, secure_regis
         stored = s.store.get_object("connection", "csr")
         assert stored is not None and PASSWORD not in json.dumps(stored.definition)
         assert stored.definition["password"] == {"$type": "SecretName", "name": "pw"}
+
+
+def test_a_password_typed_inline_is_masked_in_history_and_errors(session: Any) -> None:
+    from icesql.repl.redact import redact_secrets
+
+    sql = (
+        "CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = 'http://r', USERNAME = 'u', "
+        "PASSWORD = 'typed-pw-2718', PASWORD = 'typo-pw-1618')"
+    )
+    assert "typed-pw-2718" not in redact_secrets(sql) and "typo-pw-1618" not in redact_secrets(sql)
+    with pytest.raises(AnalysisError) as e:
+        session.execute(sql)
+    assert "typed-pw-2718" not in e.value.render() and "typo-pw-1618" not in e.value.render()

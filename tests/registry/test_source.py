@@ -370,3 +370,13 @@ def test_with_the_real_avro_decoder(tmp_path: Path, schema_registry: RegistrySer
         plan = stored(s)
         assert [c.name for c in plan.columns] == ["id", "note", "total"]
         assert plan.columns[0].type == "bigint" and plan.columns[1] == P.Column("note", "string")
+
+
+def test_check_leaves_the_registry_alone_and_the_columns_unknown(session: Any, schema_registry: RegistryServer) -> None:
+    before = len(schema_registry.requests)
+    errors = session.check(
+        f"{SOURCE} FORMAT AVRO {USING} INCLUDE OFFSET;"
+        "CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = './warehouse');"
+        "CREATE SINK sk FROM orders INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't') KEY (id) MODE UPSERT"
+    )
+    assert errors == [] and len(schema_registry.requests) == before
