@@ -24,12 +24,11 @@ from icesql.plan import (
     Column,
     KafkaEnvelope,
     KafkaMetadata,
-    KafkaSourceSpec,
     ObjectPlan,
     SchemaRegistryConnectionPlan,
     SourcePlan,
 )
-from icesql.syntax.ast import CreateConnection, CreateSource
+from icesql.syntax.ast import CreateConnection
 from icesql.syntax.options import REGISTRY_FORMATS
 
 REGISTRY_OPTIONS = OptionTable("CONFLUENT SCHEMA REGISTRY", "schema_registry")
@@ -108,7 +107,6 @@ class RegistryHalves:
 
 def registry_halves(
     ctx: Context,
-    stmt: CreateSource,
     opts: Collected,
     catalog: CatalogView | None,
     topic: str,
@@ -217,8 +215,6 @@ def check_registry_envelope(
             f"write FORMAT AVRO {USING} csr ENVELOPE DEBEZIUM"
             + ("" if fmt == "debezium-json" else ", or FORMAT = 'debezium-json' for Debezium's JSON"),
         )
-    if envelope is KafkaEnvelope.DEBEZIUM and fmt == "debezium-json":
-        raise ctx.error("FORMAT 'debezium-json' takes no ENVELOPE 'debezium'", opts.node("ENVELOPE"), "leave ENVELOPE out")
 
 
 # --------------------------------------------------------------------------- columns from schemas
@@ -341,16 +337,6 @@ def type_string_of(columns: tuple[Column, ...]) -> str:
     return "struct<" + ",".join(f"{c.name}:{c.type}" for c in columns) + ">"
 
 
-def registry_spec_fields(spec: KafkaSourceSpec) -> dict[str, Any]:
-    """The spec's registry fields (for tests and DESCRIBE): those that are set."""
-    return {
-        f.name: getattr(spec, f.name)
-        for f in dataclasses.fields(spec)
-        if f.name.startswith(("registry", "value_", "key_schema_", "key_subject", "key_record", "key_referenced", "subject"))
-        and getattr(spec, f.name) not in (None, ())
-    }
-
-
 __all__ = [
     "REGISTRY_OPTIONS",
     "RegistryHalves",
@@ -359,8 +345,8 @@ __all__ = [
     "debezium_after",
     "registry_columns",
     "registry_halves",
-    "registry_spec_fields",
     "struct_ddl",
     "struct_fields",
     "type_string",
+    "type_string_of",
 ]

@@ -349,7 +349,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     check_applies(ctx, opts, "format", fmt, "formats")
     value_columns, schema = _schema(ctx, opts)
     fmt_node = opts.node("FORMAT").value
-    registry = registry_halves(ctx, stmt, opts, catalog, topic, fmt, opts.get_str("KEY FORMAT"))
+    registry = registry_halves(ctx, opts, catalog, topic, fmt, opts.get_str("KEY FORMAT"))
     if registry.value and schema is not None:
         raise ctx.error(
             f"FORMAT '{fmt}' through a schema registry takes no SCHEMA: the registry gives it",

@@ -44,4 +44,4 @@ def test_include_and_envelope_words() -> None:
     assert kinds(after + "INCLUDE KEY AS k, PA")["keyword"] == Suggestion(
         "keyword", ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS"), "PA"
     )
-    assert kinds(after + "ENVELOPE ")["keyword"].values == ("NONE", "UPSERT")
+    assert kinds(after + "ENVELOPE ")["keyword"].values == ("NONE", "UPSERT", "DEBEZIUM")
