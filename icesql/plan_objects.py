@@ -109,6 +109,20 @@ class KafkaConnectionPlan:
 
 
 @dataclass(frozen=True)
+class SchemaRegistryConnectionPlan:
+    """CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (...): where a registry is and how to
+    authenticate to it (HTTP basic; Confluent Cloud's API key and secret are USERNAME/PASSWORD)."""
+
+    name: str
+    url: str  # 'https://registry.example.com:8081', without credentials
+    username: str | SecretName | None = None
+    password: SecretName | None = None
+    ssl_ca: str | SecretName | None = None  # SSL CERTIFICATE AUTHORITY (PEM)
+    validate: bool = True
+    kind: ClassVar[str] = "schema_registry"
+
+
+@dataclass(frozen=True)
 class KafkaInclude:
     """One ``INCLUDE`` item of a Kafka source: what it adds and the column's name."""
 
@@ -135,6 +149,32 @@ class KafkaSourceSpec:
     # ON DATA LOSS: records retention deleted before the sink read them fail the sink ('fail'), or
     # are skipped with a warning naming the lost range and counted ('continue')
     on_data_loss: str = "fail"
+    # A Confluent Schema Registry (FORMAT AVRO | PROTOBUF | JSON USING CONFLUENT SCHEMA REGISTRY
+    # CONNECTION csr): the connection's name, and the registry's type of each half's schema
+    # ('AVRO' | 'PROTOBUF' | 'JSON'; None: that half is not read through the registry)
+    registry: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    value_schema_type: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_schema_type: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    # SUBJECT NAME STRATEGY: 'topic' (<topic>-value), 'record' (<record name>) or 'topic_record'
+    # (<topic>-<record name>), with RECORD NAME / KEY RECORD NAME for the last two
+    subject_name_strategy: str = field(default="topic", metadata=OMIT_AT_DEFAULT)
+    value_record_name: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_record_name: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    # The subject each half's schema is registered under (VALUE SUBJECT / KEY SUBJECT, else the
+    # strategy's), and the schema captured at CREATE SOURCE: the subject's latest version then.
+    # Rows are read as this schema (the reader schema); records written with another version of
+    # it are resolved to it. ``*_referenced`` holds the schemas it imports, transitively, as
+    # (reference name, schema text)
+    value_subject: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    value_schema_id: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    value_schema_version: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    value_schema: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    value_referenced: tuple[tuple[str, str], ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
+    key_subject: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_schema_id: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_schema_version: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_schema_text: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    key_referenced: tuple[tuple[str, str], ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -327,5 +367,11 @@ class SinkPlan:
 
 # what CREATE CONNECTION/SOURCE/VIEW/SINK defines (and the catalog store keeps)
 ObjectPlan = (
-    StorageConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan | SourcePlan | ViewPlan | SinkPlan
+    StorageConnectionPlan
+    | KafkaConnectionPlan
+    | SchemaRegistryConnectionPlan
+    | CatalogConnectionPlan
+    | SourcePlan
+    | ViewPlan
+    | SinkPlan
 )

@@ -91,6 +91,8 @@ class SourceFormat(enum.Enum):
     DEBEZIUM_JSON = "debezium-json"
     TEXT = "text"  # KAFKA: the value (or key) as one string column
     BYTES = "bytes"  # KAFKA: the value (or key) as one binary column
+    AVRO = "avro"  # KAFKA with a SCHEMA REGISTRY: Avro framed with the registry's schema id
+    PROTOBUF = "protobuf"  # KAFKA with a SCHEMA REGISTRY: Protobuf framed likewise
 
 
 class SourceKind(enum.Enum):
@@ -102,6 +104,7 @@ class SourceKind(enum.Enum):
 class KafkaEnvelope(enum.Enum):
     NONE = "none"  # every record is a row
     UPSERT = "upsert"  # the record key is the row's key; a null value (tombstone) deletes it
+    DEBEZIUM = "debezium"  # the value is a Debezium change event (before, after, op) from a registry
 
 
 class KafkaMetadata(enum.Enum):

@@ -234,6 +234,8 @@ def object_type(d: P.ObjectPlan) -> str:
         return d.kind  # aws, gcs, azure
     if isinstance(d, P.KafkaConnectionPlan):
         return f"kafka ({d.security_protocol.lower()})"
+    if isinstance(d, P.SchemaRegistryConnectionPlan):
+        return "confluent schema registry"
     if isinstance(d, P.CatalogConnectionPlan):
         return f"iceberg catalog ({d.catalog_type.value})"
     if isinstance(d, P.SourcePlan):
@@ -256,11 +258,14 @@ def object_summary(d: P.ObjectPlan) -> str:
         return _details(d.account_name and f"account {d.account_name}", d.endpoint)
     if isinstance(d, P.KafkaConnectionPlan):
         return ", ".join(d.brokers)
+    if isinstance(d, P.SchemaRegistryConnectionPlan):
+        return d.url
     if isinstance(d, P.CatalogConnectionPlan):
         return d.uri or d.warehouse or "-"
     if isinstance(d, P.SourcePlan):
         if d.kafka is not None:
-            return f"topic {d.kafka.topic} on {d.kafka.connection}"
+            registry = f", schemas from {d.kafka.registry}" if d.kafka.registry else ""
+            return f"topic {d.kafka.topic} on {d.kafka.connection}{registry}"
         return d.path or (f"{d.rows_per_second} rows/s" if d.rows_per_second else "-")
     if isinstance(d, P.ViewPlan):
         return ", ".join(d.depends_on) or "-"
@@ -286,6 +291,8 @@ def _flatten(d: Any, prefix: str = "") -> Iterator[tuple[str, object]]:
             yield key, ", ".join(p.describe() for p in value)
         elif isinstance(value, tuple) and value and isinstance(value[0], P.Column):
             yield key, ", ".join(f"{c.name} {c.type}" for c in value)
+        elif f.name.endswith("_referenced"):  # the schemas a registry schema imports: their names
+            yield key, ", ".join(name for name, _ in value)
         elif isinstance(value, tuple) and value and isinstance(value[0], tuple):
             yield key, ", ".join(f"{k}={v}" for k, v in value)
         elif isinstance(value, tuple):

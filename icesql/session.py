@@ -33,6 +33,7 @@ from icesql.sessions.dispatch import APPLY
 from icesql.sessions.errors import base_dir_of, located, masked
 from icesql.sessions.home import HOME_HINT, default_home, home_path, make_home
 from icesql.sessions.names import Names, SparkWorld, check_statement
+from icesql.sessions.registry import capture_schemas
 from icesql.sessions.store_views import ObjectResolver, StateCallback, StoreCatalogView
 from icesql.sessions.tables import tables
 from icesql.sessions.validation import PendingSecrets, precheck
@@ -217,7 +218,8 @@ class Session:
             # A warning renders against the analyzer's masked copy of the whole source: the
             # inline secret it warns about, or one elsewhere on its line, never shows.
             warnings = tuple(w.render() for w in analyzed.warnings)
-            result = self._apply(analyzed.plan, stmt)
+            plan = capture_schemas(analyzed.plan, stmt, self.catalog_view, self.secret_value)
+            result = self._apply(plan, stmt)
         except IcesqlError as err:
             raise located(err, stmt, source, filename) from None
         except StoreError as err:
@@ -235,14 +237,17 @@ class Session:
         overlay = OverlayCatalog(self.catalog_view)
         steps: list[tuple[A.Statement, P.StatementPlan, tuple[str, ...]]] = []
         bdir = base_dir_of(base_dir)
+        known = PendingSecrets(self)  # the secrets a registry source's schemas are fetched with
         for stmt in stmts:
             try:
                 analyzed = analyze(stmt, overlay, source=sql, filename=filename, base_dir=bdir)
                 check_statement(analyzed.plan, stmt, Names(overlay, self.catalog_view), self.spark_world)
-                overlay.apply(analyzed.plan)
+                plan = capture_schemas(analyzed.plan, stmt, overlay, known.value)
+                overlay.apply(plan)
+                known.record(plan)
             except IcesqlError as err:
                 raise located(err, stmt, sql, filename) from None
-            steps.append((stmt, analyzed.plan, tuple(w.render() for w in analyzed.warnings)))
+            steps.append((stmt, plan, tuple(w.render() for w in analyzed.warnings)))
         # Network checks (CREATE CONNECTION, VALIDATE CONNECTION) before the store's write lock
         # is taken: another process must not wait on a slow catalog.
         pending = PendingSecrets(self)

@@ -31,6 +31,7 @@ from icesql.plan import (
     FlushSinkPlan,
     KafkaConnectionPlan,
     ObjectPlan,
+    SchemaRegistryConnectionPlan,
     SelectPlan,
     ShowCreatePlan,
     ShowPlan,
@@ -70,6 +71,7 @@ class CatalogView(Protocol):
 CONNECTION_PLANS: tuple[type[ObjectPlan], ...] = (
     *typing.get_args(StorageConnectionPlan),
     KafkaConnectionPlan,
+    SchemaRegistryConnectionPlan,
     CatalogConnectionPlan,
 )
 

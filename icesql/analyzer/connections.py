@@ -24,10 +24,10 @@ from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import (
     Collected,
     InlineSecrets,
-    Kind,
     OptionTable,
     check_applies,
     collect,
+    secret_deps,
 )
 from icesql.plan import (
     AwsConnectionPlan,
@@ -38,6 +38,7 @@ from icesql.plan import (
     KafkaConnectionPlan,
     ObjectPlan,
     RestAuth,
+    SchemaRegistryConnectionPlan,
     StorageConnectionPlan,
 )
 from icesql.syntax.ast import ConnectionKind, CreateConnection, Node, Option, StringList
@@ -95,20 +96,23 @@ CONNECTION_OPTIONS = {
     **{kind: storage.options for kind, storage in STORAGES.items()},
     ConnectionKind.ICEBERG_CATALOG: CATALOG_OPTIONS,
     ConnectionKind.KAFKA: KAFKA_OPTIONS,
+    ConnectionKind.CONFLUENT_SCHEMA_REGISTRY: OptionTable("CONFLUENT SCHEMA REGISTRY", "schema_registry"),
 }
 
-ConnectionPlan = StorageConnectionPlan | KafkaConnectionPlan | CatalogConnectionPlan
+ConnectionPlan = StorageConnectionPlan | KafkaConnectionPlan | SchemaRegistryConnectionPlan | CatalogConnectionPlan
 
 # the kind of connection each connection plan is
 _PLAN_KINDS: dict[type[ObjectPlan], ConnectionKind] = {
     **{storage.plan: kind for kind, storage in STORAGES.items()},
     KafkaConnectionPlan: ConnectionKind.KAFKA,
+    SchemaRegistryConnectionPlan: ConnectionKind.CONFLUENT_SCHEMA_REGISTRY,
     CatalogConnectionPlan: ConnectionKind.ICEBERG_CATALOG,
 }
 
 
 def connection_kind_name(plan: ObjectPlan | None) -> str:
-    """How a statement names the kind of a connection: AWS, GCS, AZURE, ICEBERG CATALOG, KAFKA."""
+    """How a statement names the kind of a connection: AWS, GCS, AZURE, ICEBERG CATALOG, KAFKA,
+    CONFLUENT SCHEMA REGISTRY."""
     kind = _PLAN_KINDS.get(type(plan)) if plan is not None else None
     return (kind or ConnectionKind.ICEBERG_CATALOG).value
 
@@ -130,21 +134,6 @@ def analyze_connection(
     validate = with_opts.get_bool("VALIDATE", True)
     plan, deps = _ANALYZERS[stmt.connection_kind](ctx, stmt, catalog, inline, validate)
     return plan, deps, inline
-
-
-def _secret_deps(opts: Collected, inline: InlineSecrets) -> list[tuple[str, str]]:
-    hidden = {n for n, _ in inline.items}
-    deps: list[tuple[str, str]] = []
-    for g in opts.given.values():
-        name = getattr(g.value, "name", None)
-        if (
-            g.spec.kind in (Kind.SECRET, Kind.STRING_OR_SECRET)
-            and isinstance(name, str)
-            and name not in hidden
-        ):
-            if ("secret", name) not in deps:
-                deps.append(("secret", name))
-    return deps
 
 
 def _aws(
@@ -198,7 +187,7 @@ def _aws(
         assume_role_session_name=opts.get_str("ASSUME ROLE SESSION NAME"),
         validate=validate,
     )
-    return plan, _secret_deps(opts, inline)
+    return plan, secret_deps(opts, inline)
 
 
 def _gcs(
@@ -220,7 +209,7 @@ def _gcs(
         endpoint=_endpoint(ctx, opts),
         validate=validate,
     )
-    return plan, _secret_deps(opts, inline)
+    return plan, secret_deps(opts, inline)
 
 
 def _check_key_json(ctx: Context, opt: Option, secret: str, inline: InlineSecrets) -> None:
@@ -280,7 +269,7 @@ def _azure(
         endpoint=_endpoint(ctx, opts),
         validate=validate,
     )
-    return plan, _secret_deps(opts, inline)
+    return plan, secret_deps(opts, inline)
 
 
 def _endpoint(ctx: Context, opts: Collected) -> str | None:
@@ -362,7 +351,7 @@ def _kafka(
         ssl_key=opts.secret("SSL KEY"),
         validate=validate,
     )
-    return plan, _secret_deps(opts, inline)
+    return plan, secret_deps(opts, inline)
 
 
 def _check_broker(ctx: Context, option: str, broker: str, at: Node | None) -> None:
@@ -412,7 +401,7 @@ def _iceberg(
         )
     check_applies(ctx, opts, "catalog type", ctype, "catalog types")
 
-    deps = _secret_deps(opts, inline)
+    deps = secret_deps(opts, inline)
     uri = opts.get_str("URI")
     warehouse = opts.get_str("WAREHOUSE")
     aws_name = opts.get_str("AWS CONNECTION")
@@ -631,6 +620,14 @@ def _check_properties(ctx: Context, opt: Option, properties: tuple[tuple[str, st
             )
 
 
+def _registry(
+    ctx: Context, stmt: CreateConnection, catalog: CatalogView, inline: InlineSecrets, validate: bool
+) -> tuple[ConnectionPlan, list[tuple[str, str]]]:
+    from icesql.analyzer.registry import analyze_registry_connection  # it imports this module's helpers
+
+    return analyze_registry_connection(ctx, stmt, catalog, inline, validate)
+
+
 _Analyzer = Callable[
     [Context, CreateConnection, CatalogView, InlineSecrets, bool], tuple[ConnectionPlan, list[tuple[str, str]]]
 ]
@@ -641,6 +638,7 @@ _ANALYZERS: dict[ConnectionKind, _Analyzer] = {
     ConnectionKind.AZURE: _azure,
     ConnectionKind.KAFKA: _kafka,
     ConnectionKind.ICEBERG_CATALOG: _iceberg,
+    ConnectionKind.CONFLUENT_SCHEMA_REGISTRY: _registry,
 }
 
 

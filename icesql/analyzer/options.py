@@ -454,6 +454,18 @@ def _pairs(ctx: Context, opt: Option, lst: OptionList, secret: bool) -> tuple[tu
     return tuple(out)
 
 
+def secret_deps(opts: Collected, inline: InlineSecrets) -> list[tuple[str, str]]:
+    """The secrets a connection's options name (its dependencies; inline secrets are its own)."""
+    hidden = {n for n, _ in inline.items}
+    deps: list[tuple[str, str]] = []
+    for g in opts.given.values():
+        name = getattr(g.value, "name", None)
+        if g.spec.kind in (Kind.SECRET, Kind.STRING_OR_SECRET) and isinstance(name, str) and name not in hidden:
+            if ("secret", name) not in deps:
+                deps.append(("secret", name))
+    return deps
+
+
 def check_applies(ctx: Context, opts: Collected, what: str, discriminator: str, label: str) -> None:
     """Refuse options that exist for the object kind but not for this type/format."""
     for g in opts.given.values():
@@ -477,4 +489,5 @@ __all__ = [
     "check_applies",
     "collect",
     "describe",
+    "secret_deps",
 ]

@@ -24,6 +24,7 @@ from icesql.analyzer.connections import (
 )
 from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
+from icesql.analyzer.registry import check_registry_envelope, registry_halves
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.plan import (
     CleanSource,
@@ -299,8 +300,8 @@ def _schema(ctx: Context, opts: Collected, name: str = "SCHEMA") -> tuple[tuple[
 # --------------------------------------------------------------------------- kafka
 
 _NEEDS_SCHEMA = frozenset({"json", "csv", "debezium-json"})
-_RAW_VALUE = {"text": "string", "bytes": "binary"}  # FORMAT / KEY FORMAT 'text' | 'bytes': one column
-_INCLUDE_TYPES = {
+RAW_VALUE = {"text": "string", "bytes": "binary"}  # FORMAT / KEY FORMAT 'text' | 'bytes': one column
+INCLUDE_TYPES = {
     KafkaMetadata.PARTITION: "int",
     KafkaMetadata.OFFSET: "bigint",
     KafkaMetadata.TIMESTAMP: "timestamp",
@@ -348,18 +349,26 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     check_applies(ctx, opts, "format", fmt, "formats")
     value_columns, schema = _schema(ctx, opts)
     fmt_node = opts.node("FORMAT").value
-    if fmt in _NEEDS_SCHEMA and schema is None:
+    registry = registry_halves(ctx, opts, catalog, topic, fmt, opts.get_str("KEY FORMAT"))
+    if registry.value and schema is not None:
+        raise ctx.error(
+            f"FORMAT '{fmt}' through a schema registry takes no SCHEMA: the registry gives it",
+            opts.node("SCHEMA"),
+            "leave SCHEMA out (the subject's latest schema gives the columns)",
+        )
+    if fmt in _NEEDS_SCHEMA and schema is None and not registry.value:
         raise ctx.error(
             f"a '{fmt}' source needs SCHEMA", fmt_node, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
         )
-    if fmt in _RAW_VALUE and schema is not None:
+    if fmt in RAW_VALUE and schema is not None:
         raise ctx.error(
-            f"FORMAT '{fmt}' takes no SCHEMA: the value is one column, value {_RAW_VALUE[fmt]}",
+            f"FORMAT '{fmt}' takes no SCHEMA: the value is one column, value {RAW_VALUE[fmt]}",
             opts.node("SCHEMA"),
             "leave SCHEMA out, or use FORMAT = 'json' | 'csv' to read columns from the value",
         )
 
     envelope = KafkaEnvelope(opts.get_str("ENVELOPE") or "none")
+    check_registry_envelope(ctx, opts, envelope, fmt, registry)
     if envelope is KafkaEnvelope.UPSERT and fmt == "debezium-json":
         raise ctx.error(
             "ENVELOPE 'upsert' cannot read FORMAT 'debezium-json'",
@@ -376,7 +385,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             "add ENVELOPE = 'upsert' (the key names the row) or INCLUDE KEY (the key as a column)",
         )
     key_fields, key_schema = _schema(ctx, opts, "KEY SCHEMA")
-    if key_format == "json" and key_schema is None:
+    if key_format == "json" and key_schema is None and not registry.key:
         raise ctx.error(
             "KEY FORMAT 'json' needs KEY SCHEMA", opts.node("KEY FORMAT").value, "add KEY SCHEMA = 'id BIGINT'"
         )
@@ -388,8 +397,8 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         )
     kfmt = SourceFormat(key_format or "text")
     key_columns: tuple[Column, ...] = ()
-    if envelope is KafkaEnvelope.UPSERT:
-        key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", _RAW_VALUE[kfmt.value]),)
+    if envelope is KafkaEnvelope.UPSERT and not registry.key:  # a registry's key: its fields, once fetched
+        key_columns = key_fields if kfmt is SourceFormat.JSON else (Column("key", RAW_VALUE[kfmt.value]),)
 
     if "START OFFSET" in opts and "START TIMESTAMP" in opts:
         raise ctx.error(
@@ -423,8 +432,11 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         max_records_per_trigger=max_records,
         group_id=group,
         on_data_loss=opts.get_str("ON DATA LOSS") or "fail",
+        **registry.fields,
     )
     columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
+    if registry.value or registry.key:
+        columns = ()  # known once CREATE SOURCE has fetched the schemas (``registry.registry_columns``)
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.KAFKA,
@@ -474,8 +486,8 @@ def kafka_columns(
     """Every column of a Kafka source, in order: key columns (ENVELOPE UPSERT), the value's
     columns, the INCLUDE columns; a name given twice (Spark compares names without case) is an
     error located where the later one comes from."""
-    if fmt.value in _RAW_VALUE:
-        value_columns = (Column("value", _RAW_VALUE[fmt.value]),)
+    if fmt.value in RAW_VALUE:
+        value_columns = (Column("value", RAW_VALUE[fmt.value]),)
     columns: list[Column] = []
     origin: dict[str, str] = {}
 
@@ -496,18 +508,18 @@ def kafka_columns(
             "the value",
             value_at,
             f"the key columns come first: leave {column.name} out of SCHEMA (the record key gives it)"
-            if fmt.value not in _RAW_VALUE
+            if fmt.value not in RAW_VALUE
             else "name the key's column otherwise: KEY FORMAT = 'json' with a KEY SCHEMA",
         )
     for i, inc in enumerate(spec.include):
         if inc.what is KafkaMetadata.KEY:
-            if spec.key_format is SourceFormat.JSON:
-                fields = parse_schema(spec.key_schema or "")
+            if spec.key_format is SourceFormat.JSON and spec.key_schema:
+                fields = parse_schema(spec.key_schema)
                 typ = "struct<" + ",".join(f"{c.name}:{c.type}" for c in fields) + ">"
-            else:
-                typ = _RAW_VALUE[spec.key_format.value]
+            else:  # a registry's key: its type once the schema is fetched (registry_columns)
+                typ = RAW_VALUE.get(spec.key_format.value, "binary")
         else:
-            typ = _INCLUDE_TYPES[inc.what]
+            typ = INCLUDE_TYPES[inc.what]
         if isinstance(stmt, CreateSource):
             add(
                 Column(inc.name, typ),
@@ -544,9 +556,15 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
             "DROP and CREATE the source with the new schema",
         )
     columns, schema = _schema(ctx, opts)
+    if old.kafka is not None and old.kafka.value_schema_type is not None:
+        raise ctx.error(
+            f"source {old.name} reads its schema from schema registry {old.kafka.registry}",
+            opts.node("SCHEMA"),
+            "a new version of the subject's schema widens the source by itself; DROP and CREATE the source to read another",
+        )
     if old.kafka is not None:
         assert old.format is not None
-        if old.format.value in _RAW_VALUE:
+        if old.format.value in RAW_VALUE:
             raise ctx.error(
                 f"source {old.name} reads FORMAT '{old.format.value}', which takes no SCHEMA",
                 opts.node("SCHEMA"),

@@ -134,11 +134,12 @@ def _source(ctx: Context, stmt: CreateSource, catalog: CatalogView, source: str 
     _check_name(ctx, stmt.name)
     _check_relation_clash(ctx, stmt.name, "source", catalog)
     definition = analyze_source(ctx, stmt, catalog)
-    # the connections it reads through: AWS, GCS or AZURE (FILES), KAFKA
+    # the connections it reads through: AWS, GCS or AZURE (FILES), KAFKA and its schema registry
     kafka = definition.kafka.connection if definition.kafka is not None else None
+    registry = definition.kafka.registry if definition.kafka is not None else None
     deps = [
         ("connection", name)
-        for name in (definition.aws_connection, definition.storage_connection, kafka)
+        for name in (definition.aws_connection, definition.storage_connection, kafka, registry)
         if name
     ]
     return CreateObjectPlan(

@@ -124,8 +124,10 @@ def _object_kinds_at(stmt_words: list[str], prev: list[str]) -> tuple[str, ...]:
         return ("connection",)
     if head[:2] == ("SHOW", "SNAPSHOTS") and last == "SINK":
         return ("sink",)
-    if head == ("CREATE", "SOURCE") and prev[-2:] == ["KAFKA", "CONNECTION"]:
-        return ("connection",)
+    if head == ("CREATE", "SOURCE") and (
+        prev[-2:] == ["KAFKA", "CONNECTION"] or prev[-3:] == ["SCHEMA", "REGISTRY", "CONNECTION"]
+    ):
+        return ("connection",)  # FROM KAFKA CONNECTION k, USING CONFLUENT SCHEMA REGISTRY CONNECTION csr
     if head == ("CREATE", "SINK"):
         if last == "FROM":
             return ("source", "view")

@@ -21,6 +21,7 @@ _TABLES: dict[str, str] = {
     "azure": "azure",
     "iceberg_catalog": "iceberg_catalog",
     "kafka": "kafka",
+    "schema_registry": "schema_registry",
     "connection_with": "connection_with",
     "files": "source",
     "generator": "source",
@@ -140,7 +141,7 @@ def sink_formats() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1)
 def envelopes() -> tuple[str, ...]:
-    """Materialize's ``ENVELOPE UPSERT`` / ``ENVELOPE NONE`` after a Kafka source's options."""
+    """Materialize's ``ENVELOPE UPSERT`` / ``NONE`` / ``DEBEZIUM`` after a Kafka source's options."""
     from icesql.plan import KafkaEnvelope
 
     return tuple(e.name for e in KafkaEnvelope)

@@ -20,6 +20,7 @@ CONNECTIONS = (
     P.AzureConnectionPlan,
     P.CatalogConnectionPlan,
     P.KafkaConnectionPlan,
+    P.SchemaRegistryConnectionPlan,
 )
 
 
@@ -58,7 +59,9 @@ class ObjectResolver:
 
     def connection(
         self, name: str
-    ) -> P.StorageConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan:
+    ) -> (
+        P.StorageConnectionPlan | P.CatalogConnectionPlan | P.KafkaConnectionPlan | P.SchemaRegistryConnectionPlan
+    ):
         plan = self._view.get("connection", name)
         if not isinstance(plan, CONNECTIONS):
             raise ExecutionError(f"connection {name!r} does not exist")

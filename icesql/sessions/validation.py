@@ -24,6 +24,7 @@ Validated = (
     | P.AzureConnectionPlan
     | P.CatalogConnectionPlan
     | P.KafkaConnectionPlan
+    | P.SchemaRegistryConnectionPlan
     | P.SourcePlan
 )
 
@@ -98,6 +99,11 @@ def validate_definition(
 ) -> None:
     resolver = secrets or session.secret_value
     view = view or session.catalog_view
+    if isinstance(d, P.SchemaRegistryConnectionPlan):
+        from icesql.engine.connections.registry import validate_registry_connection
+
+        validate_registry_connection(d, resolver)
+        return
     if isinstance(d, P.KafkaConnectionPlan | P.SourcePlan):
         from icesql.engine.connections.kafka import validate_kafka_connection
 

@@ -49,6 +49,7 @@ class ConnectionKind(enum.Enum):
     AZURE = "AZURE"
     ICEBERG_CATALOG = "ICEBERG CATALOG"
     KAFKA = "KAFKA"
+    CONFLUENT_SCHEMA_REGISTRY = "CONFLUENT SCHEMA REGISTRY"
 
 
 class SourceKind(enum.Enum):
@@ -219,8 +220,9 @@ class CreateSource(Statement):
     """``CREATE SOURCE name FROM FILES 'path' (options)``, ``FROM GENERATOR (options)`` or
     ``FROM KAFKA CONNECTION k (options) [INCLUDE ...]``.
 
-    Materialize's trailing ``FORMAT JSON``, ``KEY FORMAT TEXT`` and ``ENVELOPE UPSERT`` are
-    kept as the options ``FORMAT``, ``KEY FORMAT`` and ``ENVELOPE`` they mean.
+    Materialize's trailing ``FORMAT JSON``, ``KEY FORMAT TEXT``, ``ENVELOPE UPSERT`` and
+    ``FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr`` are kept as the options
+    ``FORMAT``, ``KEY FORMAT``, ``ENVELOPE`` and ``SCHEMA REGISTRY`` they mean.
     """
 
     name: Ident

@@ -279,6 +279,8 @@ def option_list_kind(stmt_words: list[str], before: list[Token]) -> str | None:
             return "kafka"
         if prev[-2:] == ["ICEBERG", "CATALOG"]:
             return "iceberg_catalog"
+        if prev == ["CONFLUENT", "SCHEMA", "REGISTRY"]:
+            return "schema_registry"
         return None
     if head == ("CREATE", "SOURCE"):
         if prev[:2] == ["KAFKA", "CONNECTION"] and before[-1].kind in (TokenKind.WORD, TokenKind.QUOTED):

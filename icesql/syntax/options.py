@@ -215,6 +215,15 @@ KAFKA = (
     OptionSpec("SSL KEY", Kind.SECRET, secret=True, inline=False),
 )
 
+# Confluent Schema Registry (Materialize's option names; Confluent Cloud's API key and secret are
+# USERNAME and PASSWORD). The password must be a SECRET, as Kafka's SASL PASSWORD.
+SCHEMA_REGISTRY = (
+    OptionSpec("URL", S, aliases=("URI",)),
+    OptionSpec("USERNAME", Kind.STRING_OR_SECRET, aliases=("USER",)),
+    OptionSpec("PASSWORD", Kind.SECRET, secret=True, inline=False),
+    OptionSpec("SSL CERTIFICATE AUTHORITY", Kind.STRING_OR_SECRET),
+)
+
 # --------------------------------------------------------------------------- sources
 
 SOURCE_FORMATS: dict[str, str] = {
@@ -271,22 +280,41 @@ KAFKA_FORMATS: dict[str, str] = {
     "debezium-json": "debezium-json",
 }
 KEY_FORMATS: dict[str, str] = {"text": "text", "bytes": "bytes", "json": "json"}
+# Formats whose schemas come from a Confluent Schema Registry (SCHEMA REGISTRY = csr); 'json' with a
+# registry is JSON Schema. The registry's own name of each type (``schemaType``).
+REGISTRY_FORMATS: dict[str, str] = {"avro": "AVRO", "protobuf": "PROTOBUF", "json": "JSON"}
+# SUBJECT NAME STRATEGY: Confluent's TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy
+SUBJECT_STRATEGIES: dict[str, str] = {
+    "topic": "topic",
+    "record": "record",
+    "topic_record": "topic_record",
+    "topicnamestrategy": "topic",
+    "recordnamestrategy": "record",
+    "topicrecordnamestrategy": "topic_record",
+}
 
 KAFKA_SOURCE = (
     OptionSpec("TOPIC", S),
-    OptionSpec("FORMAT", S, choices=KAFKA_FORMATS, aliases=("VALUE FORMAT",)),
+    OptionSpec("FORMAT", S, choices={**KAFKA_FORMATS, "avro": "avro", "protobuf": "protobuf"}, aliases=("VALUE FORMAT",)),
     OptionSpec("SCHEMA", S),
     OptionSpec("HEADER", Kind.BOOL, applies=CSV),
     OptionSpec("START OFFSET", S, choices={"earliest": "earliest", "latest": "latest"}),
     OptionSpec("START TIMESTAMP", Kind.TIMESTAMP),
-    OptionSpec("ENVELOPE", S, choices={"none": "none", "upsert": "upsert"}),
-    OptionSpec("KEY FORMAT", S, choices=KEY_FORMATS),
+    OptionSpec("ENVELOPE", S, choices={"none": "none", "upsert": "upsert", "debezium": "debezium"}),
+    OptionSpec("KEY FORMAT", S, choices={**KEY_FORMATS, "avro": "avro", "protobuf": "protobuf"}),
     OptionSpec("KEY SCHEMA", S),
     OptionSpec("MAX RECORDS PER TRIGGER", Kind.INT),
     OptionSpec("MAX BYTES PER TRIGGER", Kind.SIZE),
     OptionSpec("ON ERROR", S, choices=ON_ERROR),
     OptionSpec("ON DATA LOSS", S, choices={"fail": "fail", "continue": "continue"}),
     OptionSpec("CONSUMER GROUP", S, aliases=("GROUP ID",)),
+    # the schemas of FORMAT / KEY FORMAT 'avro' | 'protobuf' | 'json' from a registry
+    OptionSpec("SCHEMA REGISTRY", Kind.CONNECTION, aliases=("SCHEMA REGISTRY CONNECTION",)),
+    OptionSpec("VALUE SUBJECT", S),
+    OptionSpec("KEY SUBJECT", S),
+    OptionSpec("SUBJECT NAME STRATEGY", S, choices=SUBJECT_STRATEGIES),
+    OptionSpec("RECORD NAME", S, aliases=("VALUE RECORD NAME",)),
+    OptionSpec("KEY RECORD NAME", S),
 )
 
 # --------------------------------------------------------------------------- sinks
@@ -339,6 +367,7 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
     "azure": AZURE,
     "iceberg_catalog": ICEBERG_CATALOG,
     "kafka": KAFKA,
+    "schema_registry": SCHEMA_REGISTRY,
     "connection_with": CONNECTION_WITH,
     "source": SOURCE,
     "kafka_source": KAFKA_SOURCE,
@@ -350,7 +379,9 @@ LISTS: dict[str, tuple[OptionSpec, ...]] = {
 
 # Lists where an option nobody knows may be a credential mistyped (``PASWORD = '...'``): its
 # value is masked too. Elsewhere an unknown option is masked only when its name says secret.
-CREDENTIAL_LISTS = frozenset({*(s.list_kind for s in STORAGE_KINDS), "iceberg_catalog", "kafka"})
+CREDENTIAL_LISTS = frozenset(
+    {*(s.list_kind for s in STORAGE_KINDS), "iceberg_catalog", "kafka", "schema_registry"}
+)
 
 # Words that make an option (or a property key) secret whatever list it is in.
 SECRET_WORDS = ("SECRET", "PASSWORD", "TOKEN", "CREDENTIAL")
@@ -444,7 +475,10 @@ __all__ = [
     "KAFKA_FORMATS",
     "KEY_FORMATS",
     "LISTS",
+    "REGISTRY_FORMATS",
+    "SCHEMA_REGISTRY",
     "SECRET_WORDS",
+    "SUBJECT_STRATEGIES",
     "STORAGE",
     "STORAGE_KINDS",
     "Kind",

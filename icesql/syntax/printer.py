@@ -25,6 +25,7 @@ CONNECTION_LISTS = {
     **{ast.ConnectionKind[s.keyword]: s.list_kind for s in STORAGE_KINDS},  # AWS, GCS, AZURE
     ast.ConnectionKind.ICEBERG_CATALOG: "iceberg_catalog",
     ast.ConnectionKind.KAFKA: "kafka",
+    ast.ConnectionKind.CONFLUENT_SCHEMA_REGISTRY: "schema_registry",
 }
 
 

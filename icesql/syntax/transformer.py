@@ -245,12 +245,14 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     # ------------------------------------------------------------ connections
 
     def connection_kind(self, children: list[Token]) -> _Part:
-        # AWS | GCS | AZURE: the member of that name; ICEBERG CATALOG: two tokens
-        kind = (
-            ast.ConnectionKind.ICEBERG_CATALOG
-            if children[0].type == "ICEBERG"
-            else ast.ConnectionKind[children[0].type]
-        )
+        # AWS | GCS | AZURE: the member of that name; ICEBERG CATALOG, CONFLUENT SCHEMA REGISTRY: more tokens
+        first = children[0].type
+        if first == "ICEBERG":
+            kind = ast.ConnectionKind.ICEBERG_CATALOG
+        elif first == "CONFLUENT":
+            kind = ast.ConnectionKind.CONFLUENT_SCHEMA_REGISTRY
+        else:
+            kind = ast.ConnectionKind[first]
         return _Part("connection_kind", kind, span_of(children))  # type: ignore[arg-type]
 
     def storage_kind(self, children: list[Token]) -> _Part:
@@ -300,7 +302,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             elif isinstance(c, _Part) and c.kind == "options":
                 options = c.value
             elif isinstance(c, _Part) and c.kind == "clause":
-                clauses.append(c.value)
+                self._add_clause(clauses, c)
             elif isinstance(c, _Part) and c.kind == "include":
                 if include:
                     raise _error("INCLUDE is given twice", c.span, hint="list every item in one INCLUDE clause")
@@ -316,6 +318,28 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
             span=span_of(children),
         )
 
+    @staticmethod
+    def _add_clause(clauses: list[ast.Option], part: _Part) -> None:
+        """A clause's options; the key's and the value's ``USING CONFLUENT SCHEMA REGISTRY
+        CONNECTION`` give one SCHEMA REGISTRY option (a source reads through one registry)."""
+        for option in part.value:
+            if option.name == "SCHEMA REGISTRY":
+                prior = next((o for o in clauses if o.name == "SCHEMA REGISTRY"), None)
+                if prior is not None:
+                    if prior.value != option.value:
+                        raise _error(
+                            "the key and the value name different schema registries",
+                            option.span,
+                            "a source reads its key's and its value's schemas through one "
+                            "CONFLUENT SCHEMA REGISTRY connection",
+                        )
+                    continue
+            clauses.append(option)
+
+    def registry_using(self, children: list[Any]) -> _Part:
+        """``USING CONFLUENT SCHEMA REGISTRY CONNECTION csr``: the option SCHEMA REGISTRY = csr."""
+        return _Part("using_registry", children[-1], span_of(children))  # type: ignore[arg-type]
+
     def include_item(self, children: list[Any]) -> ast.IncludeItem:
         idents = [c for c in children if isinstance(c, ast.Ident)]
         alias = idents[1] if len(idents) > 1 else None
@@ -328,7 +352,12 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def format_clause(self, children: list[Any]) -> _Part:
         """``FORMAT JSON`` / ``VALUE FORMAT JSON`` / ``KEY FORMAT TEXT``: the option they mean."""
         name = "KEY FORMAT" if isinstance(children[0], Token) and children[0].type == "KEY" else "FORMAT"
-        return self._clause(name, children)
+        using = children[-1] if isinstance(children[-1], _Part) and children[-1].kind == "using_registry" else None
+        if using is None:
+            return self._clause(name, children)
+        clause = self._clause(name, children[:-1])
+        registry = ast.Option("SCHEMA REGISTRY", using.value, span=using.span)
+        return _Part("clause", (*clause.value, registry), span_of(children))  # type: ignore[arg-type]
 
     def envelope_clause(self, children: list[Any]) -> _Part:
         return self._clause("ENVELOPE", children)
@@ -338,7 +367,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
         word = children[-1]
         text = word.value if isinstance(word, ast.StringLit) else word.name.lower()
         option = ast.Option(name, ast.StringLit(text, span=word.span), span=span_of(children))
-        return _Part("clause", option, span_of(children))  # type: ignore[arg-type]
+        return _Part("clause", (option,), span_of(children))  # type: ignore[arg-type]
 
     def create_view(self, children: list[Any]) -> ast.CreateView:
         name = next(c for c in children if isinstance(c, ast.Ident))
@@ -418,7 +447,7 @@ class AstBuilder(Transformer[Token, list[ast.Statement]]):
     def sink_format_clause(self, children: list[Any]) -> _Part:
         """``FORMAT ORC`` / ``FORMAT 'avro'`` after the target: the WITH option FORMAT it means."""
         clause = self._clause("FORMAT", children)
-        return _Part("format", clause.value, clause.span)
+        return _Part("format", clause.value[0], clause.span)
 
     def with_clause(self, children: list[Any]) -> _Part:
         return _Part("with", children[1].value, span_of(children))  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ from icesql.plan import (
     CreateObjectPlan,
     GcsConnectionPlan,
     KafkaConnectionPlan,
+    SchemaRegistryConnectionPlan,
     SecretName,
     SinkPlan,
     SourceKind,
@@ -109,7 +110,7 @@ def test_one_entry_per_storage_kind() -> None:
         assert storage.field == ("aws_connection" if kind is a.ConnectionKind.AWS else "storage_connection")
         for plan in (CatalogConnectionPlan, SourcePlan, SinkPlan):
             assert storage.field in plan.__dataclass_fields__
-    assert set(CONNECTION_PLANS) == plans | {KafkaConnectionPlan, CatalogConnectionPlan}
+    assert set(CONNECTION_PLANS) == plans | {KafkaConnectionPlan, SchemaRegistryConnectionPlan, CatalogConnectionPlan}
 
 
 @pytest.mark.parametrize(

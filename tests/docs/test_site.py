@@ -156,6 +156,7 @@ OPTION_PAGES = {
     "azure": "sql/create-connection.md",
     "iceberg_catalog": "sql/create-connection.md",
     "kafka": "sql/create-connection.md",
+    "schema_registry": "sql/create-connection.md",
     "connection_with": "sql/create-connection.md",
     "source": "sql/create-source.md",
     "kafka_source": "sql/create-source.md",

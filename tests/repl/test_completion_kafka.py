@@ -34,7 +34,7 @@ def test_a_source_offers_kafka_connections_and_its_own_options() -> None:
     # HEADER only once the format is csv, as for files
     assert "HEADER" not in kinds("CREATE SOURCE s FROM KAFKA CONNECTION k (FORMAT = 'json', ")["option"].values
     values = kinds("CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'o', FORMAT = ")["value"].values
-    assert {"'json'", "'csv'", "'text'", "'bytes'", "'debezium-json'"} == set(values)
+    assert {"'json'", "'csv'", "'text'", "'bytes'", "'debezium-json'", "'avro'", "'protobuf'"} == set(values)
 
 
 def test_include_and_envelope_words() -> None:
@@ -44,4 +44,4 @@ def test_include_and_envelope_words() -> None:
     assert kinds(after + "INCLUDE KEY AS k, PA")["keyword"] == Suggestion(
         "keyword", ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS"), "PA"
     )
-    assert kinds(after + "ENVELOPE ")["keyword"].values == ("NONE", "UPSERT")
+    assert kinds(after + "ENVELOPE ")["keyword"].values == ("NONE", "UPSERT", "DEBEZIUM")

@@ -178,13 +178,13 @@ def _caret(text: str, err: ParseError) -> str:
         ),
         (
             "CREATE CONNECTION c TO S3 (REGION = 'x')",
-            "expected AWS, AZURE, GCS, ICEBERG or KAFKA, found 'S3'",
+            "expected AWS, AZURE, CONFLUENT, GCS, ICEBERG or KAFKA, found 'S3'",
             "S3",
             "did you mean AWS? (a connection TO AWS holds S3 credentials)",
         ),
         (
             "CREATE CONNECTION c TO GOOGLE (PROJECT = 'x')",
-            "expected AWS, AZURE, GCS, ICEBERG or KAFKA, found 'GOOGLE'",
+            "expected AWS, AZURE, CONFLUENT, GCS, ICEBERG or KAFKA, found 'GOOGLE'",
             "GOOGLE",
             "did you mean GCS? (a connection TO GCS holds Google Cloud Storage credentials)",
         ),
@@ -196,7 +196,7 @@ def _caret(text: str, err: ParseError) -> str:
         ),
         (
             "CREATE CONNECTION c TO GSC ()",
-            "expected AWS, AZURE, GCS, ICEBERG or KAFKA, found 'GSC'",
+            "expected AWS, AZURE, CONFLUENT, GCS, ICEBERG or KAFKA, found 'GSC'",
             "GSC",
             "did you mean GCS?",
         ),

@@ -167,6 +167,9 @@ _SPARK_TASK_UNREADABLE = re.compile(
 # the driver is Spark's text of a Python error
 _KAFKA_UNAVAILABLE = re.compile(r"ICESQL-KAFKA-UNAVAILABLE: ([^\n|]*)")
 _KAFKA_REFUSED = re.compile(r"ICESQL-KAFKA-REFUSED: ([^\n|]*)")
+# The schema registry's client (``registry.RegistryError.marked``), from a Spark task as well
+_REGISTRY_UNAVAILABLE = re.compile(r"ICESQL-REGISTRY-UNAVAILABLE: ([^\n|]*)")
+_REGISTRY_REFUSED = re.compile(r"ICESQL-REGISTRY-REFUSED: ([^\n|]*)")
 
 
 def _marked(pattern: re.Pattern[str], f: Failure) -> str:
@@ -336,6 +339,20 @@ RULES: tuple[Rule, ...] = (
         "check SASL USERNAME / SASL PASSWORD, SASL MECHANISMS, SECURITY PROTOCOL and the SSL settings of the "
         "KAFKA connection, and the topic's ACLs",
         show_detail=False,
+    ),
+    Rule(
+        _says(_REGISTRY_REFUSED),
+        lambda f: _marked(_REGISTRY_REFUSED, f),
+        "check the CONFLUENT SCHEMA REGISTRY connection (URL, USERNAME, PASSWORD, SSL CERTIFICATE AUTHORITY) "
+        "and that the subject's schemas are registered",
+        show_detail=False,
+    ),
+    Rule(
+        _says(_REGISTRY_UNAVAILABLE),
+        lambda f: _marked(_REGISTRY_UNAVAILABLE, f),
+        "check that the schema registry runs and is reachable from every Spark executor; the sink is retried",
+        show_detail=False,
+        transient=True,
     ),
     Rule(
         _says(_KAFKA_UNAVAILABLE),
