@@ -58,8 +58,25 @@ class SourceBinder:
                 f"source '{plan.name}': connection '{plan.kafka.connection}' is not a KAFKA connection",
                 hint="CREATE CONNECTION ... TO KAFKA (BROKER = 'host:9092')",
             )
-        conf = executor_config(client_config(conn, SecretValues(self.secrets)))
-        return dataclasses.replace(binding or KafkaBinding(), conf=conf, secret_keys=SECRET_KEYS)
+        secrets = SecretValues(self.secrets)
+        conf = executor_config(client_config(conn, secrets))
+        registry = self.registry_config(plan, secrets) if plan.kafka.registry else None
+        return dataclasses.replace(binding or KafkaBinding(), conf=conf, secret_keys=SECRET_KEYS, registry=registry)
+
+    def registry_config(self, plan: SourcePlan, secrets: Any) -> Any:
+        """The schema registry a registry source reads its writer schemas from
+        (``connections.registry.RegistryConfig``, its secrets resolved)."""
+        from icesql.engine.connections.registry import RegistryConfig
+        from icesql.plan import SchemaRegistryConnectionPlan
+
+        assert plan.kafka is not None and plan.kafka.registry is not None
+        conn: Any = self.objects.connection(plan.kafka.registry)
+        if not isinstance(conn, SchemaRegistryConnectionPlan):
+            raise ExecutionError(
+                f"source '{plan.name}': connection '{plan.kafka.registry}' is not a CONFLUENT SCHEMA REGISTRY connection",
+                hint="CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = 'https://registry:8081')",
+            )
+        return RegistryConfig.of(conn, secrets)
 
     def source_storage(self, plan: SourcePlan) -> list[Any]:
         """The storage connections (AWS, GCS, AZURE) a FILES source names."""

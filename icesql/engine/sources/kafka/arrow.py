@@ -48,6 +48,11 @@ class KafkaArrowSource:
     policy: OnError = OnError.FAIL
     session_tz: str = "UTC"
     lost: Any = None  # ON DATA LOSS = 'continue': a Spark accumulator the lost records are added to
+    # a registry source (``kafka.registered``): each half's decoder (``registry.framing.RegistryColumn``,
+    # which holds the registry's config: never logged), and the counter of skipped records
+    value_registry: Any = field(default=None, repr=False)
+    key_registry: Any = field(default=None, repr=False)
+    skipped: Any = None
 
     def on_lost(self, topic: str, partition: int, first: int, end: int) -> None:
         from icesql.engine.sources.kafka.topic import log_lost
@@ -134,7 +139,7 @@ class KafkaArrowSource:
 
         spec = self.plan.kafka
         assert spec is not None
-        if self.plan.format not in ARROW_FORMATS:
+        if self.plan.format not in ARROW_FORMATS and self.value_registry is None:
             raise Unsupported(f"FORMAT = '{(self.plan.format or SourceFormat.JSON).value}'")
         if self.value_schema_json is not None:
             self._json_format(self.value_schema_json).check_supported()
@@ -157,23 +162,33 @@ class KafkaArrowSource:
         assert spec is not None
         fmt = self.plan.format or SourceFormat.JSON
         upsert = spec.envelope is KafkaEnvelope.UPSERT
+        registry = self.value_registry is not None
         value = records.column("value")
         tomb = pc.is_null(value)
-        if not upsert and fmt in JSON_VALUES and pc.any(tomb).as_py():
+        if not upsert and (fmt in JSON_VALUES or registry) and pc.any(tomb).as_py():
             records = records.filter(pc.invert(tomb))  # a tombstone carries no row
+            value, tomb = records.column("value"), pc.is_null(records.column("value"))
+        decoded = key = None
+        if registry or self.key_registry is not None:
+            records, decoded, key = self._registered(records)
             value, tomb = records.column("value"), pc.is_null(records.column("value"))
         n = records.num_rows
         cols: dict[str, Any] = {}
         op = seq = None
         if upsert:
-            key = self._key(records.column("key"))
-            if spec.key_format is SourceFormat.JSON:
+            key = self._key(records.column("key")) if key is None else key
+            if spec.key_format is SourceFormat.JSON or self.key_registry is not None:
                 for c in spec.key_columns:
                     cols[c.name] = pc.struct_field(key, c.name)
             else:
                 cols[spec.key_columns[0].name if spec.key_columns else "key"] = key
             op, seq = pc.if_else(tomb, pa.scalar("d"), pa.scalar("u")), pa.nulls(n, pa.int64())
-        if fmt is SourceFormat.TEXT:
+        if decoded is not None:
+            if spec.envelope is KafkaEnvelope.DEBEZIUM:
+                decoded, op, seq = decoded
+            for name in decoded.schema.names:
+                cols[name] = decoded.column(name)
+        elif fmt is SourceFormat.TEXT:
             cols["value"] = _utf8(value)
         elif fmt is SourceFormat.BYTES:
             cols["value"] = value
@@ -190,7 +205,7 @@ class KafkaArrowSource:
                 cols[name] = parsed.column(name)
         for inc in spec.include:
             cols[inc.name] = {
-                KafkaMetadata.KEY: lambda: self._key(records.column("key")),
+                KafkaMetadata.KEY: lambda: self._key(records.column("key")) if key is None else key,
                 KafkaMetadata.PARTITION: lambda: records.column("partition"),
                 KafkaMetadata.OFFSET: lambda: records.column("offset"),
                 KafkaMetadata.TIMESTAMP: lambda: records.column("timestamp"),
@@ -213,6 +228,47 @@ class KafkaArrowSource:
         }
         return changelog_batch(rows, op, seq, position)
 
+    def _registered(self, records: Any) -> tuple[Any, Any, Any]:
+        """(the records left once ON ERROR dealt with those that do not decode, their values
+        decoded - for ENVELOPE DEBEZIUM (rows, op, seq) - and their keys decoded, or None) of a
+        registry source (``kafka.registered``)."""
+        import pyarrow.compute as pc
+
+        from icesql.engine.sources.kafka.registered import debezium_changes, without_bad
+
+        spec = self.plan.kafka
+        assert spec is not None
+        headers = records.column("headers")
+        values, bad = None, []
+        if self.value_registry is not None:
+            values, bad = self.value_registry.decode(records.column("value"), headers)
+        reasons = dict(reversed(bad))  # the first reason of each bad record
+        keys = None
+        if self.key_registry is not None:
+            keys, key_bad = self.key_registry.decode(records.column("key"), headers)
+            for i, reason in key_bad:
+                reasons.setdefault(i, f"its key: {reason}")
+        debezium = values is not None and spec.envelope is KafkaEnvelope.DEBEZIUM
+        if debezium:
+            rows, op, seq, usable = debezium_changes(values)
+            unusable = pc.and_(pc.invert(usable), pc.is_valid(records.column("value")))
+            for i, u in enumerate(unusable.to_pylist()):
+                if u:
+                    reasons.setdefault(i, "a change event without a known op or its row image")
+        bad = sorted(reasons.items())
+        if bad:
+            keep = without_bad(self.plan, self.policy, records, bad, self.skipped)
+            records = records.filter(keep)
+            values = values.filter(keep) if values is not None else None
+            keys = keys.filter(keep) if keys is not None else None
+            if debezium:
+                rows, op, seq = rows.filter(keep), op.filter(keep), seq.filter(keep)
+        if keys is not None:
+            keys = _struct(keys)
+        if debezium:
+            return records, (rows, op, seq), keys
+        return records, values, keys
+
     def _key(self, key: Any) -> Any:
         spec = self.plan.kafka
         assert spec is not None
@@ -227,6 +283,19 @@ class KafkaArrowSource:
             rows = json_rows(key, self._json_format(self.key_schema_json), allow_null=True)
             return pa.StructArray.from_arrays(rows.columns, fields=list(rows.schema), mask=key.is_null())
         return _utf8(key)
+
+
+def _struct(batch: Any) -> Any:
+    """A batch as one struct column (null where every field is: a null key)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mask = None
+    if batch.num_columns:
+        mask = pc.is_null(batch.column(0))
+        for c in batch.columns[1:]:
+            mask = pc.and_(mask, pc.is_null(c))
+    return pa.StructArray.from_arrays(batch.columns, fields=list(batch.schema), mask=mask)
 
 
 def _utf8(values: Any) -> Any:

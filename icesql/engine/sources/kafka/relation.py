@@ -49,6 +49,9 @@ class KafkaBinding:
     arrow: bool = False  # a sink reads the source directly: the Arrow path where it can (``arrow``)
     session_tz: str = "UTC"
     timestamp_type: str = "TIMESTAMP_LTZ"  # the session's spark.sql.timestampType (a run without Spark)
+    # the CONFLUENT SCHEMA REGISTRY connection a registry source reads its writer schemas from
+    # (``connections.registry.RegistryConfig``: its password resolved, never logged)
+    registry: Any = field(default=None, repr=False)
 
     def options(self, plan: SourcePlan) -> dict[str, str]:
         from icesql.engine.sources.kafka.topic import kafka_options
@@ -100,6 +103,12 @@ def kafka_relation(
             return found
         arrow_schemas = found is not None
         reason = found or reason
+    if plan.kafka.registry is not None:
+        raise ExecutionError(
+            f"source '{plan.name}' reads its records through a schema registry, which only a sink's Arrow "
+            "path decodes",
+            hint="SELECT from the sink's table" if not streaming else "unset ICESQL_ARROW_PATH",
+        )
     spark = backend.spark_for(reason)
     register(spark)
     opts = binding.options(plan)
@@ -197,15 +206,19 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
 
     from icesql.engine.sources.ddl import struct_from_ddl
     from icesql.engine.sources.kafka.arrow import ARROW_FORMATS, JSON_VALUES
+    from icesql.engine.sources.kafka.registered import row_struct
     from icesql.engine.sources.kafka.source import RECORD_SCHEMA
 
     spec = plan.kafka
     fmt = plan.format or SourceFormat.JSON
-    if spec is None or fmt not in ARROW_FORMATS:
+    registry = spec is not None and spec.registry is not None and spec.value_schema_type is not None
+    if spec is None or (fmt not in ARROW_FORMATS and not registry):
         return None
     key: Any = None
     if spec.envelope is KafkaEnvelope.UPSERT or any(i.what is KafkaMetadata.KEY for i in spec.include):
-        if spec.key_format is SourceFormat.JSON:
+        if spec.key_schema_type is not None:
+            key = row_struct(plan, "key")
+        elif spec.key_format is SourceFormat.JSON:
             key = struct_from_ddl(spec.key_schema or "", timestamp_type)
             if key is None:
                 return None
@@ -221,7 +234,9 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
         else:
             fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
     value = None
-    if fmt in JSON_VALUES:
+    if registry:
+        fields += row_struct(plan, "value").fields
+    elif fmt in JSON_VALUES:
         value = struct_from_ddl(plan.schema or "", timestamp_type)
         if value is None:
             return None
@@ -248,17 +263,27 @@ def _arrow_relation(
     from pyspark.sql.types import StructType
 
     from icesql.engine.sources.kafka.arrow import KafkaArrowSource
+    from icesql.engine.sources.kafka.registered import registry_column
     from icesql.engine.sources.kafka.source import NAME, PIECE_SCHEMA, KafkaStreamReader, register
     from icesql.engine.sources.pieces import needs_spark_of
     from icesql.engine.sources.types import Unsupported
 
+    spec = plan.kafka
+    assert spec is not None
+    registry = spec.registry is not None
+    if registry and policy is OnError.DEAD_LETTER:
+        raise ExecutionError(
+            f"source '{plan.name}': ON ERROR = 'dead-letter' does not take records read through a schema "
+            "registry yet",
+            hint="use ON ERROR = 'skip' (bad records are logged and counted) or 'fail'",
+        )
     found = _local_schemas(plan, backend.timestamp_type)
     if found is None:
+        if registry:  # pragma: no cover - a registry source's schemas are always built here
+            raise ExecutionError(f"source '{plan.name}': its registry schemas give no columns")
         return None
     key, value, row_schema = found
     skipped, letters = _counters(backend, plan, policy)
-    spec = plan.kafka
-    assert spec is not None
     source = KafkaArrowSource(
         plan=plan,
         conf=dict(binding.conf),
@@ -268,10 +293,17 @@ def _arrow_relation(
         policy=policy,
         session_tz=binding.session_tz,
         lost=skipped if spec.on_data_loss == "continue" else None,
+        value_registry=registry_column(plan, "value", binding.registry),
+        key_registry=registry_column(plan, "key", binding.registry),
+        skipped=skipped,
     )
     try:
         source.check_supported()
     except Unsupported as e:
+        if registry:
+            raise ExecutionError(
+                f"source '{plan.name}': {e} cannot be read through a schema registry"
+            ) from None
         log.info("source %s: decoded by Spark's parsers (%s)", plan.name, e)
         return f"source '{plan.name}' is decoded by Spark's parsers ({e})"
     options = {**binding.options(plan), "mode": "pieces"}

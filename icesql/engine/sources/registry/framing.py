@@ -1,0 +1,175 @@
+"""A column of Kafka records framed by a Confluent Schema Registry, decoded into the source's rows.
+
+Each record names its writer schema in one of three ways (what Confluent's serializers write):
+
+* the 5-byte prefix: magic byte 0, then the schema id (4 bytes, big-endian);
+* the 17-byte GUID prefix: magic byte 1, then the schema's GUID (16 bytes);
+* a header, ``__value_schema_id`` (``__key_schema_id`` for keys), holding either form, and the
+  payload is then the body alone.
+
+Protobuf's message-index list follows the id (in the payload, or in the header after the id): it
+stays at the front of the body the Protobuf decoder reads (``kinds``).
+
+The records of a batch are grouped by writer schema, each group decoded at once by its type's
+decoder (``kinds.decoder(writer, reader)``, cached per writer), and the rows put back in the
+records' order. A record that cannot be read (no framing, a truncated or corrupt body) is a null
+row and a ``(index, reason)`` in ``bad``: the source applies ON ERROR to it. Writer schemas come
+from the registry once per id (``connections.registry``), so a registry that goes down after
+the ids are known does not stop a sink.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from icesql.engine.connections.registry import RegisteredSchema
+from icesql.engine.sources.registry import kinds
+
+VALUE_HEADER = "__value_schema_id"
+KEY_HEADER = "__key_schema_id"
+
+
+class Unframed(ValueError):
+    """A record whose bytes name no schema (why, for the dead-letter reason)."""
+
+
+@dataclass(frozen=True)
+class SchemaRef:
+    """A writer schema as a record names it: by id or by GUID."""
+
+    id: int | None = None
+    guid: str | None = None
+
+    def __str__(self) -> str:
+        return f"schema id {self.id}" if self.id is not None else f"schema GUID {self.guid}"
+
+
+def split(payload: bytes, header: bytes | None = None) -> tuple[SchemaRef, bytes]:
+    """(the writer schema a record names, its body) from its value and its schema-id header."""
+    if header is not None:
+        ref, rest = _ref(header, "header")
+        return ref, rest + payload  # the header's rest: Protobuf's message indexes
+    return _ref(payload, "value")
+
+
+def _ref(data: bytes, where: str) -> tuple[SchemaRef, bytes]:
+    if not data:
+        raise Unframed(f"an empty {where}: no schema id")
+    magic = data[0]
+    if magic == 0:
+        if len(data) < 5:
+            raise Unframed(f"a {where} of {len(data)} byte(s): too short for a schema id")
+        return SchemaRef(id=struct.unpack(">I", data[1:5])[0]), data[5:]
+    if magic == 1:
+        if len(data) < 17:
+            raise Unframed(f"a {where} of {len(data)} byte(s): too short for a schema GUID")
+        return SchemaRef(guid=str(uuid.UUID(bytes=data[1:17]))), data[17:]
+    raise Unframed(f"magic byte {magic} (a schema registry's records begin with 0 or 1)")
+
+
+def _header(headers: Any, key: str) -> bytes | None:
+    for h in headers or ():
+        if h.get("key") == key:
+            value = h.get("value")
+            return bytes(value) if value is not None else None
+    return None
+
+
+class RegistryColumn:
+    """Decodes one column (the values, or the keys) of a Kafka source's records as ``reader``
+    (the source's schema) reads them. ``client()`` makes the registry client (in the task that
+    first needs it: the client holds sockets and travels as its config)."""
+
+    def __init__(
+        self, reader: RegisteredSchema, client: Callable[[], Any], *, header: str = VALUE_HEADER
+    ) -> None:
+        self.reader = reader
+        self.client = client
+        self.header = header
+        self._client: Any = None
+        self._decoders: dict[SchemaRef, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_client": None, "_decoders": {}}
+
+    def columns(self) -> dict[str, Any]:
+        """The Spark row schema (jsonValue form) of the rows this column gives."""
+        return kinds.columns(self.reader)
+
+    def writer(self, ref: SchemaRef) -> RegisteredSchema:
+        if self._client is None:
+            self._client = self.client()
+        if ref.id is not None:
+            return self._client.schema_by_id(ref.id)
+        return self._client.schema_by_guid(ref.guid)
+
+    def decoder(self, ref: SchemaRef) -> Any:
+        """The decoder of records written with ``ref``'s schema (``kinds.Unresolvable`` when they
+        cannot be read as the reader's)."""
+        found = self._decoders.get(ref)
+        if found is None:
+            writer = self.writer(ref)
+            try:
+                found = kinds.decoder(writer, self.reader)
+            except kinds.Unresolvable as e:
+                raise kinds.Unresolvable(
+                    f"{ref} (subject {writer.subject or '?'} version {writer.version or '?'}) cannot be read as "
+                    f"subject {self.reader.subject or '?'} version {self.reader.version or '?'}: {e}"
+                ) from None
+            self._decoders[ref] = found
+        return found
+
+    def decode(self, values: Any, headers: Any = None) -> tuple[Any, list[tuple[int, str]]]:
+        """(one row per record - null for a null value or a bad record -, the bad records as
+        ``(index, reason)``) of ``values`` (an Arrow binary column) and their ``headers``."""
+        import numpy as np
+        import pyarrow as pa
+
+        from icesql.engine.sources.types import arrow_schema
+
+        schema = arrow_schema(self.columns())
+        payloads: Sequence[bytes | None] = values.to_pylist()
+        header_lists = headers.to_pylist() if headers is not None else [None] * len(payloads)
+        groups: dict[SchemaRef, tuple[list[int], list[bytes]]] = {}
+        bad: list[tuple[int, str]] = []
+        for i, payload in enumerate(payloads):
+            if payload is None:
+                continue
+            try:
+                ref, body = split(payload, _header(header_lists[i], self.header))
+            except Unframed as e:
+                bad.append((i, str(e)))
+                continue
+            at, bodies = groups.setdefault(ref, ([], []))
+            at.append(i)
+            bodies.append(body)
+        where = np.full(len(payloads), -1, dtype=np.int64)
+        batches: list[Any] = []
+        taken = 0
+        for ref, (at, bodies) in groups.items():
+            batch, failed = self.decoder(ref).decode(bodies)
+            failed_at = {k for k, _ in failed}
+            bad += [(at[k], reason) for k, reason in failed]
+            good = np.array([i for k, i in enumerate(at) if k not in failed_at], dtype=np.int64)
+            where[good] = taken + np.arange(len(good), dtype=np.int64)
+            taken += batch.num_rows
+            batches.append(batch)
+        rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
+        index = pa.array(where, mask=where < 0)
+        out = rows.take(index) if rows.num_rows else _nulls(schema, len(payloads))
+        return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist(
+            [], schema
+        ), sorted(bad)
+
+
+def _nulls(schema: Any, n: int) -> Any:
+    import pyarrow as pa
+
+    return pa.table([pa.nulls(n, f.type) for f in schema], schema=schema.with_metadata(None))
+
+
+__all__ = ["KEY_HEADER", "VALUE_HEADER", "RegistryColumn", "SchemaRef", "Unframed", "split"]
