@@ -156,3 +156,53 @@ def test_json_schema_records_equal_plain_json(
         records,
         rows,
     )
+
+
+ORDER_PROTO = """syntax = "proto3";
+package icesql.conformance;
+message Order { int64 id = 1; optional string name = 2; double price = 3; bool ok = 4; repeated string tags = 5; }
+"""
+
+
+def test_protobuf_records_equal_plain_json(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Protobuf as Spark's ``from_protobuf`` reads it by default: a proto3 field without presence
+    holding its zero value (id 0, price 0.0, ok false) reads null; ``optional`` name keeps ''."""
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    from tests.engine.test_registry_protobuf import classes
+
+    topic = "registry-protobuf"
+    order = classes(ORDER_PROTO).Order
+    client = _confluent(schema_registry)
+
+    def serializer(conf: Any) -> Any:
+        ser = ProtobufSerializer(order, client, {"use.deprecated.format": False, **(conf or {})})
+        return lambda row, ctx: ser(order(**{k: v for k, v in row.items() if v is not None}), ctx)
+
+    rows = _rows(0, 60)
+    records = _framed(serializer, schema_registry, topic, rows)  # registers the subject
+    twins = _twins(tmp_path, spark, caplog, noida, schema_registry)
+    from tests.support import kafka as K
+
+    K.create_topic(noida.bootstrap, topic, 2)
+    twins.execute(
+        f"CREATE SOURCE reg FROM KAFKA CONNECTION kb (TOPIC = '{topic}') FORMAT PROTOBUF USING CONFLUENT SCHEMA "
+        "REGISTRY CONNECTION csr;"
+        f"CREATE SINK r FROM reg {SINK.format(table='reg')};"
+    )
+    K.produce(noida.bootstrap, topic, [K.Record(key=k, value=v, headers=h) for k, v, h in records])
+    twins.run(["r"])
+    here, there = twins.states("n.reg", "id, name, price, ok, tags")
+
+    def zero_is_null(v: Any) -> Any:
+        return None if v in (0, False) and v is not None else v
+
+    want = sorted(
+        ((zero_is_null(r["id"]), r["name"], zero_is_null(r["price"]), zero_is_null(r["ok"]), r["tags"]) for r in rows),
+        key=repr,
+    )
+    got = sorted(((a, b, c, d, list(e) if e is not None else e) for a, b, c, d, e in here.rows), key=repr)
+    assert got == want
+    assert_same_tables(here, there)

@@ -113,8 +113,10 @@ class Backend(Protocol):
         ...
 
     def accumulator(self, initial: Any, param: Any = None) -> Any:
-        """A counter tasks add to and the driver reads between batches; None where the executor
-        keeps none (Spark Connect; this process, whose tasks move a batch with bad records to Spark)."""
+        """An accumulator tasks add to and the driver reads between batches (``param``: Spark's
+        ``AccumulatorParam``, None for a number); None where the executor keeps none (Spark Connect;
+        this process keeps counters only: a batch with records for the dead-letter table moves to
+        Spark)."""
         ...
 
     def start_query(

@@ -177,7 +177,10 @@ class LocalBackend:
         )
 
     def accumulator(self, initial: Any, param: Any = None) -> Any:
-        return None
+        """A counter (``param`` None) the tasks of this process add to; None for any other kind
+        (dead letters: a batch with bad records moves to Spark)."""
+        return LocalCounter(initial) if param is None else None
+
 
     def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> LocalFrame:
         import pyarrow as pa
@@ -204,4 +207,22 @@ class LocalBackend:
         return LocalQuery(stream, foreach_batch, checkpoint, name, interval, first_conf).start()
 
 
-__all__ = ["LocalBackend", "LocalFrame"]
+class LocalCounter:
+    """Spark's accumulator for tasks that are threads of this process: ``add``, ``value``."""
+
+    def __init__(self, initial: Any) -> None:
+        import threading
+
+        self._value = initial
+        self._lock = threading.Lock()
+
+    def add(self, amount: Any) -> None:
+        with self._lock:
+            self._value += amount
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+
+__all__ = ["LocalBackend", "LocalCounter", "LocalFrame"]

@@ -1,0 +1,140 @@
+"""Bad input to a Kafka source read through a schema registry (issue 52): records that name no
+schema or an unknown one, bodies that do not decode, a registry that answers 500 and one that is
+down. Records come from the real ``JSONSerializer`` against the stand-in registry
+(tests/support/registry.py), into noida-db; the sinks run in this process (the decoding is the
+same code on Spark's executors: tests/conformance/test_registry.py runs it on both)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icesql
+from icesql.errors import IcesqlError
+from tests.support import kafka as K
+from tests.support.pipeline_helpers import load_table
+from tests.support.registry import RegistryServer, schema_registry
+
+pytestmark = pytest.mark.kafka
+
+__all__ = ["schema_registry"]
+
+SCHEMA = {
+    "type": "object",
+    "title": "Item",
+    "properties": {"id": {"type": "integer"}, "v": {"type": ["string", "null"]}},
+    "required": ["id"],
+}
+
+
+def _setup(home: Path, wh: Path, noida: Any, registry: RegistryServer, topic: str, on_error: str) -> int:
+    """The source and the sink; returns the value schema's id."""
+    found = registry.register(f"{topic}-value", json.dumps(SCHEMA), schema_type="JSON")
+    K.create_topic(noida.bootstrap, topic, 1)
+    with icesql.Session(home=home) as s:
+        s.execute(
+            f"CREATE CONNECTION k TO KAFKA (BROKER = '{noida.bootstrap}');"
+            f"CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = '{registry.url}');"
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE reg FROM KAFKA CONNECTION k (TOPIC = '{topic}', ON ERROR = '{on_error}') "
+            "FORMAT JSON USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;"
+            "CREATE SINK s FROM reg INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't')"
+        )
+    return int(found["id"])
+
+
+def _framed(schema_id: int, row: Any) -> bytes:
+    return b"\x00" + struct.pack(">I", schema_id) + json.dumps(row).encode()
+
+
+def _ids(home: Path, wh: Path) -> list[int]:
+    table = load_table(home, "n.t", warehouse=wh, catalog_name="lake")
+    return sorted(r["id"] for r in table.scan().to_arrow().to_pylist())
+
+
+BAD = {
+    "unknown id": b"\x00" + struct.pack(">I", 9999) + b'{"id": 100}',
+    "magic byte 7": b"\x07" + b'{"id": 101}',
+    "not JSON": None,  # filled with the schema's id below
+    "too short": b"\x00\x00\x01",
+    "empty": b"",
+}
+
+
+def _bad(schema_id: int) -> dict[str, bytes]:
+    return {**BAD, "not JSON": b"\x00" + struct.pack(">I", schema_id) + b'{"id": '}  # type: ignore[dict-item]
+
+
+def test_bad_records_are_skipped_counted_and_named(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    sid = _setup(home, wh, noida, schema_registry, "reg-skip", "skip")
+    bad = _bad(sid)
+    records = [_framed(sid, {"id": 0, "v": "a"}), *bad.values(), _framed(sid, {"id": 1, "v": None})]
+    K.produce(noida.bootstrap, "reg-skip", [(b"k", v) for v in records])
+    caplog.set_level("WARNING", logger="icesql")
+    with icesql.Session(home=home) as s:
+        s.run(once=True, sinks=["s"])
+        assert s.engine._spark is None, "a registry source runs in this process"
+        assert s.engine.runner("s").status_row()["skipped_records"] == len(bad)
+    assert _ids(home, wh) == [0, 1]
+    skipped = [r.getMessage() for r in caplog.records if "skipping bad record" in r.getMessage()]
+    assert len(skipped) == len(bad)
+    for offset, reason in zip(range(1, 1 + len(bad)), ["9999", "magic byte 7", "does not read", "too short", "empty"], strict=True):
+        assert any(f"offset {offset}:" in m and reason in m for m in skipped), (offset, reason, skipped)
+
+
+def test_a_bad_record_fails_the_sink_with_one_line_naming_it(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path
+) -> None:
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    sid = _setup(home, wh, noida, schema_registry, "reg-fail", "fail")
+    K.produce(noida.bootstrap, "reg-fail", [(b"k", _framed(sid, {"id": 0})), (b"k", b"\x07junk")])
+    with icesql.Session(home=home) as s, pytest.raises(IcesqlError) as ei:
+        s.run(once=True, sinks=["s"])
+    text = str(ei.value)
+    assert "\n" not in ei.value.message
+    assert "source 'reg' topic reg-fail partition 0 offset 1" in text and "magic byte 7" in text
+    assert "ON ERROR = 'skip'" in text
+    assert "Traceback" not in text
+
+
+def test_a_registry_that_answers_500_then_200_and_one_that_goes_down_after_the_ids_are_known(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path
+) -> None:
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    sid = _setup(home, wh, noida, schema_registry, "reg-flaky", "fail")
+    K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(sid, {"id": i})) for i in range(3)])
+    schema_registry.fail_next(1, 500)
+    with icesql.Session(home=home) as s:
+        s.run(once=True, sinks=["s"])
+        assert _ids(home, wh) == [0, 1, 2]
+        schema_registry.stop()  # the ids are known: the sink goes on without the registry
+        K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(sid, {"id": i})) for i in range(3, 5)])
+        s.run(once=True, sinks=["s"])
+    assert _ids(home, wh) == [0, 1, 2, 3, 4]
+
+
+def test_a_registry_that_is_down_for_an_unknown_id_is_a_transient_failure(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path
+) -> None:
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    _setup(home, wh, noida, schema_registry, "reg-down", "fail")
+    later = schema_registry.register("reg-down-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON")
+    K.produce(noida.bootstrap, "reg-down", [(b"k", _framed(int(later["id"]), {"id": 7}))])
+    schema_registry.stop()
+    with icesql.Session(home=home) as s, pytest.raises(IcesqlError) as ei:
+        s.run(once=True, sinks=["s"])
+    assert "schema registry csr" in str(ei.value) and "\n" not in ei.value.message
+    from icesql.engine.connections.failures import is_transient
+
+    assert is_transient(ei.value), str(ei.value)
+    schema_registry.start()
+    with icesql.Session(home=home) as s:
+        s.run(once=True, sinks=["s"])
+    assert _ids(home, wh) == [7]
