@@ -242,8 +242,10 @@ class Resolver:
                 branches.append(self.into(wb, r, path))
             except Unresolvable as e:  # only the records holding this branch fail
                 branches.append(str(e))
-        if all(isinstance(b, str) for b in branches):
-            raise Unresolvable(str(branches[0]))
+        failed = [b for b in branches if isinstance(b, str)]
+        if failed and all(b is None or isinstance(b, str) for b in branches):
+            # no value of the writer's can be read (at most its nulls): a type change
+            raise Unresolvable(failed[0])
         return UnionNode(out, branches)
 
     def into(self, w: Any, r: Any, path: str) -> Node:
