@@ -282,32 +282,40 @@ class DecimalNode(Node):
         else:
             starts = r.advance(self.width)
             lengths = r.pos - starts  # 0 where the body ended first
-        k = len(starts)
-        # up to 8 bytes: the big-endian 8-byte word ending with the value, its extra high bytes
-        # shifted out with sign extension
-        drop = 8 * (8 - np.clip(lengths, 1, 8))
-        lo = (r.wire.words(">i8")[starts + lengths - 8].astype(np.int64) << drop) >> drop
-        lo = np.where(lengths > 0, lo, 0)
-        hi = lo >> 63
-        for i in np.flatnonzero(lengths > 8).tolist():  # rare: wider than a long
-            raw = bytes(r.wire.buf[starts[i] : starts[i] + lengths[i]])
-            value = int.from_bytes(raw, "big", signed=True)
-            if not -(2**127) <= value < 2**127:
-                value = 10**38  # caught by the precision check below
-            lo[i] = _signed64(value & (2**64 - 1))
-            hi[i] = _signed64((value >> 64) & (2**64 - 1))
-        ulo, uhi = lo.view(np.uint64), hi.view(np.uint64)
-        neg = hi < 0
-        alo = np.where(neg, ~ulo + np.uint64(1), ulo)
-        ahi = np.where(neg, ~uhi + (alo == 0).astype(np.uint64), uhi)
-        lim_hi, lim_lo = divmod(10**self.out.precision, 2**64)
-        over = (ahi > np.uint64(lim_hi)) | ((ahi == np.uint64(lim_hi)) & (alo >= np.uint64(lim_lo)))
+        words, over = decimal_words(r.wire, starts, lengths, self.out.precision)
         if over.any():
             r.fail(over, f"decimal exceeds precision {self.out.precision}")
-            lo[over], hi[over] = 0, 0
-        words = np.empty((k, 2), np.int64)
-        words[:, 0], words[:, 1] = lo, hi
-        return pa.Array.from_buffers(self.out, k, [None, pa.py_buffer(words)])
+            words[over] = 0
+        return pa.Array.from_buffers(self.out, len(starts), [None, pa.py_buffer(words)])
+
+
+def decimal_words(
+    wire: Wire, starts: np.ndarray, lengths: np.ndarray, precision: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """decimal128's (low, high) words of the big-endian two's complement slices of the buffer, and
+    which values have more than ``precision`` digits."""
+    k = len(starts)
+    # up to 8 bytes: the big-endian 8-byte word ending with the value, its extra high bytes
+    # shifted out with sign extension
+    drop = 8 * (8 - np.clip(lengths, 1, 8))
+    lo = (wire.words(">i8")[starts + lengths - 8].astype(np.int64) << drop) >> drop
+    lo = np.where(lengths > 0, lo, 0)
+    hi = lo >> 63
+    for i in np.flatnonzero(lengths > 8).tolist():  # rare: wider than a long
+        value = int.from_bytes(bytes(wire.buf[starts[i] : starts[i] + lengths[i]]), "big", signed=True)
+        if not -(2**127) <= value < 2**127:
+            value = 10**38  # caught by the precision check below
+        lo[i] = _signed64(value & (2**64 - 1))
+        hi[i] = _signed64((value >> 64) & (2**64 - 1))
+    ulo, uhi = lo.view(np.uint64), hi.view(np.uint64)
+    neg = hi < 0
+    alo = np.where(neg, ~ulo + np.uint64(1), ulo)
+    ahi = np.where(neg, ~uhi + (alo == 0).astype(np.uint64), uhi)
+    lim_hi, lim_lo = divmod(10**precision, 2**64)
+    over = (ahi > np.uint64(lim_hi)) | ((ahi == np.uint64(lim_hi)) & (alo >= np.uint64(lim_lo)))
+    words = np.empty((k, 2), np.int64)
+    words[:, 0], words[:, 1] = lo, hi
+    return words, over
 
 
 def _signed64(u: int) -> int:
@@ -489,4 +497,5 @@ __all__ = [
     "UnionNode",
     "Wire",
     "binary",
+    "decimal_words",
 ]
