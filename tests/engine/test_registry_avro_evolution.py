@@ -306,3 +306,14 @@ def test_garbage_never_raises_and_agrees_with_fastavro() -> None:
 def test_empty_batch() -> None:
     batch, bad = decode(RICH, RICH, [])
     assert batch.num_rows == 0 and bad == []
+
+
+def test_batches_over_the_view_limit_decode_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from icesql.engine.sources.registry import avro_wire
+
+    bodies = encode(RICH, rich_rows(9))
+    bodies[4] = bodies[4][:-1]
+    monkeypatch.setattr(avro_wire, "MAX_BATCH_BYTES", 3 * max(map(len, bodies)))
+    batch, bad = decode(RICH, RICH, bodies)
+    assert [i for i, _ in bad] == [4]
+    assert batch.column("id").to_pylist() == [i * 7919 for i in range(9) if i != 4]

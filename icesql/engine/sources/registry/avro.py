@@ -95,13 +95,17 @@ class Types:
         self.named = named
 
     def deref(self, s: Any) -> Any:
-        while isinstance(s, str) and s not in PRIMITIVES:
-            if s not in self.named:
-                raise Unresolvable(f"unknown Avro type {s}")
-            s = self.named[s]
-        while isinstance(s, dict) and isinstance(s.get("type"), (dict, list)) and "logicalType" not in s:
-            s = s["type"]
-        return s
+        """``s`` with named references replaced by their definitions and {"type": T} wrappers
+        (without a logical type) by T."""
+        while True:
+            if isinstance(s, str) and s not in PRIMITIVES:
+                if s not in self.named:
+                    raise Unresolvable(f"unknown Avro type {s}")
+                s = self.named[s]
+            elif isinstance(s, dict) and "logicalType" not in s and _wrapped(s.get("type")):
+                s = s["type"]
+            else:
+                return s
 
     def kind(self, s: Any) -> str:
         s = self.deref(s)
@@ -209,6 +213,10 @@ class Types:
 
     def out(self, s: Any, path: str) -> pa.DataType:
         return arrow_type(self.spark(s, path)[0])
+
+
+def _wrapped(t: Any) -> bool:
+    return isinstance(t, (dict, list)) or (isinstance(t, str) and t not in PRIMITIVES and t not in _COMPLEX)
 
 
 def _join(path: str, name: str) -> str:
@@ -471,7 +479,13 @@ class AvroDecoder:
         return dict(struct_)
 
     def decode(self, bodies: Sequence[bytes]) -> tuple[pa.RecordBatch, list[tuple[int, str]]]:
-        wire = Wire(bodies)
+        try:
+            wire = Wire(bodies)
+        except OverflowError:  # over 2 GiB of bodies: in halves
+            half = len(bodies) // 2
+            first, bad1 = self.decode(bodies[:half])
+            second, bad2 = self.decode(bodies[half:])
+            return pa.concat_batches([first, second]), bad1 + [(i + half, why) for i, why in bad2]
         rows = wire.top()
         cols = self.node.columns(rows)
         rows.fail(rows.pos < rows.ends, "bytes left after the record")

@@ -33,6 +33,7 @@ _G5 = np.uint64(0x000000000FFFFFFF)
 _S = {k: np.uint64(k) for k in (1, 2, 4, 8, 56, 63)}
 _INT32 = (-(2**31), 2**31 - 1)
 _INLINE = 12  # binary_view keeps values up to 12 bytes inside the view
+MAX_BATCH_BYTES = 2**31 - 1 - 2 * _PAD
 
 
 class Wire:
@@ -42,6 +43,8 @@ class Wire:
         n = len(bodies)
         lengths = np.fromiter(map(len, bodies), np.int64, n)
         self.ends = np.cumsum(lengths) + _PAD
+        if n and self.ends[-1] > MAX_BATCH_BYTES:
+            raise OverflowError("binary views address the buffer with 32-bit offsets: decode in parts")
         self.starts = self.ends - lengths
         joined = bytes(_PAD) + b"".join(bodies) + bytes(_PAD)
         self.data = pa.py_buffer(joined)
@@ -481,6 +484,7 @@ class CastNode(Node):
 
 
 __all__ = [
+    "MAX_BATCH_BYTES",
     "BlocksNode",
     "BoolNode",
     "BytesNode",
