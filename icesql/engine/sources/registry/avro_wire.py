@@ -13,6 +13,7 @@ there); each reads the writer's encoding and gives an Arrow array of the reader'
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,7 +47,7 @@ class Wire:
         if n and self.ends[-1] > MAX_BATCH_BYTES:
             raise OverflowError("binary views address the buffer with 32-bit offsets: decode in parts")
         self.starts = self.ends - lengths
-        joined = bytes(_PAD) + b"".join(bodies) + bytes(_PAD)
+        joined = b"".join(itertools.chain((bytes(_PAD),), bodies, (bytes(_PAD),)))  # one copy
         self.data = pa.py_buffer(joined)
         self.buf = np.frombuffer(joined, np.uint8)
         self.ok = np.ones(n, bool)
@@ -100,9 +101,13 @@ class Rows:
         """The next varint of each record, unsigned (up to 10 bytes): the 8 bytes at each position as
         one word, the first byte without a continuation bit found by bit tricks, and the 7-bit groups
         packed in three steps (rows with 9 or 10 bytes take one more word)."""
-        p = np.minimum(self.pos, self.ends)
+        p = self.pos  # never past the body's end (advance keeps it there)
         u8 = self.wire.words("<u8")
         w = u8[p]
+        first = w & _SEVEN_F
+        if not (first & _HIGH).any():  # one byte each (small ints, lengths, union branches)
+            self.advance(1)
+            return first
         stop = ~w & _HIGH
         last = stop & (~stop + _ONE)  # the lowest stop bit (0: none in these 8 bytes)
         size = (np.bitwise_count(last - _ONE).astype(np.int64) + 1) // 8
