@@ -134,6 +134,18 @@ def test_promotions_aliases_and_skipped_fields() -> None:
     assert batch.schema.names == ["a", "b", "c", "d", "e", "f", "new_name", "g", "h"]
 
 
+def test_union_branch_of_the_same_logical_type_is_picked() -> None:
+    w = record(("v", "long"), ("t", {"type": "long", "logicalType": "timestamp-micros"}))
+    ts = {"type": "long", "logicalType": "timestamp-millis"}
+    r = record(("v", ["null", ts, "long"]), ("t", ["null", "long", ts]))
+    batch, bad = decode(w, r, encode(w, [{"v": 5, "t": 1_000_001}]))
+    assert bad == []
+    assert batch.column("v").to_pylist() == [{"member0": None, "member1": 5}]
+    assert batch.column("t").to_pylist() == [
+        {"member0": None, "member1": dt.datetime(1970, 1, 1, 0, 0, 1, 1, tzinfo=UTC)}
+    ]
+
+
 def test_nested_record_and_enum_evolution() -> None:
     w = record(
         ("inner", record(("x", "int"), ("dropped", "string"), name="In")),

@@ -277,20 +277,26 @@ class Resolver:
         return inner if inner.out == out else CastNode(out, inner)
 
     def pick(self, w: Any, others: Sequence[Any]) -> int | None:
-        """The reader's union branch a writer type goes to: the first of its type, else the first it
-        promotes to."""
-        wk = self.w.kind(w)
-        promotable = None
+        """The reader's union branch a writer type goes to: the first of its type (and logical type,
+        if one has it), else the first of its type, else the first it promotes to."""
+        wk, wl = self.w.kind(w), self._tag(self.w, w)
+        best: tuple[int, int] | None = None  # (rank, branch), lower rank is better
         for i, rb in enumerate(others):
             rk = self.r.kind(rb)
             if wk in ("record", "enum", "fixed"):
-                if rk == wk and self.same_name(w, rb):
-                    return i
+                rank = 0 if rk == wk and self.same_name(w, rb) else None
             elif rk == wk:
-                return i
-            elif rk in _PROMOTE.get(wk, ()) and promotable is None:
-                promotable = i
-        return promotable
+                rank = 0 if self._tag(self.r, rb) == wl else 1
+            else:
+                rank = 2 if rk in _PROMOTE.get(wk, ()) else None
+            if rank is not None and (best is None or rank < best[0]):
+                best = (rank, i)
+        return None if best is None else best[1]
+
+    @staticmethod
+    def _tag(types: Types, s: Any) -> str | None:
+        lg = types.logical(s)
+        return None if lg is None else str(lg[0])
 
     def same_name(self, w: Any, r: Any) -> bool:
         w, r = self.w.deref(w), self.r.deref(r)
