@@ -76,6 +76,7 @@ def test_promotions_aliases_and_skipped_fields() -> None:
         ("old_name", "string"),
         ("gone", {"type": "map", "values": {"type": "array", "items": ["null", "string"]}}),
         ("gone2", ["null", "long", record(("q", "string"), name="Q")]),
+        ("wide", {"type": "bytes", "logicalType": "decimal", "precision": 60, "scale": 2}),
         ("g", "int"),
         ("h", ["null", "int"]),
     )
@@ -101,6 +102,7 @@ def test_promotions_aliases_and_skipped_fields() -> None:
             "old_name": "n",
             "gone": {"k": [None, "v"]},
             "gone2": {"q": "w"},
+            "wide": Decimal("1" * 50),
             "g": 3,
             "h": None,
         },
@@ -114,6 +116,7 @@ def test_promotions_aliases_and_skipped_fields() -> None:
             "old_name": "",
             "gone": {},
             "gone2": 9,
+            "wide": Decimal("-0.01"),
             "g": -3,
             "h": 4,
         },

@@ -91,8 +91,13 @@ def parse(schema: RegisteredSchema) -> tuple[Any, dict[str, Any]]:
 class Types:
     """One schema's named types, and the Spark column type of any of its types."""
 
-    def __init__(self, named: dict[str, Any]) -> None:
-        self.named = named
+    def __init__(self, named: dict[str, Any], raw: bool = False) -> None:
+        self.named, self.raw = named, raw
+
+    def without_logical_types(self) -> Types:
+        """The same types read as their underlying ones (a skipped field needs no Spark type, and a
+        decimal wider than Spark's may be skipped)."""
+        return Types(self.named, raw=True)
 
     def deref(self, s: Any) -> Any:
         """``s`` with named references replaced by their definitions and {"type": T} wrappers
@@ -122,7 +127,7 @@ class Types:
         """The logical types Spark gives a type of its own: ('decimal', p, s), ('date',),
         ('timestamp' | 'timestamp_ntz', millis-to-micros factor); invalid ones are ignored, as Avro does."""
         s = self.deref(s)
-        if not isinstance(s, dict) or "logicalType" not in s:
+        if self.raw or not isinstance(s, dict) or "logicalType" not in s:
             return None
         lt, k = s["logicalType"], self.kind(s)
         if lt == "decimal" and k in ("bytes", "fixed"):
@@ -365,7 +370,8 @@ class Resolver:
             else:
                 raise Unresolvable(f"field '{fpath}' is not in the writer's schema and has no default")
         nodes = []
-        skip = Resolver(self.w, self.w)
+        raw = self.w.without_logical_types()
+        skip = Resolver(raw, raw)
         for i, wf in enumerate(w["fields"]):
             fpath = _join(path, wf["name"])
             if i in used:
