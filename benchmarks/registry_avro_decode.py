@@ -23,9 +23,11 @@ Every candidate's batch is compared with icesql_columnar's; "exact" says whether
 from __future__ import annotations
 
 import argparse
+import atexit
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -122,6 +124,7 @@ def duckdb_container(schema: pa.Schema) -> Callable[[list[bytes]], pa.RecordBatc
     path = Path(
         tempfile.mkdtemp(prefix="icesql-avro-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
     )
+    atexit.register(shutil.rmtree, path, True)
     price = schema.field("price").type
 
     def run(bodies: list[bytes]) -> pa.RecordBatch:
