@@ -292,7 +292,7 @@ def redact_secrets(text: str) -> str:
         out.append(REDACTED)
         pos = secret.end
     out.append(text[pos:])
-    return "".join(out)
+    return mask_url_passwords("".join(out))
 
 
 def overlap_test(secrets: list[Secret]) -> Callable[[int, int], bool]:
@@ -326,12 +326,24 @@ def secrets_of_text(text: str) -> tuple[list[Secret], str]:
     if hit is not None and hit[0] is text:
         return hit[1], hit[2]
     secrets = find_secrets(text)
-    masked = mask_secrets(text, secrets)
+    masked = mask_url_passwords(mask_secrets(text, secrets))
     with _lock:
         if len(_recent) >= 4:
             _recent.pop(next(iter(_recent)))
         _recent[key] = (text, secrets, masked)
     return secrets, masked
+
+
+# ``scheme://user:password@host``: the password of a URL written in any literal (a registry's URL
+# refused for holding one, a database URI), masked where an error or a warning quotes the line
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\"]*:([^@\s/'\"]+)@")
+
+
+def mask_url_passwords(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@`` masked (same length)."""
+    if "@" not in text:
+        return text
+    return _URL_PASSWORD.sub(lambda m: m.group(0).replace(m.group(1), MASK * len(m.group(1)), 1), text)
 
 
 def masked_text(text: str) -> str:
@@ -350,6 +362,7 @@ __all__ = [
     "masked_text",
     "mask_secret_literals",
     "mask_secrets",
+    "mask_url_passwords",
     "overlap_test",
     "redact_secrets",
     "secrets_of_text",

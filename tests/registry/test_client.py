@@ -274,3 +274,26 @@ def test_an_answer_that_is_not_a_registry(tmp_path: Any) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_stand_in_answers_the_real_clients_other_calls(schema_registry: RegistryServer) -> None:
+    from confluent_kafka.schema_registry import Schema
+    from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+    client = confluent(schema_registry)
+    sid = client.register_schema("orders-value", Schema(ORDER, "AVRO"))
+    assert client.register_schema("orders-value", Schema(ORDER, "AVRO")) == sid
+    found = client.lookup_schema("orders-value", Schema(ORDER, "AVRO"))
+    assert (found.schema_id, found.version, found.subject) == (sid, 1, "orders-value")
+    assert client.get_subjects() == ["orders-value"] and client.get_versions("orders-value") == [1]
+    assert client.get_latest_version("orders-value").schema_id == sid
+    assert client.get_schema(sid).schema_str == ORDER
+    assert client.get_compatibility() == "BACKWARD"
+    assert client.set_compatibility("orders-value", "FULL") == {"compatibility": "FULL"}
+    assert client.get_compatibility("orders-value") == "FULL"
+    with pytest.raises(SchemaRegistryError) as e:
+        client.get_latest_version("missing-value")
+    assert (e.value.http_status_code, e.value.error_code) == (404, 40401)
+    with pytest.raises(SchemaRegistryError) as e:
+        client.lookup_schema("orders-value", Schema(PAY, "JSON"))
+    assert e.value.error_code == 40403

@@ -64,7 +64,7 @@ def test_the_statement_round_trips_and_redacts() -> None:
         ("USERNAME = 'u'", "CONFLUENT SCHEMA REGISTRY connection needs URL", "csr"),
         ("URL = 'registry:8081'", "URL of a schema registry is an http:// or https:// URL, found 'registry:8081'", "'registry:8081'"),
         ("URL = 'ftp://r'", "URL of a schema registry is an http:// or https:// URL", "'ftp://r'"),
-        ("URL = 'https://u:pw@r:8081'", "URL of a schema registry must not hold credentials", "'https://u:pw@r:8081'"),
+        ("URL = 'https://u:pw@r:8081'", "URL of a schema registry must not hold credentials", "'https://u:**@r:8081'"),
         ("URL = 'http://r', USERNAME = 'u'", "USERNAME needs PASSWORD", "USERNAME = 'u'"),
         ("URL = 'http://r', PASSWORD = SECRET pw", "PASSWORD needs USERNAME", "PASSWORD = SECRET pw"),
         ("URL = 'http://r', BROKER = 'h:9092'", "unknown CONFLUENT SCHEMA REGISTRY option BROKER", "BROKER = '******'"),
@@ -216,3 +216,13 @@ def test_a_password_typed_inline_is_masked_in_history_and_errors(session: Any) -
     with pytest.raises(AnalysisError) as e:
         session.execute(sql)
     assert "typed-pw-2718" not in e.value.render() and "typo-pw-1618" not in e.value.render()
+
+
+def test_a_password_in_the_url_is_masked_where_the_statement_is_quoted(session: Any) -> None:
+    from icesql.repl.redact import redact_secrets
+
+    sql = "CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = 'https://u:url-pw-5772@r:8081')"
+    with pytest.raises(AnalysisError) as e:
+        session.execute(sql)
+    assert "url-pw-5772" not in e.value.render() and "https://u:" in e.value.render()
+    assert "url-pw-5772" not in redact_secrets(sql)

@@ -1,3 +1,3 @@
-"""How icesql reaches a store, a catalog or a broker: credentials, object stores, catalogs, Kafka
-settings, library failures turned into one line, VALIDATE.
+"""How icesql reaches a store, a catalog, a broker or a schema registry: credentials, object stores,
+catalogs, Kafka settings, the registry's client, library failures turned into one line, VALIDATE.
 """

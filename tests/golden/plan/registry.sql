@@ -1,0 +1,28 @@
+CREATE SECRET csr_pw AS 'hunter2-registry';
+CREATE SECRET ca_pem AS '-----BEGIN CERTIFICATE-----';
+CREATE CONNECTION k TO KAFKA (BROKER = 'localhost:9092') WITH (VALIDATE = false);
+CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = 'http://localhost:8081') WITH (VALIDATE = false);
+-- case: connection_open
+CREATE CONNECTION r2 TO CONFLUENT SCHEMA REGISTRY (URL = 'http://localhost:8081/');
+-- case: connection_basic_auth_and_ca
+CREATE CONNECTION r2 TO CONFLUENT SCHEMA REGISTRY (
+    URL = 'https://registry.example.com:8081',
+    USERNAME = 'icesql', PASSWORD = SECRET csr_pw,
+    SSL CERTIFICATE AUTHORITY = SECRET ca_pem
+) WITH (VALIDATE = false);
+-- case: source_avro_topic_strategy
+CREATE SOURCE orders FROM KAFKA CONNECTION k (TOPIC = 'orders')
+    FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr INCLUDE OFFSET;
+-- case: source_debezium
+CREATE SOURCE customers FROM KAFKA CONNECTION k (TOPIC = 'dbserver1.inventory.customers')
+    FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM;
+-- case: source_key_and_value_upsert
+CREATE SOURCE accounts FROM KAFKA CONNECTION k (TOPIC = 'accounts')
+    KEY FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr
+    VALUE FORMAT PROTOBUF USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE UPSERT;
+-- case: source_json_schema_record_strategy
+CREATE SOURCE payments FROM KAFKA CONNECTION k (TOPIC = 'payments', FORMAT = 'json',
+    SCHEMA REGISTRY = csr, SUBJECT NAME STRATEGY = 'topic_record', RECORD NAME = 'shop.Payment');
+-- case: source_text_key_registry_value
+CREATE SOURCE users FROM KAFKA CONNECTION k (TOPIC = 'users', VALUE SUBJECT = 'users-v2')
+    KEY FORMAT TEXT VALUE FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE UPSERT;
