@@ -85,7 +85,9 @@ def test_bad_records_are_skipped_counted_and_named(
     assert _ids(home, wh) == [0, 1]
     skipped = [r.getMessage() for r in caplog.records if "skipping bad record" in r.getMessage()]
     assert len(skipped) == len(bad)
-    for offset, reason in zip(range(1, 1 + len(bad)), ["9999", "magic byte 7", "does not read", "too short", "empty"], strict=True):
+    for offset, reason in zip(
+        range(1, 1 + len(bad)), ["9999", "magic byte 7", "does not read", "too short", "empty"], strict=True
+    ):
         assert any(f"offset {offset}:" in m and reason in m for m in skipped), (offset, reason, skipped)
 
 
@@ -120,21 +122,48 @@ def test_a_registry_that_answers_500_then_200_and_one_that_goes_down_after_the_i
     assert _ids(home, wh) == [0, 1, 2, 3, 4]
 
 
-def test_a_registry_that_is_down_for_an_unknown_id_is_a_transient_failure(
-    noida: Any, schema_registry: RegistryServer, tmp_path: Path
+def test_a_registry_that_is_down_for_an_unknown_id_is_a_transient_failure_the_sink_retries(
+    noida: Any,
+    schema_registry: RegistryServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    import threading
+
     home, wh = tmp_path / "home", tmp_path / "wh"
     _setup(home, wh, noida, schema_registry, "reg-down", "fail")
-    later = schema_registry.register("reg-down-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON")
+    later = schema_registry.register(
+        "reg-down-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON"
+    )
     K.produce(noida.bootstrap, "reg-down", [(b"k", _framed(int(later["id"]), {"id": 7}))])
     schema_registry.stop()
+    monkeypatch.setenv("ICESQL_RETRY_BUDGET", "120")
+    back = threading.Timer(4.0, schema_registry.start)
+    back.start()
+    caplog.set_level("INFO", logger="icesql")
+    try:
+        with icesql.Session(home=home) as s:
+            s.run(once=True, sinks=["s"])
+    finally:
+        back.join()
+    assert _ids(home, wh) == [7]
+    failed = [r.getMessage() for r in caplog.records if "schema registry csr" in r.getMessage()]
+    assert failed and all("\n" not in m for m in failed), failed
+    restarts = [m for m in failed if "restarting in" in m]
+    assert restarts and "unreachable" in restarts[0], failed  # transient: the supervisor restarted it
+
+
+def test_with_no_retries_a_registry_that_is_down_fails_the_run_with_one_line(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    _setup(home, wh, noida, schema_registry, "reg-gone", "fail")
+    later = schema_registry.register("reg-gone-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON")
+    K.produce(noida.bootstrap, "reg-gone", [(b"k", _framed(int(later["id"]), {"id": 1}))])
+    schema_registry.stop()
+    monkeypatch.setenv("ICESQL_RETRY_BUDGET", "0")
     with icesql.Session(home=home) as s, pytest.raises(IcesqlError) as ei:
         s.run(once=True, sinks=["s"])
     assert "schema registry csr" in str(ei.value) and "\n" not in ei.value.message
-    from icesql.engine.connections.failures import is_transient
-
-    assert is_transient(ei.value), str(ei.value)
-    schema_registry.start()
-    with icesql.Session(home=home) as s:
-        s.run(once=True, sinks=["s"])
-    assert _ids(home, wh) == [7]
+    assert "Traceback" not in str(ei.value)

@@ -1,12 +1,7 @@
 """Kafka sources whose schemas come from a Confluent Schema Registry: the spellings (Materialize's
 clauses and the option list), what the analyzer refuses (with a caret), and CREATE SOURCE fetching
 the subjects' latest schemas from the stand-in into the plan and the source's columns.
-
-Until the Avro decoder lands (``icesql.engine.sources.registry.avro``), the session tests map AVRO
-to ``SimpleAvro`` below (records of primitives, nullable unions, nested records), which gives the
-same row schema for those; ``test_with_the_real_avro_decoder`` runs the same path through the
-decoder itself once it exists.
-"""
+The columns come from the Avro decoder's own mapping (``sources.registry.avro``)."""
 
 from __future__ import annotations
 
@@ -23,40 +18,6 @@ from icesql.analyzer.schema import parse_schema
 from icesql.errors import AnalysisError, CatalogError, ExecutionError, ParseError
 from icesql.syntax import parse_one, to_sql
 from tests.support.registry import RegistryServer
-
-_PRIMITIVE = {"long": "long", "int": "integer", "string": "string", "boolean": "boolean", "double": "double", "bytes": "binary"}
-
-
-def _avro_type(t: Any, names: dict[str, Any]) -> tuple[Any, bool]:
-    if isinstance(t, list):
-        inner = [x for x in t if x != "null"]
-        spark, _ = _avro_type(inner[0], names)
-        return spark, True
-    if isinstance(t, dict) and t.get("type") == "record":
-        full = t["name"] if "." in t["name"] else f"{t.get('namespace', '')}.{t['name']}".lstrip(".")
-        names[full] = struct = {"type": "struct", "fields": [_avro_field(f, names) for f in t["fields"]]}
-        return struct, False
-    if isinstance(t, str) and t in names:
-        return names[t], False
-    return _PRIMITIVE[t], False
-
-
-def _avro_field(f: dict[str, Any], names: dict[str, Any]) -> dict[str, Any]:
-    spark, nullable = _avro_type(f["type"], names)
-    return {"name": f["name"], "type": spark, "nullable": nullable, "metadata": {}}
-
-
-class SimpleAvro:
-    """A stand-in for the Avro decoder's ``columns`` over simple records (this test's schemas)."""
-
-    @staticmethod
-    def columns(schema: Any) -> dict[str, Any]:
-        parsed = json.loads(schema.schema)
-        if parsed.get("type") != "record":
-            spark, nullable = _avro_type(parsed, {})
-            return {"type": "struct", "fields": [{"name": "key", "type": spark, "nullable": nullable, "metadata": {}}]}
-        return _avro_type(parsed, {})[0]  # type: ignore[no-any-return]
-
 
 ORDER = {
     "type": "record",
@@ -87,14 +48,7 @@ USING = "USING CONFLUENT SCHEMA REGISTRY CONNECTION csr"
 
 
 @pytest.fixture
-def simple_avro(monkeypatch: pytest.MonkeyPatch) -> None:
-    from icesql.engine.sources.registry import kinds
-
-    monkeypatch.setitem(kinds.DECODERS, "AVRO", f"{__name__}:SimpleAvro")
-
-
-@pytest.fixture
-def session(tmp_path: Path, schema_registry: RegistryServer, simple_avro: None) -> Any:
+def session(tmp_path: Path, schema_registry: RegistryServer) -> Any:
     with icesql.Session(home=tmp_path / "home") as s:
         s.execute(
             f"CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = '{schema_registry.url}');"
@@ -312,7 +266,7 @@ def test_subject_name_strategies(session: Any, schema_registry: RegistryServer) 
 
 
 def test_a_script_sees_the_columns_and_drop_follows_dependents(
-    tmp_path: Path, schema_registry: RegistryServer, simple_avro: None
+    tmp_path: Path, schema_registry: RegistryServer
 ) -> None:
     schema_registry.register("orders-value", json.dumps(ORDER))
     with icesql.Session(home=tmp_path / "home") as s:
@@ -357,9 +311,6 @@ def test_struct_ddl_quotes_names() -> None:
 
 
 def test_with_the_real_avro_decoder(tmp_path: Path, schema_registry: RegistryServer) -> None:
-    # TEMPORARY skip until icesql.engine.sources.registry.avro lands (built in parallel); the lead
-    # removes it when merging
-    pytest.importorskip("icesql.engine.sources.registry.avro")
     schema_registry.register("orders-value", json.dumps(ORDER))
     with icesql.Session(home=tmp_path / "home") as s:
         s.execute(

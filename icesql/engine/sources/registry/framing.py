@@ -15,7 +15,8 @@ decoder (``kinds.decoder(writer, reader)``, cached per writer), and the rows put
 records' order. A record that cannot be read (no framing, a truncated or corrupt body) is a null
 row and a ``(index, reason)`` in ``bad``: the source applies ON ERROR to it. Writer schemas come
 from the registry once per id (``connections.registry``), so a registry that goes down after
-the ids are known does not stop a sink.
+the ids are known does not stop a sink; one that is down for an id not yet known raises its
+transient ``RegistryUnavailableError``, and the supervisor retries the sink.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icesql.engine.connections.registry import RegisteredSchema
+from icesql.engine.connections.registry import RegisteredSchema, RegistryNotFoundError
 from icesql.engine.sources.registry import kinds
 
 VALUE_HEADER = "__value_schema_id"
@@ -151,7 +152,12 @@ class RegistryColumn:
         batches: list[Any] = []
         taken = 0
         for ref, (at, bodies) in groups.items():
-            batch, failed = self.decoder(ref).decode(bodies)
+            try:
+                decoder = self.decoder(ref)
+            except RegistryNotFoundError:  # a record naming a schema the registry does not hold
+                bad += [(i, f"{ref} is not in the schema registry") for i in at]
+                continue
+            batch, failed = decoder.decode(bodies)
             failed_at = {k for k, _ in failed}
             bad += [(at[k], reason) for k, reason in failed]
             good = np.array([i for k, i in enumerate(at) if k not in failed_at], dtype=np.int64)
