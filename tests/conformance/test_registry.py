@@ -200,7 +200,10 @@ def test_protobuf_records_equal_plain_json(
         return None if v in (0, False) and v is not None else v
 
     want = sorted(
-        ((zero_is_null(r["id"]), r["name"], zero_is_null(r["price"]), zero_is_null(r["ok"]), r["tags"]) for r in rows),
+        (
+            (zero_is_null(r["id"]), r["name"], zero_is_null(r["price"]), zero_is_null(r["ok"]), r["tags"])
+            for r in rows
+        ),
         key=repr,
     )
     got = sorted(((a, b, c, d, list(e) if e is not None else e) for a, b, c, d, e in here.rows), key=repr)
@@ -279,7 +282,14 @@ AVRO_ROWS = {
                 "fields": [
                     {"name": "x", "type": "int"},
                     {"name": "y", "type": ["null", "string"], "default": None},
-                    {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [{"name": "z", "type": "long"}]}},
+                    {
+                        "name": "inner",
+                        "type": {
+                            "type": "record",
+                            "name": "Inner",
+                            "fields": [{"name": "z", "type": "long"}],
+                        },
+                    },
                 ],
             },
         },
@@ -311,7 +321,9 @@ TWIN_COLUMNS = "id, b, i, l, f, d, s, e, n, rec, arr, dec, day, tm, tu, tsm, tsu
 def _as_json(row: dict[str, Any]) -> dict[str, Any]:
     """A row as JSON text a Spark JSON reader reads as the Avro decoder reads the Avro one."""
     return {
-        **{k: row[k] for k in ("id", "b", "i", "l", "f", "d", "s", "e", "n", "rec", "arr", "tm", "tu", "uid")},
+        **{
+            k: row[k] for k in ("id", "b", "i", "l", "f", "d", "s", "e", "n", "rec", "arr", "tm", "tu", "uid")
+        },
         "dec": str(row["dec"]),
         "day": row["day"].isoformat(),
         "tsm": row["tsm"].isoformat(),
@@ -334,7 +346,9 @@ def test_avro_records_of_every_type_equal_plain_json(
     schema_registry.register(f"{topic}-value", json.dumps(AVRO_ROWS))
     client = _confluent(schema_registry)
     rows = _avro_rows(48)
-    records = _framed(lambda conf: AvroSerializer(client, json.dumps(AVRO_ROWS), conf=conf), schema_registry, topic, rows)
+    records = _framed(
+        lambda conf: AvroSerializer(client, json.dumps(AVRO_ROWS), conf=conf), schema_registry, topic, rows
+    )
     twins = _twins(tmp_path, spark, caplog, noida, schema_registry)
     for t in (topic, f"{topic}-json"):
         K.create_topic(noida.bootstrap, t, 2)
@@ -346,7 +360,11 @@ def test_avro_records_of_every_type_equal_plain_json(
         f"CREATE SINK p FROM plain {SINK.format(table='plain')};"
     )
     K.produce(noida.bootstrap, topic, [K.Record(key=k, value=v, headers=h) for k, v, h in records])
-    K.produce(noida.bootstrap, f"{topic}-json", [(str(r["id"]).encode(), json.dumps(_as_json(r)).encode()) for r in rows])
+    K.produce(
+        noida.bootstrap,
+        f"{topic}-json",
+        [(str(r["id"]).encode(), json.dumps(_as_json(r)).encode()) for r in rows],
+    )
     twins.run(["r", "p"])
     here, there = twins.states("n.reg", TWIN_COLUMNS)
     plain, _ = twins.states("n.plain", TWIN_COLUMNS)
@@ -365,3 +383,55 @@ def test_avro_records_of_every_type_equal_plain_json(
     for executor in twins:
         odd = twins[executor].table("n.reg").scan(selected_fields=("id", "odd")).to_arrow().sort_by("id")
         assert [repr(v) for v in odd.column("odd").to_pylist()] == [repr(r["odd"]) for r in rows], executor
+
+
+def test_a_registry_version_that_adds_a_field_widens_the_table_on_both_executors(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """v2 of the subject adds a nullable field: the batch with its records restarts the sink,
+    which reads v2 and adds the column (in one commit), old rows null (Spark's tasks raise the
+    same marked error as this process's)."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.support import kafka as K
+
+    def item(fields: list[dict[str, Any]]) -> str:
+        return json.dumps({"type": "record", "name": "Item", "fields": fields})
+
+    v1 = item([{"name": "id", "type": "long"}, {"name": "v", "type": "string"}])
+    v2 = item(
+        [
+            {"name": "id", "type": "long"},
+            {"name": "v", "type": "string"},
+            {"name": "w", "type": ["null", "double"], "default": None},
+        ]
+    )
+    topic = "registry-evolves"
+    schema_registry.register(f"{topic}-value", v1)
+    K.create_topic(noida.bootstrap, topic, 2)
+    twins = _twins(tmp_path, spark, caplog, noida, schema_registry)
+    twins.execute(
+        f"CREATE SOURCE reg FROM KAFKA CONNECTION kb (TOPIC = '{topic}') FORMAT AVRO USING CONFLUENT SCHEMA "
+        f"REGISTRY CONNECTION csr; CREATE SINK r FROM reg {SINK.format(table='reg')};"
+    )
+    ctx = SerializationContext(topic, MessageField.VALUE)
+    client = _confluent(schema_registry)
+    first = AvroSerializer(client, v1)
+    K.produce(
+        noida.bootstrap, topic, [(str(i).encode(), first({"id": i, "v": f"a{i}"}, ctx)) for i in range(4)]
+    )
+    twins.run(["r"])
+    second = AvroSerializer(client, v2)
+    K.produce(
+        noida.bootstrap,
+        topic,
+        [(str(i).encode(), second({"id": i, "v": f"b{i}", "w": i / 4}, ctx)) for i in range(4, 8)],
+    )
+    twins.run(["r"])
+    here, there = twins.states("n.reg")
+    assert [p for _, p, _, _ in here.schema] == ["id", "v", "w"]
+    assert here.rows == sorted(
+        [*((i, f"a{i}", None) for i in range(4)), *((i, f"b{i}", i / 4) for i in range(4, 8))], key=repr
+    )
+    assert_same_tables(here, there)

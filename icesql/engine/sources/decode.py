@@ -104,10 +104,11 @@ class NewColumnsError(Exception):
     anything of it is committed, and the driver (``sink.errors.translate_new_columns``) restarts the
     sink to evolve the table, or stops it with SCHEMA EVOLUTION = 'off' - never drops them."""
 
-    def __init__(self, path: str, columns: list[str]) -> None:
+    def __init__(self, path: str, columns: list[str], *, what: str | None = None) -> None:
         self.path, self.columns = path, columns
+        where = what or f"file {path}"
         super().__init__(
-            f"{NEW_COLUMNS_MARKER}file {path} has column(s) {', '.join(columns)} that the source does not declare|END"
+            f"{NEW_COLUMNS_MARKER}{where} has column(s) {', '.join(columns)} that the source does not declare|END"
         )
 
 

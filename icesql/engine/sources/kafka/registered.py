@@ -41,6 +41,60 @@ def reader_schema(plan: SourcePlan, half: str) -> RegisteredSchema | None:
     )
 
 
+def widened(plan: SourcePlan, client: Any) -> SourcePlan:
+    """``plan`` reading its values as the subject's newest version that widens the schema it
+    reads now (adds fields, promotes types; records of the older versions still resolve to it),
+    as the sink starts: a batch whose records carry such a version restarts the sink
+    (``framing.RegistryColumn.decoder``), which then reads it and gains the columns. The plan as
+    it is when the registry cannot be asked (the schemas it holds do not change)."""
+    import dataclasses
+
+    from icesql.engine.connections.registry import RegistryError
+    from icesql.engine.sources.registry import kinds
+    from icesql.engine.sources.registry.framing import widening
+
+    reader = reader_schema(plan, "value")
+    spec = plan.kafka
+    if reader is None or spec is None or reader.subject is None or reader.version is None:
+        return plan
+    try:
+        latest = client.latest(reader.subject)
+        if latest.version is None or latest.version <= reader.version:
+            return plan
+        now = kinds.columns(reader)
+        for v in range(latest.version, reader.version, -1):
+            candidate = latest if v == latest.version else client.version(reader.subject, v)
+            if candidate.schema_type != reader.schema_type:
+                continue
+            try:
+                wider = kinds.columns(candidate)
+                kinds.decoder(reader, candidate)  # the records read so far resolve to it
+            except kinds.Unresolvable:
+                continue
+            if widening(now, wider) and not widening(wider, now):
+                log.info(
+                    "source %s: reads subject %s version %s (was %s): %s",
+                    plan.name,
+                    reader.subject,
+                    v,
+                    reader.version,
+                    ", ".join(widening(now, wider)),
+                )
+                return dataclasses.replace(
+                    plan,
+                    kafka=dataclasses.replace(
+                        spec,
+                        value_schema=candidate.schema,
+                        value_schema_id=candidate.id,
+                        value_schema_version=v,
+                        value_referenced=tuple(candidate.referenced),
+                    ),
+                )
+    except RegistryError as e:
+        log.info("source %s: the registry's newer versions are not known (%s)", plan.name, e.message)
+    return plan
+
+
 def row_struct(plan: SourcePlan, half: str) -> Any:
     """The Spark struct of the rows ``half`` gives (a Debezium value's ``after`` record), or None."""
     from pyspark.sql.types import StructType
@@ -124,4 +178,4 @@ def debezium_changes(envelope: Any) -> tuple[Any, Any, Any, Any]:
     return rows, op, seq, usable
 
 
-__all__ = ["debezium_changes", "reader_schema", "registry_column", "row_struct", "without_bad"]
+__all__ = ["debezium_changes", "reader_schema", "registry_column", "row_struct", "widened", "without_bad"]

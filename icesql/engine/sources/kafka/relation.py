@@ -277,6 +277,11 @@ def _arrow_relation(
             "registry yet",
             hint="use ON ERROR = 'skip' (bad records are logged and counted) or 'fail'",
         )
+    if registry and binding.registry is not None:
+        from icesql.engine.connections.registry import client_for
+        from icesql.engine.sources.kafka.registered import widened
+
+        plan = widened(plan, client_for(binding.registry))
     found = _local_schemas(plan, backend.timestamp_type)
     if found is None:
         if registry:  # pragma: no cover - a registry source's schemas are always built here

@@ -109,20 +109,48 @@ class RegistryColumn:
         return self._client.schema_by_guid(ref.guid)
 
     def decoder(self, ref: SchemaRef) -> Any:
-        """The decoder of records written with ``ref``'s schema (``kinds.Unresolvable`` when they
-        cannot be read as the reader's)."""
+        """The decoder of records written with ``ref``'s schema: ``kinds.Unresolvable`` when they
+        cannot be read as the reader's; ``decode.NewColumnsError`` when the writer's schema widens
+        the reader's (a new field, a promoted type): the sink restarts and reads it as its new
+        reader schema (``kafka.registered.widened``), the table gaining the columns."""
         found = self._decoders.get(ref)
         if found is None:
             writer = self.writer(ref)
+            named = f"{ref} (subject {writer.subject or '?'} version {writer.version or '?'})"
+            if writer.id != self.reader.id and self.widens(writer):
+                from icesql.engine.sources.decode import NewColumnsError
+
+                new = widening(self.columns(), kinds.columns(writer))
+                raise NewColumnsError("", new, what=f"records written with {named}")
             try:
                 found = kinds.decoder(writer, self.reader)
             except kinds.Unresolvable as e:
                 raise kinds.Unresolvable(
-                    f"{ref} (subject {writer.subject or '?'} version {writer.version or '?'}) cannot be read as "
-                    f"subject {self.reader.subject or '?'} version {self.reader.version or '?'}: {e}"
+                    f"{named} cannot be read as subject {self.reader.subject or '?'} version "
+                    f"{self.reader.version or '?'}: {e}"
                 ) from None
             self._decoders[ref] = found
         return found
+
+    def widens(self, writer: RegisteredSchema) -> bool:
+        """Whether ``writer`` is a later version of the reader's subject that widens it: adds
+        fields or promotes types, drops none, and the records read so far resolve to it - what
+        the sink reads as its new schema when it restarts (``kafka.registered.widened``)."""
+        try:
+            now, wider = self.columns(), kinds.columns(writer)
+            if not widening(now, wider) or widening(wider, now):
+                return False
+            kinds.decoder(self.reader, writer)
+        except kinds.Unresolvable:
+            return False
+        subject, version = self.reader.subject, self.reader.version
+        if subject is None or version is None:
+            return False
+        if writer.subject is not None and writer.version is not None:
+            return bool(writer.subject == subject and writer.version > version)
+        client = self._client
+        latest = client.latest(subject)
+        return any(client.version(subject, v).id == writer.id for v in range(version + 1, (latest.version or 0) + 1))
 
     def decode(self, values: Any, headers: Any = None) -> tuple[Any, list[tuple[int, str]]]:
         """(one row per record - null for a null value or a bad record -, the bad records as
@@ -157,6 +185,9 @@ class RegistryColumn:
             except RegistryNotFoundError:  # a record naming a schema the registry does not hold
                 bad += [(i, f"{ref} is not in the schema registry") for i in at]
                 continue
+            except kinds.Unresolvable as e:  # ON ERROR decides: each record names the schemas
+                bad += [(i, str(e)) for i in at]
+                continue
             batch, failed = decoder.decode(bodies)
             failed_at = {k for k, _ in failed}
             bad += [(at[k], reason) for k, reason in failed]
@@ -172,10 +203,32 @@ class RegistryColumn:
         ), sorted(bad)
 
 
+PROMOTIONS = {("integer", "long"), ("float", "double"), ("integer", "double"), ("long", "double"), ("integer", "float"), ("long", "float")}
+
+
+def widening(reader: dict[str, Any], writer: dict[str, Any], path: str = "") -> list[str]:
+    """The columns (paths) ``writer``'s rows add to ``reader``'s or widen (a promoted type): both
+    Spark row schemas (jsonValue form). Empty when the writer's rows fit the reader's."""
+    found: list[str] = []
+    mine = {f["name"]: f for f in reader.get("fields", [])}
+    for f in writer.get("fields", []):
+        name = f"{path}{f['name']}"
+        had = mine.get(f["name"])
+        if had is None:
+            found.append(name)
+            continue
+        a, b = had["type"], f["type"]
+        if isinstance(a, dict) and isinstance(b, dict) and a.get("type") == b.get("type") == "struct":
+            found += widening(a, b, name + ".")
+        elif (a, b) in PROMOTIONS:
+            found.append(f"{name} ({a} to {b})")
+    return found
+
+
 def _nulls(schema: Any, n: int) -> Any:
     import pyarrow as pa
 
     return pa.table([pa.nulls(n, f.type) for f in schema], schema=schema.with_metadata(None))
 
 
-__all__ = ["KEY_HEADER", "VALUE_HEADER", "RegistryColumn", "SchemaRef", "Unframed", "split"]
+__all__ = ["KEY_HEADER", "VALUE_HEADER", "RegistryColumn", "SchemaRef", "Unframed", "split", "widening"]
