@@ -435,3 +435,66 @@ def test_a_registry_version_that_adds_a_field_widens_the_table_on_both_executors
         [*((i, f"a{i}", None) for i in range(4)), *((i, f"b{i}", i / 4) for i in range(4, 8))], key=repr
     )
     assert_same_tables(here, there)
+
+
+def test_avro_keys_and_values_with_envelope_upsert(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KEY FORMAT AVRO ... VALUE FORMAT AVRO ... ENVELOPE UPSERT: the key record's fields are the
+    row's key, a later value replaces the row, a tombstone deletes it; both executors."""
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from tests.support import kafka as K
+
+    key_schema = json.dumps(
+        {
+            "type": "record",
+            "name": "Key",
+            "fields": [{"name": "region", "type": "string"}, {"name": "id", "type": "long"}],
+        }
+    )
+    value_schema = json.dumps(
+        {
+            "type": "record",
+            "name": "Value",
+            "fields": [
+                {"name": "qty", "type": "int"},
+                {"name": "note", "type": ["null", "string"], "default": None},
+            ],
+        }
+    )
+    topic = "registry-upsert"
+    schema_registry.register(f"{topic}-key", key_schema)
+    schema_registry.register(f"{topic}-value", value_schema)
+    K.create_topic(noida.bootstrap, topic, 2)
+    twins = _twins(tmp_path, spark, caplog, noida, schema_registry)
+    using = "USING CONFLUENT SCHEMA REGISTRY CONNECTION csr"
+    twins.execute(
+        f"CREATE SOURCE ups FROM KAFKA CONNECTION kb (TOPIC = '{topic}') KEY FORMAT AVRO {using} "
+        f"VALUE FORMAT AVRO {using} ENVELOPE UPSERT;"
+        f"CREATE SINK k FROM ups {SINK.format(table='ups')} KEY (region, id) MODE UPSERT;"
+    )
+    client = _confluent(schema_registry)
+    keys, values = AvroSerializer(client, key_schema), AvroSerializer(client, value_schema)
+    kctx, vctx = (
+        SerializationContext(topic, MessageField.KEY),
+        SerializationContext(topic, MessageField.VALUE),
+    )
+    state: dict[tuple[str, int], tuple[Any, ...]] = {}
+    for r in range(3):
+        records = []
+        for i in range(r * 4, r * 4 + 16):
+            key = {"region": ["eu", "us"][i % 2], "id": i % 11}
+            if (i + r) % 5 == 0:
+                records.append((keys(key, kctx), None))  # a tombstone
+                state.pop((key["region"], key["id"]), None)
+            else:
+                value = {"qty": i, "note": None if i % 3 else f"r{r} ✓"}
+                records.append((keys(key, kctx), values(value, vctx)))
+                state[(key["region"], key["id"])] = (key["region"], key["id"], i, value["note"])
+        K.produce(noida.bootstrap, topic, records)
+        twins.run(["k"])
+        here, there = twins.states("n.ups", "region, id, qty, note")
+        assert here.rows == sorted(state.values(), key=repr), f"round {r}"
+        assert_same_tables(here, there)

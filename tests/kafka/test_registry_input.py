@@ -17,11 +17,11 @@ import icesql
 from icesql.errors import IcesqlError
 from tests.support import kafka as K
 from tests.support.pipeline_helpers import load_table
-from tests.support.registry import RegistryServer, schema_registry
+from tests.support.registry import RegistryServer, schema_registry, secure_registry
 
 pytestmark = pytest.mark.kafka
 
-__all__ = ["schema_registry"]
+__all__ = ["schema_registry", "secure_registry"]
 
 SCHEMA = {
     "type": "object",
@@ -167,3 +167,47 @@ def test_with_no_retries_a_registry_that_is_down_fails_the_run_with_one_line(
         s.run(once=True, sinks=["s"])
     assert "schema registry csr" in str(ei.value) and "\n" not in ei.value.message
     assert "Traceback" not in str(ei.value)
+
+
+def test_a_sink_through_a_registry_behind_basic_auth_and_tls_leaks_no_secret(
+    noida: Any, secure_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The registry's password and CA travel to the decoder (basic auth over TLS, checked by the
+    stand-in), and the password is in no file the sink leaves but the store that keeps it
+    (checkpoint, history, table metadata and data), no log, no SHOW output and no error."""
+    assert secure_registry.password is not None
+    home, wh, topic = tmp_path / "home", tmp_path / "wh", "reg-secure"
+    found = secure_registry.register(f"{topic}-value", json.dumps(SCHEMA), schema_type="JSON")
+    K.create_topic(noida.bootstrap, topic, 1)
+    caplog.set_level("DEBUG", logger="icesql")
+    with icesql.Session(home=home) as s:
+        s.execute(
+            f"CREATE SECRET pw AS '{secure_registry.password}'; CREATE SECRET ca AS '{secure_registry.ca_pem}';"
+            f"CREATE CONNECTION k TO KAFKA (BROKER = '{noida.bootstrap}');"
+            f"CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = '{secure_registry.url}', "
+            f"USERNAME = '{secure_registry.username}', PASSWORD = SECRET pw, SSL CERTIFICATE AUTHORITY = SECRET ca);"
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE reg FROM KAFKA CONNECTION k (TOPIC = '{topic}') "
+            "FORMAT JSON USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;"
+            "CREATE SINK s FROM reg INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't')"
+        )
+        later = secure_registry.register(f"{topic}-value", json.dumps({**SCHEMA, "title": "Later"}), schema_type="JSON")
+        K.produce(
+            noida.bootstrap,
+            topic,
+            [(b"k", _framed(int(found["id"]), {"id": 1})), (b"k", _framed(int(later["id"]), {"id": 2}))],
+        )
+        s.run(once=True, sinks=["s"])
+        shown = [s.execute(q) for q in ("SHOW CONNECTIONS", "SHOW SOURCES", "SHOW SINK STATUS", "DESCRIBE reg")]
+    assert _ids(home, wh) == [1, 2]
+    # the sink asked the registry itself (its start looks for newer versions), authenticated over TLS
+    assert secure_registry.requests.count(("GET", f"/subjects/{topic}-value/versions/latest")) >= 2
+    secret = secure_registry.password
+    assert secret not in repr(shown) and secret not in caplog.text
+    # checkpoints, history, logs, the table's data and metadata; not the store, which keeps the
+    # secret (encrypted when ICESQL_SECRET_KEY is set)
+    store = {home / "catalog.db", home / "catalog.db-wal", home / "catalog.db-shm"}
+    for root in (home, wh):
+        for path in root.rglob("*"):
+            if path.is_file() and path not in store:
+                assert secret.encode() not in path.read_bytes(), path

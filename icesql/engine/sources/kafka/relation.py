@@ -235,7 +235,9 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
             fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
     value = None
     if registry:
-        fields += row_struct(plan, "value").fields
+        # a tombstone (ENVELOPE UPSERT) or a delete's image leaves the value's columns null
+        changes = spec.envelope is not KafkaEnvelope.NONE
+        fields += [StructField(f.name, f.dataType, True) if changes else f for f in row_struct(plan, "value").fields]
     elif fmt in JSON_VALUES:
         value = struct_from_ddl(plan.schema or "", timestamp_type)
         if value is None:
