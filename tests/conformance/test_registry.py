@@ -498,3 +498,45 @@ def test_avro_keys_and_values_with_envelope_upsert(
         here, there = twins.states("n.ups", "region, id, qty, note")
         assert here.rows == sorted(state.values(), key=repr), f"round {r}"
         assert_same_tables(here, there)
+
+
+def test_bad_registry_records_go_to_the_dead_letter_table_on_both_executors(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ON ERROR = 'dead-letter': a record without the framing, one naming an unknown schema and
+    one whose body does not decode land in the dead-letter table (with their position, the error
+    and their bytes), the good ones in the target; in process too (no move to Spark)."""
+    import base64
+
+    from tests.support import kafka as K
+
+    topic = "registry-letters"
+    sid = int(schema_registry.register(f"{topic}-value", json.dumps(JSON_SCHEMA), schema_type="JSON")["id"])
+    K.create_topic(noida.bootstrap, topic, 1)
+    twins = _twins(tmp_path, spark, caplog, noida, schema_registry)
+    twins.execute(
+        f"CREATE SOURCE reg FROM KAFKA CONNECTION kb (TOPIC = '{topic}', ON ERROR = 'dead-letter') FORMAT JSON "
+        f"USING CONFLUENT SCHEMA REGISTRY CONNECTION csr; CREATE SINK r FROM reg {SINK.format(table='reg')};"
+    )
+
+    def framed(schema_id: int, body: bytes) -> bytes:
+        return b"\x00" + schema_id.to_bytes(4, "big") + body
+
+    good = [
+        framed(sid, json.dumps({"id": i, "price": 1.0, "ok": True, "tags": []}).encode()) for i in range(3)
+    ]
+    bad = [b"\x07junk", framed(4242, b'{"id": 9}'), framed(sid, b'{"id": ')]
+    K.produce(
+        noida.bootstrap, topic, [(b"k", v) for v in [good[0], bad[0], good[1], bad[1], bad[2], good[2]]]
+    )
+    twins.run(["r"])
+    here, there = twins.states("n.reg", "id")
+    assert here.rows == [(0,), (1,), (2,)]
+    assert_same_tables(here, there)
+    columns = "sink, source, file, byte_offset, reason, error, raw"
+    here, there = twins.states("n.reg_dead_letters", columns)
+    assert [r[3] for r in here.rows] == [1, 3, 4]  # their offsets
+    assert [base64.b64decode(r[6].removeprefix("base64:")) for r in here.rows] == bad
+    assert "magic byte 7" in here.rows[0][5] and "schema id 4242" in here.rows[1][5]
+    assert {r[4] for r in here.rows} == {"schema-registry"}
+    assert here.rows == there.rows

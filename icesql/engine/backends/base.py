@@ -114,9 +114,7 @@ class Backend(Protocol):
 
     def accumulator(self, initial: Any, param: Any = None) -> Any:
         """An accumulator tasks add to and the driver reads between batches (``param``: Spark's
-        ``AccumulatorParam``, None for a number); None where the executor keeps none (Spark Connect;
-        this process keeps counters only: a batch with records for the dead-letter table moves to
-        Spark)."""
+        ``AccumulatorParam``, None for a number); None where the executor keeps none (Spark Connect)."""
         ...
 
     def start_query(

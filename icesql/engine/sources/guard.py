@@ -48,6 +48,7 @@ REASONS = (
     "debezium-op",
     "debezium-image",
     "unparsable",
+    "schema-registry",
 )
 
 
@@ -79,8 +80,8 @@ class LettersParam:
 
 
 def letter_accumulator(backend: Any) -> Any:
-    """A fresh accumulator for a relation's dead letters (classic Spark only); None in this
-    process, whose tasks move a batch with bad records to Spark."""
+    """A fresh accumulator for a relation's dead letters (classic Spark, or this process; Spark
+    Connect has none)."""
     acc = backend.accumulator([], LettersParam())
     if acc is None and backend.name == "connect":
         raise ExecutionError(

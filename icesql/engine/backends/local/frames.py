@@ -177,9 +177,9 @@ class LocalBackend:
         )
 
     def accumulator(self, initial: Any, param: Any = None) -> Any:
-        """A counter (``param`` None) the tasks of this process add to; None for any other kind
-        (dead letters: a batch with bad records moves to Spark)."""
-        return LocalCounter(initial) if param is None else None
+        """An accumulator the tasks of this process (threads) add to: a number, or a list
+        (``param``: Spark's ``AccumulatorParam``, whose ``addInPlace`` joins two values)."""
+        return LocalCounter(initial, param)
 
 
     def frame(self, columns: Mapping[str, Sequence[Any]], partitions: int) -> LocalFrame:
@@ -210,19 +210,28 @@ class LocalBackend:
 class LocalCounter:
     """Spark's accumulator for tasks that are threads of this process: ``add``, ``value``."""
 
-    def __init__(self, initial: Any) -> None:
+    def __init__(self, initial: Any, param: Any = None) -> None:
         import threading
 
         self._value = initial
+        self._param = param
         self._lock = threading.Lock()
 
     def add(self, amount: Any) -> None:
         with self._lock:
-            self._value += amount
+            if self._param is None:
+                self._value += amount
+            else:
+                self._value = self._param.addInPlace(self._value, amount)
 
     @property
     def value(self) -> Any:
         return self._value
+
+    @value.setter
+    def value(self, value: Any) -> None:  # the driver empties it between batches, as Spark's
+        with self._lock:
+            self._value = value
 
 
 __all__ = ["LocalBackend", "LocalCounter", "LocalFrame"]

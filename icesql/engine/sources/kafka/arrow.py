@@ -53,6 +53,7 @@ class KafkaArrowSource:
     value_registry: Any = field(default=None, repr=False)
     key_registry: Any = field(default=None, repr=False)
     skipped: Any = None
+    letters: Any = None  # ON ERROR = 'dead-letter': the accumulator of the dead-letter table's rows
 
     def on_lost(self, topic: str, partition: int, first: int, end: int) -> None:
         from icesql.engine.sources.kafka.topic import log_lost
@@ -257,7 +258,7 @@ class KafkaArrowSource:
                     reasons.setdefault(i, "a change event without a known op or its row image")
         bad = sorted(reasons.items())
         if bad:
-            keep = without_bad(self.plan, self.policy, records, bad, self.skipped)
+            keep = without_bad(self.plan, self.policy, records, bad, self.skipped, self.letters)
             records = records.filter(keep)
             values = values.filter(keep) if values is not None else None
             keys = keys.filter(keep) if keys is not None else None

@@ -125,26 +125,49 @@ def registry_column(plan: SourcePlan, half: str, config: Any) -> Any:
 
 
 def without_bad(
-    plan: SourcePlan, policy: OnError, records: Any, bad: list[tuple[int, str]], skipped: Any
+    plan: SourcePlan, policy: OnError, records: Any, bad: list[tuple[int, str]], skipped: Any, letters: Any = None
 ) -> Any:
     """The mask of ``records`` to keep after ``bad`` (``(index, reason)``), as ON ERROR says:
-    'fail' fails the task naming the first bad record; 'skip' logs each one and counts it."""
+    'fail' fails the task naming the first bad record; 'skip' logs each one and counts it;
+    'dead-letter' adds each to ``letters`` (the dead-letter table's rows, ``guard.COLUMNS``)."""
+    import base64
+
     import pyarrow as pa
+
+    def column(name: str, i: int) -> Any:
+        return records.column(name)[i].as_py()
 
     def where(i: int) -> str:
         return (
-            f"source '{plan.name}' topic {records.column('topic')[i].as_py()} partition "
-            f"{records.column('partition')[i].as_py()} offset {records.column('offset')[i].as_py()}"
+            f"source '{plan.name}' topic {column('topic', i)} partition {column('partition', i)} "
+            f"offset {column('offset', i)}"
         )
 
-    if policy is not OnError.SKIP:
+    if policy is OnError.FAIL or (policy is OnError.DEAD_LETTER and letters is None):
         i, reason = bad[0]
         raise ValueError(f"{BAD_RECORD_MARKER}{where(i)}: {reason}|END")
     keep = [True] * records.num_rows
+    kept: list[dict[str, Any]] = []
     for i, reason in bad:
         keep[i] = False
-        log.warning("skipping bad record: %s: %s", where(i), reason)
-    if skipped is not None:
+        if policy is OnError.SKIP:
+            log.warning("skipping bad record: %s: %s", where(i), reason)
+            continue
+        value = column("value", i)
+        kept.append(
+            {
+                "source": plan.name,
+                "file": f"{column('topic', i)}/{column('partition', i)}",
+                "byte_offset": int(column("offset", i)),
+                "record": int(column("offset", i)),
+                "reason": "schema-registry",
+                "error": reason,
+                "raw": "" if value is None else "base64:" + base64.b64encode(value).decode("ascii"),
+            }
+        )
+    if kept:
+        letters.add(kept)
+    if policy is OnError.SKIP and skipped is not None:
         skipped.add(len(bad))
     return pa.array(keep, pa.bool_())
 

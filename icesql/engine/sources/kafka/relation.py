@@ -273,12 +273,6 @@ def _arrow_relation(
     spec = plan.kafka
     assert spec is not None
     registry = spec.registry is not None
-    if registry and policy is OnError.DEAD_LETTER:
-        raise ExecutionError(
-            f"source '{plan.name}': ON ERROR = 'dead-letter' does not take records read through a schema "
-            "registry yet",
-            hint="use ON ERROR = 'skip' (bad records are logged and counted) or 'fail'",
-        )
     if registry and binding.registry is not None:
         from icesql.engine.connections.registry import client_for
         from icesql.engine.sources.kafka.registered import widened
@@ -303,6 +297,7 @@ def _arrow_relation(
         value_registry=registry_column(plan, "value", binding.registry),
         key_registry=registry_column(plan, "key", binding.registry),
         skipped=skipped,
+        letters=letters[0] if letters else None,
     )
     try:
         source.check_supported()
