@@ -7,7 +7,8 @@ Avro change events: an ``Envelope`` record (``before`` / ``after``: nullable uni
 record, the key columns not null; ``source`` with ``lsn`` and ``ts_ms``; ``op``; ``ts_ms``;
 ``transaction``) serialized by the real ``confluent_kafka`` ``AvroSerializer`` against the
 stand-in registry (tests/support/registry.py), every third record naming its schema in the
-``__value_schema_id`` header and the rest by the 5-byte prefix; keyed by the row's key (a key's
+``__value_schema_id`` header (the serializer writes the schema's GUID there) and the rest by the
+5-byte id prefix; keyed by the row's key (a key's
 changes stay in order in one partition), a tombstone after each delete, as Debezium writes them.
 The source is ``FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM``.
 
@@ -17,10 +18,12 @@ pointer swap, after a commit), a round of changes arriving after each kill, then
 The registry serves from this process, so it outlives the kills. The table, read by DuckDB and
 DataFusion, must then equal the replay of the changelog: nothing lost, nothing applied twice.
 
-Both executors in the default run: ``[local]`` (the child runs without Spark, about 25 s) and
-``[spark]`` (the child is given a Spark session: the registry decoding runs on Spark's Python
-workers; about a minute, most of it six Spark starts). ``-m slow`` runs the loop again over
-three other changelogs (seeds) on each executor. Seed: ``ICESQL_CDC_SEED`` (default 52).
+Both executors: ``[local]`` (the child runs without Spark; about 15 s) in the default run, and
+``[spark]`` (the child is given a Spark session and the registry decoding runs on Spark's Python
+workers; about 2 min 15 s, six Spark starts of about 20 s each) with ``-m slow`` - CI's time: the
+Spark path's kills are in the default run in ``test_kafka_crash.py`` (append) and its registry
+decoding in ``tests/conformance/test_registry.py``. ``-m slow`` also runs the loop over three
+other changelogs (seeds) on each executor. Seed: ``ICESQL_CDC_SEED`` (default 52).
 """
 
 from __future__ import annotations
@@ -37,13 +40,15 @@ import icesql
 from tests.kafka.test_kafka_local_upsert import TARGET, _connections, _key, _rows
 from tests.support import kafka as K
 from tests.support.cdc_changelog import Change, Changelog, as_tuples, expected_state
+from tests.support.cdc_runner import KILLS, kill_everywhere
 from tests.support.registry import RegistryServer, schema_registry
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 __all__ = ["schema_registry"]
 
-EXECUTORS = [pytest.param(False, id="local"), pytest.param(True, id="spark", marks=pytest.mark.spark)]
+SPARK = pytest.param(True, id="spark", marks=[pytest.mark.spark, pytest.mark.slow])  # slow: CI's time
+EXECUTORS = [pytest.param(False, id="local"), SPARK]
 SEED = int(os.environ.get("ICESQL_CDC_SEED") or 52)
 
 ROW = {
@@ -141,6 +146,7 @@ class Producer:
             if self.n % 3 == 0:
                 headers: list[tuple[str, bytes]] = []
                 value = self.in_header(_event(c), SerializationContext(self.topic, MessageField.VALUE, headers))
+                assert [h for h, _ in headers] == ["__value_schema_id"], headers  # the GUID form
                 out.append(K.Record(key, value, headers))
             else:
                 out.append(K.Record(key, self.prefixed(_event(c), SerializationContext(self.topic, MessageField.VALUE))))
@@ -181,3 +187,49 @@ def test_a_debezium_avro_source_gives_changes_to_an_upsert_sink(
         assert s.engine._spark is None
     assert gen.stats["d"] and gen.stats["u"]
     assert _rows(home, wh, "kk") == as_tuples(expected_state(gen.changes))
+
+
+def _kill_loop(noida: Any, registry: RegistryServer, tmp_path: Path, *, spark: bool, seed: int) -> None:
+    """Set up, produce a round of changes, run the kill loop (a round after each kill), compare."""
+    home, wh = tmp_path / "home", tmp_path / "wh"
+    topic = f"shop.public.orders-{tmp_path.name}"  # the module's tests share the broker
+    _setup(home, wh, noida.bootstrap, registry, topic)
+    gen = Changelog(seed, keys_per_region=25)
+    producer = Producer(registry, noida.bootstrap, topic)
+
+    def produce_round() -> None:
+        # in LSN order: a run takes several batches, and a later batch's change wins
+        producer.produce(sorted(gen.next_round(90).changes, key=lambda c: c.lsn))
+
+    produce_round()
+    kills = kill_everywhere(home, "kk", tmp_path / "child.log", spark=spark, between=produce_round)
+    assert kills == len(KILLS)
+    got = _rows(home, wh, "kk")  # DuckDB's, equal to DataFusion's
+    want = as_tuples(expected_state(gen.changes))
+    if got != want:
+        missing = sorted(set(want) - set(got), key=repr)[:5]
+        extra = sorted(set(got) - set(want), key=repr)[:5]
+        pytest.fail(
+            f"[seed {seed}; ICESQL_CDC_SEED={seed} reruns it] after {kills} kills: {len(got)} rows, "
+            f"{len(want)} expected; missing {missing}; unexpected {extra}"
+        )
+    for k in ("c", "u", "d", "r", "absent_deletes", "reinserts"):
+        assert gen.stats[k] > 0, (seed, gen.stats)
+
+
+@pytest.mark.parametrize("spark", EXECUTORS)
+def test_debezium_avro_changelog_killed_anywhere_applies_every_change_once(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path, spark: bool
+) -> None:
+    _kill_loop(noida, schema_registry, tmp_path, spark=spark, seed=SEED)
+
+
+# -m slow: the loop again over other changelogs (each a fresh home: the kill points name batch 1)
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("spark", EXECUTORS)
+@pytest.mark.parametrize("seed", [SEED + 1, SEED + 2, SEED + 3])
+def test_debezium_avro_changelog_killed_anywhere_other_seeds(
+    noida: Any, schema_registry: RegistryServer, tmp_path: Path, spark: bool, seed: int
+) -> None:
+    _kill_loop(noida, schema_registry, tmp_path, spark=spark, seed=seed)
