@@ -20,7 +20,7 @@ DataFusion, must then equal the replay of the changelog: nothing lost, nothing a
 
 Both executors: ``[local]`` (the child runs without Spark; about 15 s) in the default run, and
 ``[spark]`` (the child is given a Spark session and the registry decoding runs on Spark's Python
-workers; about 2 min 15 s, six Spark starts of about 20 s each) with ``-m slow`` - CI's time: the
+workers; 1 to 2.5 min on a shared 2-core machine, most of it six Spark starts) with ``-m slow`` - CI's time: the
 Spark path's kills are in the default run in ``test_kafka_crash.py`` (append) and its registry
 decoding in ``tests/conformance/test_registry.py``. ``-m slow`` also runs the loop over three
 other changelogs (seeds) on each executor. Seed: ``ICESQL_CDC_SEED`` (default 52).
