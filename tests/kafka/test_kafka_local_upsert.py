@@ -19,7 +19,6 @@ The rows' schema a run without Spark builds is checked against Spark's in ``test
 from __future__ import annotations
 
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +164,7 @@ def test_a_kafka_upsert_sink_without_spark_killed_anywhere_applies_every_change_
     commit before and after the pointer swap, and after a commit; changes keep arriving between
     the kills. The table then equals the replay: nothing lost, nothing applied twice, the key
     index consistent with the table."""
-    from tests.support.cdc_runner import run_child
+    from tests.support.cdc_runner import kill_everywhere
 
     b = noida.bootstrap
     K.create_topic(b, "l-kill", 3)
@@ -184,20 +183,6 @@ def test_a_kafka_upsert_sink_without_spark_killed_anywhere_applies_every_change_
         K.produce(b, "l-kill", _debezium_records(sorted(gen.next_round(90).changes, key=lambda c: c.lsn)))
 
     produce_round()
-    log = tmp_path / "child.log"
-    env = {"ICESQL_CDC_CHILD_SPARK": "0"}
-    for kill in (
-        {"ICESQL_TEST_KILL_AT": "write:1"},
-        {"ICESQL_TEST_KILL_AT": "staged:1"},
-        {"ICESQL_TEST_KILL_COMMIT": "before:1"},
-        {"ICESQL_TEST_KILL_COMMIT": "after:1"},
-        {"ICESQL_TEST_KILL_AT": "committed"},
-    ):
-        rc, out = run_child(home, "kk", log, {**env, **kill})
-        assert rc == -signal.SIGKILL, f"expected a kill for {kill}, got rc={rc}\n{out[-3000:]}"
-        assert "runs in this process, without starting Spark" in out, out[-3000:]
-        produce_round()
-    rc, out = run_child(home, "kk", log, env)
-    assert rc == 0, out[-3000:]
+    kill_everywhere(home, "kk", tmp_path / "child.log", spark=False, between=produce_round)
     got = _rows(home, wh, "kk")
     assert got == as_tuples(expected_state(gen.changes))

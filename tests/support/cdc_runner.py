@@ -12,7 +12,9 @@ workers included, is SIGKILLed, like a machine crash):
 * ``ICESQL_TEST_KILL_COMMIT`` = ``before:N`` / ``after:N`` — inside the N-th catalog commit of the
   process (see ``tests/support/crash_runner.py``).
 
-``run_child`` starts it from a test in a new process group and returns ``(returncode, log)``.
+``run_child`` starts it from a test in a new process group and returns ``(returncode, log)``;
+``kill_everywhere`` is the crash loop of the Kafka changelog tests: a child killed at each of
+``KILLS`` in turn, changes arriving between the kills, then a clean run.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.crash import reap_group
@@ -29,6 +33,17 @@ from tests.support.crash import reap_group
 ROOT = Path(__file__).resolve().parents[2]
 STARTED = "cdc_runner: started"
 DONE = "cdc_runner: done"
+LOCAL = "runs in this process, without starting Spark"  # the engine's line for a run without Spark
+
+# a child killed while writing, with a batch staged, inside the catalog commit before and after the
+# pointer swap, and after a commit (batch 1 is killed twice: the run after a kill replays it)
+KILLS: tuple[dict[str, str], ...] = (
+    {"ICESQL_TEST_KILL_AT": "write:1"},
+    {"ICESQL_TEST_KILL_AT": "staged:1"},
+    {"ICESQL_TEST_KILL_COMMIT": "before:1"},
+    {"ICESQL_TEST_KILL_COMMIT": "after:1"},
+    {"ICESQL_TEST_KILL_AT": "committed"},
+)
 
 
 def run_child(
@@ -56,6 +71,29 @@ def run_child(
     with open(log_path, "rb") as fh:
         fh.seek(start)
         return rc, fh.read().decode(errors="replace")
+
+
+def kill_everywhere(
+    home: Path, sink: str, log_path: Path, *, spark: bool, between: Callable[[], None]
+) -> int:
+    """Run ``sink`` in a child killed at each of ``KILLS`` (``between()`` after each kill: the
+    changes that arrive meanwhile), then once to the end; returns the kills. Each kill must be the
+    SIGKILL its point sends (not any other failure), and every run must take the executor asked
+    for (``spark``: the child is given a Spark session; else it runs without Spark)."""
+    env = {"ICESQL_CDC_CHILD_SPARK": "1" if spark else "0"}
+
+    def took_its_path(out: str) -> bool:
+        return STARTED in out and (LOCAL in out) != spark
+
+    for kill in KILLS:
+        rc, out = run_child(home, sink, log_path, {**env, **kill})
+        assert rc == -signal.SIGKILL, f"expected a kill for {kill}, got rc={rc}\n{out[-3000:]}"
+        assert took_its_path(out), f"the child took the other executor\n{out[-3000:]}"
+        between()
+    rc, out = run_child(home, sink, log_path, env)
+    assert rc == 0 and DONE in out, out[-3000:]
+    assert took_its_path(out), f"the child took the other executor\n{out[-3000:]}"
+    return len(KILLS)
 
 
 def main(argv: list[str] | None = None) -> int:

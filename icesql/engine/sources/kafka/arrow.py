@@ -64,9 +64,12 @@ class KafkaArrowSource:
 
     @property
     def changelog(self) -> bool:
+        """Whether ``rows_of`` gives changes (``__op`` and the position columns): ENVELOPE UPSERT,
+        Debezium's JSON, and Debezium's events through a registry (ENVELOPE DEBEZIUM, FORMAT AVRO)."""
         spec = self.plan.kafka
-        upsert = spec is not None and spec.envelope is KafkaEnvelope.UPSERT
-        return upsert or self.plan.format is SourceFormat.DEBEZIUM_JSON
+        envelope = spec.envelope if spec is not None else None
+        changes = envelope in (KafkaEnvelope.UPSERT, KafkaEnvelope.DEBEZIUM)
+        return changes or self.plan.format is SourceFormat.DEBEZIUM_JSON
 
     def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
         from icesql.engine.sources.pieces import PiecesBatchWriter
