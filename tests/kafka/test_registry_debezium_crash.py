@@ -18,12 +18,11 @@ pointer swap, after a commit), a round of changes arriving after each kill, then
 The registry serves from this process, so it outlives the kills. The table, read by DuckDB and
 DataFusion, must then equal the replay of the changelog: nothing lost, nothing applied twice.
 
-Both executors: ``[local]`` (the child runs without Spark; about 15 s) in the default run, and
+Both executors in the default run: ``[local]`` (the child runs without Spark; about 15 s) and
 ``[spark]`` (the child is given a Spark session and the registry decoding runs on Spark's Python
-workers; 1 to 2.5 min on a shared 2-core machine, most of it six Spark starts) with ``-m slow`` - CI's time: the
-Spark path's kills are in the default run in ``test_kafka_crash.py`` (append) and its registry
-decoding in ``tests/conformance/test_registry.py``. ``-m slow`` also runs the loop over three
-other changelogs (seeds) on each executor. Seed: ``ICESQL_CDC_SEED`` (default 52).
+workers; 1 to 2.5 min on a shared 2-core machine, most of it six Spark starts). ``-m slow`` also
+runs the loop over three other changelogs (seeds) on each executor. Seed: ``ICESQL_CDC_SEED``
+(default 52).
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 __all__ = ["schema_registry"]
 
-SPARK = pytest.param(True, id="spark", marks=[pytest.mark.spark, pytest.mark.slow])  # slow: CI's time
+SPARK = pytest.param(True, id="spark", marks=[pytest.mark.spark])
 EXECUTORS = [pytest.param(False, id="local"), SPARK]
 SEED = int(os.environ.get("ICESQL_CDC_SEED") or 52)
 
