@@ -332,17 +332,20 @@ def _as_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_avro_records_of_every_type_equal_plain_json(
-    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    """Every Avro type the decoder maps, produced by the real AvroSerializer in all three
-    framings: the columns a JSON twin can hold equal the twin's (both executors), and the rest
-    (bytes, fixed, a map, NaN and infinities) equal what was produced."""
+def _avro_and_twin(
+    spark: Any,
+    noida: Any,
+    schema_registry: RegistryServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    topic: str,
+) -> tuple[Twins, list[dict[str, Any]]]:
+    """The rows of ``_avro_rows`` as registry-framed Avro (the real AvroSerializer, all three
+    framings) in table ``reg`` and as plain JSON in ``plain``, on both executors."""
     from confluent_kafka.schema_registry.avro import AvroSerializer
 
     from tests.support import kafka as K
 
-    topic = "registry-avro"
     schema_registry.register(f"{topic}-value", json.dumps(AVRO_ROWS))
     client = _confluent(schema_registry)
     rows = _avro_rows(48)
@@ -366,6 +369,16 @@ def test_avro_records_of_every_type_equal_plain_json(
         [(str(r["id"]).encode(), json.dumps(_as_json(r)).encode()) for r in rows],
     )
     twins.run(["r", "p"])
+    return twins, rows
+
+
+def test_avro_records_of_every_type_equal_plain_json(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every Avro type the decoder maps, produced by the real AvroSerializer in all three
+    framings: the columns a JSON twin can hold equal the twin's (both executors), and the rest
+    (bytes, fixed, a map, NaN and infinities) equal what was produced."""
+    twins, rows = _avro_and_twin(spark, noida, schema_registry, tmp_path, caplog, "registry-avro")
     here, there = twins.states("n.reg", TWIN_COLUMNS)
     plain, _ = twins.states("n.plain", TWIN_COLUMNS)
     assert len(here.rows) == len(rows)
@@ -540,3 +553,36 @@ def test_bad_registry_records_go_to_the_dead_letter_table_on_both_executors(
     assert "magic byte 7" in here.rows[0][5] and "schema id 4242" in here.rows[1][5]
     assert {r[4] for r in here.rows} == {"schema-registry"}
     assert here.rows == there.rows
+
+
+@pytest.mark.java
+def test_avro_records_of_every_type_read_by_iceberg_java(
+    spark: Any, noida: Any, schema_registry: RegistryServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The third reader: Iceberg Java reads the Avro table of both executors alike, its twin
+    columns as the JSON twin's, and the rest as produced."""
+    from tests.support.readers import java_available, read_java
+
+    if not java_available():
+        pytest.skip("the Iceberg Java readers harness is not built (../shared/tools/iceberg-readers-setup)")
+    twins, rows = _avro_and_twin(spark, noida, schema_registry, tmp_path, caplog, "registry-avro-java")
+    read = {
+        (e, t): read_java(twins[e].table(f"n.{t}").metadata_location) for e in twins for t in ("reg", "plain")
+    }
+    assert read["in_process", "reg"]["digest"] == read["spark", "reg"]["digest"]
+    assert read["in_process", "plain"]["digest"] == read["spark", "plain"]["digest"]
+    assert read["spark", "reg"]["rows"] == len(rows)
+    twin = [c.strip() for c in TWIN_COLUMNS.split(",")]
+
+    def project(lines: list[str], keys: list[str]) -> list[str]:
+        return sorted(json.dumps({k: json.loads(line)[k] for k in keys}, sort_keys=True) for line in lines)
+
+    assert project(read["spark", "reg"]["all"], twin) == project(read["spark", "plain"]["all"], twin)
+    by_id = {r["id"]: r for r in rows}
+    for line in read["spark", "reg"]["all"]:
+        got = json.loads(line)
+        row = by_id[got["id"]]
+        assert (got["bin"], got["fx"], got["m"] or {}) == (row["bin"].hex(), row["fx"].hex(), row["m"]), got[
+            "id"
+        ]
+        assert got["odd"] == (None if row["odd"] is None else repr(row["odd"])), got["id"]
