@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,7 +150,9 @@ class RegistryColumn:
             return bool(writer.subject == subject and writer.version > version)
         client = self._client
         latest = client.latest(subject)
-        return any(client.version(subject, v).id == writer.id for v in range(version + 1, (latest.version or 0) + 1))
+        return any(
+            client.version(subject, v).id == writer.id for v in range(version + 1, (latest.version or 0) + 1)
+        )
 
     def decode(self, values: Any, headers: Any = None) -> tuple[Any, list[tuple[int, str]]]:
         """(one row per record - null for a null value or a bad record -, the bad records as
@@ -161,49 +163,124 @@ class RegistryColumn:
         from icesql.engine.sources.types import arrow_schema
 
         schema = arrow_schema(self.columns())
-        payloads: Sequence[bytes | None] = values.to_pylist()
-        header_lists = headers.to_pylist() if headers is not None else [None] * len(payloads)
-        groups: dict[SchemaRef, tuple[list[int], list[bytes]]] = {}
-        bad: list[tuple[int, str]] = []
-        for i, payload in enumerate(payloads):
-            if payload is None:
-                continue
-            try:
-                ref, body = split(payload, _header(header_lists[i], self.header))
-            except Unframed as e:
-                bad.append((i, str(e)))
-                continue
-            at, bodies = groups.setdefault(ref, ([], []))
-            at.append(i)
-            bodies.append(body)
-        where = np.full(len(payloads), -1, dtype=np.int64)
+        n = len(values)
+        groups, bad = self._groups(values, headers)
+        where = np.full(n, -1, dtype=np.int64)
         batches: list[Any] = []
         taken = 0
         for ref, (at, bodies) in groups.items():
             try:
                 decoder = self.decoder(ref)
             except RegistryNotFoundError:  # a record naming a schema the registry does not hold
-                bad += [(i, f"{ref} is not in the schema registry") for i in at]
+                bad += [(int(i), f"{ref} is not in the schema registry") for i in at]
                 continue
             except kinds.Unresolvable as e:  # ON ERROR decides: each record names the schemas
-                bad += [(i, str(e)) for i in at]
+                bad += [(int(i), str(e)) for i in at]
                 continue
             batch, failed = decoder.decode(bodies)
-            failed_at = {k for k, _ in failed}
-            bad += [(at[k], reason) for k, reason in failed]
-            good = np.array([i for k, i in enumerate(at) if k not in failed_at], dtype=np.int64)
-            where[good] = taken + np.arange(len(good), dtype=np.int64)
+            good = np.ones(len(at), bool)
+            for k, reason in failed:
+                good[k] = False
+                bad.append((int(at[k]), reason))
+            where[at[good]] = taken + np.arange(int(good.sum()), dtype=np.int64)
             taken += batch.num_rows
             batches.append(batch)
         rows = pa.Table.from_batches(batches, schema=schema) if batches else schema.empty_table()
         index = pa.array(where, mask=where < 0)
-        out = rows.take(index) if rows.num_rows else _nulls(schema, len(payloads))
-        return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist(
-            [], schema
-        ), sorted(bad)
+        out = rows.take(index) if rows.num_rows else _nulls(schema, n)
+        batch = (
+            out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], schema)
+        )
+        return batch, sorted(bad)
+
+    def _groups(
+        self, values: Any, headers: Any
+    ) -> tuple[dict[SchemaRef, tuple[Any, list[bytes]]], list[tuple[int, str]]]:
+        """The records by the schema they name: {ref: (their indexes, their bodies)}, and the
+        records that name none. The 5-byte prefix - nearly every record - is read for the whole
+        column at once; the GUID prefix, a schema-id header or a short value one record at a time."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(values)
+        values = values.cast(pa.binary()) if values.type != pa.binary() else values
+        valid = np.asarray(values.is_valid())
+        offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + n + 1].astype(
+            np.int64
+        )
+        data = (
+            np.frombuffer(values.buffers()[2], np.uint8)
+            if values.buffers()[2] is not None
+            else np.zeros(0, np.uint8)
+        )
+        starts, lengths = offsets[:-1], np.diff(offsets)
+        prefixed = valid & (lengths >= 5)
+        if prefixed.any():
+            first = np.zeros(n, np.uint8)
+            first[prefixed] = data[starts[prefixed]]
+            prefixed &= first == 0
+        if headers is not None and prefixed.any():
+            listed = headers.flatten()
+            named = pc.equal(listed.field("key"), self.header).fill_null(False)
+            if pc.any(named).as_py():
+                parents = np.asarray(pc.list_parent_indices(headers))[np.asarray(named)]
+                prefixed[parents] = False  # a schema-id header names the schema: the slow path
+        groups: dict[SchemaRef, tuple[Any, list[bytes]]] = {}
+        at = np.nonzero(prefixed)[0]
+        if len(at):
+            s = starts[at]
+            ids = (
+                (data[s + 1].astype(np.int64) << 24)
+                | (data[s + 2].astype(np.int64) << 16)
+                | (data[s + 3].astype(np.int64) << 8)
+                | data[s + 4].astype(np.int64)
+            )
+            bodies = pc.binary_slice(values.take(pa.array(at)), 5, 2**31 - 1).to_pylist()
+            order = np.argsort(ids, kind="stable")
+            unique, first_at = np.unique(ids[order], return_index=True)
+            bounds = [*first_at.tolist(), len(order)]
+            for k, sid in enumerate(unique.tolist()):
+                chosen = order[bounds[k] : bounds[k + 1]]
+                groups[SchemaRef(id=int(sid))] = (at[chosen], [bodies[j] for j in chosen.tolist()])
+        bad: list[tuple[int, str]] = []
+        rest = np.nonzero(valid & ~prefixed)[0]
+        if len(rest):
+            header_lists = (
+                headers.take(pa.array(rest)).to_pylist() if headers is not None else [None] * len(rest)
+            )
+            slow: dict[SchemaRef, tuple[list[int], list[bytes]]] = {}
+            for i, payload, listed_headers in zip(
+                rest.tolist(), values.take(pa.array(rest)).to_pylist(), header_lists, strict=True
+            ):
+                try:
+                    ref, body = split(payload, _header(listed_headers, self.header))
+                except Unframed as e:
+                    bad.append((i, str(e)))
+                    continue
+                where, bodies_of = slow.setdefault(ref, ([], []))
+                where.append(i)
+                bodies_of.append(body)
+            for ref, (where, bodies_of) in slow.items():
+                if ref in groups:
+                    old_at, old_bodies = groups[ref]
+                    merged = np.concatenate([old_at, np.array(where, np.int64)])
+                    order = np.argsort(merged, kind="stable")
+                    both = old_bodies + bodies_of
+                    groups[ref] = (merged[order], [both[j] for j in order.tolist()])
+                else:
+                    groups[ref] = (np.array(where, np.int64), bodies_of)
+        return groups, bad
 
 
-PROMOTIONS = {("integer", "long"), ("float", "double"), ("integer", "double"), ("long", "double"), ("integer", "float"), ("long", "float")}
+PROMOTIONS = {
+    ("integer", "long"),
+    ("float", "double"),
+    ("integer", "double"),
+    ("long", "double"),
+    ("integer", "float"),
+    ("long", "float"),
+}
 
 
 def widening(reader: dict[str, Any], writer: dict[str, Any], path: str = "") -> list[str]:
