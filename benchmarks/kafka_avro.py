@@ -282,9 +282,13 @@ def icesql_once(bootstrap: str, topic: str, records: int, workdir: Path, conf: d
 
 
 def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes: tuple[int, ...] = (),
-            skip: frozenset[str] = frozenset(), say: Any = print, keep: bool = False) -> dict[str, Any]:
+            skip: frozenset[str] = frozenset(), say: Any = print, keep: bool = False,
+            broker_kind: str = "noida") -> dict[str, Any]:
     """The whole section: broker, registry, topics, the three runs at ``records``, icesql Avro at
-    ``flat_sizes``."""
+    ``flat_sizes``, and a plain consumer of each Avro topic (``raw_consume_<n>``: what the broker's
+    Fetch answers cost a consumer that keeps nothing, the control for the flat-memory goal).
+    ``broker_kind``: noida (the Kafka section's) or tansu (``memory://``), which may size its Fetch
+    answers differently."""
     import shutil
 
     from benchmarks import baselines as B
@@ -292,18 +296,18 @@ def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes
     from tests.support.registry import RegistryServer
 
     work.mkdir(parents=True, exist_ok=True)
-    reason = K.missing_reason("noida")
+    reason = K.missing_reason(broker_kind)
     if reason:
         return {"status": "n/a", "reason": reason}
     out: dict[str, Any] = {}
     bdir = work / "broker"
     shutil.rmtree(bdir, ignore_errors=True)
-    broker = K.Broker("noida", bdir).start()
+    broker = K.Broker(broker_kind, bdir).start()
     registry = RegistryServer().start()
     try:
         bs, url = broker.bootstrap, registry.url
         sizes = sorted({records, *flat_sizes})
-        out["dataset"] = {"records": records, "partitions": KF.PARTITIONS, "broker": "noida-db 0.2.3",
+        out["dataset"] = {"records": records, "partitions": KF.PARTITIONS, "broker": {"noida": "noida-db 0.2.3", "tansu": "tansu 0.6.0 (memory://)"}.get(broker_kind, broker_kind),
                           "registry": "tests/support/registry.py RegistryServer (stand-in)",
                           "producer": KF.PRODUCER_CONF, "avro_schema": SCHEMA,
                           "flat_sizes": [n for n in sizes if n != records]}
@@ -335,6 +339,9 @@ def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes
                     {"bootstrap": bs, "topic": TOPIC, "records": records, "workdir": str(wd), "registry_url": url},
                     wd))]
         for n in sizes:
+            runs.append((f"raw_consume_{n}", lambda wd, n=n: B.run_worker(
+                f"raw_consume_{n}", B.PROJECT_PY, "benchmarks.kafka:raw_consume",
+                {"bootstrap": bs, "topic": topic_of(n), "records": n}, wd)))
             if n != records:
                 runs.append((f"icesql_avro_{n}", lambda wd, n=n: icesql_once(
                     bs, topic_of(n), n, wd, conf, f"icesql_avro_{n}", url)))

@@ -83,6 +83,7 @@ class Config:
         self.kafka_avro_flat: list[int] = ([int(x) for x in a.kafka_avro_flat_records.split(",") if x]
                                            if a.kafka_avro_flat_records is not None
                                            else [10_000, 50_000] if q else [1_000_000, 10_000_000])
+        self.kafka_avro_broker: str = a.kafka_avro_broker
         lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
         self.kafka_latency: tuple[int, float] | None = (5000, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
@@ -525,7 +526,7 @@ def section_kafka_avro(cfg: Config) -> dict[str, Any]:
     _say(f"kafka_avro: {cfg.kafka_avro_records:,} records, flat-memory sizes {cfg.kafka_avro_flat}")
     return kafka_avro.measure(cfg.kafka_avro_records, cfg.work / "kafka_avro", cfg.spark_conf,
                               flat_sizes=tuple(cfg.kafka_avro_flat), skip=frozenset(cfg.skip), say=_say,
-                              keep=cfg.keep)
+                              keep=cfg.keep, broker_kind=cfg.kafka_avro_broker)
 
 
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
@@ -1284,6 +1285,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-avro-flat-records", default=None,
                     help="comma list of other record counts icesql's Avro run also reads for the flat-memory goal "
                          "(default 1M,10M; --quick 10k,50k; '' for none)")
+    ap.add_argument("--kafka-avro-broker", default="noida", choices=("noida", "tansu"),
+                    help="the kafka_avro section's broker (default noida-db, as the kafka section; tansu: "
+                         "tansu 0.6.0 on memory://)")
     ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
                     help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")
