@@ -47,6 +47,10 @@ def main() -> None:
                     help="with --broker-dir: instead of the profile, the peak RSS of one plain confluent-kafka "
                          "consumer (kafka.raw_consume, a fresh process, values counted not decoded) reading "
                          "events_avro_<RECORDS> for each RECORDS (the memory the broker's Fetch answers cost)")
+    ap.add_argument("--icesql-pair", type=int, default=None, metavar="RECORDS",
+                    help="with --broker-dir: instead of the profile, the section's three runs again (fresh "
+                         "processes) on its topics (events_json, events_avro: RECORDS each) in the opposite order: "
+                         "icesql JSON, the AvroDeserializer baseline, icesql Avro")
     a = ap.parse_args()
 
     from benchmarks import kafka as KF
@@ -75,6 +79,28 @@ def main() -> None:
                       f"load {load0:.2f} -> {os.getloadavg()[0]:.2f}", flush=True)
             return
         registry.register(f"{topic}-value", json.dumps(KA.SCHEMA))
+        if a.icesql_pair and a.broker_dir:
+            times = {}
+            from benchmarks import baselines as B
+
+            for name, t, url in (("icesql_json", KA.JSON_TOPIC, None), ("avro_baseline", KA.TOPIC, registry.url),
+                                 ("icesql_avro", KA.TOPIC, registry.url)):
+                load0 = os.getloadavg()[0]
+                if name == "avro_baseline":
+                    r = B.run_worker(name, B.PROJECT_PY, "benchmarks.kafka_avro:avro_baseline",
+                                     {"bootstrap": broker.bootstrap, "topic": t, "records": a.icesql_pair,
+                                      "workdir": str(work / name), "registry_url": url}, work / name)
+                    r["rows_in_table"] = r.get("rows_in_files")
+                else:
+                    r = KA.icesql_once(broker.bootstrap, t, a.icesql_pair, work / name, None, name, url)
+                times[name] = r.get("seconds")
+                print(f"{name}: {r.get('status')} {r.get('seconds')} s, {r.get('rows_per_s')} records/s, peak RSS "
+                      f"{r.get('peak_rss_mb')} MB, rows {r.get('rows_in_table')}; load {load0:.2f} -> "
+                      f"{os.getloadavg()[0]:.2f} {r.get('error') or ''}", flush=True)
+            if all(times.values()):
+                print(f"icesql Avro vs the baseline (speed): {times['avro_baseline'] / times['icesql_avro']:.2f}x; "
+                      f"icesql Avro vs icesql JSON: {times['icesql_json'] / times['icesql_avro']:.2f}x")
+            return
         if not a.broker_dir:
             K.create_topic(broker.bootstrap, topic, KF.PARTITIONS)
             print("produce:", KA.produce_avro(broker.bootstrap, topic, a.records, registry.url), flush=True)
