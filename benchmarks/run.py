@@ -38,10 +38,11 @@ from benchmarks import baselines as B  # noqa: E402
 from benchmarks import datagen  # noqa: E402
 
 SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend", "kafka",
-            "formats"]
+            "kafka_avro", "formats"]
 # run without --only: every section but formats (12 more 10M-row writes, 36 with --repeat 3; its
-# Parquet cells repeat the append section's icesql vs Spark+Iceberg Java): ask for it by name
-DEFAULT_SECTIONS = [s for s in SECTIONS if s != "formats"]
+# Parquet cells repeat the append section's icesql vs Spark+Iceberg Java) and kafka_avro (13M Avro
+# records produced one AvroSerializer call at a time, half an hour): ask for them by name
+DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("formats", "kafka_avro")]
 FILE_FORMATS = ("parquet", "orc", "avro")
 VERDICT = {True: "met", False: "MISSED", None: "n/a"}
 RAW_PARQUET = ("spark4_parquet", "spark35_parquet", "pyarrow_parquet")
@@ -77,6 +78,12 @@ class Config:
         self.kafka_flat: list[int] = ([int(x) for x in a.kafka_flat_records.split(",") if x]
                                       if a.kafka_flat_records is not None
                                       else [1_000_000] if self.kafka_records >= 10_000_000 else [])
+        # kafka_avro (issue 52): 2M records; icesql's Avro run again at 1M and 10M (flat memory)
+        self.kafka_avro_records: int = a.kafka_avro_records or (20_000 if q else 2_000_000)
+        self.kafka_avro_flat: list[int] = ([int(x) for x in a.kafka_avro_flat_records.split(",") if x]
+                                           if a.kafka_avro_flat_records is not None
+                                           else [10_000, 50_000] if q else [1_000_000, 10_000_000])
+        self.kafka_avro_broker: str = a.kafka_avro_broker
         lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
         self.kafka_latency: tuple[int, float] | None = (5000, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
@@ -509,10 +516,24 @@ def section_kafka(cfg: Config) -> dict[str, Any]:
                          latency=cfg.kafka_latency, skip=frozenset(cfg.skip), say=_say, keep=cfg.keep)
 
 
+def section_kafka_avro(cfg: Config) -> dict[str, Any]:
+    """Kafka Avro from a Schema Registry (issue 52): N append-dataset records framed by confluent's
+    AvroSerializer (the stand-in registry), read by ``icesql run --once`` (Avro, and the same records
+    as JSON) and by one process of confluent-kafka + AvroDeserializer + pyarrow Parquet; icesql's
+    Avro run again at the flat-memory sizes (``benchmarks/kafka_avro.py``)."""
+    from benchmarks import kafka_avro
+
+    _say(f"kafka_avro: {cfg.kafka_avro_records:,} records, flat-memory sizes {cfg.kafka_avro_flat}")
+    return kafka_avro.measure(cfg.kafka_avro_records, cfg.work / "kafka_avro", cfg.spark_conf,
+                              flat_sizes=tuple(cfg.kafka_avro_flat), skip=frozenset(cfg.skip), say=_say,
+                              keep=cfg.keep, broker_kind=cfg.kafka_avro_broker)
+
+
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "append": section_append, "e2e": section_e2e, "upsert": section_upsert, "index": section_index,
     "streaming": section_streaming, "commit": section_commit, "scaling": section_scaling,
-    "views": section_views, "frontend": section_frontend, "kafka": section_kafka, "formats": section_formats,
+    "views": section_views, "frontend": section_frontend, "kafka": section_kafka,
+    "kafka_avro": section_kafka_avro, "formats": section_formats,
 }
 
 
@@ -627,6 +648,9 @@ FORMATS_VS_JAVA = 1.5  # issue 38: >= 1.5x Iceberg Java's rate in every (layout,
 FLAT_MEMORY = 1.25  # "memory must stay flat as rows grow": peak RSS at the largest size / the smallest
 KAFKA_VS_PYARROW = 0.6  # issue 35: icesql run --once >= 0.6x of one process consuming + writing Parquet
 KAFKA_P50_S, KAFKA_P99_S = 1.5, 3.0  # issue 35: produce-to-snapshot latency at MAXIMUM PERIOD = '1s'
+# issue 52: icesql from Avro through the registry >= 2x one process of confluent-kafka + AvroDeserializer
+# + pyarrow Parquet, and >= the same records as JSON through icesql
+KAFKA_AVRO_VS_BASELINE, KAFKA_AVRO_VS_JSON = 2.0, 1.0
 
 
 def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -761,6 +785,7 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(_ratio_row(f"scaling {name}: (context) peak PSS growth {sizes[0]:,} -> {sizes[-1]:,} rows",
                                    hi, lo, _pss_ratio, "-", None, ok=_has_pss))
     rows += _kafka_ratios(sections.get("kafka") or {})
+    rows += _kafka_avro_ratios(sections.get("kafka_avro") or {})
     fe = sections.get("frontend", {})
     if fe:
         floor = fe.get("python_startup_floor")
@@ -816,6 +841,32 @@ def _kafka_ratios(kf: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"ratio": f"kafka: produce-to-snapshot latency {q} s at {lat.get('rate')} records/s, "
                                   "MAXIMUM PERIOD = '1s' (absolute)", "goal": f"<= {limit:g} s",
                          "sides": "icesql_latency", "value": v, "met": (v <= limit) if v is not None else None})
+    return rows
+
+
+def _kafka_avro_ratios(ka: dict[str, Any]) -> list[dict[str, Any]]:
+    if not ka or ka.get("status") in ("error", "n/a"):
+        return []
+    d = ka.get("dataset") or {}
+    n = d.get("records")
+    ice, js, base = _get(ka, "icesql_avro"), _get(ka, "icesql_json"), _get(ka, "avro_baseline")
+    rows = [_ratio_row(f"kafka_avro {_fmt(n)} records: icesql run --once (Avro, registry) vs one process of "
+                       "confluent-kafka + AvroDeserializer + pyarrow Parquet (speed)", ice, base, _speed,
+                       f">= {KAFKA_AVRO_VS_BASELINE:g}x", lambda v: v >= KAFKA_AVRO_VS_BASELINE),
+            _ratio_row(f"kafka_avro {_fmt(n)} records: icesql run --once, Avro vs the same records as JSON (speed)",
+                       ice, js, _speed, f">= {KAFKA_AVRO_VS_JSON:g}x", lambda v: v >= KAFKA_AVRO_VS_JSON),
+            _ratio_row(f"kafka_avro {_fmt(n)} records: (context) icesql Avro peak memory / the baseline's", ice, base,
+                       _mem_ratio, "-", None, ok=_has_mem),
+            _ratio_row(f"kafka_avro {_fmt(n)} records: (context) icesql Avro peak memory / icesql JSON's", ice, js,
+                       _mem_ratio, "-", None, ok=_has_mem)]
+    sizes = sorted({int(n or 0), *(d.get("flat_sizes") or [])})
+    if len(sizes) > 1:
+        def at(k: int) -> Any:
+            return ice if k == n else _get(ka, f"icesql_avro_{k}")
+
+        rows.append(_ratio_row(f"kafka_avro: icesql Avro peak RSS growth {sizes[0]:,} -> {sizes[-1]:,} records",
+                               at(sizes[-1]), at(sizes[0]), _mem_ratio, f"<= {FLAT_MEMORY:g}x (flat)",
+                               lambda v: v <= FLAT_MEMORY, ok=_has_mem))
     return rows
 
 
@@ -1050,6 +1101,9 @@ def render_markdown(res: dict[str, Any]) -> str:
     kf = secs.get("kafka")
     if kf:
         out += _kafka_markdown(kf)
+    ka = secs.get("kafka_avro")
+    if isinstance(ka, dict) and ka.get("dataset"):
+        out += _kafka_avro_markdown(ka)
     fe = secs.get("frontend")
     if fe:
         out += ["", "### Front-end (absolute)", "",
@@ -1155,6 +1209,29 @@ def _kafka_markdown(kf: dict[str, Any]) -> list[str]:
     return out
 
 
+def _kafka_avro_markdown(ka: dict[str, Any]) -> list[str]:
+    d = ka.get("dataset") or {}
+    prod = [r for k, r in ka.items() if k.startswith("produce_") and isinstance(r, dict)]
+    krows = []
+    for k, r in ka.items():
+        if k == "dataset" or k.startswith("produce_") or not isinstance(r, dict) or "wall_seconds" not in r:
+            continue
+        note = r.get("error") or r.get("warning") or ""
+        krows.append([k, r.get("status"), r.get("records"), r.get("seconds"), r.get("rows_per_s"),
+                      r.get("to_last_commit_s"), r.get("rows_in_table", r.get("rows_in_files")), _mem(r),
+                      f"{r.get('load_before')} -> {r.get('load_after')}", str(note)[:100]])
+    return ["", "### Kafka Avro from a Schema Registry (absolute)", "",
+            f"{_fmt(d.get('records'))} records of the append dataset in {d.get('partitions')} partitions of "
+            f"{d.get('broker')} on loopback, framed by confluent-kafka's AvroSerializer against the stand-in "
+            "registry, and the same records as JSON; pre-produced (not counted): "
+            + "; ".join(f"{_fmt(p.get('records'))} in {p.get('seconds')} s ({_fmt(p.get('records_per_s'))}/s, "
+                        f"{p.get('value_bytes_avg')} bytes each)" for p in prod)
+            + ". Every run a fresh process, one after the other; seconds = the whole process; memory = peak RSS "
+            "of the process tree in MB.", "",
+            _table(["run", "status", "records", "seconds", "records/s", "to last commit s", "rows", "peak RSS MB",
+                    "load 1-min before -> after", "note"], krows)]
+
+
 def update_readme(md: str, json_path: Path) -> None:
     if not README.exists():
         return
@@ -1203,6 +1280,14 @@ def main(argv: list[str] | None = None) -> int:
                          "(default 1M when --kafka-records >= 10M, else none; '' for none)")
     ap.add_argument("--kafka-latency-seconds", type=float, default=None,
                     help="seconds the kafka latency producer runs at 5,000 records/s (default 60, --quick 20; 0: skip)")
+    ap.add_argument("--kafka-avro-records", type=int, default=None,
+                    help="records of the kafka_avro section (issue 52; default 2M, --quick 20k)")
+    ap.add_argument("--kafka-avro-flat-records", default=None,
+                    help="comma list of other record counts icesql's Avro run also reads for the flat-memory goal "
+                         "(default 1M,10M; --quick 10k,50k; '' for none)")
+    ap.add_argument("--kafka-avro-broker", default="noida", choices=("noida", "tansu"),
+                    help="the kafka_avro section's broker (default noida-db, as the kafka section; tansu: "
+                         "tansu 0.6.0 on memory://)")
     ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
                     help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")

@@ -422,6 +422,57 @@ def test_kafka_section_tiny(tmp_path: Path) -> None:
     assert kf["icesql_cli"]["rows_in_table"] == 3000 and kf["pyarrow_parquet"]["rows_in_files"] == 3000
 
 
+def test_kafka_avro_goals_and_report_on_made_up_results() -> None:
+    """The kafka_avro section's goals (issue 52): icesql Avro >= 2x the AvroDeserializer baseline and
+    >= icesql JSON, flat memory from the smallest to the largest size (the main size in between)."""
+    def run_(name: str, seconds: float, mem: float, **kw: object) -> dict:
+        return {"name": name, "status": "ok", "seconds": seconds, "wall_seconds": seconds, "peak_rss_mb": mem,
+                "rows_per_s": 1, **kw}
+
+    ka = {"dataset": {"records": 2_000_000, "partitions": 6, "broker": "noida-db 0.2.3",
+                      "flat_sizes": [1_000_000, 10_000_000]},
+          "produce_avro_2000000": {"records": 2_000_000, "seconds": 80.0, "records_per_s": 25_000,
+                                   "value_bytes_avg": 92.7},
+          "icesql_avro": run_("icesql_avro", 20, 660, rows_in_table=2_000_000),
+          "icesql_json": run_("icesql_json", 18, 680, rows_in_table=2_000_000),
+          "avro_baseline": run_("avro_baseline", 90, 1200, rows_in_files=2_000_000),
+          "icesql_avro_1000000": run_("icesql_avro_1000000", 12, 500),
+          "icesql_avro_10000000": run_("icesql_avro_10000000", 100, 600)}
+    ratios = {r["ratio"]: r for r in run.compute_ratios({"kafka_avro": ka})}
+    base = ratios["kafka_avro 2,000,000 records: icesql run --once (Avro, registry) vs one process of "
+                  "confluent-kafka + AvroDeserializer + pyarrow Parquet (speed)"]
+    assert (base["value"], base["met"]) == (4.5, True)
+    js = ratios["kafka_avro 2,000,000 records: icesql run --once, Avro vs the same records as JSON (speed)"]
+    assert (js["value"], js["met"]) == (0.9, False)
+    flat = ratios["kafka_avro: icesql Avro peak RSS growth 1,000,000 -> 10,000,000 records"]
+    assert (flat["value"], flat["met"]) == (1.2, True)
+    res = {"started": "x", "command": "python benchmarks/run.py --only kafka_avro", "total_seconds": 1.0,
+           "sections": {"kafka_avro": ka}, "ratios": list(ratios.values()),
+           "machine": {k: "?" for k in ("nproc", "cpu", "mem_gib", "os", "java", "python", "project_venv_pyspark_pyarrow",
+                                        "harness_pyspark_pyarrow", "pyiceberg", "duckdb", "loadavg_start")}}
+    md = run.render_markdown(res)
+    assert "### Kafka Avro from a Schema Registry (absolute)" in md and "| avro_baseline | ok |" in md
+    assert "kafka_avro" not in run.DEFAULT_SECTIONS
+
+
+@pytest.mark.bench
+@pytest.mark.kafka
+def test_kafka_avro_section_tiny(tmp_path: Path) -> None:
+    """``run.py --only kafka_avro --quick`` at 3,000 records: noida-db, the stand-in registry, the
+    real AvroSerializer; icesql Avro and JSON and the baseline write the same rows."""
+    from tests.support import kafka as K
+
+    if K.missing_reason("noida"):
+        missing(K.missing_reason("noida") or "")
+    out = tmp_path / "ka.json"
+    assert run.main(["--only", "kafka_avro", "--quick", "--kafka-avro-records", "3000", "--kafka-avro-flat-records",
+                     "", "--out", str(out), "--work-dir", str(tmp_path / "w")]) == 0
+    ka = json.loads(out.read_text())["sections"]["kafka_avro"]
+    for name in ("icesql_avro", "icesql_json", "avro_baseline", "raw_consume_3000"):
+        assert ka[name]["status"] == "ok", ka[name]
+    assert ka["icesql_avro"]["same_rows_as_baseline"] and ka["icesql_json"]["same_rows_as_baseline"]
+
+
 def test_formats_goals_and_report_on_made_up_results() -> None:
     """The formats section's goals (issue 38): icesql >= 1.5x Java's rate and memory <= Java's per
     (layout, format); a cell where icesql wrote the wrong format is MISSED, not n/a."""
