@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
+from icesql.analyzer.connection_kinds import expect_connection
+from icesql.analyzer.diagnostics import Context, one_of
 from icesql.analyzer.options import (
     Collected,
     InlineSecrets,
@@ -29,6 +30,7 @@ from icesql.analyzer.options import (
     collect,
     secret_deps,
 )
+from icesql.analyzer.registry import analyze_registry_connection
 from icesql.plan import (
     AwsConnectionPlan,
     AzureConnectionPlan,
@@ -36,7 +38,6 @@ from icesql.plan import (
     CatalogType,
     GcsConnectionPlan,
     KafkaConnectionPlan,
-    ObjectPlan,
     RestAuth,
     SchemaRegistryConnectionPlan,
     StorageConnectionPlan,
@@ -99,27 +100,9 @@ CONNECTION_OPTIONS = {
     ConnectionKind.CONFLUENT_SCHEMA_REGISTRY: OptionTable("CONFLUENT SCHEMA REGISTRY", "schema_registry"),
 }
 
-ConnectionPlan = StorageConnectionPlan | KafkaConnectionPlan | SchemaRegistryConnectionPlan | CatalogConnectionPlan
-
-# the kind of connection each connection plan is
-_PLAN_KINDS: dict[type[ObjectPlan], ConnectionKind] = {
-    **{storage.plan: kind for kind, storage in STORAGES.items()},
-    KafkaConnectionPlan: ConnectionKind.KAFKA,
-    SchemaRegistryConnectionPlan: ConnectionKind.CONFLUENT_SCHEMA_REGISTRY,
-    CatalogConnectionPlan: ConnectionKind.ICEBERG_CATALOG,
-}
-
-
-def connection_kind_name(plan: ObjectPlan | None) -> str:
-    """How a statement names the kind of a connection: AWS, GCS, AZURE, ICEBERG CATALOG, KAFKA,
-    CONFLUENT SCHEMA REGISTRY."""
-    kind = _PLAN_KINDS.get(type(plan)) if plan is not None else None
-    return (kind or ConnectionKind.ICEBERG_CATALOG).value
-
-
-def article(word: str) -> str:
-    """``an AWS``, ``an ICEBERG CATALOG``, ``a KAFKA``, ``a GCS``: as the keyword is read aloud."""
-    return "an" if word[:1].upper() in ("A", "E", "I", "O") else "a"
+ConnectionPlan = (
+    StorageConnectionPlan | KafkaConnectionPlan | SchemaRegistryConnectionPlan | CatalogConnectionPlan
+)
 
 # pyiceberg property keys that carry credentials: refused in PROPERTIES, where they would be
 # stored and shown in clear text
@@ -198,7 +181,9 @@ def _gcs(
     opts = collect(ctx, stmt.options, GCS_OPTIONS, inline=inline, secret_exists=catalog.secret_exists)
     project = opts.get_str("PROJECT")
     if project is not None and not project.strip():
-        raise ctx.error("PROJECT must not be empty", opts.node("PROJECT").value, "write PROJECT = 'my-project'")
+        raise ctx.error(
+            "PROJECT must not be empty", opts.node("PROJECT").value, "write PROJECT = 'my-project'"
+        )
     credentials = opts.secret("CREDENTIALS")
     if credentials is not None:
         _check_key_json(ctx, opts.node("CREDENTIALS"), credentials.name, inline)
@@ -226,7 +211,7 @@ def _check_key_json(ctx: Context, opt: Option, secret: str, inline: InlineSecret
         raise ctx.error(
             "CREDENTIALS must be a service-account key file's JSON, found a string that is not a JSON object",
             opt.value,
-            "keep the key file's content in a secret: CREATE SECRET sa AS '{\"type\": \"service_account\", ...}'; "
+            'keep the key file\'s content in a secret: CREATE SECRET sa AS \'{"type": "service_account", ...}\'; '
             "then CREDENTIALS = SECRET sa",
         )
 
@@ -322,7 +307,9 @@ def _kafka(
             ("SASL PASSWORD", "add SASL PASSWORD = SECRET s (CREATE SECRET s AS '...' first)"),
         ):
             if name not in opts:
-                raise ctx.error(f"SASL MECHANISMS '{mechanism}' needs {name}", opts.node("SASL MECHANISMS"), hint)
+                raise ctx.error(
+                    f"SASL MECHANISMS '{mechanism}' needs {name}", opts.node("SASL MECHANISMS"), hint
+                )
     tls = [n for n in ("SSL CERTIFICATE AUTHORITY", "SSL CERTIFICATE", "SSL KEY") if n in opts]
     if tls and protocol not in _TLS:
         first = opts.node(tls[0])
@@ -551,21 +538,15 @@ def check_storage_connection(
     (an option's value, or a clause) saying it does not exist or is of another kind."""
     storage = STORAGES[kind]
     node = at.value if isinstance(at, Option) and at.value is not None else at
-    found = catalog.get("connection", name)
-    if found is None:
-        hint = (
-            names_hint(catalog, "connection", name)
-            or f"create it first: CREATE CONNECTION {name} TO {storage.keyword} (...)"
-        )
-        raise ctx.error(f"unknown connection {name}", node, hint)
-    if not isinstance(found, storage.plan):
-        what = connection_kind_name(found)
-        raise ctx.error(
-            f"connection {name} is {article(what)} {what} connection, "
-            f"expected {article(storage.keyword)} {storage.keyword} connection",
-            node,
-            f"{storage.option} names a connection created with CREATE CONNECTION {name} TO {storage.keyword} (...)",
-        )
+    found: StorageConnectionPlan = expect_connection(
+        ctx,
+        catalog,
+        name,
+        node,
+        storage.plan,
+        create=f"CREATE CONNECTION {name} TO {storage.keyword} (...)",
+        why=f"{storage.option} names a connection created with CREATE CONNECTION {name} TO {storage.keyword} (...)",
+    )
     return found
 
 
@@ -599,14 +580,6 @@ def _check_warehouse_storage(ctx: Context, opts: Collected, storage: Storage, wa
         )
 
 
-def names_hint(catalog: CatalogView, kind: str, name: str) -> str | None:
-    """A did-you-mean among the objects of ``kind``, when the catalog view lists them."""
-    names = getattr(catalog, "names", None)
-    if names is None:
-        return None
-    return did_you_mean(name, list(names(kind)))
-
-
 def _check_properties(ctx: Context, opt: Option, properties: tuple[tuple[str, str], ...]) -> None:
     assert opt.value is not None
     items = getattr(opt.value, "options", ())
@@ -623,13 +596,13 @@ def _check_properties(ctx: Context, opt: Option, properties: tuple[tuple[str, st
 def _registry(
     ctx: Context, stmt: CreateConnection, catalog: CatalogView, inline: InlineSecrets, validate: bool
 ) -> tuple[ConnectionPlan, list[tuple[str, str]]]:
-    from icesql.analyzer.registry import analyze_registry_connection  # it imports this module's helpers
 
     return analyze_registry_connection(ctx, stmt, catalog, inline, validate)
 
 
 _Analyzer = Callable[
-    [Context, CreateConnection, CatalogView, InlineSecrets, bool], tuple[ConnectionPlan, list[tuple[str, str]]]
+    [Context, CreateConnection, CatalogView, InlineSecrets, bool],
+    tuple[ConnectionPlan, list[tuple[str, str]]],
 ]
 # How each kind of CREATE CONNECTION is analysed.
 _ANALYZERS: dict[ConnectionKind, _Analyzer] = {

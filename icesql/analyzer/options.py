@@ -198,7 +198,9 @@ def collect(
         if spec is None:
             hint = _storage_hint(opt.name, table) or did_you_mean(opt.name, table.names)
             # a name that mentions a secret may be a secret option with its value run into it
-            shown = "(a name mentioning a secret, not repeated)" if _SECRET_MENTION.search(opt.name) else opt.name
+            shown = (
+                "(a name mentioning a secret, not repeated)" if _SECRET_MENTION.search(opt.name) else opt.name
+            )
             raise ctx.error(
                 f"unknown {table.what} option {shown}",
                 opt,
@@ -219,7 +221,7 @@ def collect(
     return out
 
 
-_SECRET_MENTION = re.compile('|'.join(SECRET_WORDS), re.IGNORECASE)
+_SECRET_MENTION = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
 
 
 def _storage_hint(name: str, table: OptionTable) -> str | None:
@@ -460,7 +462,11 @@ def secret_deps(opts: Collected, inline: InlineSecrets) -> list[tuple[str, str]]
     deps: list[tuple[str, str]] = []
     for g in opts.given.values():
         name = getattr(g.value, "name", None)
-        if g.spec.kind in (Kind.SECRET, Kind.STRING_OR_SECRET) and isinstance(name, str) and name not in hidden:
+        if (
+            g.spec.kind in (Kind.SECRET, Kind.STRING_OR_SECRET)
+            and isinstance(name, str)
+            and name not in hidden
+        ):
             if ("secret", name) not in deps:
                 deps.append(("secret", name))
     return deps

@@ -15,7 +15,7 @@ import datetime as dt
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import names_hint
+from icesql.analyzer.connection_kinds import names_hint
 from icesql.analyzer.diagnostics import Context
 from icesql.errors import Span, span_within
 from icesql.plan import (
@@ -104,7 +104,9 @@ def analyze_select(ctx: Context, stmt: Select, catalog: CatalogView) -> SelectPl
             if travel.group("kind").upper() in ("VERSION", "SYSTEM_VERSION"):
                 if not value.isdigit():
                     raise ctx.error(
-                        "VERSION AS OF takes a snapshot id", vspan, f"SHOW SNAPSHOTS OF SINK ... lists those of {conn.name}"
+                        "VERSION AS OF takes a snapshot id",
+                        vspan,
+                        f"SHOW SNAPSHOTS OF SINK ... lists those of {conn.name}",
                     )
                 snapshot_id = int(value)
             else:
@@ -184,7 +186,9 @@ def analyze_describe_table(ctx: Context, stmt: DescribeTable, catalog: CatalogVi
 
 def analyze_show_snapshots(ctx: Context, stmt: ShowSnapshots, catalog: CatalogView) -> ShowSnapshotsPlan:
     if catalog.get("sink", stmt.sink.name) is None:
-        raise ctx.error(f"unknown sink {stmt.sink.name}", stmt.sink, names_hint(catalog, "sink", stmt.sink.name))
+        raise ctx.error(
+            f"unknown sink {stmt.sink.name}", stmt.sink, names_hint(catalog, "sink", stmt.sink.name)
+        )
     return ShowSnapshotsPlan(stmt.sink.name)
 
 

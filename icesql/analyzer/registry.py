@@ -4,29 +4,24 @@ A source names its registry with Materialize's ``FORMAT AVRO USING CONFLUENT SCH
 CONNECTION csr`` (the parser turns it into the options ``FORMAT = 'avro', SCHEMA REGISTRY = csr``).
 The analyzer checks the options and works out each half's subject; the schemas themselves (and so
 the source's columns) are fetched when the source is created (``icesql.sessions.registry``), and
-``registry_columns`` turns them into the source's columns.
+``sources.registry_columns`` turns them into the source's columns.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import article, connection_kind_name
+from icesql.analyzer.connection_kinds import expect_connection
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, InlineSecrets, OptionTable, collect, secret_deps
-from icesql.analyzer.schema import parse_schema
 from icesql.errors import AnalysisError
 from icesql.plan import (
     Column,
     KafkaEnvelope,
-    KafkaMetadata,
-    ObjectPlan,
     SchemaRegistryConnectionPlan,
-    SourcePlan,
 )
 from icesql.syntax.ast import CreateConnection
 from icesql.syntax.options import REGISTRY_FORMATS
@@ -168,7 +163,11 @@ def registry_halves(
         if subject is None:
             subject = _subject(ctx, opts, strategy, topic, half, record, record_opt)
         elif not subject.strip():
-            raise ctx.error(f"{subject_opt} must not be empty", opts.node(subject_opt).value, f"write {subject_opt} = '{topic}-{half}'")
+            raise ctx.error(
+                f"{subject_opt} must not be empty",
+                opts.node(subject_opt).value,
+                f"write {subject_opt} = '{topic}-{half}'",
+            )
         assert fmt_of is not None
         fields[f"{half}_schema_type"] = REGISTRY_FORMATS[fmt_of]
         fields[f"{half}_subject"] = subject
@@ -192,16 +191,15 @@ def _subject(
 
 
 def _check_registry_connection(ctx: Context, catalog: CatalogView, name: str, at: Any) -> None:
-    found: ObjectPlan | None = catalog.get("connection", name)
-    if found is None:
-        raise ctx.error(f"unknown connection {name}", at.value, f"create it first: {_EXAMPLE.replace(' csr ', f' {name} ')}")
-    if not isinstance(found, SchemaRegistryConnectionPlan):
-        kind = connection_kind_name(found)
-        raise ctx.error(
-            f"connection {name} is {article(kind)} {kind} connection, expected a CONFLUENT SCHEMA REGISTRY connection",
-            at.value,
-            f"schemas come from {_EXAMPLE}",
-        )
+    expect_connection(
+        ctx,
+        catalog,
+        name,
+        at.value,
+        SchemaRegistryConnectionPlan,
+        create=_EXAMPLE.replace(" csr ", f" {name} "),
+        why=f"schemas come from {_EXAMPLE}",
+    )
 
 
 def check_registry_envelope(
@@ -223,7 +221,8 @@ def check_registry_envelope(
 def struct_fields(struct: dict[str, Any]) -> tuple[Column, ...]:
     """A Spark row schema (``StructType.jsonValue()`` form) as columns."""
     return tuple(
-        Column(f["name"], type_string(f["type"]), bool(f.get("nullable", True))) for f in struct.get("fields", ())
+        Column(f["name"], type_string(f["type"]), bool(f.get("nullable", True)))
+        for f in struct.get("fields", ())
     )
 
 
@@ -285,68 +284,14 @@ def debezium_after(struct: dict[str, Any], subject: str) -> dict[str, Any]:
     return {"type": "struct", "fields": [{**f, "nullable": True} for f in fields]}
 
 
-def registry_columns(
-    plan: SourcePlan, value: dict[str, Any] | None, key: dict[str, Any] | None
-) -> SourcePlan:
-    """The source once its schemas are known: SCHEMA and every column, in order (the key's
-    columns with ENVELOPE UPSERT, the value's, the INCLUDE columns, as ``sources.kafka_columns``).
-    ``value`` / ``key``: the row schema of each half read through the registry (the ``after``
-    record for ENVELOPE DEBEZIUM); None: that half is read as the options say."""
-    from icesql.analyzer.sources import INCLUDE_TYPES, RAW_VALUE  # it imports this module
-
-    spec = plan.kafka
-    assert spec is not None and plan.format is not None
-    schema = plan.schema
-    if value is not None:
-        schema = struct_ddl(value)
-        value_columns = struct_fields(value)
-    elif plan.format.value in RAW_VALUE:
-        value_columns = (Column("value", RAW_VALUE[plan.format.value]),)
-    else:
-        value_columns = parse_schema(plan.schema or "")
-    key_columns = spec.key_columns
-    if key is not None and spec.envelope is KafkaEnvelope.UPSERT:
-        key_columns = struct_fields(key)
-    if key is not None:
-        key_type = type_string(key)
-    elif spec.key_schema:
-        key_type = type_string_of(parse_schema(spec.key_schema))
-    else:
-        key_type = RAW_VALUE.get(spec.key_format.value, "binary")
-    columns: list[Column] = []
-    seen: dict[str, str] = {}
-    groups: list[tuple[tuple[Column, ...], str]] = [(key_columns, "the record key"), (value_columns, "the value")]
-    for inc in spec.include:
-        typ = key_type if inc.what is KafkaMetadata.KEY else INCLUDE_TYPES[inc.what]
-        groups.append(((Column(inc.name, typ),), f"INCLUDE {inc.what.name}"))
-    for group, what in groups:
-        for column in group:
-            prior = seen.get(column.name.lower())
-            if prior is not None:
-                raise AnalysisError(
-                    f"source {plan.name}: column {column.name} of {what} clashes with {prior}",
-                    hint="rename the field in one of the schemas, or INCLUDE it AS another name",
-                )
-            seen[column.name.lower()] = what
-            columns.append(column)
-    new_spec = dataclasses.replace(spec, key_columns=tuple(key_columns))
-    return dataclasses.replace(plan, schema=schema, columns=tuple(columns), kafka=new_spec)
-
-
-def type_string_of(columns: tuple[Column, ...]) -> str:
-    return "struct<" + ",".join(f"{c.name}:{c.type}" for c in columns) + ">"
-
-
 __all__ = [
     "REGISTRY_OPTIONS",
     "RegistryHalves",
     "analyze_registry_connection",
     "check_registry_envelope",
     "debezium_after",
-    "registry_columns",
     "registry_halves",
     "struct_ddl",
     "struct_fields",
     "type_string",
-    "type_string_of",
 ]

@@ -28,13 +28,8 @@ import dataclasses
 import re
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import (
-    STORAGES,
-    article,
-    check_storage_connection,
-    connection_kind_name,
-    names_hint,
-)
+from icesql.analyzer.connection_kinds import expect_connection, names_hint
+from icesql.analyzer.connections import STORAGES, check_storage_connection
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, OptionTable, collect
@@ -74,22 +69,15 @@ def analyze_sink(
     deps: list[tuple[str, str]] = []
     relation, columns = _relation(ctx, stmt, catalog, deps)
 
-    cat = catalog.get("connection", stmt.catalog.name)
-    if cat is None:
-        raise ctx.error(
-            f"unknown connection {stmt.catalog.name}",
-            stmt.catalog,
-            names_hint(catalog, "connection", stmt.catalog.name)
-            or f"create it first: CREATE CONNECTION {stmt.catalog.name} TO ICEBERG CATALOG (...)",
-        )
-    if not isinstance(cat, CatalogConnectionPlan):
-        kind = connection_kind_name(cat)
-        raise ctx.error(
-            f"connection {stmt.catalog.name} is {article(kind)} {kind} connection, "
-            "expected an ICEBERG CATALOG connection",
-            stmt.catalog,
-            "a sink writes through CREATE CONNECTION ... TO ICEBERG CATALOG (...)",
-        )
+    cat: CatalogConnectionPlan = expect_connection(
+        ctx,
+        catalog,
+        stmt.catalog.name,
+        stmt.catalog,
+        CatalogConnectionPlan,
+        create=f"CREATE CONNECTION {stmt.catalog.name} TO ICEBERG CATALOG (...)",
+        why="a sink writes through CREATE CONNECTION ... TO ICEBERG CATALOG (...)",
+    )
     deps.append(("connection", cat.name))
     for storage_kind, name in _using(ctx, stmt):
         check_storage_connection(ctx, name, name.name, catalog, storage_kind)

@@ -12,20 +12,25 @@ import re
 from typing import Any
 
 from icesql.analyzer.catalog import CatalogView
+from icesql.analyzer.connection_kinds import expect_connection, names_hint
 from icesql.analyzer.connections import (
     STORAGES,
     PathError,
     Storage,
-    article,
     check_storage_connection,
-    connection_kind_name,
-    names_hint,
     resolve_path,
 )
 from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
-from icesql.analyzer.registry import check_registry_envelope, registry_halves
+from icesql.analyzer.registry import (
+    check_registry_envelope,
+    registry_halves,
+    struct_ddl,
+    struct_fields,
+    type_string,
+)
 from icesql.analyzer.schema import SchemaError, parse_schema
+from icesql.errors import AnalysisError
 from icesql.plan import (
     CleanSource,
     Column,
@@ -275,7 +280,11 @@ def _refuse_options_of(
     """An option of another kind of source (``TOPIC`` on FILES, ``CLEAN SOURCE`` on KAFKA) is
     named as such, not as an unknown option."""
     for opt in options:
-        if not opt.key_is_string and table.lookup(opt.name)[0] is None and other.lookup(opt.name)[0] is not None:
+        if (
+            not opt.key_is_string
+            and table.lookup(opt.name)[0] is None
+            and other.lookup(opt.name)[0] is not None
+        ):
             this = "FILES or GENERATOR" if kind == "KAFKA" else "KAFKA"
             raise ctx.error(
                 f"option {opt.name} applies only to {kind} sources",
@@ -315,21 +324,15 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     assert stmt.connection is not None, "the parser gives KAFKA a connection"
     conn = stmt.connection.name
     if catalog is not None:
-        found = catalog.get("connection", conn)
-        if found is None:
-            raise ctx.error(
-                f"unknown connection {conn}",
-                stmt.connection,
-                names_hint(catalog, "connection", conn)
-                or f"create it first: CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
-            )
-        if not isinstance(found, KafkaConnectionPlan):
-            kind = connection_kind_name(found)
-            raise ctx.error(
-                f"connection {conn} is {article(kind)} {kind} connection, expected a KAFKA connection",
-                stmt.connection,
-                f"a Kafka source reads through CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
-            )
+        expect_connection(
+            ctx,
+            catalog,
+            conn,
+            stmt.connection,
+            KafkaConnectionPlan,
+            create=f"CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
+            why=f"a Kafka source reads through CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
+        )
     topic = opts.get_str("TOPIC")
     if topic is None:
         raise ctx.error("KAFKA source needs TOPIC", stmt.connection, "add TOPIC = 'orders'")
@@ -387,7 +390,9 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     key_fields, key_schema = _schema(ctx, opts, "KEY SCHEMA")
     if key_format == "json" and key_schema is None and not registry.key:
         raise ctx.error(
-            "KEY FORMAT 'json' needs KEY SCHEMA", opts.node("KEY FORMAT").value, "add KEY SCHEMA = 'id BIGINT'"
+            "KEY FORMAT 'json' needs KEY SCHEMA",
+            opts.node("KEY FORMAT").value,
+            "add KEY SCHEMA = 'id BIGINT'",
         )
     if key_schema is not None and key_format != "json":
         raise ctx.error(
@@ -436,7 +441,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     )
     columns = kafka_columns(ctx, SourceFormat(fmt), value_columns, spec, stmt, opts)
     if registry.value or registry.key:
-        columns = ()  # known once CREATE SOURCE has fetched the schemas (``registry.registry_columns``)
+        columns = ()  # known once CREATE SOURCE has fetched the schemas (``registry_columns``)
     return SourcePlan(
         name=stmt.name.name,
         source_kind=SourceKind.KAFKA,
@@ -514,8 +519,7 @@ def kafka_columns(
     for i, inc in enumerate(spec.include):
         if inc.what is KafkaMetadata.KEY:
             if spec.key_format is SourceFormat.JSON and spec.key_schema:
-                fields = parse_schema(spec.key_schema)
-                typ = "struct<" + ",".join(f"{c.name}:{c.type}" for c in fields) + ">"
+                typ = type_string_of(parse_schema(spec.key_schema))
             else:  # a registry's key: its type once the schema is fetched (registry_columns)
                 typ = RAW_VALUE.get(spec.key_format.value, "binary")
         else:
@@ -543,11 +547,15 @@ def analyze_alter_source(ctx: Context, stmt: AlterSource, catalog: CatalogView) 
     changed type there, naming both types)."""
     old = catalog.get("source", stmt.name.name)
     if old is None:
-        raise ctx.error(f"unknown source {stmt.name.name}", stmt.name, names_hint(catalog, "source", stmt.name.name))
+        raise ctx.error(
+            f"unknown source {stmt.name.name}", stmt.name, names_hint(catalog, "source", stmt.name.name)
+        )
     assert isinstance(old, SourcePlan)
     opts = collect(ctx, stmt.set_options, ALTER_SOURCE_OPTIONS)
     if "SCHEMA" not in opts:
-        raise ctx.error("ALTER SOURCE SET needs SCHEMA", stmt.name, "write ALTER SOURCE s SET (SCHEMA = '...')")
+        raise ctx.error(
+            "ALTER SOURCE SET needs SCHEMA", stmt.name, "write ALTER SOURCE s SET (SCHEMA = '...')"
+        )
     if old.source_kind is SourceKind.GENERATOR:
         raise ctx.error(
             f"source {old.name} is a {old.source_kind.value.upper()} source: ALTER SOURCE changes the "
@@ -605,3 +613,56 @@ def analyze_view(
                 deps.append((kind, name))
                 break
     return ViewPlan(name=stmt.name.name, query=stmt.query, depends_on=tuple(depends)), deps
+
+
+def registry_columns(
+    plan: SourcePlan, value: dict[str, Any] | None, key: dict[str, Any] | None
+) -> SourcePlan:
+    """The source once its schemas are known: SCHEMA and every column, in order (the key's
+    columns with ENVELOPE UPSERT, the value's, the INCLUDE columns, as ``sources.kafka_columns``).
+    ``value`` / ``key``: the row schema of each half read through the registry (the ``after``
+    record for ENVELOPE DEBEZIUM); None: that half is read as the options say."""
+    spec = plan.kafka
+    assert spec is not None and plan.format is not None
+    schema = plan.schema
+    if value is not None:
+        schema = struct_ddl(value)
+        value_columns = struct_fields(value)
+    elif plan.format.value in RAW_VALUE:
+        value_columns = (Column("value", RAW_VALUE[plan.format.value]),)
+    else:
+        value_columns = parse_schema(plan.schema or "")
+    key_columns = spec.key_columns
+    if key is not None and spec.envelope is KafkaEnvelope.UPSERT:
+        key_columns = struct_fields(key)
+    if key is not None:
+        key_type = type_string(key)
+    elif spec.key_schema:
+        key_type = type_string_of(parse_schema(spec.key_schema))
+    else:
+        key_type = RAW_VALUE.get(spec.key_format.value, "binary")
+    columns: list[Column] = []
+    seen: dict[str, str] = {}
+    groups: list[tuple[tuple[Column, ...], str]] = [
+        (key_columns, "the record key"),
+        (value_columns, "the value"),
+    ]
+    for inc in spec.include:
+        typ = key_type if inc.what is KafkaMetadata.KEY else INCLUDE_TYPES[inc.what]
+        groups.append(((Column(inc.name, typ),), f"INCLUDE {inc.what.name}"))
+    for group, what in groups:
+        for column in group:
+            prior = seen.get(column.name.lower())
+            if prior is not None:
+                raise AnalysisError(
+                    f"source {plan.name}: column {column.name} of {what} clashes with {prior}",
+                    hint="rename the field in one of the schemas, or INCLUDE it AS another name",
+                )
+            seen[column.name.lower()] = what
+            columns.append(column)
+    new_spec = dataclasses.replace(spec, key_columns=tuple(key_columns))
+    return dataclasses.replace(plan, schema=schema, columns=tuple(columns), kafka=new_spec)
+
+
+def type_string_of(columns: tuple[Column, ...]) -> str:
+    return "struct<" + ",".join(f"{c.name}:{c.type}" for c in columns) + ">"

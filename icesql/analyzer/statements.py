@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from icesql.analyzer.catalog import CatalogView
-from icesql.analyzer.connections import analyze_connection, names_hint
+from icesql.analyzer.connection_kinds import names_hint
+from icesql.analyzer.connections import analyze_connection
 from icesql.analyzer.diagnostics import AnalysisWarning, Context
 from icesql.analyzer.queries import (
     analyze_describe_table,
@@ -104,7 +105,9 @@ def _dispatch(ctx: Context, stmt: Statement, catalog: CatalogView, source: str |
     return handler(ctx, stmt, catalog, source)
 
 
-def _secret(ctx: Context, stmt: CreateSecret | AlterSecret, catalog: CatalogView, source: str | None) -> StatementPlan:
+def _secret(
+    ctx: Context, stmt: CreateSecret | AlterSecret, catalog: CatalogView, source: str | None
+) -> StatementPlan:
     _check_name(ctx, stmt.name)
     if isinstance(stmt, AlterSecret) and not catalog.secret_exists(stmt.name.name):
         raise ctx.error(
@@ -118,7 +121,9 @@ def _secret(ctx: Context, stmt: CreateSecret | AlterSecret, catalog: CatalogView
     )
 
 
-def _connection(ctx: Context, stmt: CreateConnection, catalog: CatalogView, source: str | None) -> StatementPlan:
+def _connection(
+    ctx: Context, stmt: CreateConnection, catalog: CatalogView, source: str | None
+) -> StatementPlan:
     _check_name(ctx, stmt.name)
     conn, deps, inline = analyze_connection(ctx, stmt, catalog)
     return CreateObjectPlan(

@@ -14,13 +14,8 @@ import pytest
 from icesql import results as R
 from icesql.analyzer import MemoryCatalog, analyze
 from icesql.analyzer.catalog import CONNECTION_PLANS, object_kind
-from icesql.analyzer.connections import (
-    CONNECTION_OPTIONS,
-    STORAGES,
-    article,
-    check_storage_connection,
-    connection_kind_name,
-)
+from icesql.analyzer.connection_kinds import article, connection_kind_name
+from icesql.analyzer.connections import CONNECTION_OPTIONS, STORAGES, check_storage_connection
 from icesql.analyzer.diagnostics import Context
 from icesql.errors import AnalysisError, ParseError
 from icesql.plan import (
