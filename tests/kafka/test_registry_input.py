@@ -110,14 +110,24 @@ def test_a_registry_that_answers_500_then_200_and_one_that_goes_down_after_the_i
     noida: Any, schema_registry: RegistryServer, tmp_path: Path
 ) -> None:
     home, wh = tmp_path / "home", tmp_path / "wh"
-    sid = _setup(home, wh, noida, schema_registry, "reg-flaky", "fail")
-    K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(sid, {"id": i})) for i in range(3)])
+    _setup(home, wh, noida, schema_registry, "reg-flaky", "fail")
+    # a schema id CREATE SOURCE did not fetch: the sink has to ask the registry for it
+    later = int(
+        schema_registry.register(
+            "reg-flaky-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON"
+        )["id"]
+    )
+    K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(later, {"id": i})) for i in range(3)])
+    before = len(schema_registry.requests)
     schema_registry.fail_next(1, 500)
     with icesql.Session(home=home) as s:
         s.run(once=True, sinks=["s"])
         assert _ids(home, wh) == [0, 1, 2]
+        asked = schema_registry.requests[before:]
+        # the sink's first request got the 500 and was asked again; then it had what it needed
+        assert not schema_registry.state.fail and len(asked) >= 2 and asked[0] == asked[1], asked
         schema_registry.stop()  # the ids are known: the sink goes on without the registry
-        K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(sid, {"id": i})) for i in range(3, 5)])
+        K.produce(noida.bootstrap, "reg-flaky", [(b"k", _framed(later, {"id": i})) for i in range(3, 5)])
         s.run(once=True, sinks=["s"])
     assert _ids(home, wh) == [0, 1, 2, 3, 4]
 
@@ -159,7 +169,9 @@ def test_with_no_retries_a_registry_that_is_down_fails_the_run_with_one_line(
 ) -> None:
     home, wh = tmp_path / "home", tmp_path / "wh"
     _setup(home, wh, noida, schema_registry, "reg-gone", "fail")
-    later = schema_registry.register("reg-gone-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON")
+    later = schema_registry.register(
+        "reg-gone-value", json.dumps({**SCHEMA, "title": "Item2"}), schema_type="JSON"
+    )
     K.produce(noida.bootstrap, "reg-gone", [(b"k", _framed(int(later["id"]), {"id": 1}))])
     schema_registry.stop()
     monkeypatch.setenv("ICESQL_RETRY_BUDGET", "0")
@@ -191,14 +203,18 @@ def test_a_sink_through_a_registry_behind_basic_auth_and_tls_leaks_no_secret(
             "FORMAT JSON USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;"
             "CREATE SINK s FROM reg INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't')"
         )
-        later = secure_registry.register(f"{topic}-value", json.dumps({**SCHEMA, "title": "Later"}), schema_type="JSON")
+        later = secure_registry.register(
+            f"{topic}-value", json.dumps({**SCHEMA, "title": "Later"}), schema_type="JSON"
+        )
         K.produce(
             noida.bootstrap,
             topic,
             [(b"k", _framed(int(found["id"]), {"id": 1})), (b"k", _framed(int(later["id"]), {"id": 2}))],
         )
         s.run(once=True, sinks=["s"])
-        shown = [s.execute(q) for q in ("SHOW CONNECTIONS", "SHOW SOURCES", "SHOW SINK STATUS", "DESCRIBE reg")]
+        shown = [
+            s.execute(q) for q in ("SHOW CONNECTIONS", "SHOW SOURCES", "SHOW SINK STATUS", "DESCRIBE reg")
+        ]
     assert _ids(home, wh) == [1, 2]
     # the sink asked the registry itself (its start looks for newer versions), authenticated over TLS
     assert secure_registry.requests.count(("GET", f"/subjects/{topic}-value/versions/latest")) >= 2

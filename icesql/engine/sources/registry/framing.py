@@ -93,13 +93,17 @@ class RegistryColumn:
         self.header = header
         self._client: Any = None
         self._decoders: dict[SchemaRef, Any] = {}
+        self._columns: dict[str, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_client": None, "_decoders": {}}
 
     def columns(self) -> dict[str, Any]:
-        """The Spark row schema (jsonValue form) of the rows this column gives."""
-        return kinds.columns(self.reader)
+        """The Spark row schema (jsonValue form) of the rows this column gives (worked out once:
+        every batch asks)."""
+        if self._columns is None:
+            self._columns = kinds.columns(self.reader)
+        return self._columns
 
     def writer(self, ref: SchemaRef) -> RegisteredSchema:
         if self._client is None:
