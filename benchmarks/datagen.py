@@ -76,6 +76,25 @@ SPARK_DDL = (
     "id BIGINT, ts TIMESTAMP, category STRING, payload STRING, amount DOUBLE, qty INT, "
     "event_date DATE, active BOOLEAN, price DECIMAL(12,2), user_id BIGINT"
 )
+# the same rows as an Avro record (a Schema Registry's subject: benchmarks kafka_avro and
+# registry_avro_decode)
+AVRO_SCHEMA = {
+    "type": "record",
+    "name": "Event",
+    "namespace": "bench",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+        {"name": "category", "type": "string"},
+        {"name": "payload", "type": "string"},
+        {"name": "amount", "type": ["null", "double"]},
+        {"name": "qty", "type": "int"},
+        {"name": "event_date", "type": {"type": "int", "logicalType": "date"}},
+        {"name": "active", "type": "boolean"},
+        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
+        {"name": "user_id", "type": "long"},
+    ],
+}
 COLUMNS = [f.name for f in SCHEMA]
 CHANGE_SCHEMA = pa.schema([("op", pa.string()), ("batch", pa.int32()), ("pos", pa.int32())] + list(SCHEMA))
 MANIFEST = "_manifest.json"  # "_" prefix: Spark's file sources skip it

@@ -37,27 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import kafka as KF
+from benchmarks.datagen import AVRO_SCHEMA as SCHEMA
 
 TOPIC = "events_avro"
 JSON_TOPIC = "events_json"
 GEN_CHUNK = 100_000
-SCHEMA: dict[str, Any] = {
-    "type": "record",
-    "name": "Event",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-        {"name": "category", "type": "string"},
-        {"name": "payload", "type": "string"},
-        {"name": "amount", "type": ["null", "double"]},
-        {"name": "qty", "type": "int"},
-        {"name": "event_date", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "active", "type": "boolean"},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
-        {"name": "user_id", "type": "long"},
-    ],
-}
 
 
 def _chunks(records: int) -> Any:

@@ -41,28 +41,12 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.datagen import AVRO_SCHEMA as SCHEMA  # noqa: E402
 from benchmarks.datagen import arange, gen_rows  # noqa: E402
 from icesql.engine.connections.registry import RegisteredSchema  # noqa: E402
 from icesql.engine.sources.registry.avro import AvroDecoder  # noqa: E402
 from icesql.engine.sources.registry.avro_wire import Wire, decimal_words  # noqa: E402
 
-SCHEMA = {
-    "type": "record",
-    "name": "Event",
-    "namespace": "bench",
-    "fields": [
-        {"name": "id", "type": "long"},
-        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}},
-        {"name": "category", "type": "string"},
-        {"name": "payload", "type": "string"},
-        {"name": "amount", "type": ["null", "double"]},
-        {"name": "qty", "type": "int"},
-        {"name": "event_date", "type": {"type": "int", "logicalType": "date"}},
-        {"name": "active", "type": "boolean"},
-        {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12, "scale": 2}},
-        {"name": "user_id", "type": "long"},
-    ],
-}
 SYNC = bytes(range(16))
 
 
