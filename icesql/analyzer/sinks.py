@@ -17,7 +17,8 @@ Decisions where SPEC §1.4 leaves room (documented here because users will ask):
   for a table icesql creates, as the Iceberg spec's default). When the sink says FORMAT, the
   table icesql creates gets ``write.format.default`` to match, so PROPERTIES may not set that
   property too. FORMAT cannot be changed by ALTER SINK (it is not among ALTER_SINK's options).
-* ``FORMAT VERSION`` is only 2 (v1 is out of scope in the design document, v3 not supported yet).
+* ``FORMAT VERSION`` is 2 (the default) or 3 (row lineage, deletion vectors for upserts); v1 is out
+  of scope in the design document.
 * A relation that is neither an icesql source nor view is assumed to be a Spark table or view
   (SPEC: embedding programs register their own DataFrames); a warning says so.
 """
@@ -94,22 +95,22 @@ def analyze_sink(
     opts = collect(ctx, stmt.with_options, SINK_OPTIONS)
     fmt = _format(ctx, opts)
     version = opts.get_int("FORMAT VERSION")
-    if version is not None and version != 2:
+    if version is not None and version not in (2, 3):
         node = opts.node("FORMAT VERSION").value
         if version == 1:
             raise ctx.error(
                 "FORMAT VERSION 1 is not supported",
                 node,
-                "icesql writes v2 tables (row-level deletes need v2; v1 is out of scope per the design)",
+                "icesql writes v2 or v3 tables (row-level deletes need v2; v1 is out of scope per the design)",
             )
-        raise ctx.error(f"FORMAT VERSION {version} is not supported yet", node, "use FORMAT VERSION = 2")
+        raise ctx.error(f"FORMAT VERSION {version} is not supported", node, "use FORMAT VERSION = 2 or 3")
     properties = opts.pairs("PROPERTIES")
     for k, v in properties:
         if k == "format-version":
             raise ctx.error(
                 "property 'format-version' is set by FORMAT VERSION",
                 opts.node("PROPERTIES"),
-                "use FORMAT VERSION = 2",
+                "use FORMAT VERSION = 2 or 3",
             )
         if k == WRITE_FORMAT_DEFAULT:
             wanted = v.lower()
@@ -148,7 +149,7 @@ def analyze_sink(
         format=fmt,
         commit=commit,
         maximum_file_size=file_size,
-        format_version=2,
+        format_version=version or 2,
         properties=properties,
         on_error=OnError(opts.get_str("ON ERROR") or "fail"),
         columns=columns or (),

@@ -53,6 +53,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from icesql.engine.base.pyiceberg_v3 import delete_key, enable_v3, inherit_first_row_ids
+
 log = logging.getLogger("icesql.commit")
 
 PYICEBERG_RANGE = (">=0.12", "<0.13")
@@ -100,6 +102,7 @@ _PRODUCERS: tuple[type, type] | None = None
 def manifest_writer_classes() -> tuple[type, type]:
     """(data manifest writer, delete manifest writer) for format v2; the same classes every call."""
     global _WRITERS
+    enable_v3()
     if _WRITERS is not None:
         return _WRITERS
     from pyiceberg.manifest import ManifestContent, ManifestWriterV2
@@ -194,7 +197,7 @@ def producer_classes() -> tuple[type, type]:
     global _PRODUCERS
     if _PRODUCERS is not None:
         return _PRODUCERS
-    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
+    from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
     from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
     from pyiceberg.table.update.snapshot import _FastAppendFiles
 
@@ -204,11 +207,7 @@ def producer_classes() -> tuple[type, type]:
         """Fast append whose manifests declare ``equality_ids`` as ``list<int>``."""
 
         def new_manifest_writer(self, spec: Any) -> Any:
-            if self._transaction.table_metadata.format_version != 2:
-                return super().new_manifest_writer(spec)
-            return data_writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
+            return _manifest_writer(self, data_writer_cls, spec)
 
     class _RowDelta(_Append):
         """Data files and equality-delete files in one snapshot (format v2)."""
@@ -216,16 +215,53 @@ def producer_classes() -> tuple[type, type]:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._added_delete_files: list[Any] = []
+            self._removed_delete_files: list[Any] = []
+            self._removed_keys: set[str] = set()
+            self._entries_of: Callable[[Any], list[Any]] | None = None
+            self.written_files: list[str] = []  # other files this commit wrote (Puffin files)
 
         def add_delete_file(self, delete_file: Any) -> _RowDelta:
             self._added_delete_files.append(delete_file)
             return self
 
+        def remove_delete_files(self, delete_files: list[Any], entries_of: Callable[[Any], list[Any]]) -> _RowDelta:
+            """Remove ``delete_files`` (DataFiles of live deletes: the deletion vectors a batch's
+            new ones replace) in the same snapshot; ``entries_of(manifest)`` reads a manifest's
+            entries. The delete manifests holding them are rewritten, the others kept."""
+            self._removed_delete_files.extend(delete_files)
+            self._removed_keys.update(delete_key(f) for f in delete_files)
+            self._entries_of = entries_of
+            return self
+
+        def _existing_manifests(self) -> list[Any]:
+            manifests = super()._existing_manifests()
+            if not self._removed_keys or self._entries_of is None:
+                return manifests
+            out: list[Any] = []
+            found: set[str] = set()
+            for m in manifests:
+                if m.content != ManifestContent.DELETES:
+                    out.append(m)
+                    continue
+                entries = [e for e in self._entries_of(m) if e.status != ManifestEntryStatus.DELETED]
+                hits = {delete_key(e.data_file) for e in entries} & self._removed_keys
+                if not hits:
+                    out.append(m)
+                    continue
+                found |= hits
+                writer = _manifest_writer(self, delete_writer_cls, self._transaction.table_metadata.specs()[m.partition_spec_id])
+                with writer:
+                    for e in entries:
+                        gone = delete_key(e.data_file) in hits
+                        status = ManifestEntryStatus.DELETED if gone else ManifestEntryStatus.EXISTING
+                        writer.add_entry(_carried_entry(e, status, self._snapshot_id))
+                out.append(writer.to_manifest_file())
+            if found != self._removed_keys:
+                raise RewriteConflictError("a delete file to replace is no longer in the table")
+            return out
+
         def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
-            spec = self._transaction.table_metadata.spec()
-            writer = writer_cls(
-                spec, self.schema(), self.new_manifest_output(), self._snapshot_id, self._compression
-            )
+            writer = _manifest_writer(self, writer_cls, self._transaction.table_metadata.spec())
             with writer:
                 for f in files:
                     writer.add_entry(
@@ -252,6 +288,8 @@ def producer_classes() -> tuple[type, type]:
             ssc = SnapshotSummaryCollector()
             for f in [*self._added_data_files, *self._added_delete_files]:
                 ssc.add_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
+            for f in self._removed_delete_files:
+                ssc.remove_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
             previous = (
                 meta.snapshot_by_id(self._parent_snapshot_id)
                 if self._parent_snapshot_id is not None
@@ -268,7 +306,7 @@ def producer_classes() -> tuple[type, type]:
 
 def discard_written(producers: list[Any], io: Any) -> None:
     for p in producers:
-        for path in [*p._written_manifests, *p._written_manifest_lists]:
+        for path in [*p._written_manifests, *p._written_manifest_lists, *getattr(p, "written_files", ())]:
             try:
                 io.delete(path)
             except Exception:  # pragma: no cover - best effort
@@ -276,8 +314,14 @@ def discard_written(producers: list[Any], io: Any) -> None:
 
 
 def _manifest_writer(producer: Any, writer_cls: type, spec: Any) -> Any:
-    """A manifest writer of ``producer``'s table: icesql's v2 classes, pyiceberg's own for v1."""
-    if producer._transaction.table_metadata.format_version != 2:
+    """A manifest writer of ``producer``'s table: icesql's v2 classes (made v3 for a v3 table,
+    ``pyiceberg_v3``), pyiceberg's own for v1."""
+    version = producer._transaction.table_metadata.format_version
+    if version == 3:
+        from icesql.engine.base.pyiceberg_v3 import manifest_writer_v3
+
+        writer_cls = manifest_writer_v3(writer_cls)
+    elif version != 2:
         from pyiceberg.manifest import write_manifest
 
         return write_manifest(
@@ -368,9 +412,10 @@ def rewrite_producer() -> type:
         ) -> None:
             super().__init__(operation=Operation.REPLACE, **kwargs)
             self._removed = removed
-            self._removed_paths = {e.data_file.file_path for e in removed}
+            self._removed_paths = {delete_key(e.data_file) for e in removed}
             self._entries_of = entries_of
             self._data_sequence_number = data_sequence_number
+            self.written_files: list[str] = []  # other files this commit wrote (Puffin files)
 
         def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
             spec = self._transaction.table_metadata.spec()
@@ -396,7 +441,7 @@ def rewrite_producer() -> type:
             writer = _manifest_writer(self, writer_cls, spec)
             with writer:
                 for e in entries:
-                    removed = e.data_file.file_path in self._removed_paths
+                    removed = delete_key(e.data_file) in self._removed_paths
                     status = ManifestEntryStatus.DELETED if removed else ManifestEntryStatus.EXISTING
                     writer.add_entry(_carried_entry(e, status, self._snapshot_id))
             return writer.to_manifest_file()
@@ -413,13 +458,17 @@ def rewrite_producer() -> type:
             # the removed entries of manifests that keep nothing else: one manifest per kind
             tombstones: dict[tuple[int, int], list[Any]] = {}
             for manifest in parent.manifests(io=self._io):
-                entries = [e for e in self._entries_of(manifest) if e.status != ManifestEntryStatus.DELETED]
-                hit = [e for e in entries if e.data_file.file_path in self._removed_paths]
+                entries = [
+                    e
+                    for e in inherit_first_row_ids(manifest, self._entries_of(manifest))
+                    if e.status != ManifestEntryStatus.DELETED
+                ]
+                hit = [e for e in entries if delete_key(e.data_file) in self._removed_paths]
                 if not hit:
                     if entries:
                         out.append(manifest)
                     continue
-                found.update(e.data_file.file_path for e in hit)
+                found.update(delete_key(e.data_file) for e in hit)
                 if len(hit) == len(entries):
                     key = (int(manifest.content), int(manifest.partition_spec_id))
                     tombstones.setdefault(key, []).extend(hit)
@@ -503,7 +552,11 @@ def manifest_rewrite_producer() -> type:
                     kept.append(manifest)
                     continue
                 found.add(manifest.manifest_path)
-                live = [e for e in self._entries_of(manifest) if e.status != ManifestEntryStatus.DELETED]
+                live = [
+                    e
+                    for e in inherit_first_row_ids(manifest, self._entries_of(manifest))
+                    if e.status != ManifestEntryStatus.DELETED
+                ]
                 key = (int(manifest.content), int(manifest.partition_spec_id))
                 groups.setdefault(key, []).extend(live)
             if found != self._rewrite_paths:
@@ -619,6 +672,7 @@ def cheap_commits(catalog: Any) -> Any:
     catalog's server builds the metadata itself. Creating a table keeps pyiceberg's own path,
     which validates the new metadata.
     """
+    enable_v3()
     original = getattr(catalog, "_update_and_stage_table", None)
     if original is None:  # a REST catalog
         return catalog

@@ -297,6 +297,16 @@ def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, 
     for d in deletes:
         if int(d.content) == 0:
             raise ExecutionError(f"{d.file_path} is a data file given as a delete file")
+    from icesql.engine.iceberg.dvs import is_position_file, to_deletion_vectors
+    from icesql.engine.iceberg.table_files import entries_reader
+
+    replaced: list[Any] = []
+    change = None
+    if fv >= 3 and any(is_position_file(d) for d in deletes):
+        # a v3 table takes deletion vectors, not position delete files (``iceberg.dvs``)
+        change = to_deletion_vectors(table, meta, [d for d in deletes if is_position_file(d)])
+        deletes = [d for d in deletes if not is_position_file(d)] + change.added
+        replaced = [f.data_file for f in change.removed]
     if deletes:
         if fv < 2:
             raise ExecutionError(
@@ -310,6 +320,10 @@ def _stage_group(tx: Any, table: Any, group: CommitGroup, properties: dict[str, 
         )
         for d in deletes:
             producer.add_delete_file(d)
+        if replaced:
+            producer.remove_delete_files(replaced, entries_reader(table.io))
+        if change is not None and change.puffin_path:
+            producer.written_files.append(change.puffin_path)  # gone again if the commit fails
     else:
         producer = append_cls(
             operation=Operation.APPEND, transaction=tx, io=table.io, snapshot_properties=properties

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from icesql.engine.base.pyiceberg_v3 import content_range, delete_key, referenced_data_file
 from icesql.engine.iceberg import formats
 from icesql.engine.iceberg.table_files import LiveFile
 from icesql.errors import ExecutionError
@@ -21,33 +22,52 @@ _positions_cache: dict[str, dict[str, Any]] = {}
 
 
 def position_deletes(io: Any, delete: LiveFile) -> dict[str, Any]:
-    """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file.
-    Delete files never change: each is read once per process (bounded cache)."""
+    """``data file path -> positions`` (a sorted numpy int64 array) of a position delete file or
+    a deletion vector (``file_positions``)."""
+    return file_positions(io, delete.data_file)
+
+
+def is_deletion_vector(data_file: Any) -> bool:
+    return str(getattr(data_file.file_format, "value", data_file.file_format)).upper() == "PUFFIN"
+
+
+def file_positions(io: Any, data_file: Any) -> dict[str, Any]:
+    """``data file path -> positions`` of one position-delete ``data_file`` (a pyiceberg
+    ``DataFile``): a position delete file's rows, or a deletion vector's bitmap (format v3: its
+    blob alone is read, at the entry's ``content_offset``). Delete files never change: each is
+    read once per process (bounded cache)."""
     import numpy as np
 
-    cached = _positions_cache.get(delete.path)
+    key = delete_key(data_file)
+    cached = _positions_cache.get(key)
     if cached is not None:
         return cached
-    fmt = str(getattr(delete.file_format, "value", delete.file_format)).upper()
-    if fmt == "PUFFIN":
-        raise ExecutionError(
-            f"delete file {delete.path} is a deletion vector: icesql applies position delete files only",
-            hint="deletion vectors (format v3) are not supported yet",
-        )
-    t = formats.read_file(io, delete.path, ["file_path", "pos"], delete.file_format)
-    paths = t.column("file_path").combine_chunks().dictionary_encode()
-    codes = paths.indices.to_numpy(zero_copy_only=False)
-    positions = t.column("pos").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
-    order = np.argsort(codes, kind="stable")
-    codes, positions = codes[order], positions[order]
-    out: dict[str, Any] = {}
-    for i, name in enumerate(paths.dictionary.to_pylist()):
-        lo, hi = np.searchsorted(codes, i, "left"), np.searchsorted(codes, i, "right")
-        if hi > lo:
-            out[str(name)] = np.unique(positions[lo:hi])
+    path = str(data_file.file_path)
+    if is_deletion_vector(data_file):
+        from icesql.engine.iceberg.puffin import read_dv
+
+        referenced, rng = referenced_data_file(data_file), content_range(data_file)
+        if referenced is None or rng is None:
+            raise ExecutionError(
+                f"deletion vector in {path} has no referenced data file or content range",
+                hint="the table's delete manifest is damaged: rewrite it with Iceberg Java's rewrite_position_delete_files",
+            )
+        out: dict[str, Any] = {str(referenced): read_dv(io, path, rng[0], rng[1], str(referenced))}
+    else:
+        t = formats.read_file(io, path, ["file_path", "pos"], data_file.file_format)
+        paths = t.column("file_path").combine_chunks().dictionary_encode()
+        codes = paths.indices.to_numpy(zero_copy_only=False)
+        positions = t.column("pos").combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
+        order = np.argsort(codes, kind="stable")
+        codes, positions = codes[order], positions[order]
+        out = {}
+        for i, name in enumerate(paths.dictionary.to_pylist()):
+            lo, hi = np.searchsorted(codes, i, "left"), np.searchsorted(codes, i, "right")
+            if hi > lo:
+                out[str(name)] = np.unique(positions[lo:hi])
     if len(_positions_cache) >= _POSITIONS_CACHE_SIZE:
         _positions_cache.pop(next(iter(_positions_cache)))
-    _positions_cache[delete.path] = out
+    _positions_cache[key] = out
     return out
 
 
@@ -61,7 +81,11 @@ class DeleteIndex:
         self._global_eq: list[LiveFile] = []
         self._eq: dict[tuple[int, str], list[LiveFile]] = defaultdict(list)
         self._pos: dict[str, list[tuple[LiveFile, int]]] = defaultdict(list)  # data path -> (delete, count)
-        self._pos_refs: dict[str, tuple[str, ...]] = {}
+        self._pos_refs: dict[str, tuple[str, ...]] = {}  # delete_key -> data paths
+        # format v3: data path -> its deletion vector (at most one live per data file, spec);
+        # the position delete files of a data file that has one are ignored (spec), since the
+        # writer of the vector merged them into it
+        self._dv: dict[str, LiveFile] = {}
         for d in self.deletes:
             if d.content == 2:
                 spec = specs.get(d.spec_id)
@@ -69,9 +93,13 @@ class DeleteIndex:
                     self._global_eq.append(d)
                 else:
                     self._eq[d.partition_key].append(d)
+            elif is_deletion_vector(d.data_file):
+                target = referenced_data_file(d.data_file)
+                self._pos_refs[delete_key(d.data_file)] = (str(target),)
+                self._dv[str(target)] = d
             else:
                 refs = position_deletes(self.io, d)
-                self._pos_refs[d.path] = tuple(refs)
+                self._pos_refs[delete_key(d.data_file)] = tuple(refs)
                 for path, positions in refs.items():
                     self._pos[path].append((d, len(positions)))
         self._global_paths = {d.path for d in self._global_eq}
@@ -96,24 +124,34 @@ class DeleteIndex:
             if d.sequence_number > f.sequence_number
         ]
 
+    def _position_files(self, f: LiveFile) -> list[tuple[LiveFile, int]]:
+        """(delete, rows of ``f`` it deletes) of the position deletes that apply to ``f``: its
+        deletion vector if it has one, else its position delete files."""
+        dv = self._dv.get(f.path)
+        if dv is not None and f.sequence_number <= dv.sequence_number:
+            return [(dv, dv.rows)]
+        return [(d, n) for d, n in self._pos.get(f.path, ()) if f.sequence_number <= d.sequence_number]
+
+    def deletion_vector(self, f: LiveFile) -> LiveFile | None:
+        """``f``'s live deletion vector (format v3), if it has one."""
+        dv = self._dv.get(f.path)
+        return dv if dv is not None and f.sequence_number <= dv.sequence_number else None
+
     def positions(self, f: LiveFile) -> list[Any]:
         """The position arrays of the position deletes that apply to ``f``."""
-        out = []
-        for d, _ in self._pos.get(f.path, ()):
-            if f.sequence_number <= d.sequence_number:
-                out.append(position_deletes(self.io, d)[f.path])
-        return out
+        return [position_deletes(self.io, d)[f.path] for d, _ in self._position_files(f)]
 
     def deleted_estimate(self, f: LiveFile) -> int:
-        """Rows of ``f`` the deletes remove: exact for position deletes, an upper bound for
-        equality deletes (every key of a delete that applies, whether ``f`` holds it or not)."""
-        n = sum(count for d, count in self._pos.get(f.path, ()) if f.sequence_number <= d.sequence_number)
+        """Rows of ``f`` the deletes remove: exact for position deletes and deletion vectors (a
+        vector's cardinality), an upper bound for equality deletes (every key of a delete that
+        applies, whether ``f`` holds it or not)."""
+        n = sum(count for _, count in self._position_files(f))
         for seqs, sums in (self._eq_sums.get(f.partition_key, ([], [0])), self._global_sums):
             n += sums[bisect.bisect_right(seqs, f.sequence_number)]
         return n
 
     def applies_to(self, f: LiveFile) -> bool:
-        if any(f.sequence_number <= d.sequence_number for d, _ in self._pos.get(f.path, ())):
+        if self._position_files(f):
             return True
         for seqs, _ in (self._eq_sums.get(f.partition_key, ([], [0])), self._global_sums):
             if seqs and seqs[-1] > f.sequence_number:
@@ -135,7 +173,8 @@ class DeleteIndex:
                 applies = low is not None and low < d.sequence_number
             else:
                 applies = any(
-                    p in seq_by_path and seq_by_path[p] <= d.sequence_number for p in self._pos_refs[d.path]
+                    p in seq_by_path and seq_by_path[p] <= d.sequence_number
+                    for p in self._pos_refs[delete_key(d.data_file)]
                 )
             if not applies:
                 out.append(d)

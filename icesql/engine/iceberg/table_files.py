@@ -36,8 +36,8 @@ _cache_lock = threading.Lock()
 
 
 def manifest_entries(io: Any, manifest: Any) -> list[Any]:
-    """Every entry of ``manifest`` (ADDED, EXISTING and DELETED), sequence numbers inherited.
-    The entries are shared: never modify them."""
+    """Every entry of ``manifest`` (ADDED, EXISTING and DELETED), sequence numbers and (format v3)
+    first row ids inherited. The entries are shared: never modify them."""
     path = manifest.manifest_path
     with _cache_lock:
         hit = _cache.get(path)
@@ -45,7 +45,9 @@ def manifest_entries(io: Any, manifest: Any) -> list[Any]:
             _cache.move_to_end(path)
             return hit
     global _cached_entries
-    entries = manifest.fetch_manifest_entry(io, discard_deleted=False)
+    from icesql.engine.base.pyiceberg_v3 import inherit_first_row_ids
+
+    entries = inherit_first_row_ids(manifest, manifest.fetch_manifest_entry(io, discard_deleted=False))
     with _cache_lock:
         if path not in _cache:
             _cache[path] = entries
@@ -114,6 +116,8 @@ class LiveFile:
 
     @classmethod
     def of(cls, entry: Any) -> LiveFile:
+        from icesql.engine.base.pyiceberg_v3 import delete_key
+
         f = entry.data_file
         spec_id = int(f.spec_id)
         return cls(
@@ -121,7 +125,7 @@ class LiveFile:
             sequence_number=int(entry.sequence_number or 0),
             file_sequence_number=entry.file_sequence_number,
             snapshot_id=entry.snapshot_id,
-            path=str(f.file_path),
+            path=delete_key(f),  # a deletion vector's: its Puffin file's path and offset
             size=int(f.file_size_in_bytes),
             rows=int(f.record_count),
             content=int(f.content),

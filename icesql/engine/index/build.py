@@ -30,10 +30,14 @@ def plan_live_files(table: Any) -> list[dict[str, Any]]:
     """Each live data file of the current snapshot with the delete files that apply to it."""
     from pyiceberg.manifest import DataFileContent
 
+    from icesql.engine.base.pyiceberg_v3 import content_range, referenced_data_file
+    from icesql.engine.iceberg.deletes import is_deletion_vector
+
     snapshot = table.current_snapshot()
     if snapshot is None:
         return []
     data, pos_deletes, eq_deletes = [], [], []
+    vectors: dict[str, tuple[Any, int]] = {}  # format v3: data path -> (its deletion vector, seq)
     for manifest in snapshot.manifests(table.io):
         for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
             f = e.data_file
@@ -41,17 +45,27 @@ def plan_live_files(table: Any) -> list[dict[str, Any]]:
             if f.content == DataFileContent.DATA:
                 data.append((f, seq))
             elif f.content == DataFileContent.POSITION_DELETES:
-                pos_deletes.append((f, seq))
+                if is_deletion_vector(f):
+                    vectors[str(referenced_data_file(f))] = (f, seq)
+                else:
+                    pos_deletes.append((f, seq))
             else:
                 eq_deletes.append((f, seq))
     spec_unpartitioned = table.spec().is_unpartitioned()
     out = []
     for f, seq in data:
+        dv = vectors.get(str(f.file_path))
+        if dv is not None and dv[1] >= seq:
+            # a data file's deletion vector replaces its position delete files (spec)
+            rng = content_range(dv[0]) or (0, 0)
+            positions: list[Any] = [{"dv": dv[0].file_path, "offset": rng[0], "size": rng[1]}]
+        else:
+            positions = [d.file_path for d, s in pos_deletes if s >= seq]
         out.append(
             {
                 "path": f.file_path,
                 "rows": int(f.record_count),
-                "position_deletes": [d.file_path for d, s in pos_deletes if s >= seq],
+                "position_deletes": positions,
                 "equality_deletes": [
                     {"path": d.file_path, "ids": list(d.equality_ids or [])}
                     for d, s in eq_deletes
@@ -118,6 +132,7 @@ def live_entries(
     import pyarrow.compute as pc
 
     from icesql.engine.iceberg import formats
+    from icesql.engine.iceberg.puffin import read_dv
     from icesql.engine.index.shard import POS, remove_keys
 
     key = list(key)
@@ -126,6 +141,9 @@ def live_entries(
     t = entries if entries is not None else file_entries(io, path, key, key_schema)
     gone: list[Any] = []
     for d in plan["position_deletes"]:
+        if isinstance(d, dict):  # a deletion vector (format v3)
+            gone.append(pa.chunked_array([read_dv(io, d["dv"], d["offset"], d["size"], path)], pa.int64()))
+            continue
         dt = formats.read_file(io, d, ["file_path", "pos"])
         gone.append(dt.filter(pc.equal(dt.column("file_path"), path)).column("pos"))
     if gone:

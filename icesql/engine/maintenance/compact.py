@@ -413,8 +413,16 @@ def _commit(
     )
     for f in new_files:
         producer.append_data_file(f)
-    for d in carried:
-        producer.add_delete_file(as_data_file(d, fv))
+    carried_files = [as_data_file(d, fv) for d in carried]
+    if fv >= 3 and carried_files:
+        # a v3 table takes deletion vectors: the carried positions become the new files' vectors
+        from icesql.engine.iceberg.dvs import new_files_vectors
+
+        carried_files, puffin = new_files_vectors(table, carried_files, [as_data_file(f, fv) for f in new_files])
+        if puffin:
+            producer.written_files.append(puffin)
+    for d in carried_files:
+        producer.add_delete_file(d)
     try:
         internals.apply_producer(tx, producer)
         tx.commit_transaction()
