@@ -435,7 +435,8 @@ def analyze_alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView) -> S
             raise ctx.error(
                 f"option {opt.name} cannot be changed by ALTER SINK",
                 opt,
-                "ALTER SINK SET changes MAXIMUM PERIOD (COMMIT INTERVAL), MINIMUM SIZE and MAXIMUM FILE SIZE",
+                "ALTER SINK SET changes MAXIMUM PERIOD (COMMIT INTERVAL), MINIMUM SIZE, MAXIMUM FILE SIZE, "
+                "FORMAT VERSION and the maintenance options",
             )
     opts = collect(ctx, stmt.set_options, ALTER_OPTIONS)
     commit, file_size = old.commit, old.maximum_file_size
@@ -458,6 +459,23 @@ def analyze_alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView) -> S
         if spec.name in reset:
             raise ctx.error(f"option {name} is reset twice", at)
         reset.add(spec.name)
+    if "FORMAT VERSION" in reset:
+        raise ctx.error(
+            "option FORMAT VERSION cannot be reset",
+            ctx.find(stmt, r"\bFORMAT\s+VERSION\b"),
+            "a table's format version only goes up: SET (FORMAT VERSION = 3) upgrades it",
+        )
+    version = opts.get_int("FORMAT VERSION")
+    if version is not None and version != old.format_version:
+        node = opts.node("FORMAT VERSION").value
+        if version < old.format_version:
+            raise ctx.error(
+                f"FORMAT VERSION {version} would downgrade sink {old.name}'s table from version {old.format_version}",
+                node,
+                "Iceberg tables are upgraded, never downgraded",
+            )
+        if version != 3:
+            raise ctx.error(f"FORMAT VERSION {version} is not supported", node, "use FORMAT VERSION = 3")
     if "MAXIMUM PERIOD" in reset:
         commit = dataclasses.replace(commit, maximum_period=None)
     if "MINIMUM SIZE" in reset:
@@ -466,7 +484,13 @@ def analyze_alter_sink(ctx: Context, stmt: AlterSink, catalog: CatalogView) -> S
         file_size = DEFAULT_MAXIMUM_FILE_SIZE
     commit, file_size = _commit_policy(ctx, opts, commit, file_size)
     maintenance = maintenance_policy(ctx, opts, reset_maintenance(old.maintenance, reset))
-    return dataclasses.replace(old, commit=commit, maximum_file_size=file_size, maintenance=maintenance)
+    return dataclasses.replace(
+        old,
+        commit=commit,
+        maximum_file_size=file_size,
+        maintenance=maintenance,
+        format_version=max(version or old.format_version, old.format_version),
+    )
 
 
 __all__ = ["analyze_alter_sink", "analyze_sink"]

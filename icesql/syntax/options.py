@@ -354,7 +354,7 @@ SINK = (
 
 SINK_TARGET = (OptionSpec("NAMESPACE", S), OptionSpec("TABLE", S))
 
-ALTER_SINK = (*COMMIT, *MAINTENANCE)
+ALTER_SINK = (*COMMIT, OptionSpec("FORMAT VERSION", Kind.INT), *MAINTENANCE)  # FORMAT VERSION: upgrade to 3
 
 ALTER_SOURCE = (OptionSpec("SCHEMA", S),)  # the declared schema of a FILES source
 

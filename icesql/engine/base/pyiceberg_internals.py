@@ -619,6 +619,18 @@ def apply_producer(tx: Any, producer: Any) -> None:
     tx._apply(updates, requirements)
 
 
+def apply_updates(table: Any, updates: tuple[Any, ...]) -> None:
+    """Commit metadata ``updates`` pyiceberg's ``Transaction`` has no public call for (an upgrade
+    to format v3: ``upgrade_table_version`` accepts 1 and 2 only) to ``table``, asserting its
+    current table UUID; ``table`` is refreshed afterwards."""
+    from pyiceberg.table.update import AssertTableUUID
+
+    tx = transaction(table)
+    tx._apply(updates, (AssertTableUUID(uuid=table.metadata.table_uuid),))
+    tx.commit_transaction()
+    table.refresh()
+
+
 def new_data_file(format_version: int, **fields: Any) -> Any:
     """A pyiceberg ``DataFile`` for a table of ``format_version``."""
     from pyiceberg.manifest import DataFile

@@ -214,6 +214,8 @@ def ensure_table(
             )
         except TableAlreadyExistsError:
             table = catalog.load_table(ident)  # created concurrently: check it like any existing table
+    if plan.format_version > int(table.metadata.format_version):
+        table = upgrade_table(table, plan.format_version, plan.name)
     problems = table_problems(table, spark_schema_json, plan)
     if problems and plan.schema_evolution:
         table = evolve_table(table, spark_schema_json, plan)
@@ -226,6 +228,20 @@ def ensure_table(
             "table, or change the table by hand (Spark's ALTER TABLE, pyiceberg's update_schema) "
             "and start the sink again",
         )
+    return table
+
+
+def upgrade_table(table: Any, version: int, sink: str) -> Any:
+    """``table`` upgraded in place to format ``version`` (the spec's rules: the metadata says the
+    new version and, for v3, row ids start at 0 with the next snapshot; data and delete files
+    stay as they are, position delete files valid until compaction rewrites them). Returns it."""
+    from pyiceberg.table.update import UpgradeFormatVersionUpdate
+
+    from icesql.engine.base.pyiceberg_internals import apply_updates
+
+    old = int(table.metadata.format_version)
+    apply_updates(table, (UpgradeFormatVersionUpdate(format_version=version),))
+    log.info("sink %s: table %s upgraded from format version %s to %s", sink, ".".join(table.name()), old, version)
     return table
 
 
