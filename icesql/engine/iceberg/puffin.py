@@ -17,10 +17,12 @@ A deletion vector is a data file's deleted row positions as one bitmap. Its blob
 
 To write the bytes Iceberg Java writes (``BitmapPositionDeleteIndex.serialize``), the vector
 has a bitmap for every key from 0 to the largest, empty ones included (Java keeps a dense array
-of them), and each bitmap is run-optimized before it is serialized (Java calls ``runOptimize``):
-CRoaring's run-optimize picks the same containers as Java's for vectors built from positions. The
-bitmaps are pyroaring's; positions cross into and out of it as whole numpy arrays, never as one
-Python object each.
+of them), and each bitmap is run-optimized before it is serialized (Java calls ``runOptimize``).
+CRoaring's run-optimize picks Java's containers for a bitmap built from positions; a bitmap Java
+merged from run containers of an earlier vector may keep a run where the same positions would make
+an array of equal size, so icesql's bytes are Java's for the same positions built afresh, and any
+Java vector decodes to its positions. The bitmaps are pyroaring's; positions cross into and out of
+it as whole numpy arrays, never as one Python object each.
 
 A vector is never empty here: Java never writes one (a data file with nothing deleted has no
 vector), so ``write_puffin`` refuses one; ``dv_blob`` and ``dv_positions`` do encode and decode the
@@ -62,6 +64,10 @@ _ARRAY_MAX = 4096  # up to this many values a container is an array, above it a 
 _FOOTER_STRUCT = 12  # payload size (4) + flags (4) + magic (4)
 _HINT_DAMAGED = (
     "the Puffin file is damaged, cut short, or the manifest entry does not point at a deletion vector"
+)
+_HINT_MISSING = (
+    "the table's metadata names a Puffin file that is not there: removed by hand, or by an orphan-file"
+    " cleanup that did not know the table"
 )
 
 
@@ -146,7 +152,8 @@ def read_dv(
     where = f"{puffin_path} at offset {offset} ({length} bytes)"
     if referenced_data_file:
         where += f" for {referenced_data_file}"
-    if offset < len(PUFFIN_MAGIC) or length < 0:
+    # Java serializes a vector into one array: a blob is under 2 GiB
+    if offset < len(PUFFIN_MAGIC) or not 0 <= length < 2**31:
         raise ExecutionError(
             f"deletion vector {where}: not a blob's place in a Puffin file", hint=_HINT_DAMAGED
         )
@@ -173,7 +180,7 @@ def puffin_file_metadata(io: Any, puffin_path: str) -> dict[str, Any]:
     try:
         size = len(input_file)
     except FileNotFoundError:
-        raise ExecutionError(f"Puffin file {where} is missing", hint=_HINT_DAMAGED) from None
+        raise ExecutionError(f"Puffin file {where} is missing", hint=_HINT_MISSING) from None
     if size < 2 * len(PUFFIN_MAGIC) + _FOOTER_STRUCT:
         raise ExecutionError(
             f"Puffin file {where}: {size} bytes, too short for a Puffin file", hint=_HINT_DAMAGED
@@ -380,7 +387,7 @@ def _read_range(io: Any, path: str, offset: int, length: int, where: str) -> byt
             f.seek(offset)
             data = f.read(length)
     except FileNotFoundError:
-        raise ExecutionError(f"Puffin file {where} is missing", hint=_HINT_DAMAGED) from None
+        raise ExecutionError(f"Puffin file {where} is missing", hint=_HINT_MISSING) from None
     except OSError as e:
         raise ExecutionError(f"Puffin file {where}: {e}", hint=_HINT_DAMAGED) from None
     if len(data) != length:
