@@ -26,8 +26,8 @@ from icesql.engine.iceberg.puffin import (
     read_dv,
     write_puffin,
 )
-from tests.support.java_tables import JavaV3Table, java_v3_tables
-from tests.support.readers import canonical_digest, read_java
+from tests.support.java_tables import JavaV3Table, java_v3_tables, local_path
+from tests.support.readers import canonical_digest, read_datafusion, read_duckdb, read_java
 
 pytestmark = pytest.mark.java
 
@@ -43,7 +43,7 @@ def tables() -> dict[str, JavaV3Table]:
 def _avro(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     import fastavro
 
-    with open(path, "rb") as f:
+    with open(local_path(path), "rb") as f:
         reader = fastavro.reader(f)
         meta = {k: v.decode() if isinstance(v, bytes) else v for k, v in reader.metadata.items()}
         return meta, list(reader)
@@ -151,7 +151,7 @@ def test_icesql_writes_javas_puffin_files(tables: dict[str, JavaV3Table], tmp_pa
             }
 
         assert without_offset(ours["blobs"]) == without_offset(javas["blobs"])
-        java_bytes = Path(path).read_bytes()
+        java_bytes = Path(local_path(path)).read_bytes()
         our_bytes = Path(ours_path).read_bytes()
         for b in javas["blobs"]:
             dv = next(d for d in written if d.referenced_data_file == b["properties"]["referenced-data-file"])
@@ -172,32 +172,49 @@ def test_icesql_writes_javas_puffin_files(tables: dict[str, JavaV3Table], tmp_pa
     assert single >= 1
 
 
-def test_rows_java_reads_are_the_rows_icesqls_dvs_leave(tables: dict[str, JavaV3Table]) -> None:
-    """Every data file read with pyarrow, less the positions of its DV as icesql decodes it: the
-    rows Iceberg Java's reader returns (and pyiceberg's, which applies DVs too)."""
+def _rows_left(table: JavaV3Table) -> tuple[list[str], list[dict[str, Any]]]:
+    """The table's columns, and its rows as icesql's DV reader leaves them: every live data file
+    read with pyarrow, less the positions of its DV."""
     import pyarrow.parquet as pq
-    from pyiceberg.table import StaticTable
 
     io = PyArrowFileIO()
+    meta = _metadata(table)
+    schema = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
+    columns = [field["name"] for field in schema["fields"]]
+    dvs = {f["referenced_data_file"]: f for f in _live(table, DELETES)}
+    rows: list[dict[str, Any]] = []
+    for f in _live(table, DATA):
+        # the table's columns only: an UPDATE's file also holds the row lineage columns
+        data = pq.read_table(local_path(f["file_path"]), columns=columns)
+        assert data.num_rows == f["record_count"]
+        keep = np.ones(data.num_rows, dtype=bool)
+        dv = dvs.get(f["file_path"])
+        if dv is not None:
+            keep[read_dv(io, dv["file_path"], dv["content_offset"], dv["content_size_in_bytes"])] = False
+        rows += data.filter(keep).to_pylist()
+    return columns, rows
+
+
+def test_rows_java_reads_are_the_rows_icesqls_dvs_leave(tables: dict[str, JavaV3Table]) -> None:
+    """The rows Iceberg Java's reader returns (and pyiceberg's, which applies DVs too)."""
+    from pyiceberg.table import StaticTable
+
     for table in tables.values():
-        meta = _metadata(table)
-        schema = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
-        columns = [field["name"] for field in schema["fields"]]
-        dvs = {f["referenced_data_file"]: f for f in _live(table, DELETES)}
-        rows: list[dict[str, Any]] = []
-        for f in _live(table, DATA):
-            # the table's columns only: an UPDATE's file also holds the row lineage columns
-            data = pq.read_table(f["file_path"], columns=columns)
-            assert data.num_rows == f["record_count"]
-            keep = np.ones(data.num_rows, dtype=bool)
-            dv = dvs.get(f["file_path"])
-            if dv is not None:
-                keep[read_dv(io, dv["file_path"], dv["content_offset"], dv["content_size_in_bytes"])] = False
-            rows += data.filter(keep).to_pylist()
+        _, rows = _rows_left(table)
         expected = canonical_digest(rows)
         javas = read_java(table.metadata_location)
         assert (javas["rows"], javas["digest"]) == (expected["rows"], expected["digest"]), table.name
         assert StaticTable.from_metadata(table.metadata_location).scan().to_arrow().num_rows == len(rows)
+
+
+def test_duckdb_and_datafusion_read_javas_dvs(tables: dict[str, JavaV3Table]) -> None:
+    """What the other readers do with v3 and DVs today: DuckDB's iceberg extension and
+    iceberg-rust (DataFusion) both apply Java's vectors, exactly."""
+    for table in tables.values():
+        columns, rows = _rows_left(table)
+        expected = sorted((tuple(r[c] for c in columns) for r in rows), key=repr)
+        assert read_duckdb(table.metadata_location) == expected, table.name
+        assert read_datafusion(table.metadata_location) == expected, table.name
 
 
 def test_what_java_writes_in_v3_metadata(tables: dict[str, JavaV3Table]) -> None:
@@ -269,21 +286,27 @@ def test_what_java_writes_in_v3_metadata(tables: dict[str, JavaV3Table]) -> None
     ]
     next_id = added["first_row_id"]
     for entry in _avro(added["manifest_path"])[1]:
-        ids = pq.read_table(entry["data_file"]["file_path"], columns=["id"]).column("id").to_pylist()
+        ids = (
+            pq.read_table(local_path(entry["data_file"]["file_path"]), columns=["id"])
+            .column("id")
+            .to_pylist()
+        )
         if 20050 in ids:
             old_row_id = next_id + ids.index(20050)
         next_id += entry["data_file"]["record_count"]
 
-    lineage_files = [f for f in _live(tables["t"], DATA) if "_row_id" in pq.read_schema(f["file_path"]).names]
+    lineage_files = [
+        f for f in _live(tables["t"], DATA) if "_row_id" in pq.read_schema(local_path(f["file_path"])).names
+    ]
     (updated,) = lineage_files
-    schema = pq.read_schema(updated["file_path"])
+    schema = pq.read_schema(local_path(updated["file_path"]))
     assert [
         schema.field(c).metadata[b"PARQUET:field_id"] for c in ("_row_id", "_last_updated_sequence_number")
     ] == [
         b"2147483540",
         b"2147483539",
     ]
-    assert pq.read_table(updated["file_path"]).to_pylist() == [
+    assert pq.read_table(local_path(updated["file_path"])).to_pylist() == [
         {"id": 20050, "s": "u", "_row_id": old_row_id, "_last_updated_sequence_number": None}
     ]
     # a DV's partition is its data file's

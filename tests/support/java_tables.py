@@ -10,6 +10,9 @@ deletion vectors), so tests make tables with it rather than with fixtures copied
 * ``java_deleted_positions(metadata_location)`` gives, per data file, the positions Java's own reader
   drops (all positions of the file minus the ``_pos`` of the rows it returns).
 
+The tables' files are named by ``file:`` URIs (``file:/tmp/...``; the table location
+``file:///tmp/...``), as a catalog on a local warehouse names them; ``local_path`` strips the scheme.
+
 Spark starts in 10-20 s on two cores, so let one call run every statement a test needs. The harness
 is the one ``tests/support/readers.py`` uses (``java_available``); tests that use this module are
 marked ``java``, so ``tests/conftest.py`` skips them (fails them under CI) where it is not built.
@@ -104,7 +107,9 @@ def java_sql(
     if not java_available():
         raise JavaSqlError(f"the Iceberg Java harness is not built at {HARNESS}")
     warehouse.mkdir(parents=True, exist_ok=True)
-    job = {"warehouse": str(warehouse), "statements": list(statements), "mark": _MARK}
+    # a file: URI, so the tables' locations carry their scheme as the spec asks ("file:/..."); with
+    # a bare path Java writes bare paths, which iceberg-rust (read_datafusion) cannot open
+    job = {"warehouse": warehouse.resolve().as_uri(), "statements": list(statements), "mark": _MARK}
     out = subprocess.run(
         [str(HARNESS / "venv/bin/python"), "-c", _SCRIPT, str(HARNESS)],
         input=json.dumps(job),
@@ -119,6 +124,14 @@ def java_sql(
     if "error" in answer:
         raise JavaSqlError(f"Iceberg Java refused a statement: {answer['error'][-4000:]}")
     return list(answer["results"])
+
+
+def local_path(location: str) -> str:
+    """The local path of a ``file:`` location (``file:/x``, ``file:///x``) or of a bare path."""
+    for prefix in ("file://", "file:"):
+        if location.startswith(prefix):
+            return location[len(prefix) :]
+    return location
 
 
 def java_metadata_location(warehouse: Path, name: str, namespace: str = "db") -> str:
@@ -257,4 +270,5 @@ __all__ = [
     "java_table",
     "live_positions_query",
     "load",
+    "local_path",
 ]
