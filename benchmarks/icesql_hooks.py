@@ -204,7 +204,8 @@ def run_icesql_append(source_dir: str, files: list[str], rows: int, arrow_bytes:
 def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[str],
                       debezium_files: list[str], expected_rows: int, home: str, *,
                       spark_conf: dict[str, str] | None = None, smoke: bool = False,
-                      running: bool = False, on_spark: bool = False, kafka: str | None = None) -> dict[str, Any]:
+                      running: bool = False, on_spark: bool = False, kafka: str | None = None,
+                      format_version: int = 2) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -222,6 +223,9 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     ``on_spark``: the session is given a SparkSession (built like the baselines'), so the sink runs
     as Spark's streaming query; without it (the default path of ``icesql.Session(home)``) the sink
     runs in this process without Spark (``engine.local_query``).
+
+    ``format_version`` 3: the sink creates an Iceberg v3 table (``WITH (FORMAT VERSION = 3)``), whose
+    upserts write deletion vectors instead of position delete files (issue 55).
 
     ``kafka`` (a bootstrap address): the changes come from a Debezium topic instead of the inbox
     (``CREATE SOURCE ch FROM KAFKA CONNECTION k (TOPIC = 'changes', FORMAT = 'debezium-json', ...)``,
@@ -254,7 +258,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                   f"SCHEMA = '{SPARK_DDL}')")
     else:
         s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
-    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT")
+    v3 = " WITH (FORMAT VERSION = 3)" if format_version == 3 else ""
+    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT{v3}")
     s.run(once=True, sinks=["u"])  # empty inbox: creates the table with KEY (id) as its identifier field
     s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
     s.execute(f"CREATE SINK load FROM base {target} MODE APPEND")
@@ -320,7 +325,9 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "changes": changes, "changes_per_s": round(changes / secs) if secs else None,
         "metadata": meta, "load_seconds": round(load_s, 2), "session_seconds": round(session_s, 2),
         "warmup_seconds": warm_s, "snapshots": len(t.metadata.snapshots),
-        "engine": "icesql MODE UPSERT (position deletes from the key index)"
+        "engine": "icesql MODE UPSERT ("
+                  + ("deletion vectors, Iceberg v3" if format_version == 3 else "position deletes")
+                  + " from the key index)"
                   + (", running sink (Session.start)" if running else ", run(once=True) per batch")
                   + (", on Spark" if on_spark else ", without Spark")
                   + (", from a Debezium Kafka topic" if kafka else ", from Debezium files"),

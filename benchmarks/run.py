@@ -210,7 +210,9 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
                # context: the same sinks given a SparkSession (Spark's streaming query, Spark's jobs)
                ("icesql_on_spark", functools.partial(B.icesql_upsert, on_spark=True)),
                ("icesql_running_on_spark", functools.partial(B.icesql_upsert, running=True, on_spark=True)),
-               ("spark35_merge", B.spark_iceberg_merge)]
+               ("spark35_merge", B.spark_iceberg_merge),
+               # issue 55: the same upserts into an Iceberg v3 table (deletion vectors)
+               ("icesql_v3", functools.partial(B.icesql_upsert, format_version=3))]
     for name, fn in writers:
         _upsert_writer(cfg, u, out, name, lambda wd, fn=fn: fn(u, wd, cfg.spark_conf))
     for name, fn in (("icesql_e2e", B.icesql_e2e_upsert), ("spark35_merge_e2e", B.spark_iceberg_e2e_merge)):
@@ -286,7 +288,7 @@ def _upsert_writer(cfg: Config, u: Any, out: dict[str, Any], name: str, fn: Call
                      f"{ref.get('rows_in_table')} rows {ref.get('error') or ''}")
                 if ref.get("status") == "ok":
                     _reads(cfg, ref["metadata"], u.expected, wd, "compacted", out)
-        elif name == "icesql_running" or "merge_read" not in cfg.skip:
+        elif name in ("icesql_running", "icesql_v3") or "merge_read" not in cfg.skip:
             _reads(cfg, r["metadata"], u.expected, wd, name, out)
     _clean(cfg, wd)
 

@@ -53,7 +53,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from icesql.engine.base.pyiceberg_v3 import delete_key, enable_v3, inherit_first_row_ids
+from icesql.engine.base.pyiceberg_v3 import delete_key, dv_summary, enable_v3, inherit_first_row_ids
 
 log = logging.getLogger("icesql.commit")
 
@@ -295,8 +295,9 @@ def producer_classes() -> tuple[type, type]:
                 if self._parent_snapshot_id is not None
                 else None
             )
+            dvs = dv_summary(self._added_delete_files, self._removed_delete_files)
             return update_snapshot_summaries(
-                summary=Summary(operation=self._operation, **ssc.build(), **snapshot_properties),
+                summary=Summary(operation=self._operation, **ssc.build(), **snapshot_properties, **dvs),
                 previous_summary=previous.summary if previous is not None else None,
             )
 
@@ -492,7 +493,8 @@ def rewrite_producer() -> type:
                 f = e.data_file
                 ssc.remove_file(data_file=f, partition_spec=meta.specs()[f.spec_id], schema=meta.schema())
             operation = Operation.OVERWRITE if self._added_delete_files else Operation.REPLACE
-            return _relabel_summary(self, ssc, operation, snapshot_properties)
+            dvs = dv_summary(self._added_delete_files, [e.data_file for e in self._removed])
+            return _relabel_summary(self, ssc, operation, {**snapshot_properties, **dvs})
 
     _REWRITE = _Rewrite
     return _Rewrite

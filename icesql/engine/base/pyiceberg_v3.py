@@ -96,6 +96,17 @@ def delete_key(data_file: Any) -> str:
     return str(data_file.file_path) if rng is None else f"{data_file.file_path}#{rng[0]}"
 
 
+def dv_summary(added: Iterable[Any], removed: Iterable[Any]) -> dict[str, str]:
+    """The snapshot summary's deletion vector counts, as Iceberg Java writes them (``added-dvs``,
+    ``removed-dvs``; pyiceberg's collector counts vectors as position delete files only)."""
+    out = {}
+    for key, files in (("added-dvs", added), ("removed-dvs", removed)):
+        n = sum(1 for f in files if content_range(f) is not None)
+        if n:
+            out[key] = str(n)
+    return out
+
+
 def new_deletion_vector_file(
     *,
     puffin_path: str,
@@ -291,6 +302,7 @@ def manifest_list_writer_v3() -> type:
 __all__ = [
     "content_range",
     "delete_key",
+    "dv_summary",
     "enable_v3",
     "first_row_id",
     "inherit_first_row_ids",
