@@ -215,3 +215,31 @@ def test_a_sink_assuming_a_role_retries_a_refused_key_with_the_role_assumed_anew
         assert err is None or not getattr(err, "transient", False)
     finally:
         aws._ROLE_CACHE.pop(cached, None)
+
+
+def test_table_metadata_with_a_type_pyiceberg_does_not_know_is_not_a_wrong_uri() -> None:
+    """pyiceberg 0.12 refuses a v3 table with a ``variant`` column in pydantic's words (a
+    ValidationError, like a REST answer that is not JSON); the line names the type instead."""
+    from pydantic import BaseModel, ValidationError, field_validator
+
+    class Field(BaseModel):
+        type: str
+
+        @field_validator("type")
+        @classmethod
+        def known(cls, v: str) -> str:
+            raise ValueError(f"Unsupported field type: '{v}'")
+
+    try:
+        Field.model_validate({"type": "variant"})
+    except ValidationError as e:
+        err = describe_failure(e, label="catalog connection 'c'", endpoint=None, action="load table c.n.t")
+    else:
+        raise AssertionError("validated")
+    assert not is_transient(err)
+    assert "\n" not in err.message and "not an Iceberg REST endpoint" not in err.message
+    assert err.message.endswith(
+        "the table has a column of type 'variant', which icesql cannot read or write "
+        "(its Iceberg library, pyiceberg, does not know the type)"
+    )
+    assert err.hint and "deleteColumn" in err.hint

@@ -73,3 +73,83 @@ def test_created_table_carries_the_property_and_explain_shows_it(tmp_path: Path)
     # an existing table's properties are left as they are
     again = ensure_table(catalog, ("ns", "plain"), SCHEMA, orc)
     assert WRITE_FORMAT_DEFAULT not in again.properties
+
+
+def test_unwritable_columns_name_every_v3_type_icesql_cannot_write() -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import (
+        ListType,
+        LongType,
+        NestedField,
+        StructType,
+        TimestampNanoType,
+        TimestamptzNanoType,
+        UnknownType,
+    )
+
+    from icesql.engine.iceberg.schema import unwritable_columns
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "tn", TimestampNanoType(), required=False),
+        NestedField(3, "s", StructType(NestedField(4, "u", UnknownType(), required=False)), required=False),
+        NestedField(5, "l", ListType(6, TimestamptzNanoType(), element_required=False), required=False),
+    )
+    assert unwritable_columns(schema) == [
+        "column 'tn' (timestamp_ns)",
+        "column 's.u' (unknown)",
+        "column 'l.element' (timestamptz_ns)",
+    ]
+    assert unwritable_columns(Schema(NestedField(1, "id", LongType(), required=False))) == []
+
+
+def test_a_table_with_a_nanosecond_column_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType, TimestamptzNanoType
+
+    from icesql.engine.base.pyiceberg_v3 import enable_v3
+    from icesql.errors import ExecutionError
+
+    enable_v3()
+    catalog = SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
+    catalog.create_namespace("ns")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "v", StringType(), required=False),
+        NestedField(3, "at", TimestamptzNanoType(), required=False),
+    )
+    table = catalog.create_table(("ns", "t"), schema=schema, properties={"format-version": "3"})
+    with pytest.raises(ExecutionError) as raised:
+        ensure_table(catalog, None, SCHEMA, plan())
+    assert str(raised.value).splitlines()[0].endswith("icesql cannot write column 'at' (timestamptz_ns)")
+    assert raised.value.hint and "deleteColumn" in raised.value.hint
+    assert catalog.load_table(("ns", "t")).metadata_location == table.metadata_location
+
+
+def test_a_table_pyiceberg_cannot_load_is_one_line_naming_the_type() -> None:
+    """pyiceberg 0.12 refuses metadata with a ``variant`` column in pydantic's words, which the
+    catalog failure rules would call "not an Iceberg REST endpoint"."""
+    from icesql.errors import ExecutionError
+
+    class Catalog:
+        def load_table(self, ident: Any) -> Any:
+            raise ValueError(
+                "1 validation error for TableMetadataWrapper\n3.schemas.0.fields.2.type\n"
+                "  Value error, Unsupported field type: 'variant' [type=value_error]"
+            )
+
+    with pytest.raises(ExecutionError) as raised:
+        ensure_table(Catalog(), None, SCHEMA, plan())
+    first, *rest = str(raised.value).splitlines()
+    assert first.endswith(
+        "table ns.t has a column of type 'variant', which icesql cannot read or write "
+        "(its Iceberg library, pyiceberg, does not know the type)"
+    )
+    assert all(line.startswith("hint:") for line in rest)
+
+    class Broken:
+        def load_table(self, ident: Any) -> Any:
+            raise ValueError("something else")
+
+    with pytest.raises(ValueError, match="something else"):
+        ensure_table(Broken(), None, SCHEMA, plan())

@@ -68,7 +68,10 @@ spark.sql("CREATE NAMESPACE IF NOT EXISTS j.db")
 results = []
 for statement in job["statements"]:
     try:
-        if isinstance(statement, dict):  # a table read by its metadata location
+        if isinstance(statement, dict) and "java" in statement:  # Python driving Iceberg's Java API
+            exec(statement["java"], {"spark": spark, "jvm": spark._jvm})
+            rows = []
+        elif isinstance(statement, dict):  # a table read by its metadata location
             rows = spark.read.format("iceberg").load(statement["load"]).select(*statement["select"]).collect()
         else:
             rows = spark.sql(statement).collect()
@@ -97,13 +100,20 @@ def load(metadata_location: str, *columns: str) -> dict[str, Any]:
     return {"load": location, "select": list(columns)}
 
 
+def java_api(code: str) -> dict[str, Any]:
+    """A ``java_sql`` statement that runs ``code`` (Python, with ``spark`` and its ``jvm`` in scope)
+    for what Spark SQL cannot say, such as adding a column of a type Spark 3.5 has no name for
+    through Iceberg's Java API (``jvm.org.apache.iceberg.types.Types.VariantType.get()``)."""
+    return {"java": code}
+
+
 def java_sql(
     warehouse: Path, statements: Sequence[Statement], timeout: float = 900
 ) -> list[list[dict[str, Any]]]:
     """Run ``statements`` with Spark 3.5 + Iceberg Java in one harness process, against the Hadoop
-    catalog ``j`` whose warehouse is ``warehouse`` (``j.db`` is created first). A statement is SQL
-    or a ``load(...)`` read. Returns each statement's rows as dicts (dates, decimals as strings;
-    bytes as hex)."""
+    catalog ``j`` whose warehouse is ``warehouse`` (``j.db`` is created first). A statement is SQL,
+    a ``load(...)`` read or a ``java_api(...)`` call. Returns each statement's rows as dicts
+    (dates, decimals as strings; bytes as hex)."""
     if not java_available():
         raise JavaSqlError(f"the Iceberg Java harness is not built at {HARNESS}")
     warehouse.mkdir(parents=True, exist_ok=True)
@@ -266,6 +276,7 @@ __all__ = [
     "java_v3_tables",
     "java_deleted_positions",
     "java_metadata_location",
+    "java_api",
     "java_sql",
     "java_table",
     "live_positions_query",

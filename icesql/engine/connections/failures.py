@@ -260,7 +260,23 @@ _REST_URI_HINT = "URI must be the catalog's base URL, the one whose '/v1/config'
 _NETWORK_HINT = "check the URI/ENDPOINT host and port, and that the server is running"
 _STORE_HINT = "check the ENDPOINT of the AWS connection and that the object store is running"
 
+def _unknown_type(f: Failure) -> str:
+    m = re.search(r"Unsupported field type: ('[^']+')", f.raw)
+    return m.group(1) if m else "?"
+
+
 RULES: tuple[Rule, ...] = (
+    # --- table metadata pyiceberg cannot load: a type it does not know (a v3 ``variant`` column,
+    # in pyiceberg 0.12), refused in pydantic's words, which the REST rules below would take for
+    # a catalog that is not one
+    Rule(
+        lambda f: "Unsupported field type: '" in f.raw,
+        lambda f: f"the table has a column of type {_unknown_type(f)}, which icesql cannot read or "
+        "write (its Iceberg library, pyiceberg, does not know the type)",
+        "use a table without such a column, or drop the column with the tool that made it "
+        "(Iceberg Java: table.updateSchema().deleteColumn(...))",
+        show_detail=False,
+    ),
     # --- transport: refused, DNS, TLS, timeouts (requests / urllib3 / botocore / sqlalchemy)
     Rule(
         lambda f: f.has("SSLError", "SSLCertVerificationError"),

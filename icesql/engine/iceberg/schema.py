@@ -283,6 +283,42 @@ def compatibility_problems(table_schema: Schema, source: Schema | SparkSchemaJso
     return problems
 
 
+# Iceberg v3 types a table may have that icesql does not write: no Spark or source type maps to
+# them (Spark 3.5 has microsecond timestamps only and no variant or geo types), and ``unknown``
+# columns must not be stored in data files (the spec), which icesql's Parquet writer would do.
+UNWRITABLE_TYPES = {
+    "timestamp_ns": "nanosecond timestamps",
+    "timestamptz_ns": "nanosecond timestamps",
+    "unknown": "the unknown type (never stored in data files)",
+    "variant": "variant",
+    "geometry": "geometry",
+    "geography": "geography",
+}
+
+
+def unwritable_columns(table_schema: Schema) -> list[str]:
+    """The table's columns (nested ones by dotted path) whose type icesql cannot write, as
+    ``"column 'path' (type)"``; empty when it can write them all."""
+    out: list[str] = []
+
+    def walk(fields: Iterable[Any], prefix: str) -> None:
+        for f in fields:
+            path = prefix + f.name
+            kind = str(f.field_type).split("(")[0]
+            if kind in UNWRITABLE_TYPES:
+                out.append(f"column '{path}' ({f.field_type})")
+            t = f.field_type
+            if isinstance(t, StructType):
+                walk(t.fields, path + ".")
+            elif isinstance(t, ListType):
+                walk([t.element_field], path + ".")
+            elif isinstance(t, MapType):
+                walk([t.key_field, t.value_field], path + ".")
+
+    walk(table_schema.fields, "")
+    return out
+
+
 # --------------------------------------------------------------------------- arrow
 
 

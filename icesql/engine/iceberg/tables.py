@@ -14,7 +14,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from icesql.engine.iceberg.schema import SparkSchemaJson, compatibility_problems, spark_to_iceberg_schema
+from icesql.engine.iceberg.schema import (
+    SparkSchemaJson,
+    compatibility_problems,
+    spark_to_iceberg_schema,
+    unwritable_columns,
+)
 from icesql.errors import ExecutionError
 from icesql.plan import WRITE_FORMAT_DEFAULT, PartitionFieldPlan, SinkMode, SinkPlan, Transform
 
@@ -203,6 +208,16 @@ def ensure_table(
         table = catalog.load_table(ident)
     except NoSuchTableError:
         table = None
+    except Exception as e:
+        unreadable = _unreadable_type(e)
+        if unreadable is None:
+            raise
+        raise ExecutionError(
+            f"table {shown} has a column of type {unreadable}, which icesql cannot read or write "
+            f"(its Iceberg library, pyiceberg, does not know the type)",
+            hint="write to a table without such a column, or drop the column with the tool that "
+            "made it (Iceberg Java: table.updateSchema().deleteColumn(...))",
+        ) from None
     if table is None:
         schema = target_schema(spark_schema_json, plan)
         spec = partition_spec_for(schema, plan.partition_by)
@@ -214,6 +229,15 @@ def ensure_table(
             )
         except TableAlreadyExistsError:
             table = catalog.load_table(ident)  # created concurrently: check it like any existing table
+    unwritable = unwritable_columns(table.schema())
+    if unwritable:
+        raise ExecutionError(
+            f"table {shown} cannot take the rows of sink {plan.name}: icesql cannot write "
+            + ", ".join(unwritable),
+            hint="write to a table without such columns, or drop them with the tool that made them "
+            "(Iceberg Java: table.updateSchema().deleteColumn(...)); icesql writes no nanosecond "
+            "timestamp, variant, geometry, geography or unknown column, not even as nulls",
+        )
     if plan.format_version > int(table.metadata.format_version):
         table = upgrade_table(table, plan.format_version, plan.name)
     problems = table_problems(table, spark_schema_json, plan)
@@ -229,6 +253,15 @@ def ensure_table(
             "and start the sink again",
         )
     return table
+
+
+def _unreadable_type(error: BaseException) -> str | None:
+    """The type named by pyiceberg's refusal of table metadata holding a type it does not know
+    (pydantic's ``Unsupported field type: 'variant'``), quoted; None for any other error."""
+    import re
+
+    m = re.search(r"Unsupported field type: ('[^']+')", str(error))
+    return m.group(1) if m else None
 
 
 def upgrade_table(table: Any, version: int, sink: str) -> Any:
@@ -280,7 +313,8 @@ def explain_table(
         schema, spec = table.schema(), table.spec()
         properties = dict(table.properties)
         fv = int(table.metadata.format_version)
-        problems = table_problems(table, spark_schema_json, plan)
+        problems = [f"icesql cannot write {c}" for c in unwritable_columns(schema)]
+        problems += table_problems(table, spark_schema_json, plan)
         exists = True
     else:
         schema = target_schema(spark_schema_json, plan)
