@@ -10,9 +10,9 @@ them:
   ``referenced_data_file``, ``content_offset`` and ``content_size_in_bytes``) per data file at
   most, each naming a live data file, its ``record_count`` the number of positions it deletes.
 
-DataFusion (iceberg-rust in pyiceberg-core 0.11) reads v3 appends; it cannot read deletion
-vectors (it opens the Puffin file as Parquet and fails): ``test_readers_on_deletion_vectors``
-checks both, so the day it reads them the test says so.
+DuckDB (1.5), DataFusion (iceberg-rust in pyiceberg-core 0.11; 0.10 opened the Puffin file as a
+Parquet delete file and failed), pyiceberg 0.12 and Iceberg Java read deletion vectors, and must
+read them exactly.
 """
 
 from __future__ import annotations
@@ -160,6 +160,7 @@ def test_upsert_writes_deletion_vectors(spark: Any, tmp_path: Path, caplog: pyte
         assert removed > 0, "no deletion vector was ever replaced"
     table = twins["in_process"].table("n.up")
     assert read_duckdb(table.metadata_location) == here.rows
+    assert read_datafusion(table.metadata_location) == here.rows
     scanned = table.scan().to_arrow()  # pyiceberg 0.12 reads deletion vectors too
     assert sorted(zip(*[scanned.column(c).to_pylist() for c in ("id", "v", "n")], strict=True)) == expected
     _java_equal(table, [{"id": i, "v": v, "n": n} for i, v, n in expected])
@@ -180,12 +181,7 @@ def test_readers_on_deletion_vectors(spark: Any, tmp_path: Path, caplog: pytest.
     table = p.table("n.up")
     assert deletion_vectors(table)
     assert read_duckdb(table.metadata_location) == _replay(2)
-    try:
-        got = read_datafusion(table.metadata_location)
-    except Exception as e:
-        assert "Parquet" in str(e), e  # iceberg-rust opens the Puffin file as a Parquet delete file
-    else:
-        assert got == _replay(2)
+    assert read_datafusion(table.metadata_location) == _replay(2)
     import icesql
 
     with icesql.Session(home=p.home) as s:  # SELECT reads the vectors (icesql's own reader)
@@ -218,6 +214,7 @@ def test_alter_sink_upgrades_a_v2_table(spark: Any, tmp_path: Path, caplog: pyte
         assert formats == {"PARQUET", "PUFFIN"}, formats  # the v2 files stay, vectors added
     table = twins["in_process"].table("n.up")
     assert read_duckdb(table.metadata_location) == _replay(4)
+    assert read_datafusion(table.metadata_location) == _replay(4)
     _java_equal(table, _expected(4))
 
 

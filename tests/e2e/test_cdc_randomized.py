@@ -342,9 +342,7 @@ def check_v3(out: Outcome) -> None:
     """A v3 table (issue 55): the upserts' deletes are deletion vectors - at most one live per
     data file, no position delete file - row lineage is assigned, and DuckDB reads it exactly.
 
-    DataFusion (iceberg-rust through pyiceberg-core 0.11) reads v3 appends but takes a deletion
-    vector's Puffin file for a Parquet delete file and fails: where it reads, it must read
-    exactly; that it fails is checked, so the day it reads them this test says so."""
+    DataFusion (iceberg-rust through pyiceberg-core 0.11) reads them exactly too."""
     import json
 
     table = _table(out)
@@ -355,7 +353,9 @@ def check_v3(out: Outcome) -> None:
     deletes = [f for content, f in files if content == 1]
     assert deletes, f"{tag} no deletion vector: the upserts were not exercised"
     assert all(f.file_format.value == "PUFFIN" for f in deletes), f"{tag} a position delete file in a v3 table"
-    referenced = [getattr(f, "_data")[17] for f in deletes]
+    from icesql.engine.base.pyiceberg_v3 import referenced_data_file
+
+    referenced = [referenced_data_file(f) for f in deletes]
     assert len(referenced) == len(set(referenced)), f"{tag} a data file with two live deletion vectors"
     data_paths = {f.file_path for content, f in files if content == 0}
     assert set(referenced) <= data_paths, f"{tag} a deletion vector for a file that is not live"
@@ -363,12 +363,8 @@ def check_v3(out: Outcome) -> None:
     assert meta["next-row-id"] == added > 0, f"{tag} next-row-id {meta['next-row-id']} vs {added} rows added"
     got = read_duckdb(out.metadata_location)
     assert got == out.expected, f"{tag} DuckDB differs: {len(got)} rows vs {len(out.expected)} expected"
-    try:
-        got = read_datafusion(out.metadata_location)
-    except Exception as e:  # iceberg-rust 0.11 has no deletion vectors (see the docstring)
-        assert "Parquet" in str(e), f"{tag} DataFusion failed otherwise: {e}"
-    else:
-        assert got == out.expected, f"{tag} DataFusion differs: {len(got)} rows vs {len(out.expected)} expected"
+    got = read_datafusion(out.metadata_location)
+    assert got == out.expected, f"{tag} DataFusion differs: {len(got)} rows vs {len(out.expected)} expected"
     out.notes.update(deletion_vectors=len(deletes), next_row_id=meta["next-row-id"])
 
 

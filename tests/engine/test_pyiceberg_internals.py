@@ -66,11 +66,12 @@ def test_every_private_name_used_exists_in_the_installed_pyiceberg() -> None:
 
 
 def test_private_pyiceberg_names_are_used_nowhere_else() -> None:
-    """One place to check on an upgrade: no other engine module reaches into pyiceberg's privates."""
+    """Two places to check on an upgrade (``pyiceberg_internals`` and its format v3 part,
+    ``pyiceberg_v3``): no other engine module reaches into pyiceberg's privates."""
     pattern = re.compile(r"(from pyiceberg[\w.]* import [^\n]*\b_[a-z]\w*|\._(load_file_io|commit|apply|data)\b)")
     offenders = []
     for path in sorted((ROOT / "icesql" / "engine").rglob("*.py")):
-        if path.name == "pyiceberg_internals.py":
+        if path.name in ("pyiceberg_internals.py", "pyiceberg_v3.py"):  # v3's pieces: pyiceberg_v3
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if pattern.search(line):

@@ -177,7 +177,7 @@ def enable_v3() -> None:
     TableMetadataV3.model_fields["next_row_id"].default = 0
     TableMetadataV3.model_rebuild(force=True)
 
-    original_list = snapshot_update.write_manifest_list
+    original_list = snapshot_update.write_manifest_list  # type: ignore[attr-defined]
 
     def write_manifest_list(
         format_version: Any,
@@ -200,7 +200,7 @@ def enable_v3() -> None:
         pending.append(writer)
         return writer
 
-    snapshot_update.write_manifest_list = write_manifest_list
+    snapshot_update.write_manifest_list = write_manifest_list  # type: ignore[attr-defined]
 
     original_commit = _SnapshotProducer._commit
 
@@ -240,7 +240,7 @@ def manifest_writer_v3(base: type) -> type:
     if cls is not None:
         return cls
 
-    class _V3(base):  # type: ignore[misc, valid-type]
+    class _V3(base):  # type: ignore[misc]
         @property
         def version(self) -> Any:
             return 3

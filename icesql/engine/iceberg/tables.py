@@ -273,7 +273,7 @@ def upgrade_table(table: Any, version: int, sink: str) -> Any:
     from icesql.engine.base.pyiceberg_internals import apply_updates
 
     old = int(table.metadata.format_version)
-    apply_updates(table, (UpgradeFormatVersionUpdate(format_version=version),))
+    apply_updates(table, (UpgradeFormatVersionUpdate(format_version=version),))  # type: ignore[call-arg]
     log.info("sink %s: table %s upgraded from format version %s to %s", sink, ".".join(table.name()), old, version)
     return table
 

@@ -48,8 +48,12 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') FORMAT ORK;
 -- case: format_version_1
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT VERSION = 1);
--- case: format_version_3
-CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT VERSION = 3);
+-- case: format_version_4
+CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (FORMAT VERSION = 4);
+-- case: alter_format_version_4
+ALTER SINK existing SET (FORMAT VERSION = 4);
+-- case: alter_format_version_reset
+ALTER SINK existing RESET (FORMAT VERSION);
 -- case: size_unknown_unit
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (MINIMUM SIZE = '10 MiBs');
 -- case: size_not_a_size
