@@ -271,3 +271,96 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     assert not (referenced() & puffins)
     assert read_duckdb(table.metadata_location) == _replay(4)
     assert len(data_files) >= 1
+
+
+def test_equality_deletes_stay_available_on_v3(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``DELETE MODE = 'equality'`` on a v3 table writes equality delete files, as on v2."""
+    from icesql.engine.iceberg.table_files import live_files
+
+    data = tmp_path / "cdc"
+    twins = Twins.make(tmp_path, None, caplog)
+    p = twins["in_process"]
+    p.execute(
+        f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
+        f"CREATE SINK k FROM cdc {SINK.format(table='eq')} KEY (id) MODE UPSERT"
+        " WITH (FORMAT VERSION = 3, DELETE MODE = 'equality', MAINTENANCE = 'off');"
+    )
+    for r in range(2):
+        _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
+        p.run(["k"])
+    table = p.table("n.eq")
+    check_row_lineage(table)
+    _, deletes = live_files(table, table.current_snapshot())
+    assert deletes and {d.content for d in deletes} == {2}
+    assert read_duckdb(table.metadata_location) == _replay(2)
+
+
+def test_bad_deletion_vectors_are_clear_errors(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A batch whose deletes name a data file that is no longer in the table is refused at its
+    commit; a Puffin file cut short fails a read and the next upsert batch in one line naming
+    the file, and the batch commits nothing."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyiceberg.manifest import DataFileContent, FileFormat
+    from pyiceberg.typedef import Record
+
+    import icesql
+    from icesql.engine.base.pyiceberg_internals import new_data_file
+    from icesql.engine.iceberg import deletes as deletes_module
+    from icesql.engine.iceberg.dvs import to_deletion_vectors
+    from icesql.errors import ExecutionError
+
+    data = tmp_path / "cdc"
+    twins = Twins.make(tmp_path, None, caplog)
+    p = twins["in_process"]
+    p.execute(
+        f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
+        f"CREATE SINK k FROM cdc {SINK.format(table='bad')} KEY (id) MODE UPSERT"
+        " WITH (FORMAT VERSION = 3, MAINTENANCE = 'off');"
+    )
+    for r in range(2):
+        _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
+        p.run(["k"])
+    table = p.table("n.bad")
+    snapshots = len(list(table.snapshots()))
+
+    # deletes naming a data file the table does not have (another writer removed it)
+    gone = tmp_path / "gone-deletes.parquet"
+    pq.write_table(pa.table({"file_path": ["file:///nowhere/x.parquet"], "pos": pa.array([0], pa.int64())}), gone)
+    stray = new_data_file(
+        3,
+        content=DataFileContent.POSITION_DELETES,
+        file_path=str(gone),
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=1,
+        file_size_in_bytes=gone.stat().st_size,
+    )
+    with pytest.raises(ExecutionError) as e:
+        to_deletion_vectors(table, table.metadata, [stray])
+    assert "file:///nowhere/x.parquet" in e.value.message and "\n" not in e.value.message
+    assert e.value.hint
+
+    # the Puffin file cut short
+    vectors = deletion_vectors(table)
+    puffin = Path(str(vectors[0].data_file.file_path).removeprefix("file://"))
+    puffin.write_bytes(puffin.read_bytes()[:10])  # into its first vector: every blob is cut
+    deletes_module._positions_cache.clear()
+    with icesql.Session(home=p.home) as s, pytest.raises(ExecutionError) as e:
+        s.execute("SELECT * FROM lake.n.bad")
+    assert "\n" not in e.value.message and puffin.name in e.value.message, str(e.value)
+    # ids no round changed live in round 0's files, which have vectors in the cut file
+    late = [
+        dbz("u", {"id": i, "v": f"a{i}", "n": i}, {"id": i, "v": "x", "n": 0}, 9_000 + i)
+        for i in (2, 4, 7, 8, 10, 11, 14, 16, 19)
+    ]
+    _stamp(write_json_lines(data, "late.json", late), 9)
+    with icesql.Session(home=p.home) as s:
+        try:
+            s.run(once=True, sinks=["k"])
+        except ExecutionError as failure:
+            assert puffin.name in str(failure), str(failure)
+        state = s.store.get_sink_state("k")
+    assert state is not None and state.last_error and puffin.name in state.last_error, state
+    table.refresh()
+    assert len(list(table.snapshots())) == snapshots, "a batch committed over a cut deletion vector"

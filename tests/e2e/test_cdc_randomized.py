@@ -26,6 +26,10 @@ rows. Snapshot summaries are checked against the manifests: ``added-data-files``
 number equal to its snapshot's (deletes never at an older sequence number than the data they
 follow), and ``icesql.progress`` strictly increasing.
 
+The scenario also runs into an Iceberg v3 table on both paths (``[spark-v3]``, ``[local-v3]``,
+issue 55): the upserts' deletes are deletion vectors, at most one live per data file, and the
+table's row lineage adds up (``check_v3``); Iceberg Java reads both.
+
 The scenario runs on both paths a ``run --once`` takes (``[spark]``: every session is given a
 Spark session; ``[local]``: none is, and every run - the killed children's too - runs in this
 process without Spark, ``engine.local_query``), writing Parquet (no FORMAT: the default); and,
@@ -547,13 +551,13 @@ def test_random_changelog_upsert_matches_replay(scenario: Outcome) -> None:
     print("\n".join(ln for ln in scenario.log if ln.startswith("commit ")))
 
 
-# CI's time: Java reads both paths' Parquet tables in the default run (about 25 s a read); the
-# ORC and Avro ones with -m slow (Java reads ORC and Avro tables in the default run in
+# CI's time: Java reads both paths' Parquet tables, v2 and v3, in the default run (about 25 s a
+# read); the ORC and Avro ones with -m slow (Java reads ORC and Avro tables in the default run in
 # tests/e2e/test_formats_readers.py and tests/engine/test_formats.py)
 @pytest.mark.java
 @pytest.mark.parametrize(
     "scenario",
-    [p if p in ("spark", "local", "local-v3") else pytest.param(p, marks=pytest.mark.slow) for p in SCENARIOS],
+    [p if p in ("spark", "local", "local-v3", "spark-v3") else pytest.param(p, marks=pytest.mark.slow) for p in SCENARIOS],
     indirect=True,
 )
 def test_random_changelog_upsert_java_reader(scenario: Outcome) -> None:

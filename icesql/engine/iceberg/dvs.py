@@ -70,7 +70,7 @@ def to_deletion_vectors(table: Any, metadata: Any, position_files: Sequence[Any]
             raise ExecutionError(
                 f"the batch deletes rows of {path}, which is not a live data file of table "
                 f"{'.'.join(table.name()) if isinstance(table.name(), tuple) else table.name()}",
-                hint="another writer removed it: the batch is retried on the table as it is now",
+                hint="another writer removed it: the sink restarts, its key index catching up with the table",
             )
         new = np.unique(np.concatenate(parts).astype(np.int64))
         old = index.positions(target)
