@@ -83,6 +83,24 @@ def deletion_vectors(table: Any) -> list[Any]:
     return deletes
 
 
+def row_ids(table: Any) -> dict[int, int]:
+    """``id -> _row_id`` of the live rows of ``table``'s current snapshot, as the spec derives
+    them: a file's stored ``_row_id``, else its inherited ``first_row_id`` plus the position."""
+    from icesql.engine.iceberg.deletes import DeleteIndex, LiveRows
+    from icesql.engine.iceberg.lineage import ROW_ID, lineage_columns
+    from icesql.engine.iceberg.table_files import live_files
+
+    data, deletes = live_files(table, table.current_snapshot())
+    live = LiveRows(table.io, table.schema(), DeleteIndex(table, deletes))
+    out: dict[int, int] = {}
+    for f in data:
+        rows, _, kept = live.read_kept(f)
+        lineage = lineage_columns(table.io, f, kept)
+        assert lineage is not None, f"{f.path} has no row ids"
+        out.update(zip(rows.column("id").to_pylist(), lineage[ROW_ID].to_pylist(), strict=True))
+    return out
+
+
 def _java_equal(table: Any, expected: list[dict[str, Any]]) -> None:
     got = read_java(table.metadata_location)
     want = canonical_digest(expected)
@@ -219,7 +237,8 @@ def test_alter_sink_upgrades_a_v2_table(spark: Any, tmp_path: Path, caplog: pyte
 
 
 def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Compaction applies a v3 table's vectors and drops them with the files they delete from;
+    """Compaction applies a v3 table's vectors and drops them with the files they delete from,
+    and the rows it moves keep their row ids (Iceberg Java reads the same ``_row_id``s);
     snapshot expiry deletes a Puffin file only once no vector in it is live, and orphan cleanup
     leaves the live ones (in process: maintenance runs in the driver, the same code on Spark)."""
     import time
@@ -253,9 +272,20 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
 
     on_disk = {str(x) for x in (tmp_path / "in_process" / "wh" / "n" / "up" / "data").rglob("*.puffin")}
     assert len(on_disk) >= len(puffins) > 0
+    ids_before = row_ids(table)
+    before_location = table.metadata_location
     result = compact_table(table)
     table.refresh()
     assert result.snapshot_id is not None and result.deleted_rows > 0, result
+    # the rows keep their row ids through the rewrite (spec), as Iceberg Java reads them
+    assert row_ids(table) == ids_before
+    from tests.support.java_tables import java_sql, load
+
+    java_before, java_after = java_sql(
+        tmp_path / "java", [load(before_location, "id", "_row_id"), load(table.metadata_location, "id", "_row_id")]
+    )
+    assert {r["id"]: r["_row_id"] for r in java_before} == ids_before  # the ids inherited
+    assert {r["id"]: r["_row_id"] for r in java_after} == ids_before  # and stored by the rewrite
     data_files, deletes = live_files(table, table.current_snapshot())
     assert not deletes, "compaction left deletion vectors on the table"
     assert read_duckdb(table.metadata_location) == _replay(4)

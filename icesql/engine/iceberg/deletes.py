@@ -181,14 +181,14 @@ class DeleteIndex:
         return out
 
 
-def _surviving(table: Any, drop_positions: Any, key_sets: list[tuple[list[str], Any]]) -> tuple[Any, int]:
+def _surviving(table: Any, drop_positions: Any, key_sets: list[tuple[list[str], Any]]) -> tuple[Any, int, Any]:
     """``table`` without the rows at ``drop_positions`` nor those whose key is in one of
-    ``key_sets`` ((columns, keys table)); (survivors, rows dropped)."""
+    ``key_sets`` ((columns, keys table)); (survivors, rows dropped, their positions in ``table``)."""
     import numpy as np
     import pyarrow as pa
 
     if table.num_rows == 0 or (drop_positions is None and not key_sets):
-        return table, 0
+        return table, 0, np.arange(table.num_rows, dtype=np.int64)
     keep = np.arange(table.num_rows, dtype=np.int64)
     if drop_positions is not None and len(drop_positions):
         keep = np.setdiff1d(keep, drop_positions, assume_unique=True)
@@ -200,7 +200,7 @@ def _surviving(table: Any, drop_positions: Any, key_sets: list[tuple[list[str], 
         rows = survivors.column("__row").combine_chunks()
         rows = rows.take(rows.to_numpy().argsort()) if len(rows) else rows  # file order
     out = table.take(rows)
-    return out, table.num_rows - out.num_rows
+    return out, table.num_rows - out.num_rows, rows.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 class LiveRows:
@@ -226,6 +226,11 @@ class LiveRows:
 
     def read(self, f: LiveFile) -> tuple[Any, int]:
         """(the surviving rows of data file ``f``, the number of rows deleted)."""
+        survivors, dropped, _ = self.read_kept(f)
+        return survivors, dropped
+
+    def read_kept(self, f: LiveFile) -> tuple[Any, int, Any]:
+        """``read``, and the positions in ``f`` of the rows that survive (sorted numpy int64)."""
         import numpy as np
         import pyarrow as pa
 

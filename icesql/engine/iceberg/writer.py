@@ -361,6 +361,9 @@ class DataFileWriter:
 
     ``track`` (data files): record, for every row written, these columns with the file and the
     position the row got (``positions()``): what the upsert key index needs.
+
+    ``lineage`` (data files of a v3 table's rewrite): the files also hold the rows'
+    ``_row_id`` and ``_last_updated_sequence_number`` (``iceberg.lineage``), given as columns.
     """
 
     def __init__(
@@ -373,6 +376,7 @@ class DataFileWriter:
         row_group_bytes: int | None = None,
         buffer_bytes: int = BUFFER_BYTES,
         track: Sequence[str] | None = None,
+        lineage: bool = False,
     ) -> None:
         from pyiceberg.schema import Schema
         from pyiceberg.table import TableProperties
@@ -411,6 +415,10 @@ class DataFileWriter:
         else:
             self.equality_ids = None
             self._file_schema = self._table_schema
+            if lineage:  # a v3 rewrite: the rows keep their ids (``iceberg.lineage``)
+                from icesql.engine.iceberg.lineage import with_lineage
+
+                self._file_schema = with_lineage(self._table_schema)
         # the schema the partition source columns are found in (the rows', not always the file's)
         self._source_schema = self._table_schema if content == "position_deletes" else self._file_schema
         self._arrow_schema = arrow_schema(self._file_schema)

@@ -289,16 +289,22 @@ def _rewrite(
 ) -> tuple[list[Any], int, int, Any]:
     """Write the rows of ``plan.rewrite`` that the deletes leave alive; (written files, rows,
     rows dropped, the ``track`` columns of every row written with its file and position, or None)."""
+    from icesql.engine.iceberg.lineage import lineage_columns
     from icesql.engine.iceberg.writer import DataFileWriter
 
     assert plan.index is not None
     live = LiveRows(table.io, table.schema(), plan.index)
-    writer = DataFileWriter(write, "data", track=track)
+    # format v3: the rows keep their row ids and last-updated sequence numbers (spec)
+    lineage = int(table.metadata.format_version) >= 3
+    writer = DataFileWriter(write, "data", track=track, lineage=lineage)
     rows = dropped = 0
     try:
         for f in plan.rewrite:
             _check(stopped)
-            survivors, n = live.read(f)
+            survivors, n, kept = live.read_kept(f)
+            if lineage and survivors.num_rows:
+                for name, column in (lineage_columns(table.io, f, kept) or {}).items():
+                    survivors = survivors.append_column(name, column)
             dropped += n
             rows += survivors.num_rows
             if survivors.num_rows:
