@@ -184,18 +184,28 @@ def test_upsert_writes_deletion_vectors(spark: Any, tmp_path: Path, caplog: pyte
     _java_equal(table, [{"id": i, "v": v, "n": n} for i, v, n in expected])
 
 
-def test_readers_on_deletion_vectors(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """What each reader does with a v3 upsert's deletion vectors (the module docstring)."""
+def _in_process_upsert(
+    tmp_path: Path, caplog: Any, table: str, rounds: int, *, clauses: str = "", options: str = ""
+) -> tuple[Any, Path]:
+    """An upsert sink into the v3 table ``n.<table>`` run in process over ``rounds`` rounds of
+    ``_changes``, maintenance off unless ``options`` says otherwise; (its pipeline, its input)."""
     data = tmp_path / "cdc"
-    twins = Twins.make(tmp_path, None, caplog)
-    p = twins["in_process"]
+    options = options or "MAINTENANCE = 'off'"
+    p = Twins.make(tmp_path, None, caplog)["in_process"]
     p.execute(
         f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
-        f"CREATE SINK k FROM cdc {SINK.format(table='up')} KEY (id) MODE UPSERT WITH (FORMAT VERSION = 3, MAINTENANCE = 'off');"
+        f"CREATE SINK k FROM cdc {SINK.format(table=table)} KEY (id) MODE UPSERT {clauses}"
+        f" WITH (FORMAT VERSION = 3, {options});"
     )
-    for r in range(2):
+    for r in range(rounds):
         _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
         p.run(["k"])
+    return p, data
+
+
+def test_readers_on_deletion_vectors(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """What each reader does with a v3 upsert's deletion vectors (the module docstring)."""
+    p, _ = _in_process_upsert(tmp_path, caplog, "up", 2)
     table = p.table("n.up")
     assert deletion_vectors(table)
     assert read_duckdb(table.metadata_location) == _replay(2)
@@ -248,17 +258,7 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     from icesql.engine.maintenance.expire import expire_snapshots
     from icesql.engine.maintenance.orphans import remove_orphan_files
 
-    data = tmp_path / "cdc"
-    twins = Twins.make(tmp_path, None, caplog)
-    p = twins["in_process"]
-    p.execute(
-        f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
-        f"CREATE SINK k FROM cdc {SINK.format(table='up')} KEY (id) MODE UPSERT PARTITION BY (bucket(2, id))"
-        " WITH (FORMAT VERSION = 3, MAINTENANCE = 'off');"
-    )
-    for r in range(4):
-        _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
-        p.run(["k"])
+    p, _ = _in_process_upsert(tmp_path, caplog, "up", 4, clauses="PARTITION BY (bucket(2, id))")
     table = p.table("n.up")
     before = deletion_vectors(table)
     puffins = {str(d.data_file.file_path) for d in before}
@@ -307,17 +307,7 @@ def test_equality_deletes_stay_available_on_v3(tmp_path: Path, caplog: pytest.Lo
     """``DELETE MODE = 'equality'`` on a v3 table writes equality delete files, as on v2."""
     from icesql.engine.iceberg.table_files import live_files
 
-    data = tmp_path / "cdc"
-    twins = Twins.make(tmp_path, None, caplog)
-    p = twins["in_process"]
-    p.execute(
-        f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
-        f"CREATE SINK k FROM cdc {SINK.format(table='eq')} KEY (id) MODE UPSERT"
-        " WITH (FORMAT VERSION = 3, DELETE MODE = 'equality', MAINTENANCE = 'off');"
-    )
-    for r in range(2):
-        _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
-        p.run(["k"])
+    p, _ = _in_process_upsert(tmp_path, caplog, "eq", 2, options="DELETE MODE = 'equality', MAINTENANCE = 'off'")
     table = p.table("n.eq")
     check_row_lineage(table)
     _, deletes = live_files(table, table.current_snapshot())
@@ -340,17 +330,7 @@ def test_bad_deletion_vectors_are_clear_errors(tmp_path: Path, caplog: pytest.Lo
     from icesql.engine.iceberg.dvs import to_deletion_vectors
     from icesql.errors import ExecutionError
 
-    data = tmp_path / "cdc"
-    twins = Twins.make(tmp_path, None, caplog)
-    p = twins["in_process"]
-    p.execute(
-        f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{CDC_SCHEMA}');"
-        f"CREATE SINK k FROM cdc {SINK.format(table='bad')} KEY (id) MODE UPSERT"
-        " WITH (FORMAT VERSION = 3, MAINTENANCE = 'off');"
-    )
-    for r in range(2):
-        _stamp(write_json_lines(data, f"{r}.json", _changes(r)), r)
-        p.run(["k"])
+    p, data = _in_process_upsert(tmp_path, caplog, "bad", 2)
     table = p.table("n.bad")
     snapshots = len(list(table.snapshots()))
 
