@@ -24,13 +24,13 @@ def _table(root: Path, cheap: bool) -> tuple[Any, list[Any]]:
     import pyarrow as pa
     from pyiceberg.catalog.sql import SqlCatalog
 
-    from icesql.engine.base import pyiceberg_internals as internals
+    from icesql.engine.base.pyiceberg_catalogs import cheap_commits
     from icesql.engine.iceberg.writer import DataFileWriter, WriteSpec
 
     root.mkdir(parents=True)
     catalog = SqlCatalog("probe", uri=f"sqlite:///{root}/c.db", warehouse=f"file://{root}/wh")
     if cheap:
-        internals.cheap_commits(catalog)
+        cheap_commits(catalog)
     catalog.create_namespace("ns")
     table = catalog.create_table("ns.t", pa.schema([pa.field("id", pa.int64()), pa.field("v", pa.string())]))
     w = DataFileWriter(WriteSpec.from_table(table))

@@ -43,8 +43,8 @@ What is used, and why:
 * ``pyiceberg.io.pyarrow._primitive_to_physical``: the physical type ``StatsAggregator`` checks
   a column's statistics against, for the bounds the ORC and Avro writers take from the rows
   (``formats.stats``).
-* ``Catalog._load_file_io`` (replaced per catalog object): the driver's commits of a sink with
-  ``USING AWS CONNECTION`` use that connection's storage access (see ``icesql.engine.connections.fileio``).
+* The catalog object's own pieces (``_load_file_io``, ``_update_and_stage_table``, the REST
+  session) are in ``pyiceberg_catalogs``; format v3's in ``pyiceberg_v3``.
 """
 
 from __future__ import annotations
@@ -197,7 +197,7 @@ def producer_classes() -> tuple[type, type]:
     global _PRODUCERS
     if _PRODUCERS is not None:
         return _PRODUCERS
-    from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
+    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
     from pyiceberg.table.snapshots import SnapshotSummaryCollector, Summary, update_snapshot_summaries
     from pyiceberg.table.update.snapshot import _FastAppendFiles
 
@@ -237,28 +237,7 @@ def producer_classes() -> tuple[type, type]:
             manifests = super()._existing_manifests()
             if not self._removed_keys or self._entries_of is None:
                 return manifests
-            out: list[Any] = []
-            found: set[str] = set()
-            for m in manifests:
-                if m.content != ManifestContent.DELETES:
-                    out.append(m)
-                    continue
-                entries = [e for e in self._entries_of(m) if e.status != ManifestEntryStatus.DELETED]
-                hits = {delete_key(e.data_file) for e in entries} & self._removed_keys
-                if not hits:
-                    out.append(m)
-                    continue
-                found |= hits
-                writer = _manifest_writer(self, delete_writer_cls, self._transaction.table_metadata.specs()[m.partition_spec_id])
-                with writer:
-                    for e in entries:
-                        gone = delete_key(e.data_file) in hits
-                        status = ManifestEntryStatus.DELETED if gone else ManifestEntryStatus.EXISTING
-                        writer.add_entry(_carried_entry(e, status, self._snapshot_id))
-                out.append(writer.to_manifest_file())
-            if found != self._removed_keys:
-                raise RewriteConflictError("a delete file to replace is no longer in the table")
-            return out
+            return _carry_manifests(self, manifests, self._removed_keys, self._entries_of)
 
         def _write_entries(self, writer_cls: type, files: list[Any]) -> Any:
             writer = _manifest_writer(self, writer_cls, self._transaction.table_metadata.spec())
@@ -373,6 +352,57 @@ class RewriteConflictError(Exception):
 _REWRITE: type | None = None
 
 
+def _carry_manifests(
+    producer: Any, manifests: Any, removed: set[str], entries_of: Callable[[Any], list[Any]]
+) -> list[Any]:
+    """``manifests`` (a parent snapshot's) with the files ``removed`` names (``delete_key``s)
+    taken out: each manifest listing one is rewritten, its other live entries EXISTING and the
+    removed ones DELETED, all with the sequence numbers (and v3 row ids) they had; removed
+    entries of manifests left with nothing else share one manifest per kind; the others are
+    carried over as they are. A removed file not found raises ``RewriteConflictError``."""
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+
+    data_writer_cls, delete_writer_cls = manifest_writer_classes()
+
+    def carry(content: Any, spec_id: int, entries: list[Any]) -> Any:
+        writer_cls = delete_writer_cls if content == ManifestContent.DELETES else data_writer_cls
+        writer = _manifest_writer(producer, writer_cls, producer._transaction.table_metadata.specs()[spec_id])
+        with writer:
+            for e in entries:
+                gone = delete_key(e.data_file) in removed
+                status = ManifestEntryStatus.DELETED if gone else ManifestEntryStatus.EXISTING
+                writer.add_entry(_carried_entry(e, status, producer._snapshot_id))
+        return writer.to_manifest_file()
+
+    out = []
+    found: set[str] = set()
+    tombstones: dict[tuple[int, int], list[Any]] = {}
+    for manifest in manifests:
+        entries = [
+            e
+            for e in inherit_first_row_ids(manifest, entries_of(manifest))
+            if e.status != ManifestEntryStatus.DELETED
+        ]
+        hit = [e for e in entries if delete_key(e.data_file) in removed]
+        if not hit:
+            if entries:
+                out.append(manifest)
+            continue
+        found.update(delete_key(e.data_file) for e in hit)
+        if len(hit) == len(entries):
+            tombstones.setdefault((int(manifest.content), int(manifest.partition_spec_id)), []).extend(hit)
+            continue
+        out.append(carry(manifest.content, manifest.partition_spec_id, entries))
+    for (content, spec_id), entries in sorted(tombstones.items()):
+        out.append(carry(ManifestContent(content), spec_id, entries))
+    missing = removed - found
+    if missing:
+        raise RewriteConflictError(
+            f"{len(missing)} file(s) to rewrite are no longer in the table, e.g. {sorted(missing)[0]}"
+        )
+    return out
+
+
 def rewrite_producer() -> type:
     """A snapshot producer for a rewrite (compaction): removes files, adds their replacements.
 
@@ -396,7 +426,7 @@ def rewrite_producer() -> type:
     global _REWRITE
     if _REWRITE is not None:
         return _REWRITE
-    from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus
+    from pyiceberg.manifest import ManifestEntry, ManifestEntryStatus
     from pyiceberg.table.snapshots import Operation, SnapshotSummaryCollector
 
     _, delta_cls = producer_classes()
@@ -435,54 +465,13 @@ def rewrite_producer() -> type:
                     )
             return writer.to_manifest_file()
 
-        def _carry(self, content: Any, spec_id: int, entries: list[Any]) -> Any:
-            """A manifest of ``entries``: the removed ones DELETED, the others EXISTING."""
-            writer_cls = delete_writer_cls if content == ManifestContent.DELETES else data_writer_cls
-            spec = self._transaction.table_metadata.specs()[spec_id]
-            writer = _manifest_writer(self, writer_cls, spec)
-            with writer:
-                for e in entries:
-                    removed = delete_key(e.data_file) in self._removed_paths
-                    status = ManifestEntryStatus.DELETED if removed else ManifestEntryStatus.EXISTING
-                    writer.add_entry(_carried_entry(e, status, self._snapshot_id))
-            return writer.to_manifest_file()
-
         def _existing_manifests(self) -> list[Any]:
             if self._parent_snapshot_id is None:
                 if self._removed_paths:
                     raise RewriteConflictError("the table has no snapshot to rewrite")
                 return []
-            meta = self._transaction.table_metadata
-            parent = meta.snapshot_by_id(self._parent_snapshot_id)
-            out = []
-            found: set[str] = set()
-            # the removed entries of manifests that keep nothing else: one manifest per kind
-            tombstones: dict[tuple[int, int], list[Any]] = {}
-            for manifest in parent.manifests(io=self._io):
-                entries = [
-                    e
-                    for e in inherit_first_row_ids(manifest, self._entries_of(manifest))
-                    if e.status != ManifestEntryStatus.DELETED
-                ]
-                hit = [e for e in entries if delete_key(e.data_file) in self._removed_paths]
-                if not hit:
-                    if entries:
-                        out.append(manifest)
-                    continue
-                found.update(delete_key(e.data_file) for e in hit)
-                if len(hit) == len(entries):
-                    key = (int(manifest.content), int(manifest.partition_spec_id))
-                    tombstones.setdefault(key, []).extend(hit)
-                    continue
-                out.append(self._carry(manifest.content, manifest.partition_spec_id, entries))
-            for (content, spec_id), entries in sorted(tombstones.items()):
-                out.append(self._carry(ManifestContent(content), spec_id, entries))
-            missing = self._removed_paths - found
-            if missing:
-                raise RewriteConflictError(
-                    f"{len(missing)} file(s) to rewrite are no longer in the table, e.g. {sorted(missing)[0]}"
-                )
-            return out
+            parent = self._transaction.table_metadata.snapshot_by_id(self._parent_snapshot_id)
+            return _carry_manifests(self, parent.manifests(io=self._io), self._removed_paths, self._entries_of)
 
         def _summary(self, snapshot_properties: Mapping[str, str] = {}) -> Any:  # noqa: B006
             meta = self._transaction.table_metadata
@@ -621,18 +610,6 @@ def apply_producer(tx: Any, producer: Any) -> None:
     tx._apply(updates, requirements)
 
 
-def apply_updates(table: Any, updates: tuple[Any, ...]) -> None:
-    """Commit metadata ``updates`` pyiceberg's ``Transaction`` has no public call for (an upgrade
-    to format v3: ``upgrade_table_version`` accepts 1 and 2 only) to ``table``, asserting its
-    current table UUID; ``table`` is refreshed afterwards."""
-    from pyiceberg.table.update import AssertTableUUID
-
-    tx = transaction(table)
-    tx._apply(updates, (AssertTableUUID(uuid=table.metadata.table_uuid),))
-    tx.commit_transaction()
-    table.refresh()
-
-
 def new_data_file(format_version: int, **fields: Any) -> Any:
     """A pyiceberg ``DataFile`` for a table of ``format_version``."""
     from pyiceberg.manifest import DataFile
@@ -666,83 +643,6 @@ def stats_aggregator(field_type: Any, truncate: int | None) -> Any:
     return StatsAggregator(field_type, _primitive_to_physical(field_type), truncate)
 
 
-def override_file_io(catalog: Any, load: Callable[[Callable[..., Any], Any, str | None], Any]) -> Any:
-    """Make ``catalog`` build its tables' FileIO with ``load(original, properties, location)``,
-    where ``original`` is the catalog's own loader; returns ``catalog``."""
-    original = catalog._load_file_io
-
-    def _load_file_io(properties: Any = None, location: str | None = None) -> Any:
-        return load(original, properties or {}, location)
-
-    catalog._load_file_io = _load_file_io
-    return catalog
-
-def cheap_commits(catalog: Any) -> Any:
-    """Make ``catalog``'s commits to an existing table build the new metadata with
-    ``staged_metadata`` (no deep copy of the whole metadata); returns ``catalog``.
-
-    ``Catalog._update_and_stage_table`` (replaced per catalog object, as pyiceberg 0.12 writes it
-    but for the copy) is what the SQL, Hive, Glue and DynamoDB catalogs commit through; a REST
-    catalog's server builds the metadata itself. Creating a table keeps pyiceberg's own path,
-    which validates the new metadata.
-    """
-    enable_v3()
-    original = getattr(catalog, "_update_and_stage_table", None)
-    if original is None:  # a REST catalog
-        return catalog
-
-    def _update_and_stage_table(
-        current_table: Any, table_identifier: Any, requirements: Any, updates: Any
-    ) -> Any:
-        if current_table is None:
-            return original(current_table, table_identifier, requirements, updates)
-        from pyiceberg.table import StagedTable
-        from pyiceberg.table.locations import load_location_provider
-
-        for requirement in requirements:
-            requirement.validate(current_table.metadata)
-        updated = staged_metadata(current_table.metadata, updates, current_table.metadata_location)
-        version = catalog._parse_metadata_version(current_table.metadata_location) + 1
-        location = load_location_provider(updated.location, updated.properties).new_table_metadata_file_location(
-            version
-        )
-        return StagedTable(
-            identifier=table_identifier,
-            metadata=updated,
-            metadata_location=location,
-            io=catalog._load_file_io(properties=updated.properties, location=location),
-            catalog=catalog,
-        )
-
-    catalog._update_and_stage_table = _update_and_stage_table
-    return catalog
-
-
 def schema_after(update: Any) -> Any:
     """The schema a pending ``UpdateSchema`` would commit (pyiceberg's private ``_apply``)."""
     return update._apply()
-
-
-def set_request_timeout(catalog: Any, seconds: float) -> None:
-    """Give every request of a REST catalog a timeout: pyiceberg 0.12's ``RestCatalog`` sends its
-    ``requests`` session's calls without one, so a catalog that stops answering (a blackholed
-    network, a hung server) hangs the sink for ever. Wraps the ``send`` of each adapter the
-    session has mounted (the SigV4 adapter of S3 Tables included) to default ``timeout``."""
-    session = getattr(catalog, "_session", None)
-    if session is None or seconds <= 0:
-        return
-    for adapter in set(session.adapters.values()):
-        if getattr(adapter, "_icesql_timeout", None) is not None:
-            continue
-        send = adapter.send
-
-        def timed(request: Any, *args: Any, _send: Any = send, **kwargs: Any) -> Any:
-            if kwargs.get("timeout") is None:
-                kwargs["timeout"] = seconds
-            return _send(request, *args, **kwargs)
-
-        adapter.send = timed
-        adapter._icesql_timeout = seconds
-
-
-

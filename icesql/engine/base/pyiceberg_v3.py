@@ -96,6 +96,18 @@ def delete_key(data_file: Any) -> str:
     return str(data_file.file_path) if rng is None else f"{data_file.file_path}#{rng[0]}"
 
 
+def upgrade_format_version(table: Any, version: int) -> None:
+    """Upgrade ``table`` to format ``version`` in one commit asserting its table UUID (pyiceberg's
+    ``upgrade_table_version`` refuses 3); ``table`` is refreshed afterwards."""
+    from pyiceberg.table.update import AssertTableUUID, UpgradeFormatVersionUpdate
+
+    tx = table.transaction()
+    update = UpgradeFormatVersionUpdate(format_version=version)  # type: ignore[call-arg]
+    tx._apply((update,), (AssertTableUUID(uuid=table.metadata.table_uuid),))
+    tx.commit_transaction()
+    table.refresh()
+
+
 def dv_summary(added: Iterable[Any], removed: Iterable[Any]) -> dict[str, str]:
     """The snapshot summary's deletion vector counts, as Iceberg Java writes them (``added-dvs``,
     ``removed-dvs``; pyiceberg's collector counts vectors as position delete files only)."""
@@ -311,5 +323,6 @@ __all__ = [
     "new_deletion_vector_file",
     "referenced_data_file",
     "set_first_row_id",
+    "upgrade_format_version",
     "v3_data_file",
 ]

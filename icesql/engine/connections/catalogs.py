@@ -80,7 +80,7 @@ def load_catalog(
 
     def build() -> Catalog:
         from icesql import settings
-        from icesql.engine.base.pyiceberg_internals import (
+        from icesql.engine.base.pyiceberg_catalogs import (
             cheap_commits,
             override_file_io,
             set_request_timeout,

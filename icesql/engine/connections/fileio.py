@@ -117,7 +117,7 @@ def use_sink_file_io(catalog: Catalog, sink: Storage, *, secrets: SecretResolver
     OAuth2) commits with a FileIO that has no endpoint and no keys, although the executors wrote
     the data files with the sink's.
     """
-    from icesql.engine.base.pyiceberg_internals import override_file_io
+    from icesql.engine.base.pyiceberg_catalogs import override_file_io
 
     def load(original: Any, properties: Any, location: str | None) -> Any:
         # per load (every commit refreshes): assumed-role credentials and tokens stay fresh

@@ -268,12 +268,10 @@ def upgrade_table(table: Any, version: int, sink: str) -> Any:
     """``table`` upgraded in place to format ``version`` (the spec's rules: the metadata says the
     new version and, for v3, row ids start at 0 with the next snapshot; data and delete files
     stay as they are, position delete files valid until compaction rewrites them). Returns it."""
-    from pyiceberg.table.update import UpgradeFormatVersionUpdate
-
-    from icesql.engine.base.pyiceberg_internals import apply_updates
+    from icesql.engine.base.pyiceberg_v3 import upgrade_format_version
 
     old = int(table.metadata.format_version)
-    apply_updates(table, (UpgradeFormatVersionUpdate(format_version=version),))  # type: ignore[call-arg]
+    upgrade_format_version(table, version)
     log.info("sink %s: table %s upgraded from format version %s to %s", sink, ".".join(table.name()), old, version)
     return table
 

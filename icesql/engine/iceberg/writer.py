@@ -362,8 +362,7 @@ class DataFileWriter:
     ``track`` (data files): record, for every row written, these columns with the file and the
     position the row got (``positions()``): what the upsert key index needs.
 
-    ``lineage`` (data files of a v3 table's rewrite): the files also hold the rows'
-    ``_row_id`` and ``_last_updated_sequence_number`` (``iceberg.lineage``), given as columns.
+    ``lineage`` (a v3 rewrite's data files): they also hold the given ``iceberg.lineage`` columns.
     """
 
     def __init__(
@@ -415,7 +414,7 @@ class DataFileWriter:
         else:
             self.equality_ids = None
             self._file_schema = self._table_schema
-            if lineage:  # a v3 rewrite: the rows keep their ids (``iceberg.lineage``)
+            if lineage:
                 from icesql.engine.iceberg.lineage import with_lineage
 
                 self._file_schema = with_lineage(self._table_schema)
