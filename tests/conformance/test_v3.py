@@ -83,6 +83,36 @@ def deletion_vectors(table: Any) -> list[Any]:
     return deletes
 
 
+# Iceberg Java's own parsers on icesql's v3 metadata: the metadata file read and round-tripped
+# through TableMetadataParser (row lineage kept), and every manifest of every snapshot read entry
+# by entry by ManifestFiles (data and delete manifests; a deletion vector's entry must name its
+# data file and its blob's offset and size)
+JAVA_VALIDATE = """
+io = jvm.org.apache.iceberg.hadoop.HadoopFileIO(spark._jsc.hadoopConfiguration())
+P = jvm.org.apache.iceberg.TableMetadataParser
+meta = P.read(io, LOCATION)
+again = P.fromJson(P.toJson(meta))
+assert meta.formatVersion() == 3 and again.formatVersion() == 3, meta.formatVersion()
+assert again.nextRowId() == meta.nextRowId() and meta.nextRowId() > 0
+for snap in meta.snapshots():
+    twin = again.snapshot(snap.snapshotId())
+    assert snap.firstRowId() is not None and twin.firstRowId() == snap.firstRowId()
+    assert twin.addedRows() == snap.addedRows()
+    for m in snap.allManifests(io):
+        if m.content().name() == "DATA":
+            assert m.firstRowId() is not None, m.path()
+            reader = jvm.org.apache.iceberg.ManifestFiles.read(m, io)
+        else:
+            reader = jvm.org.apache.iceberg.ManifestFiles.readDeleteManifest(m, io, meta.specsById())
+        it = reader.iterator()
+        while it.hasNext():
+            f = it.next()
+            if f.format().name() == "PUFFIN":
+                assert f.referencedDataFile() and f.contentOffset() is not None and f.contentSizeInBytes()
+        reader.close()
+"""
+
+
 def row_ids(table: Any) -> dict[int, int]:
     """``id -> _row_id`` of the live rows of ``table``'s current snapshot, as the spec derives
     them: a file's stored ``_row_id``, else its inherited ``first_row_id`` plus the position."""
@@ -279,10 +309,16 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     assert result.snapshot_id is not None and result.deleted_rows > 0, result
     # the rows keep their row ids through the rewrite (spec), as Iceberg Java reads them
     assert row_ids(table) == ids_before
-    from tests.support.java_tables import java_sql, load
+    from tests.support.java_tables import java_api, java_sql, load
 
-    java_before, java_after = java_sql(
-        tmp_path / "java", [load(before_location, "id", "_row_id"), load(table.metadata_location, "id", "_row_id")]
+    java_before, java_after, _, _ = java_sql(
+        tmp_path / "java",
+        [
+            load(before_location, "id", "_row_id"),
+            load(table.metadata_location, "id", "_row_id"),
+            java_api(JAVA_VALIDATE.replace("LOCATION", repr(before_location))),
+            java_api(JAVA_VALIDATE.replace("LOCATION", repr(table.metadata_location))),
+        ],
     )
     assert {r["id"]: r["_row_id"] for r in java_before} == ids_before  # the ids inherited
     assert {r["id"]: r["_row_id"] for r in java_after} == ids_before  # and stored by the rewrite
