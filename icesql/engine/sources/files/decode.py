@@ -170,8 +170,15 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
 
     schema = source.row_schema()
     with fs.open_input_file(path) as f:
-        pf = pq.ParquetFile(f)
+        # INT96 (Spark's and Hive's old timestamps) in microseconds, as Spark reads them: no
+        # overflow for years far from 1970
+        pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
         names = pf.schema_arrow.names
+        int96 = {
+            column.path
+            for column in (pf.schema.column(i) for i in range(len(pf.schema)))
+            if column.physical_type == "INT96"
+        }
         declared = {n.lower() for n in schema.names}
         # a column of type null (all None) carries no type: not new until a file types it
         # (files.relation._infer_parquet_schema leaves it out meanwhile)
@@ -200,6 +207,9 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
                     arrays.append(pa.nulls(batch.num_rows, target.type))
                     continue
                 col = batch.column(batch.schema.get_field_index(pick))
+                if pick in int96 and pa.types.is_timestamp(col.type) and col.type.tz is None:
+                    # an instant, which Spark reads as its timestamp (with time zone)
+                    col = col.cast(pa.timestamp(col.type.unit, "UTC"))
                 arrays.append(_parquet_cast(col, target, pick))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -210,11 +220,15 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
     t, s = target.type, col.type
     if pa.types.is_null(s):  # all None in this file: the type comes from the other files (or the table)
         return pa.nulls(len(col), t)
+    if pa.types.is_dictionary(s):  # pyarrow's own schema in the file says so; Spark reads the values
+        return _parquet_cast(col.dictionary_decode(), target, name)
     same_family = (
         (pa.types.is_string(t) and (pa.types.is_large_string(s) or pa.types.is_string_view(s)))
         or (pa.types.is_binary(t) and (pa.types.is_large_binary(s) or pa.types.is_binary_view(s)))
         or (pa.types.is_timestamp(t) and pa.types.is_timestamp(s) and (t.tz is None) == (s.tz is None))
         or (pa.types.is_integer(t) and pa.types.is_integer(s) and t.bit_width >= s.bit_width)
+        # Spark's UINT64: decimal(20,0)
+        or (pa.types.is_decimal(t) and pa.types.is_unsigned_integer(s) and t.precision - t.scale >= 20)
         or (pa.types.is_floating(t) and pa.types.is_floating(s) and t.bit_width >= s.bit_width)
         or (pa.types.is_nested(t) and type(t) is type(s))
     )
