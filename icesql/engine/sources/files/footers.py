@@ -23,6 +23,13 @@ Spark's rules, each checked against Spark itself (``tests/engine/test_parquet_fo
   ``CANNOT_MERGE_SCHEMAS`` (``MergeError``; ``files.relation`` widens where Iceberg allows).
 
 A type no rule above covers raises ``types.Unsupported``: the source is read by Spark's own reader.
+
+ORC (``orc_footer``; not a FILES format yet): the file's footer protobuf is read here (pyarrow
+leaves out ORC's type attributes), each ORC kind as Spark's ORC reader maps it (``varchar`` and
+``char`` -> string, ``timestamp`` and ``timestamp with local time zone`` -> timestamp, a ``long``
+Spark marks ``spark.sql.catalyst.type = timestamp_ntz`` -> timestamp_ntz), nullable throughout;
+checked against Spark in ``tests/engine/test_orc_footers.py``. Spark's ORC reader takes a
+directory's schema from one file (the first its listing gives) unless asked to merge them.
 """
 
 from __future__ import annotations
@@ -316,9 +323,237 @@ __all__ = [
     "SPARK_METADATA_KEY",
     "MergeError",
     "as_nullable",
+    "orc_file_schema",
+    "orc_footer",
     "leaf_type",
     "merged_schema",
     "parquet_directory_schema",
     "parquet_file_schema",
     "sql_of",
 ]
+
+
+# --------------------------------------------------------------------------- ORC
+
+# ORC's type kinds (orc_proto.proto, Type.Kind)
+_ORC_KINDS = {
+    0: "boolean",
+    1: "byte",
+    2: "short",
+    3: "integer",
+    4: "long",
+    5: "float",
+    6: "double",
+    7: "string",
+    8: "binary",
+    9: "timestamp",
+    15: "date",
+    16: "string",  # VARCHAR(n): Spark reads it as a string
+    17: "string",  # CHAR(n) likewise
+    18: "timestamp",  # TIMESTAMP_INSTANT (ORC's "timestamp with local time zone")
+}
+_ORC_LIST, _ORC_MAP, _ORC_STRUCT, _ORC_DECIMAL = 10, 11, 12, 14
+# Spark keeps the Catalyst type ORC has no kind of in a type attribute (OrcUtils)
+CATALYST_TYPE_ATTRIBUTE = "spark.sql.catalyst.type"
+
+
+def orc_file_schema(tail: bytes, compression: str, footer_length: int) -> dict[str, Any]:
+    """The Spark StructType JSON Spark's ORC reader gives a file, from the file's footer:
+    ``tail`` is the file's last bytes (at least footer, postscript and its length byte),
+    ``compression`` and ``footer_length`` as ``pyarrow.orc.ORCFile`` reports them.
+    The footer's protobuf is read here because pyarrow does not expose ORC's type attributes,
+    where Spark records a ``timestamp_ntz`` column (stored as ORC's ``long``)."""
+    postscript_length = tail[-1]
+    end = len(tail) - 1 - postscript_length
+    footer = _orc_decompress(tail[end - footer_length : end], compression)
+    types = [_orc_type(body) for number, body in _protobuf(footer) if number == 4]
+    if not types:
+        raise Unsupported("an ORC file without types")
+    root = _orc_spark_type(types, 0)
+    if not isinstance(root, dict) or root.get("type") != "struct":
+        raise Unsupported("an ORC file whose root is not a struct")
+    return as_nullable(root)
+
+
+def _orc_spark_type(types: list[dict[str, Any]], at: int) -> JsonType:
+    t = types[at]
+    kind, subtypes = t["kind"], t["subtypes"]
+    attribute = t["attributes"].get(CATALYST_TYPE_ATTRIBUTE)
+    if kind == _ORC_STRUCT:
+        return {
+            "type": "struct",
+            "fields": [
+                {"name": name, "type": _orc_spark_type(types, sub), "nullable": True, "metadata": {}}
+                for name, sub in zip(t["names"], subtypes, strict=True)
+            ],
+        }
+    if kind == _ORC_LIST:
+        return {"type": "array", "elementType": _orc_spark_type(types, subtypes[0]), "containsNull": True}
+    if kind == _ORC_MAP:
+        return {
+            "type": "map",
+            "keyType": _orc_spark_type(types, subtypes[0]),
+            "valueType": _orc_spark_type(types, subtypes[1]),
+            "valueContainsNull": True,
+        }
+    if kind == _ORC_DECIMAL:
+        return f"decimal({t['precision']},{t['scale']})"
+    if attribute == "timestamp_ntz" and kind in (4, 9):
+        return "timestamp_ntz"  # Spark writes its timestamp_ntz as ORC's long, saying so here
+    if attribute is not None and attribute.startswith("interval"):
+        raise Unsupported(f"an ORC column Spark wrote as {attribute}")
+    if kind not in _ORC_KINDS:
+        raise Unsupported(f"ORC type kind {kind}")  # a union
+    return _ORC_KINDS[kind]
+
+
+def _orc_type(body: bytes) -> dict[str, Any]:
+    t: dict[str, Any] = {
+        "kind": 0,
+        "subtypes": [],
+        "names": [],
+        "attributes": {},
+        "precision": 38,
+        "scale": 10,
+    }
+    for number, value in _protobuf(body):
+        if number == 1:
+            t["kind"] = value
+        elif number == 2:
+            t["subtypes"] += _packed(value) if isinstance(value, bytes) else [value]
+        elif number == 3:
+            t["names"].append(bytes(value).decode())
+        elif number == 5:
+            t["precision"] = value
+        elif number == 6:
+            t["scale"] = value
+        elif number == 7:
+            pair = dict(_protobuf(value))
+            t["attributes"][bytes(pair.get(1, b"")).decode()] = bytes(pair.get(2, b"")).decode()
+    return t
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _protobuf(data: bytes) -> Iterator[tuple[int, Any]]:
+    """A protobuf message's fields, in order: (field number, int or bytes)."""
+    at = 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, at = _varint(data, at)
+            yield number, value
+        elif wire == 2:
+            length, at = _varint(data, at)
+            yield number, data[at : at + length]
+            at += length
+        elif wire == 1:
+            at += 8
+        elif wire == 5:
+            at += 4
+        else:
+            raise Unsupported(f"an ORC footer with protobuf wire type {wire}")
+
+
+def _packed(data: bytes) -> list[int]:
+    out, at = [], 0
+    while at < len(data):
+        value, at = _varint(data, at)
+        out.append(value)
+    return out
+
+
+def _orc_decompress(data: bytes, compression: str) -> bytes:
+    """ORC's compressed stream: chunks behind a 3-byte header (length << 1 | original)."""
+    if compression.upper() in ("NONE", "UNCOMPRESSED"):
+        return data
+    import zlib
+
+    import pyarrow as pa
+
+    out, at = bytearray(), 0
+    while at < len(data):
+        header = data[at] | data[at + 1] << 8 | data[at + 2] << 16
+        at += 3
+        length, original = header >> 1, header & 1
+        chunk = data[at : at + length]
+        at += length
+        if original:
+            out += chunk
+        elif compression.upper() == "ZLIB":
+            out += zlib.decompressobj(-15).decompress(chunk)
+        elif compression.upper() == "ZSTD":
+            out += pa.Codec("zstd").decompress(chunk, decompressed_size=_zstd_size(chunk)).to_pybytes()
+        elif compression.upper() == "SNAPPY":
+            size, _ = _varint(chunk, 0)  # a raw snappy block starts with its length
+            out += pa.Codec("snappy").decompress(chunk, decompressed_size=size).to_pybytes()
+        elif compression.upper() == "LZ4":
+            size = _lz4_size(chunk)
+            out += pa.Codec("lz4_raw").decompress(chunk, decompressed_size=size).to_pybytes()[:size]
+        else:
+            raise Unsupported(f"an ORC footer compressed with {compression}")
+    return bytes(out)
+
+
+def _lz4_size(block: bytes) -> int:
+    """The decompressed size of a raw LZ4 block (ORC's LZ4 states none): its sequences walked."""
+    at = size = 0
+    while at < len(block):
+        token = block[at]
+        at += 1
+        literals = token >> 4
+        if literals == 15:
+            while True:
+                more = block[at]
+                at += 1
+                literals += more
+                if more != 255:
+                    break
+        at += literals
+        size += literals
+        if at >= len(block):  # the last sequence holds literals only
+            return size
+        at += 2  # the match's offset
+        match = token & 15
+        if match == 15:
+            while True:
+                more = block[at]
+                at += 1
+                match += more
+                if more != 255:
+                    break
+        size += match + 4
+    return size
+
+
+def _zstd_size(frame: bytes) -> int:
+    """The content size a zstd frame's header states (ORC Java always writes it)."""
+    descriptor = frame[4]
+    size_flag, single = descriptor >> 6, (descriptor >> 5) & 1
+    if size_flag == 0 and not single:
+        raise Unsupported("a zstd frame without its size")
+    at = 5 + (0 if single else 1) + (0, 1, 2, 4)[descriptor & 3]
+    width = (1, 2, 4, 8)[size_flag]
+    size = int.from_bytes(frame[at : at + width], "little")
+    return size + 256 if width == 2 else size
+
+
+def orc_footer(f: Any) -> dict[str, Any]:
+    """``orc_file_schema`` of an open ORC file (a seekable binary file)."""
+    import pyarrow.orc as po
+
+    orc = po.ORCFile(f)
+    tail_length = orc.file_footer_length + orc.file_postscript_length + 1
+    f.seek(orc.file_length - tail_length)
+    tail = f.read(tail_length)
+    return orc_file_schema(tail, orc.compression, orc.file_footer_length)
