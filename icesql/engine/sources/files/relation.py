@@ -126,6 +126,10 @@ def spark_files_dataframe(
         if row_schema is None:
             row_schema = _infer_parquet_schema(spark, plan)
         return reader.format("parquet").schema(row_schema).options(**opts).load(target), False
+    if fmt is SourceFormat.ORC:
+        if row_schema is None:
+            row_schema = _infer_orc_schema(spark, plan)
+        return reader.format("orc").schema(row_schema).options(**opts).load(target), False
 
     if row_schema is None:
         raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
@@ -212,6 +216,56 @@ def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
     if not any(isinstance(f.dataType, IntegerType) for f in inferred.fields):
         return inferred  # no column Spark could have read from a null-typed one
     return _typed_columns(plan, inferred, _parquet_footers(plan))
+
+
+def _infer_orc_schema(spark: Any, plan: SourcePlan) -> Any:
+    """The columns of an ORC source without a SCHEMA on Spark's path: every file's, merged
+    (``mergeSchema``; Spark's ORC reader would otherwise take one file's, whichever its listing
+    gives first), as ``footer_orc_schema`` works them out on the Arrow path."""
+    try:
+        return spark.read.option("mergeSchema", "true").orc(plan.path).schema
+    except Exception as e:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' ({spark_message(e)})",
+            hint="declare SCHEMA = '...' or put a file there first",
+        ) from None
+
+
+def footer_orc_schema(plan: SourcePlan, io_properties: Mapping[str, str]) -> Any:
+    """The columns of an ORC source without a SCHEMA, from the files' footers
+    (``files.footers.orc_footer``: Spark's ORC reader's types), merged in path order by Spark's
+    ``mergeSchema`` rules. Raises ``types.Unsupported`` when a footer cannot be read here."""
+    from pyspark.sql.types import StructType
+
+    from icesql.engine.connections.stores.location import Location
+    from icesql.engine.sources.files.footers import MergeError, merged_schema, orc_footer
+    from icesql.engine.sources.types import Unsupported
+
+    try:
+        location = Location(plan.path or "", dict(io_properties))
+        schemas = []
+        for name in sorted(f.path for f in location.list()):
+            with location.open_input(name) as f:
+                schemas.append(orc_footer(f))
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - Spark's reader says what is wrong
+        raise Unsupported(f"the ORC files' footers cannot be read here ({first_line(e)})") from None
+    try:
+        merged = merged_schema(schemas)
+    except MergeError as e:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' ({e})",
+            hint="write the column with one type in every file, or declare SCHEMA = '...'",
+        ) from None
+    if merged is None:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' "
+            "([UNABLE_TO_INFER_SCHEMA] Unable to infer schema for ORC. It must be specified manually. "
+            "SQLSTATE: 42KD9)",
+            hint="declare SCHEMA = '...' or put a file there first",
+        )
+    return StructType.fromJson(merged)
 
 
 # Spark's words for a directory without a file to infer from
@@ -572,9 +626,12 @@ def arrow_files_relation(backend: Any, plan: SourcePlan, policy: OnError, bindin
     row_schema = row_schema_on(backend, plan)
     inferred = row_schema is None
     if row_schema is None:
-        if fmt is not SourceFormat.PARQUET:
+        if fmt is SourceFormat.PARQUET:
+            row_schema = footer_parquet_schema(plan, binding.io_properties)
+        elif fmt is SourceFormat.ORC:
+            row_schema = footer_orc_schema(plan, binding.io_properties)
+        else:
             raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
-        row_schema = footer_parquet_schema(plan, binding.io_properties)
     opts = dict(plan.options)
     header = plan.header if "header" not in opts else opts.pop("header").lower() == "true"
     delimiter = opts.pop("sep", None) or opts.pop("delimiter", None) or ","
