@@ -224,15 +224,34 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
         return pa.nulls(len(col), t)
     if pa.types.is_dictionary(s):  # pyarrow's own schema in the file says so; Spark reads the values
         return _parquet_cast(col.dictionary_decode(), target, name)
+    if isinstance(s, pa.BaseExtensionType):  # arrow.json and the like: Spark reads what they are stored as
+        return _parquet_cast(col.storage, target, name)
     same_family = (
         (pa.types.is_string(t) and (pa.types.is_large_string(s) or pa.types.is_string_view(s)))
-        or (pa.types.is_binary(t) and (pa.types.is_large_binary(s) or pa.types.is_binary_view(s)))
+        or (
+            pa.types.is_binary(t)
+            and (
+                pa.types.is_large_binary(s) or pa.types.is_binary_view(s) or pa.types.is_fixed_size_binary(s)
+            )
+        )
         or (pa.types.is_timestamp(t) and pa.types.is_timestamp(s) and (t.tz is None) == (s.tz is None))
         or (pa.types.is_integer(t) and pa.types.is_integer(s) and t.bit_width >= s.bit_width)
+        # pyarrow's duration: its INT64 count, Spark's long
+        or (pa.types.is_int64(t) and pa.types.is_duration(s))
         # Spark's UINT64: decimal(20,0)
         or (pa.types.is_decimal(t) and pa.types.is_unsigned_integer(s) and t.precision - t.scale >= 20)
         or (pa.types.is_floating(t) and pa.types.is_floating(s) and t.bit_width >= s.bit_width)
         or (pa.types.is_nested(t) and type(t) is type(s))
+        # pyarrow's other lists are Parquet's one list
+        or (
+            pa.types.is_list(t)
+            and (
+                pa.types.is_large_list(s)
+                or pa.types.is_fixed_size_list(s)
+                or pa.types.is_list_view(s)
+                or pa.types.is_large_list_view(s)
+            )
+        )
     )
     if not same_family:
         raise Fallback(f"column '{name}' is {s} in the file where {t} is declared")
