@@ -150,3 +150,31 @@ def test_the_arrow_path_reads_orc_rows_as_sparks_reader(spark: Any, corpus: Path
     theirs = spark.read.schema(StructType.fromJson(schema)).orc(str(directory)).toArrow()
     assert ours.num_rows == theirs.num_rows == 1
     assert ours.to_pylist() == theirs.cast(ours.schema).to_pylist()
+
+
+@pytest.mark.parametrize("arrow", ["1", "0"], ids=["arrow-path", "spark-path"])
+def test_an_orc_source_without_a_schema_on_either_path(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arrow: str
+) -> None:
+    """The same table from an ORC source without a SCHEMA whether the Arrow path reads it (its
+    schema from the footers) or Spark's ORC reader does (``ICESQL_ARROW_PATH=0``: Spark infers it,
+    merging the files), a later file's new column included."""
+    import icesql
+    from tests.engine.test_schema_evolution import fields, rows
+
+    monkeypatch.setenv("ICESQL_ARROW_PATH", arrow)
+    home, data, wh = tmp_path / "home", tmp_path / "in", tmp_path / "wh"
+    data.mkdir()
+    po.write_table(T({"id": pa.array([1, 2], pa.int64()), "s": ["a", None]}), data / "1.orc")
+    with icesql.Session(home=home, spark=spark) as s:
+        s.execute(
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'orc');"
+            "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't');"
+        )
+        s.run(once=True)
+    po.write_table(T({"id": pa.array([3], pa.int64()), "s": ["c"], "d": pa.array([1.5])}), data / "2.orc")
+    with icesql.Session(home=home, spark=spark) as s:
+        s.run(once=True)
+    assert [(n, t) for _, n, t, _ in fields(home, wh)] == [("id", "long"), ("s", "string"), ("d", "double")]
+    assert rows(home, wh) == [(1, "a", None), (2, None, None), (3, "c", 1.5)]
