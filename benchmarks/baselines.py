@@ -405,15 +405,20 @@ def icesql_commit(workdir: Path, catalog: str = "local", commits: int = 30,
 # Fresh processes as a user runs them: ``seconds`` is the whole process wall time (Python and JVM
 # start, SparkSession, table creation, the write and the commit); nothing is warmed up.
 
+NO_SCHEMA = "parquet-noschema"  # the e2e input: the Parquet files, a source without a SCHEMA (issue 54)
+
+
 def e2e_append_script(path: Path, source_dir: str, fmt: str, warehouse: Path, partitioned: bool,
                       codec: str = "zstd") -> Path:
     """The script a user would write for the append: a local catalog, a FILES source with the
     benchmark schema, an APPEND sink (``IF NOT EXISTS``: the same script runs again and again)."""
     part = " PARTITION BY (day(ts))" if partitioned else ""
+    # parquet-noschema: the Parquet files as most users declare them, the schema from their footers
+    options = "FORMAT = 'parquet'" if fmt == NO_SCHEMA else f"FORMAT = '{fmt}', SCHEMA = '{datagen.SPARK_DDL}'"
     path.write_text(
         f"CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{warehouse}');\n"
         f"CREATE SOURCE IF NOT EXISTS src FROM FILES '{source_dir}'\n"
-        f"  (FORMAT = '{fmt}', SCHEMA = '{datagen.SPARK_DDL}');\n"
+        f"  ({options});\n"
         f"CREATE SINK IF NOT EXISTS k FROM src INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 't')\n"
         f"  MODE APPEND{part} WITH (PROPERTIES = ('write.parquet.compression-codec' = '{codec}'));\n")
     return path
@@ -461,7 +466,9 @@ def spark_iceberg_e2e_append(ds: datagen.Dataset, fmt: str, workdir: Path, parti
     """A fresh Spark 3.5 + Iceberg Java process reading ``ds`` and appending it to a new table."""
     if not harness_available():
         return {"name": "spark35_iceberg_submit", "status": "n/a", "reason": "harness missing"}
-    a = {"files": ds.files, "fmt": fmt, "schema_ddl": datagen.SPARK_DDL, "workdir": str(workdir),
+    # the Java job reads the Parquet files with the schema given, as such a job is written
+    a = {"files": ds.files, "fmt": "parquet" if fmt == NO_SCHEMA else fmt, "schema_ddl": datagen.SPARK_DDL,
+         "workdir": str(workdir),
          "partitioned": partitioned, "codec": codec, "conf": conf or {}}
     r = run_worker("spark35_iceberg_submit", HARNESS_PY, "spark_iceberg:e2e_append", a, workdir)
     r.update({"format": fmt, "partitioned": partitioned, "rows": ds.rows})

@@ -301,6 +301,8 @@ def section_e2e(cfg: Config) -> dict[str, Any]:
     _say(f"e2e: generating {rows:,} rows (Parquet, then JSON lines)")
     ds = datagen.generate_append(cfg.data / f"append-{rows}", rows)
     inputs = {"parquet": ds}
+    if B.NO_SCHEMA in cfg.e2e_formats:
+        inputs[B.NO_SCHEMA] = ds  # the same files, read by a source without a SCHEMA
     if "json" in cfg.e2e_formats:
         inputs["json"] = datagen.generate_append_json(ds, cfg.data / f"append-{rows}-json")
     out: dict[str, Any] = {"dataset": {fmt: {"rows": d.rows, "input_files": len(d.files),
@@ -692,7 +694,7 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     speed = _speed
     e2e = sections.get("e2e", {})
-    for fmt in ("parquet", "json"):
+    for fmt in ("parquet", B.NO_SCHEMA, "json"):
         for layout, res in (e2e.get(fmt) or {}).items():
             if not isinstance(res, dict):
                 continue
@@ -1016,7 +1018,7 @@ def render_markdown(res: dict[str, Any]) -> str:
     e2e = secs.get("e2e")
     if e2e:
         erows = []
-        for fmt in ("parquet", "json"):
+        for fmt in ("parquet", B.NO_SCHEMA, "json"):
             for layout, runs in (e2e.get(fmt) or {}).items():
                 for r in (runs or {}).values():
                     note = r.get("warning") or r.get("error") or r.get("reason") or ""
@@ -1269,7 +1271,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layouts", default="unpartitioned,day_ts",
                     help="table layouts of append, e2e and views: unpartitioned,day_ts (default both)")
     ap.add_argument("--e2e-rows", type=int, default=None, help="e2e dataset rows (default: --rows)")
-    ap.add_argument("--e2e-formats", default="parquet,json", help="e2e inputs: parquet,json (default both)")
+    ap.add_argument("--e2e-formats", default="parquet,json",
+                    help="e2e inputs: parquet,json (default both), parquet-noschema (the Parquet files, "
+                    "a source without a SCHEMA)")
     ap.add_argument("--e2e-upsert-batches", type=int, default=None,
                     help="change batches the upsert's fresh-process runs apply (default all; --quick: 2)")
     ap.add_argument("--index-keys", default=None, help="comma list of key counts for the index build (default 1M,10M)")

@@ -88,6 +88,7 @@ class SourceFormat(enum.Enum):
     JSON = "json"
     CSV = "csv"
     PARQUET = "parquet"
+    ORC = "orc"  # FILES: ORC files (their schema from the footers when no SCHEMA is given)
     DEBEZIUM_JSON = "debezium-json"
     TEXT = "text"  # KAFKA: the value (or key) as one string column
     BYTES = "bytes"  # KAFKA: the value (or key) as one binary column

@@ -93,13 +93,13 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         raise ctx.error(
             "FILES source needs FORMAT",
             stmt.path or stmt.name,
-            "add FORMAT = 'json' | 'csv' | 'parquet' | 'debezium-json'",
+            "add FORMAT = 'json' | 'csv' | 'parquet' | 'orc' | 'debezium-json'",
         )
     check_applies(ctx, opts, "format", fmt, "formats")
     columns, schema = _schema(ctx, opts)
-    if schema is None and fmt != "parquet":
+    if schema is None and fmt not in ("parquet", "orc"):
         raise ctx.error(
-            f"a '{fmt}' source needs SCHEMA (only parquet files carry their own)",
+            f"a '{fmt}' source needs SCHEMA (only parquet and orc files carry their own)",
             opts.node("FORMAT").value,
             "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'",
         )

@@ -230,6 +230,7 @@ SOURCE_FORMATS: dict[str, str] = {
     "json": "json",
     "csv": "csv",
     "parquet": "parquet",
+    "orc": "orc",
     "debezium-json": "debezium-json",
 }
 ON_ERROR: dict[str, str] = {"fail": "fail", "skip": "skip", "dead-letter": "dead-letter"}

@@ -451,3 +451,146 @@ def test_kafka_dead_letters(spark: Any, noida: Any, tmp_path: Path, caplog: pyte
     here, there = twins.states("n.t_dead_letters", columns)
     assert len(here.rows) == 2
     assert_same_tables(without(here, "icesql.sink-version"), without(there, "icesql.sink-version"))
+
+
+def _typed_parquet(start: int, n: int, **extra: pa.Array) -> pa.Table:
+    """Rows of many Parquet types whose Spark mapping is not Arrow's own: unsigned integers, decimals
+    of several precisions, timestamps with and without a time zone, a dictionary, nested types."""
+    import decimal
+
+    ids = list(range(start, start + n))
+    columns: dict[str, pa.Array] = {
+        "id": pa.array(ids, pa.int64()),
+        "name": pa.array([f"n{i}" if i % 7 else None for i in ids]).dictionary_encode(),
+        "small": pa.array([i % 200 for i in ids], pa.uint8()),
+        "big": pa.array([2**63 + i for i in ids], pa.uint64()),
+        "price": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(10, 2)),
+        "wide": pa.array([decimal.Decimal(i) * 1000 for i in ids], pa.decimal128(24, 4)),
+        "at": pa.array([1_700_000_000_000_000 + i for i in ids], pa.timestamp("us", "Europe/Paris")),
+        "local": pa.array([1_700_000_000_000 + i for i in ids], pa.timestamp("ms")),
+        "day": pa.array([19_000 + i for i in ids], pa.date32()),
+        "tags": pa.array([[f"t{i % 3}"] * (i % 3) for i in ids], pa.list_(pa.string())),
+        "point": pa.array(
+            [{"x": i / 2, "y": i % 5} for i in ids], pa.struct([("x", pa.float64()), ("y", pa.int16())])
+        ),
+        "nothing": pa.nulls(n),
+        **extra,
+    }
+    return pa.table(columns)
+
+
+def test_parquet_without_a_schema(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 54: a Parquet source without a SCHEMA runs in process (its schema read from the
+    footers, ``files.footers``), and a later file's new column reaches the table by schema
+    evolution on both executors alike."""
+    data = tmp_path / "in"
+    data.mkdir()
+    for k, start in ((1, 0), (2, 40)):
+        pq.write_table(_typed_parquet(start, 40), data / f"{k}.parquet", row_group_size=16)
+        _stamp(data / f"{k}.parquet", k)
+    twins = Twins.make(tmp_path, spark, caplog)
+    _append(twins, f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'parquet');", "PARTITION BY (day(at))")
+    here = twins["in_process"].state("n.t")
+    assert [name for _, name, _, _ in here.schema if "." not in name] == [
+        "id",
+        "name",
+        "small",
+        "big",
+        "price",
+        "wide",
+        "at",
+        "local",
+        "day",
+        "tags",
+        "point",
+    ]  # "nothing" holds no type yet: left out
+    types = {name: t for _, name, t, _ in here.schema}
+    assert (types["small"], types["big"], types["wide"], types["at"], types["local"]) == (
+        "int",
+        "decimal(20, 0)",
+        "decimal(24, 4)",
+        "timestamptz",
+        "timestamp",
+    )
+
+    later = _typed_parquet(80, 10, added=pa.array(range(10), pa.int32()))
+    pq.write_table(later, data / "3.parquet")
+    _stamp(data / "3.parquet", 3)
+    twins.run(["k"])
+    here, there = twins.states("n.t")
+    assert here.schema[-1][1] == "added" and len(here.rows) == 90
+    assert_same_tables(here, there)
+
+
+def test_parquet_without_a_schema_int96(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """INT96 timestamps (what Spark and Hive once wrote) are Spark's timestamp with a time zone,
+    read in process too."""
+    data = tmp_path / "in"
+    data.mkdir()
+    table = pa.table(
+        {
+            "id": pa.array(range(20), pa.int64()),
+            "at": pa.array([1_700_000_000_000_000 + i for i in range(20)], pa.timestamp("us")),
+        }
+    )
+    pq.write_table(table, data / "1.parquet", use_deprecated_int96_timestamps=True)
+    _stamp(data / "1.parquet", 1)
+    twins = Twins.make(tmp_path, spark, caplog)
+    _append(twins, f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'parquet');")
+    assert [t for _, name, t, _ in twins["in_process"].state("n.t").schema] == ["long", "timestamptz"]
+
+
+def test_orc_without_a_schema(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 54: an ORC source without a SCHEMA runs in process too (``files.footers.orc_footer``),
+    over files pyarrow and Spark wrote (Spark's with a ``timestamp_ntz`` column, which ORC stores
+    as a long), and a later file's new column evolves the table on both executors alike."""
+    import decimal
+
+    import pyarrow.orc as po
+
+    data = tmp_path / "in"
+    data.mkdir()
+    for k, start in ((1, 0), (2, 30)):
+        ids = list(range(start, start + 30))
+        table = pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "name": [f"n{i}" if i % 7 else None for i in ids],
+                "small": pa.array([i % 100 for i in ids], pa.int8()),
+                "price": pa.array([decimal.Decimal(i) / 4 for i in ids], pa.decimal128(10, 2)),
+                "at": pa.array([1_700_000_000_000_000 + i for i in ids], pa.timestamp("us")),
+                "day": pa.array([19_000 + i for i in ids], pa.date32()),
+                "tags": [[f"t{i % 3}"] * (i % 3) for i in ids],
+                "point": [{"x": i / 2, "y": i % 5} for i in ids],
+            }
+        )
+        po.write_table(table, data / f"{k}.orc", compression="zstd")
+        _stamp(data / f"{k}.orc", k)
+    twins = Twins.make(tmp_path, spark, caplog)
+    _append(twins, f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'orc');")
+    here = twins["in_process"].state("n.t")
+    # Spark's types of ORC's (tinyint is Iceberg's int; ORC's timestamp is an instant to Spark)
+    assert [(name, t) for _, name, t, _ in here.schema if "." not in name] == [
+        ("id", "long"),
+        ("name", "string"),
+        ("small", "int"),
+        ("price", "decimal(10, 2)"),
+        ("at", "timestamptz"),
+        ("day", "date"),
+        ("tags", "list<string>"),
+        ("point", "struct<10: x: optional double, 11: y: optional long>"),
+    ]
+
+    spark.sql(
+        "SELECT CAST(id AS BIGINT) AS id, 'spark' AS name, CAST(1 AS TINYINT) AS small, "
+        "CAST(1.25 AS DECIMAL(10,2)) AS price, TIMESTAMP'2026-01-02 03:04:05' AS at, DATE'2026-01-02' AS day, "
+        "array('s') AS tags, named_struct('x', 0.5D, 'y', CAST(2 AS BIGINT)) AS point, "
+        "TIMESTAMP_NTZ'2026-01-02 03:04:05' AS local FROM range(60, 70)"
+    ).coalesce(1).write.orc(str(tmp_path / "spark-orc"))
+    (written,) = (tmp_path / "spark-orc").glob("part-*.orc")
+    written.rename(data / "3.orc")
+    _stamp(data / "3.orc", 3)
+    twins.run(["k"])
+    here, there = twins.states("n.t")
+    assert here.schema[-1][1:3] == ("local", "timestamp") and len(here.rows) == 70
+    assert_same_tables(here, there)

@@ -171,7 +171,7 @@ def test_which_sinks_run_without_spark(tmp_path: Path, monkeypatch: pytest.Monke
         assert engine.local_session(plans["k"]) == expected
         assert engine.local_session(plans["up"]) is not None  # reduced per KEY in Arrow (test_local_upsert)
         assert engine.local_session(plans["viewed"]) is None  # a view is Spark SQL
-        assert engine.local_session(plans["pq"]) is None  # Spark infers the Parquet schema
+        assert engine.local_session(plans["pq"]) is not None  # its schema from the files' footers
         monkeypatch.setenv("ICESQL_LOCAL_RUN", "0")
         assert engine.local_session(plans["k"]) is None
         monkeypatch.delenv("ICESQL_LOCAL_RUN")

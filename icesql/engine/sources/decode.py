@@ -30,13 +30,13 @@ from icesql.engine.sources.types import (
 class SourceFormat:
     """What the executors need to decode a FILES source (picklable, no secrets)."""
 
-    format: str  # json | csv | parquet | debezium-json
+    format: str  # json | csv | parquet | orc | debezium-json
     row_schema_json: Mapping[str, Any]  # StructType.jsonValue() of the row
     header: bool = False
     delimiter: str = ","
     session_tz: str = "UTC"
     options: Mapping[str, str] = field(default_factory=dict)
-    # Parquet: the schema was read from the files (no SCHEMA declared), so a file with more
+    # Parquet, ORC: the schema was read from the files (no SCHEMA declared), so a file with more
     # columns brings new ones (NewColumnsError); with a declared SCHEMA, extra columns are not
     # part of the source and are left out, as Spark's reader does
     inferred: bool = False
@@ -59,7 +59,7 @@ class SourceFormat:
                 )
             if len(self.delimiter) != 1 or self.delimiter in '"\\\n\r':
                 raise Unsupported(f"delimiter {self.delimiter!r}")
-        elif self.format != "parquet":
+        elif self.format not in ("parquet", "orc"):
             raise Unsupported(f"format {self.format}")
 
 

@@ -41,6 +41,8 @@ CHUNK_BYTES = 16 * 1024 * 1024
 def decode(piece: Piece, source: SourceFormat, fs: Any, path_in_fs: str) -> Iterator[pa.RecordBatch]:
     if source.format == "parquet":
         yield from _parquet(piece, source, fs, path_in_fs)
+    elif source.format == "orc":
+        yield from _orc(piece, source, fs, path_in_fs)
     elif source.format == "json":
         for chunk in _lines(piece, fs, path_in_fs):
             yield json_batch(chunk.data, source)
@@ -170,8 +172,15 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
 
     schema = source.row_schema()
     with fs.open_input_file(path) as f:
-        pf = pq.ParquetFile(f)
+        # INT96 (Spark's and Hive's old timestamps) in microseconds, as Spark reads them: no
+        # overflow for years far from 1970
+        pf = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
         names = pf.schema_arrow.names
+        int96 = {
+            column.path
+            for column in (pf.schema.column(i) for i in range(len(pf.schema)))
+            if column.physical_type == "INT96"
+        }
         declared = {n.lower() for n in schema.names}
         # a column of type null (all None) carries no type: not new until a file types it
         # (files.relation._infer_parquet_schema leaves it out meanwhile)
@@ -200,6 +209,9 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
                     arrays.append(pa.nulls(batch.num_rows, target.type))
                     continue
                 col = batch.column(batch.schema.get_field_index(pick))
+                if pick in int96 and pa.types.is_timestamp(col.type) and col.type.tz is None:
+                    # an instant, which Spark reads as its timestamp (with time zone)
+                    col = col.cast(pa.timestamp(col.type.unit, "UTC"))
                 arrays.append(_parquet_cast(col, target, pick))
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -210,13 +222,36 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
     t, s = target.type, col.type
     if pa.types.is_null(s):  # all None in this file: the type comes from the other files (or the table)
         return pa.nulls(len(col), t)
+    if pa.types.is_dictionary(s):  # pyarrow's own schema in the file says so; Spark reads the values
+        return _parquet_cast(col.dictionary_decode(), target, name)
+    if isinstance(s, pa.BaseExtensionType):  # arrow.json and the like: Spark reads what they are stored as
+        return _parquet_cast(col.storage, target, name)
     same_family = (
         (pa.types.is_string(t) and (pa.types.is_large_string(s) or pa.types.is_string_view(s)))
-        or (pa.types.is_binary(t) and (pa.types.is_large_binary(s) or pa.types.is_binary_view(s)))
+        or (
+            pa.types.is_binary(t)
+            and (
+                pa.types.is_large_binary(s) or pa.types.is_binary_view(s) or pa.types.is_fixed_size_binary(s)
+            )
+        )
         or (pa.types.is_timestamp(t) and pa.types.is_timestamp(s) and (t.tz is None) == (s.tz is None))
         or (pa.types.is_integer(t) and pa.types.is_integer(s) and t.bit_width >= s.bit_width)
+        # pyarrow's duration: its INT64 count, Spark's long
+        or (pa.types.is_int64(t) and pa.types.is_duration(s))
+        # Spark's UINT64: decimal(20,0)
+        or (pa.types.is_decimal(t) and pa.types.is_unsigned_integer(s) and t.precision - t.scale >= 20)
         or (pa.types.is_floating(t) and pa.types.is_floating(s) and t.bit_width >= s.bit_width)
         or (pa.types.is_nested(t) and type(t) is type(s))
+        # pyarrow's other lists are Parquet's one list
+        or (
+            pa.types.is_list(t)
+            and (
+                pa.types.is_large_list(s)
+                or pa.types.is_fixed_size_list(s)
+                or pa.types.is_list_view(s)
+                or pa.types.is_large_list_view(s)
+            )
+        )
     )
     if not same_family:
         raise Fallback(f"column '{name}' is {s} in the file where {t} is declared")
@@ -224,6 +259,46 @@ def _parquet_cast(col: pa.Array, target: pa.Field, name: str) -> pa.Array:
         return col.cast(t, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise Fallback(f"column '{name}': {e}") from None
+
+
+# --------------------------------------------------------------------------- orc
+
+
+def _orc(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.RecordBatch]:
+    """An ORC file, a stripe at a time, its columns matched by name as for Parquet."""
+    import pyarrow.orc as po
+
+    schema = source.row_schema()
+    with fs.open_input_file(path) as f:
+        orc = po.ORCFile(f)
+        names = orc.schema.names
+        declared = {n.lower() for n in schema.names}
+        new = [n for n in names if n.lower() not in declared] if source.inferred else []
+        if new:
+            raise NewColumnsError(piece.path, new)
+        lower = {n.lower(): n for n in reversed(names)}
+        picks = [n if n in names else lower.get(n.lower()) for n in schema.names]
+        columns = sorted({p for p in picks if p is not None})
+        for stripe in range(orc.nstripes):
+            batch = orc.read_stripe(stripe, columns=columns)
+            arrays = []
+            for target, pick in zip(schema, picks, strict=True):
+                if pick is None:
+                    arrays.append(pa.nulls(batch.num_rows, target.type))
+                    continue
+                col = batch.column(batch.schema.get_field_index(pick))
+                t = target.type
+                if pa.types.is_timestamp(t) and pa.types.is_int64(col.type) and t.tz is None:
+                    col = col.cast(pa.timestamp("us"))  # Spark's timestamp_ntz, stored as microseconds
+                elif (
+                    pa.types.is_timestamp(t)
+                    and pa.types.is_timestamp(col.type)
+                    and col.type.tz is None
+                    and t.tz
+                ):
+                    col = col.cast(pa.timestamp(col.type.unit, "UTC"))  # ORC's timestamp, an instant to Spark
+                arrays.append(_parquet_cast(col, target, pick))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # --------------------------------------------------------------------------- debezium

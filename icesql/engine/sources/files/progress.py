@@ -59,7 +59,11 @@ class FilesProgress(SourceProgress):
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
         if not source.schema:
-            return "a source without a SCHEMA takes the schema Spark infers"
+            # a Parquet or ORC source's schema comes from its files' footers (``relation.footer_*_schema``);
+            # a KEY's types are known only once they are read, here for a local directory
+            if not sink.key:
+                return None
+            return _inferred_key_hashable(source, sink.key)
         struct = struct_from_ddl(source.schema, session.timestamp_type)
         if struct is None:
             return "its SCHEMA needs Spark's parser"
@@ -160,6 +164,25 @@ class FilesProgress(SourceProgress):
             clean_committed(arrow.log_dir, arrow.location, cleaner, r.checkpoint_location)
         except Exception as e:  # noqa: BLE001
             log.warning("sink %s: CLEAN SOURCE of source %s stopped: %s", r.name, arrow.plan.name, e)
+
+
+def _inferred_key_hashable(source: Any, key: Sequence[str]) -> str | None:
+    """``hashing.key_hashable`` of the KEY of a sink over a source without a SCHEMA, its schema
+    read from the files' footers (a local directory's; an object store's is read when the sink
+    starts, with its credentials, so such a sink runs on Spark)."""
+    from icesql.engine.backends.hashing import key_hashable
+    from icesql.engine.connections.stores.location import is_remote
+    from icesql.engine.sources.files.relation import footer_orc_schema, footer_parquet_schema
+    from icesql.plan import SourceFormat
+
+    if is_remote(source.path or ""):
+        return "its KEY's types come from files on an object store"
+    infer = footer_orc_schema if source.format is SourceFormat.ORC else footer_parquet_schema
+    try:
+        struct = infer(source, {})
+    except Exception as e:  # noqa: BLE001 - the run on Spark says what is wrong
+        return f"its schema cannot be read from the files' footers ({e})"
+    return key_hashable(struct, key)
 
 
 __all__ = ["FilesProgress"]

@@ -2,7 +2,8 @@
 decode byte ranges of the files, ``files.task``) where the Arrow readers read the files exactly as
 Spark would, else Spark's own file readers (``spark_files_dataframe``) with the record guard
 (``sources.guard.RecordGuard``) applying ON ERROR. A Parquet source without a SCHEMA takes the schema of
-the files already there, widened across them.
+the files already there, widened across them: on the Arrow path read from their footers
+(``files.footers``, the schema Spark would infer), on Spark's path Spark's own.
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def spark_files_dataframe(
         if row_schema is None:
             row_schema = _infer_parquet_schema(spark, plan)
         return reader.format("parquet").schema(row_schema).options(**opts).load(target), False
+    if fmt is SourceFormat.ORC:
+        if row_schema is None:
+            row_schema = _infer_orc_schema(spark, plan)
+        return reader.format("orc").schema(row_schema).options(**opts).load(target), False
 
     if row_schema is None:
         raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
@@ -197,46 +202,136 @@ def spark_files_dataframe(
 
 
 def _infer_parquet_schema(spark: Any, plan: SourcePlan) -> Any:
-    """The columns of a Parquet source without a SCHEMA: every file's (Spark's ``mergeSchema``),
-    widened where Spark will not (``_widened_parquet_schema``), and without the columns that hold
-    no type yet.
+    """The columns of a Parquet source without a SCHEMA on Spark's path: every file's (Spark's
+    ``mergeSchema``), widened where Spark will not (``_widened_parquet_schema``), and without the
+    columns that hold no type yet (``_typed_columns``). The Arrow path works the same schema out
+    of the files' footers (``footer_parquet_schema``)."""
+    try:
+        # every file's columns (mergeSchema): a column only newer files have is not left out
+        inferred = spark.read.option("mergeSchema", "true").parquet(plan.path).schema
+    except Exception as e:
+        return _when_files_disagree(plan, spark_message(e), _parquet_footers(plan))
+    from pyspark.sql.types import IntegerType
 
-    A column of Arrow type ``null`` (what pandas and pyarrow write for a column that is None in
-    every row) carries no type: Spark reads it as ``int`` (Parquet's INT32 with the UNKNOWN
+    if not any(isinstance(f.dataType, IntegerType) for f in inferred.fields):
+        return inferred  # no column Spark could have read from a null-typed one
+    return _typed_columns(plan, inferred, _parquet_footers(plan))
+
+
+def _infer_orc_schema(spark: Any, plan: SourcePlan) -> Any:
+    """The columns of an ORC source without a SCHEMA on Spark's path: every file's, merged
+    (``mergeSchema``; Spark's ORC reader would otherwise take one file's, whichever its listing
+    gives first), as ``footer_orc_schema`` works them out on the Arrow path."""
+    try:
+        return spark.read.option("mergeSchema", "true").orc(plan.path).schema
+    except Exception as e:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' ({spark_message(e)})",
+            hint="declare SCHEMA = '...' or put a file there first",
+        ) from None
+
+
+def footer_orc_schema(plan: SourcePlan, io_properties: Mapping[str, str]) -> Any:
+    """The columns of an ORC source without a SCHEMA, from the files' footers
+    (``files.footers.orc_footer``: Spark's ORC reader's types), merged in path order by Spark's
+    ``mergeSchema`` rules. Raises ``types.Unsupported`` when a footer cannot be read here."""
+    from pyspark.sql.types import StructType
+
+    from icesql.engine.connections.stores.location import Location
+    from icesql.engine.sources.files.footers import MergeError, merged_schema, orc_footer
+    from icesql.engine.sources.types import Unsupported
+
+    try:
+        location = Location(plan.path or "", dict(io_properties))
+        schemas = []
+        for name in sorted(f.path for f in location.list()):
+            with location.open_input(name) as f:
+                schemas.append(orc_footer(f))
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001 - Spark's reader says what is wrong
+        raise Unsupported(f"the ORC files' footers cannot be read here ({first_line(e)})") from None
+    try:
+        merged = merged_schema(schemas)
+    except MergeError as e:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' ({e})",
+            hint="write the column with one type in every file, or declare SCHEMA = '...'",
+        ) from None
+    if merged is None:
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the orc files in '{plan.path}' "
+            "([UNABLE_TO_INFER_SCHEMA] Unable to infer schema for ORC. It must be specified manually. "
+            "SQLSTATE: 42KD9)",
+            hint="declare SCHEMA = '...' or put a file there first",
+        )
+    return StructType.fromJson(merged)
+
+
+# Spark's words for a directory without a file to infer from
+_NO_FILE = "[UNABLE_TO_INFER_SCHEMA] Unable to infer schema for Parquet. It must be specified manually. SQLSTATE: 42KD9"
+
+
+def footer_parquet_schema(plan: SourcePlan, io_properties: Mapping[str, str]) -> Any:
+    """The columns of a Parquet source without a SCHEMA, read from the files' footers alone
+    (``files.footers``: the schema Spark's ``mergeSchema`` infers, proven equal over a corpus of
+    files), then as on Spark's path: widened where Spark would refuse the files, the null-typed
+    columns left out. Needs no Spark, so both executors take it (one schema, one table). Raises
+    ``types.Unsupported`` when a footer cannot be read or holds a type the rules do not cover
+    (Spark's reader then infers it)."""
+    from pyspark.sql.types import StructType
+
+    from icesql.engine.sources.files.footers import MergeError, parquet_directory_schema
+    from icesql.engine.sources.types import Unsupported
+
+    footers = _parquet_footers(plan, io_properties)
+    if footers is None:
+        raise Unsupported("the Parquet files' footers cannot be read here")
+    try:
+        merged = parquet_directory_schema(footers)
+    except MergeError as e:
+        return _when_files_disagree(plan, str(e), footers)
+    if merged is None:
+        return _when_files_disagree(plan, _NO_FILE, footers)
+    return _typed_columns(plan, StructType.fromJson(merged), footers)
+
+
+def _typed_columns(plan: SourcePlan, inferred: Any, footers: list[tuple[str, Any]] | None) -> Any:
+    """``inferred`` without the columns of Arrow type ``null`` in every file (what pandas and
+    pyarrow write for a column that is None in every row).
+
+    Such a column carries no type: Spark reads it as ``int`` (Parquet's INT32 with the UNKNOWN
     logical type) and refuses to merge it with a file that types it. Its type comes from the files
     that do type it, the null-typed files' rows read as nulls (Spark's reader and the Arrow path's
     alike); while no file types it, it is left out (said once in the log) - the table keeps its
     own column of that name if it has one (those rows null), and the first file that types the
     column brings it in as a new column (schema evolution)."""
-    try:
-        # every file's columns (mergeSchema): a column only newer files have is not left out
-        inferred = spark.read.option("mergeSchema", "true").parquet(plan.path).schema
-    except Exception as e:
-        widened = _widened_parquet_schema(plan)
-        if isinstance(widened, str):
-            raise ExecutionError(
-                f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}': "
-                f"{widened} ({spark_message(e)})",
-                hint="write the column with one type in every file, or declare SCHEMA = '...'",
-            ) from None
-        if widened is not None:
-            return widened
-        raise ExecutionError(
-            f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' "
-            f"({spark_message(e)})",
-            hint="declare SCHEMA = '...' or put a file there first",
-        ) from None
-    from pyspark.sql.types import IntegerType, StructType
+    from pyspark.sql.types import StructType
 
-    if not any(isinstance(f.dataType, IntegerType) for f in inferred.fields):
-        return inferred  # no column Spark could have read from a null-typed one
-    footers = _parquet_footers(plan)
-    untyped = _untyped_columns(footers or [])
+    untyped = _untyped_columns(_arrow_schemas(footers or []))
     if not untyped:
         return inferred
     _say_left_out(plan, untyped)
     left_out = {name.lower() for name in untyped}
     return StructType([f for f in inferred.fields if f.name.lower() not in left_out])
+
+
+def _when_files_disagree(plan: SourcePlan, message: str, footers: list[tuple[str, Any]] | None) -> Any:
+    """The schema when Spark refuses the files (``message``, Spark's words): the footers widened
+    (``_widened_parquet_schema``), else the error naming the file and column, else Spark's."""
+    widened = _widened_parquet_schema(plan, footers)
+    if isinstance(widened, str):
+        raise ExecutionError(
+            f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}': "
+            f"{widened} ({message})",
+            hint="write the column with one type in every file, or declare SCHEMA = '...'",
+        )
+    if widened is not None:
+        return widened
+    raise ExecutionError(
+        f"source '{plan.name}': cannot infer the schema of the parquet files in '{plan.path}' ({message})",
+        hint="declare SCHEMA = '...' or put a file there first",
+    )
 
 
 def spark_message(exc: BaseException) -> str:
@@ -276,26 +371,43 @@ def _say_left_out(plan: SourcePlan, columns: list[str]) -> None:
     )
 
 
-def _parquet_footers(plan: SourcePlan) -> list[tuple[str, Any]] | None:
-    """Each data file's path and Arrow schema (local directories only; None when unreadable)."""
+def _parquet_footers(
+    plan: SourcePlan, io_properties: Mapping[str, str] | None = None
+) -> list[tuple[str, Any]] | None:
+    """Each data file's path and footer (``pyarrow.parquet.FileMetaData``), in path order; None
+    when they cannot be read (an object store without ``io_properties``, the storage's
+    properties on the Arrow path; an unreadable file)."""
     import pyarrow.parquet as pq
 
     from icesql.engine.connections.stores.location import Location, is_remote
 
-    if not plan.path or is_remote(plan.path):
+    if not plan.path or (io_properties is None and is_remote(plan.path)):
         return None
     try:
-        location = Location(plan.path)
-        # in name order: a listing's own order varies, and it decides which file an error names
+        location = Location(plan.path, dict(io_properties or {}))
+        # in path order, Spark's: a listing's own order varies, and it decides the columns' order
+        # and which file an error names
         names = sorted(f.path for f in location.list() if not Path(f.path).name.startswith(("_", ".")))
-        footers = []
-        for name in names:
+
+        def footer(name: str) -> tuple[str, Any]:
             with location.open_input(name) as f:
-                footers.append((name, pq.read_schema(f)))
-        return footers
+                return name, pq.read_metadata(f)
+
+        if len(names) <= 4:
+            return [footer(name) for name in names]
+        from concurrent.futures import ThreadPoolExecutor
+
+        # an object store answers each footer's reads in tens of milliseconds: many at once
+        with ThreadPoolExecutor(max_workers=min(16, len(names))) as pool:
+            return list(pool.map(footer, names))
     except Exception:  # noqa: BLE001 - Spark's own error says what is wrong
         log.debug("source %s: reading the parquet footers failed", plan.name, exc_info=True)
         return None
+
+
+def _arrow_schemas(footers: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Each file's Arrow schema as pyarrow reads it (``pq.read_schema``) from its footer."""
+    return [(name, footer.schema.to_arrow_schema()) for name, footer in footers]
 
 
 def _typed(schema: Any) -> Any:
@@ -321,7 +433,7 @@ def _untyped_columns(footers: list[tuple[str, Any]]) -> list[str]:
     return [name for key, name in null.items() if key not in typed]
 
 
-def _widened_parquet_schema(plan: SourcePlan) -> Any:
+def _widened_parquet_schema(plan: SourcePlan, footers: list[tuple[str, Any]] | None) -> Any:
     """Spark's ``mergeSchema`` refuses files whose column was widened (``int`` in older files,
     ``bigint`` in newer ones) or is of type ``null`` in some: the footers unified here instead,
     when every file's columns could be written to a table of the unified schema
@@ -333,11 +445,11 @@ def _widened_parquet_schema(plan: SourcePlan) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    footers = _parquet_footers(plan)
     if not footers:
         return None
     try:
-        typed = [(name, _typed(schema)) for name, schema in footers]
+        schemas = _arrow_schemas(footers)
+        typed = [(name, _typed(schema)) for name, schema in schemas]
         conflict = _conflict(typed)
         if conflict is not None:
             return conflict
@@ -345,7 +457,7 @@ def _widened_parquet_schema(plan: SourcePlan) -> Any:
         table = _iceberg_of(merged)  # converted once, each file's schema checked against it
         if not all(_widens_to(schema, table) for _, schema in typed):
             return None
-        untyped = _untyped_columns(footers)
+        untyped = _untyped_columns(schemas)
         if untyped:
             _say_left_out(plan, untyped)
         return from_arrow_schema(merged)
@@ -514,10 +626,12 @@ def arrow_files_relation(backend: Any, plan: SourcePlan, policy: OnError, bindin
     row_schema = row_schema_on(backend, plan)
     inferred = row_schema is None
     if row_schema is None:
-        if fmt is not SourceFormat.PARQUET:
+        if fmt is SourceFormat.PARQUET:
+            row_schema = footer_parquet_schema(plan, binding.io_properties)
+        elif fmt is SourceFormat.ORC:
+            row_schema = footer_orc_schema(plan, binding.io_properties)
+        else:
             raise ExecutionError(f"source '{plan.name}': FORMAT = '{fmt.value}' needs SCHEMA = '...'")
-        why = f"source '{plan.name}': a Parquet source without a SCHEMA takes the schema Spark infers"
-        row_schema = _infer_parquet_schema(backend.spark_for(why), plan)
     opts = dict(plan.options)
     header = plan.header if "header" not in opts else opts.pop("header").lower() == "true"
     delimiter = opts.pop("sep", None) or opts.pop("delimiter", None) or ","

@@ -126,7 +126,7 @@ class WorkPartition(InputPartition):
 
 
 def plan_pieces(entries: Sequence[FileEntry], fmt: str, location: Location, piece_bytes: int) -> list[Piece]:
-    """Split big files (Parquet by row groups, text by byte ranges)."""
+    """Split big files (Parquet by row groups, text by byte ranges; ORC files whole)."""
     out: list[Piece] = []
     for e in entries:
         if fmt == "parquet":
@@ -139,6 +139,8 @@ def plan_pieces(entries: Sequence[FileEntry], fmt: str, location: Location, piec
                 out.extend(split_parquet(e, sizes, piece_bytes))
             else:
                 out.append(Piece(e.seq, e.path, e.size, e.mtime_ms))
+        elif fmt == "orc":
+            out.append(Piece(e.seq, e.path, e.size, e.mtime_ms))  # whole: an ORC file is read by stripes
         else:
             out.extend(split_text(e, piece_bytes))
     return out
