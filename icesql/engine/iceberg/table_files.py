@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from icesql.engine.base.pyiceberg_v3 import enable_v3
+
 log = logging.getLogger("icesql.maintenance")
 
 # Bounded by entries (about 1 KiB each), not manifests: a sink that commits every second leaves
@@ -39,6 +41,7 @@ def manifest_entries(io: Any, manifest: Any) -> list[Any]:
     """Every entry of ``manifest`` (ADDED, EXISTING and DELETED), sequence numbers and (format v3)
     first row ids inherited. The entries are shared: never modify them."""
     path = manifest.manifest_path
+    enable_v3()  # read with the v3 schema, whoever loaded the table
     with _cache_lock:
         hit = _cache.get(path)
         if hit is not None:
@@ -65,6 +68,7 @@ _lists: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
 def snapshot_manifests(io: Any, snapshot: Any) -> tuple[Any, ...]:
     """The manifests ``snapshot`` lists (its manifest list is read once per process)."""
     path = snapshot.manifest_list
+    enable_v3()
     with _cache_lock:
         hit = _lists.get(path)
         if hit is not None:

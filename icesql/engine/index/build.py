@@ -30,9 +30,10 @@ def plan_live_files(table: Any) -> list[dict[str, Any]]:
     """Each live data file of the current snapshot with the delete files that apply to it."""
     from pyiceberg.manifest import DataFileContent
 
-    from icesql.engine.base.pyiceberg_v3 import content_range, referenced_data_file
+    from icesql.engine.base.pyiceberg_v3 import content_range, enable_v3, referenced_data_file
     from icesql.engine.iceberg.deletes import is_deletion_vector
 
+    enable_v3()  # manifests read with the v3 schema (a deletion vector's fields)
     snapshot = table.current_snapshot()
     if snapshot is None:
         return []
