@@ -183,6 +183,7 @@ def test_upsert_writes_deletion_vectors(spark: Any, tmp_path: Path, caplog: pyte
         " WITH (FORMAT VERSION = 3, MAINTENANCE = 'off');"
     )
     _upsert(twins, data, range(4))
+    ids_before = {name: row_ids(p.table("n.up")) for name, p in twins.items()}
     # the ids no round changed live in round 0's files since, most of which have a vector from
     # round 1: the new vectors merge those and replace them
     untouched = (2, 4, 7, 8, 10, 11, 14, 16, 19)
@@ -198,9 +199,12 @@ def test_upsert_writes_deletion_vectors(spark: Any, tmp_path: Path, caplog: pyte
     assert here.rows == expected
     assert_same_tables(here, there)
     assert_same_files(here, there, "live files of the v3 upsert")
-    for p in twins.values():
+    for name, p in twins.items():
         table = p.table("n.up")
         check_row_lineage(table)
+        # an updated row keeps its row id (as Iceberg Java's merge-on-read UPDATE does)
+        after = row_ids(table)
+        assert {i: after[i] for i in untouched} == {i: ids_before[name][i] for i in untouched}, name
         vectors = deletion_vectors(table)
         assert vectors, "the upserts deleted nothing"
         # a data file's later deletes were merged into its vector, which replaced the older one
@@ -210,7 +214,7 @@ def test_upsert_writes_deletion_vectors(spark: Any, tmp_path: Path, caplog: pyte
     assert read_duckdb(table.metadata_location) == here.rows
     assert read_datafusion(table.metadata_location) == here.rows
     scanned = table.scan().to_arrow()  # pyiceberg 0.12 reads deletion vectors too
-    assert sorted(zip(*[scanned.column(c).to_pylist() for c in ("id", "v", "n")], strict=True)) == expected
+    assert sorted(zip(*[scanned.column(c).to_pylist() for c in ("id", "v", "n")], strict=True), key=repr) == expected
     _java_equal(table, [{"id": i, "v": v, "n": n} for i, v, n in expected])
 
 
@@ -288,8 +292,15 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     from icesql.engine.maintenance.expire import expire_snapshots
     from icesql.engine.maintenance.orphans import remove_orphan_files
 
-    p, _ = _in_process_upsert(tmp_path, caplog, "up", 4, clauses="PARTITION BY (bucket(2, id))")
+    p, data = _in_process_upsert(tmp_path, caplog, "up", 4, clauses="PARTITION BY (bucket(2, id))")
     table = p.table("n.up")
+    ids_first = row_ids(table)
+    untouched = (2, 4, 7, 8, 10, 11, 14, 16, 19)  # in round 0's files: updated now, keeping ids
+    late = [dbz("u", {"id": i, "v": f"a{i}", "n": i}, {"id": i, "v": "late", "n": 7}, 10_000 + i) for i in untouched]
+    _stamp(write_json_lines(data, "late.json", late), 9)
+    p.run(["k"])
+    table.refresh()
+    assert {i: row_ids(table)[i] for i in untouched} == {i: ids_first[i] for i in untouched}
     before = deletion_vectors(table)
     puffins = {str(d.data_file.file_path) for d in before}
 
@@ -324,7 +335,8 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     assert {r["id"]: r["_row_id"] for r in java_after} == ids_before  # and stored by the rewrite
     data_files, deletes = live_files(table, table.current_snapshot())
     assert not deletes, "compaction left deletion vectors on the table"
-    assert read_duckdb(table.metadata_location) == _replay(4)
+    expected = sorted([r for r in _replay(4) if r[0] not in untouched] + [(i, "late", 7) for i in untouched], key=repr)
+    assert read_duckdb(table.metadata_location) == expected
     check_row_lineage(table)
     # every Puffin file is still referenced by an older snapshot: nothing is an orphan yet
     orphans = remove_orphan_files(table, time.time() + 60, dry_run=True)
@@ -335,7 +347,7 @@ def test_maintenance_on_deletion_vectors(tmp_path: Path, caplog: pytest.LogCaptu
     left = {str(x) for x in (tmp_path / "in_process" / "wh" / "n" / "up" / "data").rglob("*.puffin")}
     assert not (left & {f.removeprefix("file://") for f in puffins}), "expiry left dead Puffin files"
     assert not (referenced() & puffins)
-    assert read_duckdb(table.metadata_location) == _replay(4)
+    assert read_duckdb(table.metadata_location) == expected
     assert len(data_files) >= 1
 
 

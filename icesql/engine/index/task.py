@@ -36,6 +36,7 @@ from icesql.engine.base.wire import (
     positions_row,
     releases_task_memory,
 )
+from icesql.engine.iceberg.lineage import ROW_ID, replaced_row_ids
 
 # shards this Python worker loaded last: (index root, shard) -> (chain, entries)
 _CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
@@ -77,8 +78,12 @@ class ShardTask:
         sink: str,
         relation: str,
         key_enforced: bool,
+        row_ids: dict[str, tuple[int, bool]] | None = None,
     ) -> None:
         self.spec = spec
+        # format v3: the live data files' row id bases (``lineage.row_id_bases``); a replaced
+        # row's new version keeps its id. None: no row lineage (v2)
+        self.row_ids = row_ids
         self.store = store
         self.keep_shards = (
             _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
@@ -140,13 +145,18 @@ class ShardTask:
 
         out: list[dict[str, Any]] = []
         written: list[Any] = []
-        data_w = DataFileWriter(self.spec, "data", track=self.key)
+        lineage = self.row_ids is not None
+        data_w = DataFileWriter(self.spec, "data", track=self.key, lineage=lineage)
         try:
             upserts = changes
             if OP in changes.column_names:
                 upserts = changes.filter(pc.fill_null(pc.not_equal(changes.column(OP), "d"), True))
+            columns = list(self.data_columns)
+            if lineage and upserts.num_rows and found.num_rows:
+                upserts = self._keep_row_ids(upserts, found, key_fields)
+                columns.append(ROW_ID)
             if upserts.num_rows:
-                data_w.write(upserts.select(self.data_columns))
+                data_w.write(upserts.select(columns))
                 kill_point("write", self.batch_id)
             written = data_w.close()
             if found.num_rows:
@@ -183,6 +193,22 @@ class ShardTask:
         }
         out.append({"content": INDEX, "file": json.dumps(info), "rows": new_entries.num_rows, "bytes": 0})
         return out
+
+
+    def _keep_row_ids(self, upserts: Any, found: Any, key_fields: list[Any]) -> Any:
+        """``upserts`` with ``_row_id``: the id of the row each replaces (``lineage``), null for
+        a new KEY."""
+        import pyarrow as pa
+
+        from icesql.engine.connections import stores
+        from icesql.engine.index import shard as S
+
+        io = stores.load_file_io(dict(self.spec.io_properties), self.spec.location)
+        ids = replaced_row_ids(io, S.plain_paths(found), self.row_ids or {}, self.key, S.PATH, S.POS)
+        probe = pa.table({f.name: upserts.column(f.name).cast(f.type) for f in key_fields})
+        probe = probe.append_column("__i", pa.array(range(upserts.num_rows), pa.int64()))
+        joined = probe.join(ids, keys=self.key, join_type="left outer", use_threads=False).sort_by("__i")
+        return upserts.append_column(ROW_ID, joined.column(ROW_ID))
 
 
 __all__ = ["INDEX", "SHARD", "ShardTask", "last_per_key"]

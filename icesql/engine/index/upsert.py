@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -225,9 +225,11 @@ class IndexedUpsertWriter:
         sink: str,
         relation: str,
         key_enforced: bool,
+        row_ids: Callable[[], dict[str, tuple[int, bool]]] | None = None,
     ) -> None:
         self.spec = spec
         self.store = store
+        self.row_ids = row_ids  # format v3: the table's row id bases now (``lineage.row_id_bases``)
         self.manifest = manifest
         self.key = list(key)
         self.version = version
@@ -302,6 +304,7 @@ class IndexedUpsertWriter:
             sink=self.sink,
             relation=self.relation,
             key_enforced=self.key_enforced,
+            row_ids=self.row_ids() if self.row_ids is not None else None,
         )
 
     def _recorded(self, rows: list[dict[str, Any]], progress: int) -> list[dict[str, Any]]:

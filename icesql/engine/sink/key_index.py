@@ -69,9 +69,11 @@ class SinkKeyIndex:
 
     def writer(self, inner: Any) -> Any:
         """The batch writer over ``inner`` (a ``batch.BatchWriter``) that deletes by position."""
+        from icesql.engine.iceberg.lineage import row_id_bases
         from icesql.engine.index.upsert import IndexedUpsertWriter
 
         r = self.runner
+        v3 = int(r.table.metadata.format_version) >= 3
         return IndexedUpsertWriter(
             inner.spec,
             self.store(),
@@ -82,6 +84,8 @@ class SinkKeyIndex:
             sink=r.name,
             relation=r.relation.name,
             key_enforced=r.plan.key_enforced,
+            # v3: a replaced row's new version keeps its row id (``iceberg.lineage``)
+            row_ids=(lambda: row_id_bases(r.table)) if v3 else None,
         )
 
     def guard(self, table: Any, groups: list[Any]) -> list[Any]:
