@@ -284,8 +284,8 @@ def read_range(
             for j in [*events, len(msgs)]:
                 if j > i:
                     before = pos
-                    pos, done, chunk = _records(msgs[i:j], topic, partition, end, pos, wanted, schema)
-                    if chunk is not None:
+                    pos, done, chunks = _records(msgs[i:j], topic, partition, end, pos, wanted, schema)
+                    for chunk in chunks:
                         size = chunk.get_total_buffer_size()
                         if held and held_bytes + size > BATCH_BYTES:
                             yield _joined(held)
@@ -333,7 +333,7 @@ def _records(
     msgs: list[Any], topic: str, partition: int, end: int, pos: int, wanted: frozenset[str], schema: Any
 ) -> tuple[int, bool, Any]:
     """Records without errors of [``pos``, ``end``) of ``topic``/``partition`` only: (the next
-    position, whether the range is done, their record batch or None)."""
+    position, whether the range is done, their record batches)."""
     import bisect
 
     from confluent_kafka import Message
@@ -346,9 +346,23 @@ def _records(
         offsets: list[Any] = list(map(Message.offset, msgs))
         msgs, done = msgs[: bisect.bisect_left(offsets, end)], True
     if not msgs:
-        return pos, done, None
+        return pos, done, []
     nxt = msgs[-1].offset() + 1
-    return nxt, done or nxt >= end, records_batch(msgs, topic, partition, wanted, schema)
+    return nxt, done or nxt >= end, _batches(msgs, topic, partition, wanted, schema)
+
+
+def _batches(msgs: list[Any], topic: str, partition: int, wanted: frozenset[str], schema: Any) -> list[Any]:
+    """``records_batch`` of ``msgs``, in halves while their keys or values are more bytes than one
+    binary array holds."""
+    try:
+        return [records_batch(msgs, topic, partition, wanted, schema)]
+    except OverflowError:
+        if len(msgs) == 1:
+            raise
+        half = len(msgs) // 2
+        return _batches(msgs[:half], topic, partition, wanted, schema) + _batches(
+            msgs[half:], topic, partition, wanted, schema
+        )
 
 
 def records_batch(
@@ -414,8 +428,8 @@ def _binary(items: list[Any]) -> Any:
         valid = pa.py_buffer(np.packbits(mask, bitorder="little"))
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if offsets[-1] > 2**31 - 1:  # beyond a binary array's offsets: Arrow's own converter splits it
-        return pa.array(items, pa.binary())
+    if offsets[-1] > 2**31 - 1:
+        raise OverflowError("more bytes than a binary array's 32-bit offsets reach")
     data = b"".join(present)
     return pa.BinaryArray.from_buffers(
         pa.binary(), n, [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)], null_count=nulls
