@@ -98,8 +98,10 @@ class KafkaArrowSource:
         from librdkafka than its value, and most sources use neither."""
         spec = self.plan.kafka
         assert spec is not None
-        cols = {"value", "topic", "partition", "offset"}  # offsets name a change and a bad record
+        cols = {"value"}
         registry = self.value_registry is not None or self.key_registry is not None
+        if self.changelog or registry:
+            cols.update(("topic", "partition", "offset"))  # a change's position, a bad record's name
         if spec.envelope is KafkaEnvelope.UPSERT or registry:
             cols.add("key")
         if registry:
