@@ -330,3 +330,50 @@ def test_unknown_relation_is_a_clear_error(spark: Any) -> None:
 
 def test_env_is_clean() -> None:
     assert "ICESQL_TEST_KILL_AT" not in os.environ
+
+
+# --------------------------------------------------------------------------- values as lines, timestamps
+
+
+def test_values_become_one_line_each() -> None:
+    """A Kafka JSON value column as lines for Arrow's JSON reader: nulls left out, a line break
+    inside a value a space, a blank value (empty or only whitespace) a fallback; a slice reads
+    only its own values."""
+    import pyarrow as pa
+
+    from icesql.engine.sources.decode import one_per_line
+    from icesql.engine.sources.types import Fallback
+
+    values = pa.array([b'{"a": 1}', None, b'{"a":\n2}', b' {"a": 3}\r\n', b"x"], pa.binary())
+    assert one_per_line(values) == b'{"a": 1}\n{"a": 2}\n {"a": 3}  \nx\n'
+    assert one_per_line(values.slice(2, 2)) == b'{"a": 2}\n {"a": 3}  \n'
+    assert one_per_line(pa.array(["é"], pa.string())) == "é\n".encode()
+    assert one_per_line(pa.array([None], pa.binary())) == one_per_line(pa.array([], pa.binary())) == b""
+    for blank in (b"", b" \t\r\n\x0b\x0c"):
+        with pytest.raises(Fallback):
+            one_per_line(pa.array([b"{}", blank, b"{}"], pa.binary()))
+
+
+def test_timestamps_as_writers_spell_them_read_as_every_other_spelling() -> None:
+    """The one-pass path for yyyy-MM-ddTHH:mm:ss[.f{1,6}][zone] gives what the rewrites give: zones
+    honoured, zoneless text in the session's zone, nulls kept, a zone refused for TIMESTAMP_NTZ."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from icesql.engine.sources.types import Fallback, convert
+
+    utc = pa.timestamp("us", tz="UTC")
+
+    def read(values: list[str | None], target: Any = utc, tz: str = "UTC") -> list[Any]:
+        return convert(pa.array(values, pa.string()), target, session_tz=tz).to_pylist()
+
+    t = dt.datetime(2026, 11, 1, 0, 16, 39, 999000, tzinfo=dt.timezone.utc)
+    assert read(["2026-11-01T00:16:39.999Z", None, "2026-11-01T01:16:39.999+01:00"]) == [t, None, t]
+    # the same instants spelled otherwise (a space, no seconds' fraction digits beyond six)
+    assert read(["2026-11-01 00:16:39.9990001Z", "2026-11-01T00:16:39.999000Z"]) == [t, t]
+    assert read(["2026-11-01T01:16:39.999", "2026-11-01T00:16:39.999Z"], tz="Europe/Madrid") == [t, t]
+    ntz = pa.timestamp("us")
+    assert read(["2026-11-01T00:16:39.999"], ntz) == [t.replace(tzinfo=None)]
+    with pytest.raises(Fallback):
+        read(["2026-11-01T00:16:39.999Z"], ntz)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -197,11 +198,46 @@ def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, 
 
 def one_per_line(values: Any) -> bytes:
     """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
-    where a space means the same: one value, one line); a blank value raises ``Fallback``."""
-    lines = [v.replace(b"\r", b" ").replace(b"\n", b" ") for v in values.to_pylist()]
-    if any(not line.strip() for line in lines):
-        raise Fallback("a blank value")
-    return b"\n".join(lines) + b"\n" if lines else b""
+    where a space means the same: one value, one line); a blank value raises ``Fallback``.
+
+    Without a Python object per value (a Kafka batch's values one at a time were a fifth of its
+    decode): blank values found from the array's buffers with numpy, the lines joined by Arrow."""
+    if values.null_count:
+        values = values.drop_null()
+    n = len(values)
+    if n == 0:
+        return b""
+    if values.type != pa.binary():
+        values = values.cast(pa.binary())
+    offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + n + 1]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = values.buffers()[2]
+    body = np.frombuffer(data, np.uint8)[lo:hi] if data is not None else np.zeros(0, np.uint8)
+    starts, ends = offsets[:-1] - lo, offsets[1:] - lo
+    # blank: empty or only ASCII whitespace (``bytes.strip``'s). A value whose first byte is not
+    # whitespace is not; the few others are looked at one by one
+    first = np.full(n, _SPACE, np.uint8)
+    filled = ends > starts
+    first[filled] = body[starts[filled]]
+    for i in np.nonzero(_WHITESPACE[first])[0]:
+        if body[starts[i] : ends[i]].tobytes().isspace() or starts[i] == ends[i]:
+            raise Fallback("a blank value")
+    text = _joined_lines(values)
+    if text.count(b"\n") != n - 1 or b"\r" in text:  # a line break inside a value
+        for brk in (b"\n", b"\r"):
+            values = pc.replace_substring(values, brk, b" ")
+        text = _joined_lines(values)
+    return text + b"\n"
+
+
+def _joined_lines(values: pa.Array) -> bytes:
+    lines = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
+    return bytes(pc.binary_join(lines, pa.scalar(b"\n", pa.binary()))[0].as_buffer())
+
+
+_SPACE = 0x20
+_WHITESPACE = np.zeros(256, np.bool_)
+_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 
 
 def json_rows(values: Any, fmt: Any, *, allow_null: bool) -> Any:

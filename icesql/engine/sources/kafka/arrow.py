@@ -89,8 +89,34 @@ class KafkaArrowSource:
         topic, p, s, e = piece
         spec = self.plan.kafka
         on_lost = self.on_lost if spec is not None and spec.on_data_loss == "continue" else None
-        for records in read_range(self.conf, topic, p, s, e, on_lost=on_lost):
+        for records in read_range(self.conf, topic, p, s, e, on_lost=on_lost, columns=self.record_columns):
             yield self.rows_of(records)
+
+    @property
+    def record_columns(self) -> frozenset[str]:
+        """The record columns ``rows_of`` reads: a record's timestamp and headers cost more to take
+        from librdkafka than its value, and most sources use neither."""
+        spec = self.plan.kafka
+        assert spec is not None
+        cols = {"value"}
+        registry = self.value_registry is not None or self.key_registry is not None
+        if self.changelog or registry:
+            cols.update(("topic", "partition", "offset"))  # a change's position, a bad record's name
+        if spec.envelope is KafkaEnvelope.UPSERT or registry:
+            cols.add("key")
+        if registry:
+            cols.add("headers")  # a registry may frame a schema id in a header
+        for inc in spec.include:
+            cols.update(
+                {
+                    KafkaMetadata.KEY: ("key",),
+                    KafkaMetadata.PARTITION: ("partition",),
+                    KafkaMetadata.OFFSET: ("offset",),
+                    KafkaMetadata.TIMESTAMP: ("timestamp", "timestampType"),
+                    KafkaMetadata.HEADERS: ("headers",),
+                }[inc.what]
+            )
+        return frozenset(cols)
 
     def piece_key(self, piece: tuple[str, int, int, int]) -> Any:
         return [piece[1], piece[2], piece[3]]  # partition, start, end

@@ -11,7 +11,9 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from itertools import chain, compress, count, repeat
+from operator import is_not
 from typing import Any
 
 from icesql.engine.sources.kafka.offsets import Offsets
@@ -20,7 +22,9 @@ log = logging.getLogger("icesql.kafka")
 
 CONF_PREFIX = "kafka."
 SECRET_PREFIX = "secret.kafka."
-BATCH_RECORDS = 10_000  # records per Arrow batch a task yields
+BATCH_RECORDS = 50_000  # records per Arrow batch a task yields
+BATCH_BYTES = 64 << 20  # ... or fewer, when their buffers would pass this
+CONSUME_RECORDS = 10_000  # messages per consume() call
 METADATA_TIMEOUT = 15.0
 READ_STALL = 60.0  # seconds a range may go without a record before its task fails
 
@@ -236,23 +240,28 @@ def read_range(
     end: int,
     *,
     on_lost: Callable[[str, int, int, int], None] | None = None,
+    columns: Collection[str] | None = None,
 ) -> Iterator[Any]:
     """The records of offsets [start, end) of one partition as Arrow batches (``RECORD_SCHEMA``).
 
+    ``columns``: the record columns the caller reads (None: all); the others come as nulls (a
+    record's timestamp and headers cost more to take from librdkafka than its value).
     Records retention deleted before they were read raise ``DataLossError``; with ``on_lost``
     (ON DATA LOSS = 'continue') the read goes on from the log start and ``on_lost(topic,
     partition, first, end)`` is told the lost offsets [first, end)."""
-    import pyarrow as pa
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import KafkaError, Message, TopicPartition
 
     if end <= start:
         return
+    _freeze_once()
     schema = _arrow_schema()
+    wanted = frozenset(schema.names if columns is None else columns)
     c = _reader(conf)
     finished = False
     try:
         c.assign([TopicPartition(topic, partition, start)])
-        cols: dict[str, list[Any]] = {n: [] for n in schema.names}
+        held: list[Any] = []  # record batches not yet yielded
+        held_rows = held_bytes = 0
         pos = start
         last_progress = time.monotonic()
         done = False
@@ -260,20 +269,31 @@ def read_range(
             # never more than the range still needs: consume() waits out its timeout for as many
             # as it is asked, and a range ending at the log end has no more to give (a 1 s wait
             # per range was most of a small trigger's time)
-            msgs = c.consume(num_messages=max(1, min(BATCH_RECORDS, end - pos)), timeout=0.2)
+            msgs = c.consume(num_messages=max(1, min(CONSUME_RECORDS, end - pos)), timeout=0.2)
             if not msgs and time.monotonic() - last_progress > READ_STALL:
                 raise RuntimeError(
                     f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
                     f"offset {pos} of the range {start}-{end - 1}|END"
                 )
-            # the records between error events, a column at a time (a loop over the records with
-            # its checks was most of a range's read: 0.9 s of 1.6 s for 100k records)
-            events = [k for k, m in enumerate(msgs) if m.error() is not None]
+            # the records between error events (almost always one: the end of the partition), a
+            # column at a time with C loops over the messages (``map``): a Python step per record
+            # was most of a range's read
+            errors = list(map(Message.error, msgs))
+            # (``is not``: a KafkaError compared with None raises)
+            events = list(compress(count(), map(is_not, errors, repeat(None))))
             i = 0
             for j in [*events, len(msgs)]:
                 if j > i:
                     before = pos
-                    pos, done = _append_records(cols, msgs[i:j], topic, partition, end, pos)
+                    pos, done, chunks = _records(msgs[i:j], topic, partition, end, pos, wanted, schema)
+                    for chunk in chunks:
+                        size = chunk.get_total_buffer_size()
+                        if held and held_bytes + size > BATCH_BYTES:
+                            yield _joined(held)
+                            held, held_rows, held_bytes = [], 0, 0
+                        held.append(chunk)
+                        held_rows += chunk.num_rows
+                        held_bytes += size
                     if pos != before:
                         last_progress = time.monotonic()
                 if done or j == len(msgs):
@@ -302,43 +322,145 @@ def read_range(
                     c.assign([TopicPartition(topic, partition, lo)])
                     break  # the records fetched so far belong to the old position
                 raise kafka_failure(f"topic '{topic}' partition {partition}", err)
-            if len(cols["offset"]) >= BATCH_RECORDS or (done and cols["offset"]):
-                yield pa.RecordBatch.from_pydict(cols, schema=schema)
-                cols = {n: [] for n in schema.names}
+            if held_rows >= BATCH_RECORDS or (done and held):
+                yield _joined(held)
+                held, held_rows, held_bytes = [], 0, 0
         finished = True
     finally:
         _release(conf, c, reuse=finished)
 
 
-def _append_records(
-    cols: dict[str, list[Any]], msgs: list[Any], topic: str, partition: int, end: int, pos: int
-) -> tuple[int, bool]:
-    """Records without errors onto ``cols``, those of [``pos``, ``end``) of ``topic``/``partition``
-    only; (the next position, whether the range is done)."""
+# confluent-kafka gives a Python object per record, which the cyclic garbage collector tracks: the
+# 10,000 of a consume() call outlive two young collections while they are made, so they reach the
+# oldest generation and set off a full collection every few calls, each walking every object of the
+# process (modules, pyarrow, pyiceberg: some 200k). In a 2M-record run those took 3.3 s of 9.2 s of
+# CPU, holding the GIL. ``gc.freeze`` once, before the first range, takes the objects alive then out
+# of the collector's walks (cyclic garbage among them is never freed: a one-time, bounded cost).
+_FROZEN = threading.Event()
+
+
+def _freeze_once() -> None:
+    import gc
+
+    if not _FROZEN.is_set():
+        _FROZEN.set()
+        gc.freeze()
+
+
+def _records(
+    msgs: list[Any], topic: str, partition: int, end: int, pos: int, wanted: frozenset[str], schema: Any
+) -> tuple[int, bool, Any]:
+    """Records without errors of [``pos``, ``end``) of ``topic``/``partition`` only: (the next
+    position, whether the range is done, their record batches)."""
     import bisect
 
-    # a reused reader's earlier assignment (librdkafka drops those; be sure)
-    msgs = [m for m in msgs if m.partition() == partition and m.topic() == topic]
-    offsets = [m.offset() for m in msgs]
+    from confluent_kafka import Message
+
+    if set(map(Message.partition, msgs)) != {partition} or set(map(Message.topic, msgs)) != {topic}:
+        # a reused reader's earlier assignment (librdkafka drops those; be sure)
+        msgs = [m for m in msgs if m.partition() == partition and m.topic() == topic]
     done = False
-    if offsets and offsets[-1] >= end:
-        cut = bisect.bisect_left(offsets, end)
-        msgs, offsets, done = msgs[:cut], offsets[:cut], True
+    if msgs and msgs[-1].offset() >= end:
+        offsets: list[Any] = list(map(Message.offset, msgs))
+        msgs, done = msgs[: bisect.bisect_left(offsets, end)], True
     if not msgs:
-        return pos, done
+        return pos, done, []
+    nxt = msgs[-1].offset() + 1
+    return nxt, done or nxt >= end, _batches(msgs, topic, partition, wanted, schema)
+
+
+def _batches(msgs: list[Any], topic: str, partition: int, wanted: frozenset[str], schema: Any) -> list[Any]:
+    """``records_batch`` of ``msgs``, in halves while their keys or values are more bytes than one
+    binary array holds."""
+    try:
+        return [records_batch(msgs, topic, partition, wanted, schema)]
+    except OverflowError:
+        if len(msgs) == 1:
+            raise
+        half = len(msgs) // 2
+        return _batches(msgs[:half], topic, partition, wanted, schema) + _batches(
+            msgs[half:], topic, partition, wanted, schema
+        )
+
+
+def records_batch(
+    msgs: Sequence[Any], topic: str, partition: int, wanted: Collection[str], schema: Any
+) -> Any:
+    """confluent-kafka messages (records, no error events) of one partition as a batch of
+    ``schema`` (``RECORD_SCHEMA``), the columns not ``wanted`` null. One C loop over the messages
+    per column (``map`` over the unbound method) and the bytes joined into one buffer: building
+    the columns from Python lists (``pa.array`` of bytes objects) cost a microsecond a record."""
+    import numpy as np
+    import pyarrow as pa
+    from confluent_kafka import Message
+
     n = len(msgs)
-    stamps = [m.timestamp() for m in msgs]
-    headers = [m.headers() for m in msgs]
-    cols["key"] += [m.key() for m in msgs]
-    cols["value"] += [m.value() for m in msgs]
-    cols["topic"] += [topic] * n
-    cols["partition"] += [partition] * n
-    cols["offset"] += offsets
-    cols["timestamp"] += [ts * 1000 if kind and ts is not None and ts >= 0 else None for kind, ts in stamps]
-    cols["timestampType"] += [max(0, kind - 1) if kind else None for kind, _ in stamps]
-    cols["headers"] += [[{"key": k, "value": v} for k, v in h] if h is not None else None for h in headers]
-    nxt = offsets[-1] + 1
-    return nxt, done or nxt >= end
+    arrays = []
+    for f in schema:
+        name = f.name
+        if name not in wanted:
+            arrays.append(pa.nulls(n, f.type))
+        elif name in ("key", "value"):
+            arrays.append(_binary(list(map(Message.key if name == "key" else Message.value, msgs))))
+        elif name == "topic":
+            arrays.append(pa.repeat(pa.scalar(topic, f.type), n))
+        elif name == "partition":
+            arrays.append(pa.repeat(pa.scalar(partition, f.type), n))
+        elif name == "offset":
+            arrays.append(pa.array(np.fromiter(map(Message.offset, msgs), np.int64, n)))
+        elif name in ("timestamp", "timestampType"):
+            # (kind, ms): kind 0 is "not available"; a kind is Spark's timestampType + 1
+            stamps = np.fromiter(chain.from_iterable(map(Message.timestamp, msgs)), np.int64, 2 * n)
+            kind, ms = stamps[0::2], stamps[1::2]
+            if name == "timestamp":
+                present = (kind != 0) & (ms >= 0)
+                us = pa.array(ms * 1000, pa.int64(), mask=~present)
+                arrays.append(us.view(f.type))
+            else:
+                arrays.append(pa.array((kind - 1).astype(np.int32), f.type, mask=kind == 0))
+        else:  # headers: few records carry any
+            heads: list[Any] = list(map(Message.headers, msgs))
+            if heads.count(None) == n:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            listed = [[{"key": k, "value": v} for k, v in h] if h is not None else None for h in heads]
+            arrays.append(pa.array(listed, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _binary(items: list[Any]) -> Any:
+    """``items`` as one Arrow binary array: the bytes joined, offsets from their lengths."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(items)
+    nulls = items.count(None)
+    present = list(compress(items, map(is_not, items, repeat(None)))) if nulls else items
+    lengths = np.fromiter(map(len, present), np.int64, n - nulls)
+    valid = None
+    if nulls:
+        mask = np.fromiter(map(is_not, items, repeat(None)), np.bool_, n)
+        full = np.zeros(n, np.int64)
+        full[mask] = lengths
+        lengths = full
+        valid = pa.py_buffer(np.packbits(mask, bitorder="little"))
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] > 2**31 - 1:
+        raise OverflowError("more bytes than a binary array's 32-bit offsets reach")
+    data = b"".join(present)
+    return pa.BinaryArray.from_buffers(
+        pa.binary(), n, [valid, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)], null_count=nulls
+    )
+
+
+def _joined(batches: list[Any]) -> Any:
+    """One record batch of ``batches`` (those of one read, in order)."""
+    import pyarrow as pa
+
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches(max_chunksize=None)[0]
 
 
 # A task's consumer outlives its range: the next range this Python worker reads (the same task's
