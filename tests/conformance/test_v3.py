@@ -145,10 +145,12 @@ def test_append_v3(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture)
         f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'json', SCHEMA = '{SCHEMA}');"
         f"CREATE SINK k FROM src {SINK.format(table='t')} PARTITION BY (day(ts), bucket(4, id))"
         " WITH (FORMAT VERSION = 3);"
+        # the same rows into a v2 table: what Iceberg Java must read from the v3 one
+        f"CREATE SINK k2 FROM src {SINK.format(table='t2')} PARTITION BY (day(ts), bucket(4, id));"
     )
-    twins.run(["k"])
+    twins.run(["k", "k2"])
     _stamp(write_json_lines(data, "2.json", _rows(40, 25)), 2)
-    twins.run(["k"])
+    twins.run(["k", "k2"])
     here, there = twins.states("n.t")
     assert len(here.rows) == 65
     assert_same_tables(here, there)
@@ -158,7 +160,9 @@ def test_append_v3(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture)
     assert read_duckdb(table.metadata_location) == here.rows
     assert read_datafusion(table.metadata_location) == here.rows  # iceberg-rust reads v3 appends
     got = read_java(table.metadata_location)
-    assert got["rows"] == 65
+    v2 = read_java(twins["in_process"].table("n.t2").metadata_location)
+    assert (got["rows"], got["digest"]) == (65, v2["digest"])
+    assert read_java(twins["spark"].table("n.t").metadata_location)["digest"] == v2["digest"]
 
 
 def _upsert(twins: Twins, data: Path, rounds: range) -> None:
