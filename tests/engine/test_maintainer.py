@@ -151,14 +151,14 @@ class ForeignWriter(threading.Thread):
         assert sorted((r["id"], r["region"], r["v"]) for r in theirs) == sorted(self.rows)
 
 
-def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) -> None:
+def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any, format_version: int = 2) -> None:
     home, data, state = tmp_path / "home", tmp_path / "in", State()
     rng = random.Random(13)
     live: dict[int, str] = {}
     batches = changes(rng, files, 0, live)
     for i, events in enumerate(batches):
         write_json_lines(data, f"{i:05d}.json", events)
-    plan = sink(maintenance=policy(large))
+    plan = dataclasses.replace(sink(maintenance=policy(large)), format_version=format_version)
     caplog.set_level(logging.INFO, logger="icesql.sink")
 
     # one file per micro-batch: one commit per file
@@ -212,12 +212,15 @@ def soak(spark: Any, tmp_path: Path, *, large: bool, files: int, caplog: Any) ->
 @pytest.mark.parametrize(
     "where",
     # CI time: "between" (small rewrites between commits) also runs in the tests below; -m slow runs it here
-    [pytest.param("between", marks=pytest.mark.slow), "beside"],
+    # "beside-v3": the same soak on a v3 table (issue 55): deletion vectors, compaction rebasing
+    # onto the sink's commits
+    [pytest.param("between", marks=pytest.mark.slow), "beside", "beside-v3"],
 )
 def test_a_running_upsert_sink_maintains_its_table_beside_a_foreign_writer(
     spark: Any, tmp_path: Path, caplog: Any, where: str
 ) -> None:
-    soak(spark, tmp_path, large=where == "beside", files=24, caplog=caplog)
+    v3 = where.endswith("-v3")
+    soak(spark, tmp_path, large=where != "between", files=24, caplog=caplog, format_version=3 if v3 else 2)
 
 
 class MetadataSampler(threading.Thread):

@@ -13,6 +13,8 @@ where catalogs are built and producers made; idempotent) changes, process-wide:
 * ``TableMetadataV3``: serialises like v2 (the spec's ``next-row-id`` and the snapshots'
   ``first-row-id`` / ``added-rows`` included) and starts at ``next-row-id`` 0, as Java does;
 * ``SUPPORTED_TABLE_FORMAT_VERSION`` in ``pyiceberg.table.update``: an upgrade to 3 is allowed;
+* ``write_manifest`` in ``pyiceberg.table.update.snapshot``: writes v3 manifests for pyiceberg's
+  own producers too (another writer's ``append`` in the same process);
 * ``write_manifest_list`` in ``pyiceberg.table.update.snapshot``: writes v3 lists
   (``ManifestListWriterV3`` assigns row ids), and every snapshot producer's ``_commit`` records
   the rows it assigned as the snapshot's ``added-rows`` (pyiceberg sets ``first-row-id`` only), so
@@ -213,6 +215,18 @@ def enable_v3() -> None:
         return writer
 
     snapshot_update.write_manifest_list = write_manifest_list  # type: ignore[attr-defined]
+
+    original_manifest = snapshot_update.write_manifest  # type: ignore[attr-defined]
+
+    def write_manifest(
+        format_version: Any, spec: Any, schema: Any, output_file: Any, snapshot_id: int, avro_compression: Any
+    ) -> Any:
+        # pyiceberg's own producers (another writer's append in the same process) on a v3 table
+        if format_version != 3:
+            return original_manifest(format_version, spec, schema, output_file, snapshot_id, avro_compression)
+        return manifest_writer_v3(manifest.ManifestWriterV2)(spec, schema, output_file, snapshot_id, avro_compression)
+
+    snapshot_update.write_manifest = write_manifest  # type: ignore[attr-defined]
 
     original_commit = _SnapshotProducer._commit
 
