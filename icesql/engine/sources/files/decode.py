@@ -38,6 +38,15 @@ from icesql.engine.sources.types import (
 CHUNK_BYTES = 16 * 1024 * 1024
 
 
+
+def _picks(file_names: list[str], wanted: list[str]) -> tuple[list[str | None], list[str]]:
+    """The file column each ``wanted`` column reads (matched by name as Spark does,
+    case-insensitively, the first spelling kept; None: missing, read as null), and the file
+    columns to read."""
+    lower = {n.lower(): n for n in reversed(file_names)}
+    picks = [n if n in file_names else lower.get(n.lower()) for n in wanted]
+    return picks, sorted({p for p in picks if p is not None})
+
 def decode(piece: Piece, source: SourceFormat, fs: Any, path_in_fs: str) -> Iterator[pa.RecordBatch]:
     if source.format == "parquet":
         yield from _parquet(piece, source, fs, path_in_fs)
@@ -195,10 +204,7 @@ def _parquet(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator
         )
         if new:
             raise NewColumnsError(piece.path, new)
-        lower = {n.lower(): n for n in reversed(names)}
-        # columns matched by name as Spark does (case-insensitively); missing ones read as null
-        picks = [n if n in names else lower.get(n.lower()) for n in schema.names]
-        columns = sorted({p for p in picks if p is not None})
+        picks, columns = _picks(names, schema.names)
         groups = list(piece.row_groups) if piece.row_groups is not None else list(range(pf.num_row_groups))
         if not groups:
             return
@@ -276,9 +282,7 @@ def _orc(piece: Piece, source: SourceFormat, fs: Any, path: str) -> Iterator[pa.
         new = [n for n in names if n.lower() not in declared] if source.inferred else []
         if new:
             raise NewColumnsError(piece.path, new)
-        lower = {n.lower(): n for n in reversed(names)}
-        picks = [n if n in names else lower.get(n.lower()) for n in schema.names]
-        columns = sorted({p for p in picks if p is not None})
+        picks, columns = _picks(names, schema.names)
         for stripe in range(orc.nstripes):
             batch = orc.read_stripe(stripe, columns=columns)
             arrays = []

@@ -505,33 +505,32 @@ def _orc_decompress(data: bytes, compression: str) -> bytes:
     return bytes(out)
 
 
+def _lz4_length(block: bytes, at: int, n: int) -> tuple[int, int]:
+    """An LZ4 sequence's literal or match length from its token's nibble ``n`` (15: more bytes
+    follow at ``at``, added while they are 255); (the length, where reading goes on)."""
+    if n == 15:
+        while True:
+            more = block[at]
+            at += 1
+            n += more
+            if more != 255:
+                break
+    return n, at
+
+
 def _lz4_size(block: bytes) -> int:
     """The decompressed size of a raw LZ4 block (ORC's LZ4 states none): its sequences walked."""
     at = size = 0
     while at < len(block):
         token = block[at]
         at += 1
-        literals = token >> 4
-        if literals == 15:
-            while True:
-                more = block[at]
-                at += 1
-                literals += more
-                if more != 255:
-                    break
+        literals, at = _lz4_length(block, at, token >> 4)
         at += literals
         size += literals
         if at >= len(block):  # the last sequence holds literals only
             return size
         at += 2  # the match's offset
-        match = token & 15
-        if match == 15:
-            while True:
-                more = block[at]
-                at += 1
-                match += more
-                if more != 255:
-                    break
+        match, at = _lz4_length(block, at, token & 15)
         size += match + 4
     return size
 
