@@ -111,15 +111,23 @@ def foreign_append(table: Any, key: int) -> None:
     table.append(pa.table(row, schema=table.schema().as_arrow()))
 
 
+def live_deletes(home: Path) -> list[Any]:
+    """The live delete files (pyiceberg DataFiles), from the manifests."""
+    from icesql.engine.base.pyiceberg_v3 import enable_v3
+
+    enable_v3()
+    table = load_table(home, "ns.t")
+    return [
+        e.data_file
+        for manifest in table.current_snapshot().manifests(table.io)
+        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+        if int(e.data_file.content) != 0
+    ]
+
+
 def delete_kinds(home: Path) -> set[int]:
     """The contents of the live delete files (1 position, 2 equality), from the manifests."""
-    table = load_table(home, "ns.t")
-    kinds = set()
-    for manifest in table.current_snapshot().manifests(table.io):
-        for e in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-            if int(e.data_file.content) != 0:
-                kinds.add(int(e.data_file.content))
-    return kinds
+    return {int(f.content) for f in live_deletes(home)}
 
 
 def index_matches_the_table(spark: Any, home: Path, state: State, key: tuple[str, ...] = ("id",)) -> int:
@@ -401,13 +409,16 @@ def test_a_commit_while_a_batch_is_written_leaves_the_index_to_that_batch(spark:
     readers_agree(home, [(1, "eu", "a"), (2, "eu", "b2"), (3, "eu", "c2"), (7, "eu", "g-sink")])
 
 
-@pytest.mark.parametrize("other", ["upsert by position", "upsert by equality", "full compaction"])
+@pytest.mark.parametrize(
+    "other", ["upsert by position", "upsert by deletion vectors", "upsert by equality", "full compaction"]
+)
 def test_a_restart_follows_what_another_writer_did_or_rebuilds(
     spark: Any, tmp_path: Path, caplog: Any, other: str
 ) -> None:
     """Between two runs of sink ``u`` another writer changes the table: a second upsert sink on
     the same table (its position deletes hit ``u``'s rows, or its equality deletes), or a full
-    compaction (every file rewritten). The next run of ``u`` follows position deletes and
+    compaction (every file rewritten); on a v3 table the other sink's deletes are deletion
+    vectors. The next run of ``u`` follows position deletes, deletion vectors and
     rewrites into its index from the files they wrote (no Spark job over the table), rebuilds
     after equality deletes (which only a read of the whole table can apply to the index), and
     the table is upserted right either way."""
@@ -418,12 +429,13 @@ def test_a_restart_follows_what_another_writer_did_or_rebuilds(
     home, data, state = tmp_path / "home", tmp_path / "in", State()
     first = [c(i, f"a{i}", lsn=i) for i in range(1, 9)]
     write_json_lines(data, "1.json", first)
-    engine(home, spark, data, state).run([sink()], once=True)
+    version = 3 if other == "upsert by deletion vectors" else 2
+    engine(home, spark, data, state).run([sink(format_version=version)], once=True)
     theirs: list[dict[str, Any]] = []
     if other == "full compaction":
         compact_table(load_table(home, "ns.t"))
     else:
-        mode = DeleteMode.POSITION if other == "upsert by position" else DeleteMode.EQUALITY
+        mode = DeleteMode.EQUALITY if other == "upsert by equality" else DeleteMode.POSITION
         theirs = [u(1, "theirs1", lsn=50), d(2, lsn=51), c(20, "theirs20", lsn=52)]
         other_data = tmp_path / "other"
         write_json_lines(other_data, "1.json", theirs)
@@ -432,8 +444,10 @@ def test_a_restart_follows_what_another_writer_did_or_rebuilds(
     caplog.set_level(logging.INFO, logger="icesql.sink")
     second = [u(3, "b3", lsn=100), d(4, lsn=101), u(20, "b20", lsn=102), c(30, "b30", lsn=103)]
     write_json_lines(data, "2.json", second)
-    engine(home, spark, data, state).run([sink()], once=True)
+    engine(home, spark, data, state).run([sink(format_version=version)], once=True)
     messages = [r.getMessage() for r in caplog.records if "key index" in r.getMessage()]
+    if version == 3:
+        assert "PUFFIN" in {str(f.file_format).upper().rsplit(".", 1)[-1] for f in live_deletes(home)}
     if other == "upsert by equality":
         assert any("key index built" in m for m in messages), messages
     else:

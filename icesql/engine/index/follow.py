@@ -17,8 +17,7 @@ shard's chain on the driver - milliseconds for the small rewrites a sink makes b
 where a rebuild is a Spark job over the whole table (seconds, under the sink's commit lock).
 
 What it cannot follow, it leaves to a rebuild (``table_changes`` returns None): a snapshot it
-cannot walk back to ``since`` (expired, rolled back), equality deletes or deletion vectors by
-another writer, or so many rows moved that a rebuild is faster (``worth_following``: more than a
+cannot walk back to ``since`` (expired, rolled back), equality deletes by another writer, or so many rows moved that a rebuild is faster (``worth_following``: more than a
 quarter of the index's keys and over 50,000 rows, or over 4 million).
 """
 
@@ -48,7 +47,7 @@ class TableChanges:
     snapshots: int  # how many snapshots the walk passed (the sink's own included)
     removed: frozenset[str]  # data files removed
     added: tuple[str, ...]  # data files added and still live
-    position_deletes: tuple[str, ...]  # position-delete files added
+    position_deletes: tuple[Any, ...]  # position-delete files and deletion vectors added (DataFiles)
     added_rows: int  # rows in ``added`` (before deletes)
     others: int = 0  # snapshots of other writers the walk passed (a rewrite counts as one)
 
@@ -62,8 +61,10 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
     current snapshot, or None when they cannot be followed (see the module docstring)."""
     from pyiceberg.manifest import DataFileContent, ManifestEntryStatus
 
+    from icesql.engine.base.pyiceberg_v3 import enable_v3
     from icesql.engine.commit.snapshot import SINK_ID, snapshot_properties
 
+    enable_v3()  # a deletion vector's referenced file and range are read with the v3 schema
     metadata = table.metadata
     snap = table.current_snapshot()
     walked: list[Any] = []
@@ -81,7 +82,7 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
         return None  # ``since`` is not an ancestor of the current snapshot
     added: dict[str, int] = {}
     removed: set[str] = set()
-    deletes: list[str] = []
+    deletes: list[Any] = []
     others = 0
     for s in reversed(walked):  # oldest first: a file added, then removed, is neither
         if snapshot_properties(s).get(SINK_ID) == sink_id:
@@ -101,11 +102,11 @@ def table_changes(table: Any, since: int | None, sink_id: str) -> TableChanges |
                         removed.add(f.file_path)
                         added.pop(f.file_path, None)
                 elif e.status == ManifestEntryStatus.ADDED:
-                    if f.content != DataFileContent.POSITION_DELETES or str(f.file_format).upper().endswith(
-                        "PUFFIN"
-                    ):
-                        return None  # equality deletes or deletion vectors: a rebuild reads them
-                    deletes.append(f.file_path)
+                    if f.content != DataFileContent.POSITION_DELETES:
+                        return None  # equality deletes: a rebuild reads them
+                    # a position delete file, or a deletion vector (v3: a compaction that rebased
+                    # onto the sink's commits carries their deletes over as the new files' vectors)
+                    deletes.append(f)
     return TableChanges(
         snapshots=len(walked),
         removed=frozenset(removed),
@@ -348,21 +349,19 @@ def _plain(entries: Any, key_fields: Sequence[Any]) -> Any:
     )
 
 
-def _deleted_positions(io: Any, delete_files: Sequence[str]) -> dict[str, Any]:
-    """Per data file, the positions the position-delete files remove (a pyarrow array)."""
+def _deleted_positions(io: Any, delete_files: Sequence[Any]) -> dict[str, Any]:
+    """Per data file, the positions the position-delete files and deletion vectors
+    ``delete_files`` (pyiceberg DataFiles) remove (a pyarrow array)."""
+    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from icesql.engine.iceberg import formats
+    from icesql.engine.iceberg.deletes import file_positions
 
-    parts: list[Any] = [formats.read_file(io, path, ["file_path", "pos"]) for path in delete_files]
-    if not parts:
-        return {}
-    t = pa.concat_tables(parts)
-    out = {}
-    for path in pc.unique(t.column("file_path")).to_pylist():
-        out[path] = t.filter(pc.equal(t.column("file_path"), path)).column("pos").combine_chunks()
-    return out
+    found: dict[str, list[Any]] = {}
+    for f in delete_files:
+        for path, positions in file_positions(io, f).items():
+            found.setdefault(path, []).append(np.asarray(positions, dtype=np.int64))
+    return {path: pa.array(np.unique(np.concatenate(parts))) for path, parts in found.items()}
 
 
 def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> Any:
