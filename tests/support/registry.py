@@ -361,11 +361,13 @@ def _self_signed() -> tuple[str, ssl.SSLContext]:
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
-    folder = Path(tempfile.mkdtemp(prefix="icesql-registry-tls-"))
-    (folder / "cert.pem").write_text(cert_pem)
-    (folder / "key.pem").write_text(key_pem)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    # load_cert_chain reads files only: they live as long as the call (every test run left one behind)
+    with tempfile.TemporaryDirectory(prefix="icesql-registry-tls-") as tmp:
+        folder = Path(tmp)
+        (folder / "cert.pem").write_text(cert_pem)
+        (folder / "key.pem").write_text(key_pem)
+        ctx.load_cert_chain(folder / "cert.pem", folder / "key.pem")
     return cert_pem, ctx
 
 
