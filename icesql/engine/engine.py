@@ -184,7 +184,12 @@ class Engine:
     def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
         from icesql.engine.sink.runner import SinkRunner
 
-        return SinkRunner(
+        runner: Any = SinkRunner
+        if plan.routed:  # one sink, many tables (issue 53)
+            from icesql.engine.sink.routed import RoutedRunner
+
+            runner = RoutedRunner
+        return runner(
             plan,
             spark=None if local is not None else self.spark,
             home=self.home,
