@@ -174,7 +174,8 @@ class TableSink(Committing):
         partition = tuple(
             p
             for p in self.runner.plan.partition_by
-            if p.column.lower() in columns and (not upsert or p.column.lower() in {k.lower() for k in key})
+            if p.source_column.lower() in columns
+            and (not upsert or p.source_column.lower() in {k.lower() for k in key})
         )
         self.plan = dataclasses.replace(
             self.runner.plan,
