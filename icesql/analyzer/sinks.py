@@ -38,7 +38,6 @@ from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
 from icesql.analyzer.units import format_size
 from icesql.errors import Span
-from icesql.routing import TemplateError, is_template, parse_template
 from icesql.plan import (
     DATA_FILE_FORMATS,
     DEFAULT_MAXIMUM_FILE_SIZE,
@@ -54,6 +53,7 @@ from icesql.plan import (
     SinkPlan,
     SourcePlan,
 )
+from icesql.routing import TemplateError, is_template, parse_template
 from icesql.syntax.ast import AlterSink, ConnectionKind, CreateSink, Ident, Option, StringLit
 from icesql.syntax.ast import SinkMode as AstSinkMode
 

@@ -60,7 +60,7 @@ class Db:
             key = tuple(self.rng.randint(0, 6) for _ in self.key)  # few keys: updates, deletes, reuse
             self.lsn += 1
             old = rows.get(key)
-            new = {**dict(zip(self.key, key)), **{c: _value(self.rng, k) for c, k in cols if c not in self.key}}
+            new = {**dict(zip(self.key, key, strict=True)), **{c: _value(self.rng, k) for c, k in cols if c not in self.key}}
             if old is not None and self.rng.random() < 0.3:
                 out.append(event("db", name, cols, self.key, "d", old, None, self.lsn)[1])
                 del rows[key]
@@ -125,7 +125,7 @@ def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
         "MODE UPSERT WITH (ON ERROR = 'dead-letter');"
     )
     db = Db(7, 3, ("a", "b"))
-    for r in range(2):
+    for _ in range(2):
         records = []
         for value in db.changes(50):
             payload = json.loads(value)["payload"]

@@ -193,7 +193,9 @@ class TableSink(Committing):
 
         io = self.runner.target.io_properties(self.table)
         if self.writer is None:
-            self.writer = BatchWriter.for_sink(self.plan, self.table, io, self.runner.relation.name)
+            relation = self.runner.relation
+            assert relation is not None
+            self.writer = BatchWriter.for_sink(self.plan, self.table, io, relation.name)
         else:
             self.writer.use_io(io)
         return self.writer
@@ -277,7 +279,7 @@ class RoutedRunner(SinkRunner):
         self.touched: set[str] = set()  # tables written in the batch being staged
         self.catalog: Any = None
         self.letters_pending: list[dict[str, Any]] = []
-        self.maintainer = _NoMaintenance()  # type: ignore[assignment]
+        self.maintainer = _NoMaintenance()
         self.tables_lock = threading.RLock()
 
     @property
@@ -456,6 +458,8 @@ class RoutedRunner(SinkRunner):
             kill_point("table-staged", batch_id)
         if letters is not None:
             self.staging.add(letters)
+        if self.touched or letters is not None:
+            kill_point("staged", batch_id)
         fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
         self.fallback_files += fallbacks
         _ = CONSUMED

@@ -170,7 +170,7 @@ def _wrapped(text: str | None, what: str) -> tuple[Any, Any]:
         raise MessageError(f"the {what} is empty")
     try:
         doc = json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise MessageError(f"the {what} is not JSON ({e.msg} at {e.pos})") from None
     if not isinstance(doc, Mapping) or "schema" not in doc or "payload" not in doc:
         raise MessageError(
@@ -222,7 +222,8 @@ def split_messages(
             key = _key(cols["key"][i]) or tuple(names[k.lower()] for k in fallback_key if k.lower() in names)
             if len(key) != len(fallback_key) and not cols["key"][i]:
                 key = ()  # the sink's KEY is not this table's: the record has no key
-            source = payload.get("source") if isinstance(payload.get("source"), Mapping) else {}
+            block = payload.get("source")
+            source: Mapping[str, Any] = block if isinstance(block, Mapping) else {}
             values = {
                 "topic": cols[FILE][i] if topics else None,
                 "db": _text(source.get("db")),
