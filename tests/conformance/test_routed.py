@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import icesql
 from tests.support.conformance import Twins, assert_same_tables
 from tests.support.connect_events import event
 from tests.support.pipeline_helpers import write_json_lines
@@ -107,6 +108,17 @@ def test_routed_upserts_of_many_tables(spark: Any, tmp_path: Path, caplog: pytes
     assert len(table.spec().fields) == 1
     summary = table.current_snapshot().summary
     assert summary["icesql.progress"] == "2"
+    # SHOW SINK STATUS: the sink's row (its template), then a row per table it wrote in this run
+    _stamp(write_json_lines(data, "3.json", db.changes(20)), 3)
+    with icesql.Session(home=twins["in_process"].home) as s:
+        s.run(once=True, sinks=["k"])
+        (result,) = s.execute("SHOW SINK STATUS k")
+    rows = [dict(zip(result.columns, r, strict=True)) for r in result.rows]
+    assert rows[0]["table"] == "db.app_{table}"
+    tables = {r["table"]: r for r in rows[1:]}
+    assert set(tables) <= {f"db.app_{n}" for n in db.tables} and tables
+    assert all(r["commits"] == 1 and r["rows_committed"] > 0 and r["last_error"] == "-" for r in tables.values())
+    assert rows[0]["rows_committed"] >= sum(r["rows_committed"] for r in tables.values())
 
 
 def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
