@@ -440,16 +440,7 @@ class RoutedRunner(SinkRunner):
         for name in sorted(self.touched):
             mine = [r for r in rows if r.get("table") == name and r["content"] >= 0]
             dropped = sum(r["rows"] for r in rows if r.get("table") == name and r["content"] == DROPPED)
-            entry = StagedBatch(
-                **consumed,
-                batch_id=batch_id,
-                data_files=tuple(r["file"] for r in mine if r["content"] == 0),
-                delete_files=tuple(r["file"] for r in mine if r["content"] != 0),
-                rows=sum(r["rows"] for r in mine if r["content"] == 0),
-                deletes=sum(r["rows"] for r in mine if r["content"] != 0),
-                bytes=sum(r["bytes"] for r in mine),
-                skipped=dropped,
-            )
+            entry = StagedBatch.of_files(batch_id, mine, **consumed, skipped=dropped)
             t = self.tables[name]
             with self.lock:
                 t.staging.add(entry)
