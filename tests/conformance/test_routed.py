@@ -108,6 +108,10 @@ def test_routed_upserts_of_many_tables(spark: Any, tmp_path: Path, caplog: pytes
     assert len(table.spec().fields) == 1
     summary = table.current_snapshot().summary
     assert summary["icesql.progress"] == "2"
+    for executor in twins.values():  # each table's key index: position deletes, never equality ones
+        added = [a for n in db.tables for a in executor.state(f"db.app_{n}").added]
+        assert sum(int(a.get("added-position-delete-files", 0)) for a in added) > 0
+        assert sum(int(a.get("added-equality-delete-files", 0)) for a in added) == 0
     # SHOW SINK STATUS: the sink's row (its template), then a row per table it wrote in this run
     _stamp(write_json_lines(data, "3.json", db.changes(20)), 3)
     with icesql.Session(home=twins["in_process"].home) as s:

@@ -54,7 +54,6 @@ def test_bad_messages_are_dead_letters_and_the_other_tables_are_written(tmp_path
         s.run(once=True, sinks=["k"])
         (status,) = s.execute("SHOW SINK STATUS k")
     assert status.rows[0][1] == "stopped"
-    # an upsert's equality deletes: DuckDB reads them (pyiceberg does not)
     assert read_duckdb(_table(tmp_path, "shop.customers").metadata_location) == [(1, "b")]
     letters = _table(tmp_path, "shop.k_dead_letters").scan().to_arrow().to_pylist()
     errors = sorted(r["error"] for r in letters)

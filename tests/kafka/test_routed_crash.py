@@ -135,7 +135,7 @@ def _scenario(
 ) -> None:
     seed = int(os.environ.get("ICESQL_ROUTED_SEED") or random.randrange(1 << 30))
     print(f"ICESQL_ROUTED_SEED={seed}")
-    topic = f"routed-crash-{seed}-{'spark' if spark else 'local'}"
+    topic = f"routed-crash-{seed}-{tmp_path.name}"
     b = noida.bootstrap
     K.create_topic(b, topic, 2)
     home, wh = tmp_path / "home", tmp_path / "wh"
@@ -166,7 +166,13 @@ def _scenario(
         want = canonical_digest(db.expected(name))["digest"]
         for reader, rows in (("duckdb", read_duckdb(loc)), ("datafusion", read_datafusion(loc))):
             got = canonical_digest([dict(zip(names, r, strict=True)) for r in rows])
-            assert got["digest"] == want, f"seed {seed}: table {name} read by {reader}: {got['all'][:5]}"
+            if got["digest"] != want:
+                exp = set(canonical_digest(db.expected(name))["all"])
+                have = set(got["all"])
+                raise AssertionError(
+                    f"seed {seed}: table {name} read by {reader}: missing {sorted(exp - have)[:3]}, "
+                    f"extra {sorted(have - exp)[:3]} ({len(have)} rows, {len(exp)} expected)"
+                )
         if java:
             assert read_java(loc)["digest"] == want, f"seed {seed}: table {name} read by Iceberg Java"
         progress = [

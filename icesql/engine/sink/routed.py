@@ -18,7 +18,10 @@ Each table: created on first sight (its namespace too) with the columns of its e
 schema, KEY = its records' key (the sink's KEY where a record has none) as identifier fields, the
 sink's PARTITION BY where its columns exist (and, for an upsert, are in the key), MODE from the sink;
 a new field in its events widens it alone (``iceberg.tables.ensure_table``'s evolution). An upsert
-table deletes replaced rows by equality on its key (no key index to keep per table).
+table deletes replaced rows by position through its own key index (``sink.key_index``), or by
+equality with DELETE MODE = 'equality'; a table idle in a batch, with nothing staged, lets its
+writer and index go (``TableSink.release``), and the shards the index loads share one bounded
+cache (``index.task``), so memory follows the tables a batch holds, not the tables the sink has.
 """
 
 from __future__ import annotations
@@ -80,12 +83,13 @@ class TableSink(Committing):
         self.sink_id = runner.sink_id
         self.staging = Staging(runner.sink_dir / TABLES / quote(name, safe="") / "staging")
         self.progress = Progress()
+        self.recovered = False
         self.plan: SinkPlan = dataclasses.replace(runner.plan, table=name)
         self.table: Any = None
         self.writer: Any = None
         self.schema_key: Any = None  # the columns and key the table was last checked against
-        self.key_index = None
-        self.index = None
+        self.key_index: Any = None  # sink.key_index.SinkKeyIndex, open while the table is busy
+        self.remote = False  # a routed sink never runs on Spark Connect (``RoutedRunner.prepare``)
         self.dead_letters = None  # the sink's dead letters are committed by the sink
         self.dead_letter_count = 0
         self.maintainer = _NoMaintenance()
@@ -136,6 +140,42 @@ class TableSink(Committing):
     def committed_progress(self) -> int:
         return self.progress.committed
 
+    @property
+    def backend(self) -> Any:
+        return self.runner.backend
+
+    @property
+    def target(self) -> Any:
+        return self.runner.target
+
+    @property
+    def batch_started(self) -> float | None:
+        return self.runner.batch_started
+
+    @property
+    def index(self) -> Any:
+        """The key index (``index.store.Manifest``) of an upsert table deleting by position."""
+        return self.key_index.manifest if self.key_index is not None else None
+
+    @property
+    def position_deletes(self) -> bool:
+        return self.plan.mode is SinkMode.UPSERT and self.plan.delete_mode is DeleteMode.POSITION
+
+    def drop_batch_writer(self) -> Any:
+        """Forget the batch writer; the newest key index its batches wrote, if any."""
+        latest = getattr(self.writer, "manifest", None)
+        self.writer = None
+        return latest
+
+    def release(self) -> None:
+        """An idle table with nothing staged lets its writer and key index go (reopened from the
+        index's files when a change for it comes): memory follows the tables a batch has, not
+        all the tables the sink writes."""
+        if self.staging.pending():
+            return
+        self.writer = None
+        self.key_index = None
+
     def _update(self, **fields: Any) -> None:
         pass  # the sink's state row sums its tables (``RoutedRunner._update_totals``)
 
@@ -149,11 +189,12 @@ class TableSink(Committing):
             self.table = catalog.load_table((*self.plan.namespace, self.table_name))
         else:
             self.table = ensure_table(catalog, None, schema_json, self.plan)
-        if self.progress.committed < 0 and not self.staging.pending() and self.progress.staged_high < 0:
+        if not self.recovered:  # once: where the table stands, and what a crash left staged
             committed = committed_progress(
                 self.table, self.sink_id, self.version, name=self.name, table_name=self.plan.table_identifier
             )
             self.progress = recover(self.staging, committed)
+            self.recovered = True
 
     def conform(self, catalog: Any, piece: Any) -> None:
         """The table ready for ``piece``'s rows: created on first sight with its KEY and the
@@ -178,15 +219,14 @@ class TableSink(Committing):
             and (not upsert or p.source_column.lower() in {k.lower() for k in key})
         )
         self.plan = dataclasses.replace(
-            self.runner.plan,
-            table=self.table_name,
-            key=key if upsert else (),
-            partition_by=partition,
-            delete_mode=DeleteMode.EQUALITY,
+            self.runner.plan, table=self.table_name, key=key if upsert else (), partition_by=partition
         )
+        if self.staging.pending():
+            self.commit("batch")  # the staged batches first, written against the index as it was
         self.open(catalog, schema_json)
         self.schema_key = shape
         self.writer = None
+        self.key_index = None  # the index's key follows the table's (its shards hash the KEY's types)
 
     def batch_writer(self) -> Any:
         from icesql.engine.sink.batch import BatchWriter
@@ -196,6 +236,13 @@ class TableSink(Committing):
             relation = self.runner.relation
             assert relation is not None
             self.writer = BatchWriter.for_sink(self.plan, self.table, io, relation.name)
+            if self.position_deletes:
+                from icesql.engine.sink.key_index import SinkKeyIndex
+
+                if self.key_index is None:
+                    self.key_index = SinkKeyIndex(self)
+                    self.key_index.open()
+                self.writer = self.key_index.writer(self.writer)
         else:
             self.writer.use_io(io)
         return self.writer
@@ -499,6 +546,9 @@ class RoutedRunner(SinkRunner):
                 done += 1
                 if result is not None:
                     results.append(result)
+            for t in self.tables.values():
+                if t.table_name not in self.touched:
+                    t.release()
             if not results:
                 return None
             self.clock.committed()
