@@ -102,3 +102,16 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
     assert len(_table(tmp_path, "shop.customers").snapshots()) == 2
     snapshots = _table(tmp_path, "shop.orders").snapshots()
     assert len(snapshots) == 1 and snapshots[0].summary["icesql.progress"] == "0"
+
+
+def test_maintenance_of_a_routed_sinks_tables_is_refused_not_guessed(tmp_path: Path) -> None:
+    """``icesql maintain`` / ``compact`` of a routed sink says it is not built (one line); of
+    every sink, it leaves the routed one out."""
+    with _session(
+        tmp_path, "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
+    ) as s:
+        for step in (s.maintain, s.compact):
+            with pytest.raises(IcesqlError) as e:
+                step(["k"])
+            assert "writes many tables (TABLE '{table}')" in e.value.message and "\n" not in e.value.message
+        assert s.maintain() == [] and s.compact() == []
