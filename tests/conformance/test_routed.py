@@ -44,6 +44,7 @@ class Db:
         self.key = key
         self.lsn = 0
         self.tables: dict[str, list[tuple[str, str]]] = {}
+        self.appended: dict[str, int] = {}  # rows an APPEND sink writes: every change but deletes
         self.state: dict[str, dict[tuple[Any, ...], dict[str, Any]]] = {}
         for t in range(tables):
             self.add_table(f"t{t}")
@@ -68,6 +69,7 @@ class Db:
             else:
                 out.append(event("db", name, cols, self.key, "u" if old else "c", old, new, self.lsn)[1])
                 rows[key] = new
+                self.appended[name] = self.appended.get(name, 0) + 1
         return out
 
     def rows(self, name: str) -> int:
@@ -127,7 +129,8 @@ def test_routed_upserts_of_many_tables(spark: Any, tmp_path: Path, caplog: pytes
 
 def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """One topic holding three tables (Debezium's topic routing): each table's KEY is its records'
-    key, here composite; a message without a schema block is a dead letter, the others commit."""
+    key, here composite; a message without a schema block is a dead letter, the others commit. A
+    second sink appends the same changes to a table per ``{topic}`` and table."""
     from tests.support import kafka as K
 
     topic = "routed-many"
@@ -139,6 +142,9 @@ def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
         f"CREATE SOURCE cdc FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'debezium-json');"
         "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'db', TABLE = '{db}_{table}') "
         "MODE UPSERT WITH (ON ERROR = 'dead-letter');"
+        # the same changes appended, a table per topic and table (Debezium's topic routing)
+        "CREATE SINK raw FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'raw', TABLE = '{topic}__{table}') "
+        "WITH (ON ERROR = 'skip');"
     )
     db = Db(7, 3, ("a", "b"))
     for _ in range(2):
@@ -151,12 +157,15 @@ def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
             records.append((json.dumps(key).encode(), value.encode()))
         records.append((None, json.dumps({"op": "c", "after": {"a": 1}}).encode()))  # no schema block
         K.produce(noida.bootstrap, topic, records)
-        twins.run(["k"])
+        twins.run(["k", "raw"])
     for name in sorted(db.tables):
         here, there = twins.states(f"db.db_{name}")
         assert len(here.rows) == db.rows(name), name
         assert_same_tables(here, there, files=False)
         table = twins["spark"].table(f"db.db_{name}")
         assert [table.schema().find_field(i).name for i in table.schema().identifier_field_ids] == ["a", "b"]
+        appended, there = twins.states(f"raw.{topic}__{name}")
+        assert len(appended.rows) == db.appended[name], name
+        assert_same_tables(appended, there, files=False)
     letters = twins["in_process"].state("db.k_dead_letters", "reason, error")
     assert len(letters.rows) == 2 and all("no schema block" in r[1] for r in letters.rows)
