@@ -9,6 +9,7 @@ file and line. A table with nothing new in a batch gets no snapshot."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -96,9 +97,16 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
     write_json_lines(tmp_path / "cdc", "0.json", [customers(1, 1), orders])
     sink = "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
     with _session(tmp_path, sink) as s:
+        url = s.serve_metrics()
         s.run(once=True, sinks=["k"])
         write_json_lines(tmp_path / "cdc", "1.json", [customers(2, 3)])
         s.run(once=True, sinks=["k"])
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+            metrics = r.read().decode()
+    # the metrics say per table: customers twice, orders once
+    assert 'icesql_table_commits_total{sink="k",table="shop.customers"} 2.0' in metrics
+    assert 'icesql_table_commits_total{sink="k",table="shop.orders"} 1.0' in metrics
+    assert 'icesql_table_rows_committed_total{sink="k",table="shop.customers"} 2.0' in metrics
     assert len(_table(tmp_path, "shop.customers").snapshots()) == 2
     snapshots = _table(tmp_path, "shop.orders").snapshots()
     assert len(snapshots) == 1 and snapshots[0].summary["icesql.progress"] == "0"
