@@ -116,6 +116,7 @@ def sink_reports(store: CatalogStore, engine: Engine | None, observed: Sequence[
                 backlog_files=lv.get("backlog_files"),
                 backlog_bytes=lv.get("backlog_bytes"),
                 source_lag=lv.get("source_lag_partitions"),
+                tables=lv.get("tables"),
             )
         )
     return reports

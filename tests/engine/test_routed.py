@@ -103,6 +103,12 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
         s.run(once=True, sinks=["k"])
         with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
             metrics = r.read().decode()
+        with urllib.request.urlopen(f"{url}/status.json", timeout=10) as r:
+            (page,) = json.loads(r.read())["sinks"]
+    # the status page lists the tables under the sink
+    assert page["table"] == "shop.{table}"
+    # every table the sink knows, with this run's commits (the run found only customers new)
+    assert {t["table"]: t["commits"] for t in page["tables"]} == {"shop.customers": 1, "shop.orders": 0}
     # the metrics say per table: customers twice, orders once
     assert 'icesql_table_commits_total{sink="k",table="shop.customers"} 2.0' in metrics
     assert 'icesql_table_commits_total{sink="k",table="shop.orders"} 1.0' in metrics
