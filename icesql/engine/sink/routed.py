@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from icesql.engine.base.hooks import kill_point, mark
-from icesql.engine.base.wire import CONSUMED, DROPPED, FALLBACK
+from icesql.engine.base.wire import DROPPED, FALLBACK
 from icesql.engine.commit.policy import CommitClock
 from icesql.engine.commit.recovery import Progress, committed_progress, recover
 from icesql.engine.commit.staging import StagedBatch, Staging
@@ -276,7 +276,7 @@ class RoutedWriter:
     def __call__(self, changes: Any, spark_batch_id: int) -> list[dict[str, Any]]:
         from icesql.engine.backends.base import as_frame
         from icesql.engine.backends.local.frames import LocalFrame
-        from icesql.engine.sources.connect import split_messages
+        from icesql.engine.sources.connect import MESSAGE_ROW, split_messages
 
         r = self.runner
         batch_id = r.progress_base + int(spark_batch_id)
@@ -296,7 +296,7 @@ class RoutedWriter:
             except ExecutionError as e:
                 if r.plan.on_error is OnError.FAIL:
                     raise
-                r.bad_messages(messages, [(_row(messages, row), e.message) for row in piece.rows], batch_id)
+                r.bad_messages(messages, [(row[MESSAGE_ROW], e.message) for row in piece.rows], batch_id)
                 t.last_error = e.message
                 continue
             frame = LocalFrame.of_table(piece.arrow(), r.backend_parallelism)
@@ -304,14 +304,6 @@ class RoutedWriter:
             out += [{**row, "table": name} for row in rows]
             r.touched.add(name)
         return out
-
-
-def _row(messages: Any, change: dict[str, Any]) -> int:
-    """The row of ``messages`` a change was read from (by its position)."""
-    from icesql.engine.base.changelog import LINE
-
-    lines = messages.column(LINE).to_pylist()
-    return lines.index(change[LINE]) if change[LINE] in lines else 0
 
 
 class RoutedRunner(SinkRunner):
@@ -381,9 +373,7 @@ class RoutedRunner(SinkRunner):
     def _recover_tables(self) -> None:
         """Each table this sink staged into: its committed progress, and its staged batches
         committed (reason ``recovery``)."""
-        root = self.sink_dir / TABLES
-        names = sorted(unquote(p.name) for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        for name in names:
+        for name in table_names(self.sink_dir):
             t = self.table_sink(name)
             try:
                 t.open(self.catalog)
@@ -500,7 +490,6 @@ class RoutedRunner(SinkRunner):
             kill_point("staged", batch_id)
         fallbacks = sum(r["rows"] for r in rows if r["content"] == FALLBACK)
         self.fallback_files += fallbacks
-        _ = CONSUMED
 
     def _letters(self, batch_id: int) -> StagedBatch | None:
         """The batch's dead letters, staged in the sink's own staging (committed with the tables)."""

@@ -66,6 +66,9 @@ _DECIMAL = "org.apache.kafka.connect.data.Decimal"
 _WIDER = {("integer", "long"), ("float", "double")}
 
 
+MESSAGE_ROW = "__message_row"  # a change's row in the batch of messages (its dead letter's raw text)
+
+
 class MessageError(ValueError):
     """A message that cannot be read (its one-line reason)."""
 
@@ -241,7 +244,7 @@ def split_messages(
                 piece = out.tables[name] = TableSlice(name, key)
             elif key and piece.key and key != piece.key:
                 raise MessageError(f"its key ({', '.join(key)}) differs from ({', '.join(piece.key)})")
-            row = {OP: op, SEQ: seq, FILE: cols[FILE][i], BLK: cols[BLK][i], LINE: cols[LINE][i]}
+            row = {OP: op, SEQ: seq, FILE: cols[FILE][i], BLK: cols[BLK][i], LINE: cols[LINE][i], MESSAGE_ROW: i}
             for f in fields:
                 _merge(piece, f)
                 row[f.name] = _convert(f, image.get(f.name))
@@ -277,4 +280,4 @@ def _first_int(*values: Any) -> int | None:
     return None
 
 
-__all__ = ["ConnectField", "MessageError", "Split", "TableSlice", "connect_field", "split_messages"]
+__all__ = ["MESSAGE_ROW", "ConnectField", "MessageError", "Split", "TableSlice", "connect_field", "split_messages"]
