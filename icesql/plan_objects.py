@@ -359,9 +359,18 @@ class SinkPlan:
         return ".".join((*self.namespace, self.table))
 
     @property
+    def routed(self) -> bool:
+        """One sink, many tables: TABLE is a template (``icesql.routing``) filled per record."""
+        from icesql.routing import is_template
+
+        return is_template(self.table)
+
+    @property
     def dead_letter_identifier(self) -> tuple[str, ...]:
-        """The dead-letter table of ``ON ERROR = 'dead-letter'``, as (namespace..., table)."""
-        return self.dead_letter_table or (*self.namespace, f"{self.table}_dead_letters")
+        """The dead-letter table of ``ON ERROR = 'dead-letter'``, as (namespace..., table); a
+        routed sink's (one for all its tables) is named after the sink."""
+        base = self.name if self.routed else self.table
+        return self.dead_letter_table or (*self.namespace, f"{base}_dead_letters")
 
 
 

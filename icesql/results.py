@@ -54,6 +54,9 @@ class SinkStatus:
     source_lag: int | None = None  # KAFKA: records between the committed offsets and the log end
     file_format: str | None = None  # the data files' format (the sink's FORMAT, else its table's)
     readers: str | None = None  # which readers read that format (plan.FORMAT_READERS)
+    # the sink's table; a routed sink's row names its TABLE template, and a row per table it
+    # writes follows (live figures of this session's run: rows, commits, last commit, error)
+    table: str | None = None
 
 
 def show_secrets(objects: Iterable[Any]) -> Result:

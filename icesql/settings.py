@@ -211,7 +211,7 @@ TEST_TIMELINE = Setting(
 TEST_KILL_AT = Setting(
     "ICESQL_TEST_KILL_AT",
     None,
-    "`point[:batch],...`: SIGKILL the sink's process group at `write`, `staged` or `committed`",
+    "`point[:batch],...`: SIGKILL the sink's process group at `write`, `staged` or `committed` (a routed sink also at `table-staged` and `between-tables`)",
     test_only=True,
 )
 TEST_KILL_PGID = Setting(

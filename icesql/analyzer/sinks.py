@@ -53,6 +53,7 @@ from icesql.plan import (
     SinkPlan,
     SourcePlan,
 )
+from icesql.routing import TemplateError, is_template, parse_template
 from icesql.syntax.ast import AlterSink, ConnectionKind, CreateSink, Ident, Option, StringLit
 from icesql.syntax.ast import SinkMode as AstSinkMode
 
@@ -85,10 +86,14 @@ def analyze_sink(
         deps.append(("connection", name.name))
 
     namespace, table = _target(ctx, stmt)
+    routed = is_template(table)
+    if routed:
+        columns = None  # each table's columns come with its records
+    _check_routing(ctx, stmt, catalog, routed)
     key = _key(ctx, stmt, columns)
-    mode = _mode(ctx, stmt, key)
+    mode = _mode(ctx, stmt, key, routed=routed)
     partition = analyze_partition(ctx, stmt.partition_by, columns)
-    if mode is SinkMode.UPSERT:
+    if mode is SinkMode.UPSERT and not routed:
         check_upsert_partition(ctx, stmt.partition_by, partition, key, implicit=stmt.mode is None)
         _check_upsert_source(ctx, stmt, catalog, key)
 
@@ -295,6 +300,13 @@ def _target(ctx: Context, stmt: CreateSink) -> tuple[tuple[str, ...], str]:
         )
     if not tbl.strip():
         raise ctx.error("TABLE must not be empty", tbl_at)
+    if is_template(tbl):
+        try:
+            parse_template(tbl)
+        except TemplateError as e:
+            at = ctx.sub_span(tbl_at, e.start, e.end) if tbl_at is not None else None
+            raise ctx.error(e.message, at, e.hint) from None
+        return parts, tbl
     if "." in tbl:
         raise ctx.error(
             f"TABLE '{tbl}' must be a single name",
@@ -365,7 +377,43 @@ def _check_upsert_source(ctx: Context, stmt: CreateSink, catalog: CatalogView, k
         )
 
 
-def _mode(ctx: Context, stmt: CreateSink, key: tuple[str, ...]) -> SinkMode:
+def _check_routing(ctx: Context, stmt: CreateSink, catalog: CatalogView, routed: bool) -> None:
+    """A routed sink reads Debezium change events that carry their schemas (a 'debezium-json'
+    source without SCHEMA); such a source feeds only a routed sink."""
+    name = stmt.relation.dotted
+    source = catalog.get("source", name) if len(stmt.relation.parts) == 1 else None
+    carries = (
+        isinstance(source, SourcePlan)
+        and source.format is not None
+        and source.format.value == "debezium-json"
+        and not source.schema
+    )
+    if routed and not carries:
+        raise ctx.error(
+            f"a TABLE template routes Debezium change events whose messages carry their schemas, "
+            f"but {name} is not a 'debezium-json' source without SCHEMA",
+            stmt.relation,
+            f"read them with CREATE SOURCE {name} FROM KAFKA CONNECTION k (TOPIC = '...', "
+            "FORMAT = 'debezium-json'), or name one table in TABLE",
+        )
+    if carries and not routed:
+        raise ctx.error(
+            f"source {name} has no SCHEMA: its events carry one each, so it feeds a sink whose "
+            "TABLE is a template",
+            stmt.relation,
+            "write TABLE = '{table}' (one table per table of the database), or give the source a SCHEMA",
+        )
+
+
+def _mode(ctx: Context, stmt: CreateSink, key: tuple[str, ...], *, routed: bool = False) -> SinkMode:
+    if routed:  # each table's KEY is its records' key (the sink's KEY where a record has none)
+        if stmt.mode is AstSinkMode.APPEND and key:
+            raise ctx.error(
+                "MODE APPEND takes no KEY",
+                ctx.find(stmt, r"\bMODE\s+APPEND\b"),
+                "drop KEY to append every change, or use MODE UPSERT",
+            )
+        return SinkMode.UPSERT if stmt.mode is AstSinkMode.UPSERT or key else SinkMode.APPEND
     if stmt.mode is AstSinkMode.UPSERT:
         if not key:
             raise ctx.error(

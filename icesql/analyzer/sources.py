@@ -97,7 +97,9 @@ def analyze_source(ctx: Context, stmt: CreateSource, catalog: CatalogView | None
         )
     check_applies(ctx, opts, "format", fmt, "formats")
     columns, schema = _schema(ctx, opts)
-    if schema is None and fmt not in ("parquet", "orc"):
+    # a Debezium source without SCHEMA reads Kafka Connect JSON whose messages carry their schema
+    # (schemas.enable): it feeds a routed sink, one table per table of the database (issue 53)
+    if schema is None and fmt not in ("parquet", "orc", "debezium-json"):
         raise ctx.error(
             f"a '{fmt}' source needs SCHEMA (only parquet and orc files carry their own)",
             opts.node("FORMAT").value,
@@ -359,7 +361,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             opts.node("SCHEMA"),
             "leave SCHEMA out (the subject's latest schema gives the columns)",
         )
-    if fmt in _NEEDS_SCHEMA and schema is None and not registry.value:
+    if fmt in _NEEDS_SCHEMA and schema is None and not registry.value and fmt != "debezium-json":
         raise ctx.error(
             f"a '{fmt}' source needs SCHEMA", fmt_node, "add SCHEMA = 'id BIGINT, ts TIMESTAMP, v STRING'"
         )

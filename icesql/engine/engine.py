@@ -184,7 +184,12 @@ class Engine:
     def _runner(self, plan: SinkPlan, local: Any = None) -> Any:
         from icesql.engine.sink.runner import SinkRunner
 
-        return SinkRunner(
+        runner: Any = SinkRunner
+        if plan.routed:  # one sink, many tables (issue 53)
+            from icesql.engine.sink.routed import RoutedRunner
+
+            runner = RoutedRunner
+        return runner(
             plan,
             spark=None if local is not None else self.spark,
             home=self.home,
@@ -266,6 +271,7 @@ class Engine:
         """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
         from icesql.engine.maintenance.compact import compact_table
 
+        _refuse_routed(plan, "compact")
         target = self.target(plan)
         table = target.load_table()
         return compact_table(
@@ -278,6 +284,7 @@ class Engine:
         staged batches of this home's sinks name are never taken for orphans."""
         from icesql.engine.maintenance import MaintenanceRun, maintain_table, sink_policy, staged_files
 
+        _refuse_routed(plan, "maintain")
         policy = sink_policy(plan)
         if not policy.automatic:
             return MaintenanceRun(sink=plan.name, table=plan.table_identifier, dry_run=dry_run, off=True)
@@ -494,3 +501,13 @@ def _preimport() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the real import reports it where it matters
             log.debug("pre-import of %s failed", name, exc_info=True)
+
+
+def _refuse_routed(plan: SinkPlan, what: str) -> None:
+    """A routed sink (TABLE a template, issue 53) has no one table to maintain: not built yet."""
+    if plan.routed:
+        raise ExecutionError(
+            f"sink {plan.name} writes many tables (TABLE '{plan.table}'): icesql {what} of a routed "
+            "sink's tables is not built yet",
+            hint="maintain a table with a sink of its own, or with Spark's Iceberg procedures",
+        )

@@ -131,6 +131,19 @@ class SinkMetrics:
             ["sink", "step"],
             registry=r,
         )
+        # a sink writing many tables (TABLE a template, issue 53): each table's own figures
+        self.table_rows = Counter(
+            "icesql_table_rows_committed",
+            "Rows committed to each table of the sink (data files); a sink writing many tables has one per table.",
+            ["sink", "table"],
+            registry=r,
+        )
+        self.table_commits = Counter(
+            "icesql_table_commits",
+            "Iceberg commits to each table of the sink; a sink writing many tables has one per table.",
+            ["sink", "table"],
+            registry=r,
+        )
         ProcessCollector(registry=r)
 
     # ----------------------------------------------------------------- SinkListener
@@ -147,6 +160,8 @@ class SinkMetrics:
         self.data_files.labels(s).inc(event.data_files)
         self.delete_files.labels(s).inc(event.delete_files)
         self.commits.labels(s, event.reason).inc()
+        self.table_rows.labels(s, event.table).inc(event.rows)
+        self.table_commits.labels(s, event.table).inc()
         self.duration.labels(s).observe(event.duration)
         if event.attempts > 1:
             self.conflicts.labels(s).inc(event.attempts - 1)

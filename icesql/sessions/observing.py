@@ -50,9 +50,29 @@ def statuses(store: CatalogStore, live: dict[str, dict[str, Any]]) -> list[SinkS
                 source_lag=lv.get("source_lag"),
                 file_format=(fmt := lv.get("file_format") or getattr(P.plan_from_dict(obj.definition), "format", None)),
                 readers=P.FORMAT_READERS.get(fmt) if fmt else None,
+                table=getattr(P.plan_from_dict(obj.definition), "table_identifier", None),
             )
         )
+        out += [_table_status(out[-1], t) for t in lv.get("tables") or ()]
     return out
+
+
+def _table_status(sink: SinkStatus, t: dict[str, Any]) -> SinkStatus:
+    """One table of a routed sink (issue 53), under its sink's row."""
+    return SinkStatus(
+        name=sink.name,
+        state=sink.state,
+        rows_committed=int(t.get("rows_committed") or 0),
+        bytes_committed=int(t.get("bytes_committed") or 0),
+        files_committed=int(t.get("files_committed") or 0),
+        commits=int(t.get("commits") or 0),
+        last_commit_at=t.get("last_commit_at"),
+        last_snapshot_id=t.get("last_snapshot_id"),
+        last_error=t.get("last_error"),
+        file_format=sink.file_format,
+        readers=sink.readers,
+        table=t.get("table"),
+    )
 
 
 def sink_reports(store: CatalogStore, engine: Engine | None, observed: Sequence[str]) -> list[SinkReport]:
@@ -60,7 +80,9 @@ def sink_reports(store: CatalogStore, engine: Engine | None, observed: Sequence[
     from icesql.observe.health import SinkReport
 
     live = live_rows(engine)
-    by_name = {s.name: s for s in statuses(store, live)}
+    by_name: dict[str, SinkStatus] = {}
+    for s in statuses(store, live):
+        by_name.setdefault(s.name, s)  # the sink's own row; a routed sink's table rows follow it
     reports = []
     for name in list(observed):
         obj = store.get_object("sink", name)
@@ -94,6 +116,7 @@ def sink_reports(store: CatalogStore, engine: Engine | None, observed: Sequence[
                 backlog_files=lv.get("backlog_files"),
                 backlog_bytes=lv.get("backlog_bytes"),
                 source_lag=lv.get("source_lag_partitions"),
+                tables=lv.get("tables"),
             )
         )
     return reports

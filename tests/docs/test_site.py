@@ -251,6 +251,32 @@ def test_the_getting_started_kafka_pipeline_runs_against_a_broker(tmp_path: Path
     assert [tuple(r) for r in result.rows] == [(1000, sum(i / 4 for i in range(1000)))]
 
 
+def test_the_many_tables_example_runs(tmp_path: Path) -> None:
+    """The create-sink page's routed sink (one sink, many tables), over files of Debezium events
+    of two tables with their schemas: run once, each table holds its rows' final state."""
+    from tests.support.connect_events import event
+
+    (script,) = [s for s in steps(SITE / "sql" / "create-sink.md") if "inventory_sink" in s.sql]
+    data = tmp_path / "data" / "inventory"
+    data.mkdir(parents=True)
+    customers = [("id", "int"), ("name", "string")]
+    orders = [("id", "long"), ("amount", "decimal")]
+    lines = [
+        event("inventory", "customers", customers, ["id"], "c", None, {"id": 1, "name": "ann"}, 1)[1],
+        event("inventory", "orders", orders, ["id"], "c", None, {"id": 7, "amount": 2.5}, 2)[1],
+        event("inventory", "customers", customers, ["id"], "u", {"id": 1, "name": "ann"}, {"id": 1, "name": "bo"}, 3)[1],
+    ]
+    (data / "0.json").write_text("\n".join(lines) + "\n")
+    with icesql.Session(home=tmp_path / "home") as session:
+        session.execute("CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = './warehouse');", base_dir=tmp_path)
+        session.execute(script.sql, base_dir=tmp_path)
+        session.run(once=True)
+        (c,) = session.execute("SELECT id, name FROM lake.inventory.app_customers", base_dir=tmp_path)
+        (o,) = session.execute("SELECT id, amount FROM lake.inventory.app_orders", base_dir=tmp_path)
+    assert [tuple(r) for r in c.rows] == [(1, "bo")]
+    assert [(r[0], str(r[1])) for r in o.rows] == [(7, "2.50")]
+
+
 # ------------------------------------------------------------------------------------- README
 
 README = ROOT / "README.md"

@@ -64,6 +64,11 @@ class Frame(Protocol):
         """The frame's rows as dicts (small rows only: the files a task wrote)."""
         ...
 
+    def arrow(self) -> Any:
+        """The frame's rows as one Arrow table in this process (a routed sink reads each message
+        with its own schema here: a batch of messages, not a table's rows)."""
+        ...
+
 
 class Backend(Protocol):
     """Where a sink's batches run."""

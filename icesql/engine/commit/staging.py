@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,20 @@ class StagedBatch:
     dead_letter_files: tuple[str, ...] = ()
     dead_letters: int = 0
     dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of_files(cls, batch_id: int, rows: Sequence[Mapping[str, Any]], **fields: Any) -> StagedBatch:
+        """The entry of batch ``batch_id`` whose written files are ``rows`` (the writers' file rows:
+        content 0 a data file, else a delete file), with ``fields`` besides."""
+        return cls(
+            batch_id=batch_id,
+            data_files=tuple(r["file"] for r in rows if r["content"] == 0),
+            delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
+            rows=sum(r["rows"] for r in rows if r["content"] == 0),
+            deletes=sum(r["rows"] for r in rows if r["content"] != 0),
+            bytes=sum(r["bytes"] for r in rows),
+            **fields,
+        )
 
     @property
     def files(self) -> int:

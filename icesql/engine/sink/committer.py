@@ -87,14 +87,10 @@ class Committing:
         rows = [r for r in rows if r["content"] >= 0]
         if not rows and not letter_files:
             return None
-        return StagedBatch(
+        return StagedBatch.of_files(
+            batch_id,
+            rows,
             **consumed,
-            batch_id=batch_id,
-            data_files=tuple(r["file"] for r in rows if r["content"] == 0),
-            delete_files=tuple(r["file"] for r in rows if r["content"] != 0),
-            rows=sum(r["rows"] for r in rows if r["content"] == 0),
-            deletes=sum(r["rows"] for r in rows if r["content"] != 0),
-            bytes=sum(r["bytes"] for r in rows),
             skipped=skipped,
             dead_letter_files=tuple(letter_files),
             dead_letters=letters,

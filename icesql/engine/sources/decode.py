@@ -41,6 +41,10 @@ class SourceFormat:
     # columns brings new ones (NewColumnsError); with a declared SCHEMA, extra columns are not
     # part of the source and are left out, as Spark's reader does
     inferred: bool = False
+    # debezium-json without SCHEMA: each event carries its schema (Kafka Connect JSON with
+    # schemas.enable); its messages are kept whole (``MESSAGE_COLUMNS``) for a routed sink to
+    # decode per table (``sources.connect``)
+    messages: bool = False
 
     def row_schema(self) -> pa.Schema:
         return arrow_schema(self.row_schema_json)
@@ -118,6 +122,21 @@ class NewColumnsError(Exception):
 # Only a miss matters, and it cannot drop anything: an event read without its wrapper has no op,
 # which sends the file to Spark's path (below).
 WRAPPED_PAYLOAD = re.compile(rb'"payload"\s*:\s*\{')
+
+
+MESSAGE_COLUMNS = ("key", "value")  # the rows of a source whose events carry their schemas
+
+
+def message_batch(
+    keys: pa.Array | None, values: pa.Array, position: Mapping[str, pa.Array]
+) -> pa.RecordBatch:
+    """Whole messages (their key and value as text) with the changelog columns, ``__op`` and
+    ``__seq`` left null: the routed sink reads them from each event (``sources.connect``)."""
+    n = len(values)
+    rows = pa.RecordBatch.from_arrays(
+        [keys if keys is not None else pa.nulls(n, pa.string()), values], names=list(MESSAGE_COLUMNS)
+    )
+    return changelog_batch(rows, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64()), position)
 
 
 def debezium_envelope(row: pa.DataType) -> pa.StructType:

@@ -141,6 +141,16 @@ def declared_row_schema(spark: Any, plan: SourcePlan) -> Any:
     return None
 
 
+def message_schema() -> Any:
+    """The Spark schema of a source whose events carry their schemas (debezium-json without
+    SCHEMA): each message's key and value as text (``decode.MESSAGE_COLUMNS``)."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from icesql.engine.sources.decode import MESSAGE_COLUMNS
+
+    return StructType([StructField(n, StringType()) for n in MESSAGE_COLUMNS])
+
+
 def row_schema_on(backend: Any, plan: SourcePlan) -> Any:
     """``declared_row_schema`` on a ``backends.base.Backend``: built in Python with the session's
     timestamp type where that is certain, else by Spark's parser (``Backend.spark_for``)."""

@@ -3,6 +3,7 @@ CREATE CONNECTION s3 TO AWS (ACCESS KEY ID = 'AK', SECRET ACCESS KEY = SECRET sk
 CREATE CONNECTION cat TO ICEBERG CATALOG (TYPE = 'local');
 CREATE SOURCE orders FROM FILES 'orders' (FORMAT = 'json', SCHEMA = 'order_id BIGINT, sku STRING, amount DECIMAL(10,2), region STRING, ts TIMESTAMP, ts_ntz TIMESTAMP_NTZ, d DATE, flag BOOLEAN, price DOUBLE, tags ARRAY<STRING>, ts_day INT');
 CREATE SINK existing FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'sales', TABLE = 'orders');
+CREATE SOURCE dbz FROM FILES 'cdc' (FORMAT = 'debezium-json');
 
 -- case: unknown_catalog_connection
 CREATE SINK s FROM orders TO ICEBERG CATALOG ca (NAMESPACE = 'n', TABLE = 't');
@@ -102,3 +103,15 @@ CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') 
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 't');
 -- case: dead_letter_table_empty_level
 CREATE SINK s FROM orders TO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't') WITH (ON ERROR = 'dead-letter', DEAD LETTER TABLE = 'n..bad');
+-- case: routed_unknown_placeholder
+CREATE SINK s FROM dbz INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 'cdc_{tabel}');
+-- case: routed_dot_in_template
+CREATE SINK s FROM dbz INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = '{db}.{table}');
+-- case: routed_unbalanced_brace
+CREATE SINK s FROM dbz INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = '{table');
+-- case: routed_from_a_source_with_schema
+CREATE SINK s FROM orders INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = '{table}');
+-- case: schemaless_debezium_into_one_table
+CREATE SINK s FROM dbz INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = 't');
+-- case: routed_append_with_key
+CREATE SINK s FROM dbz INTO ICEBERG CATALOG cat (NAMESPACE = 'n', TABLE = '{table}') KEY (id) MODE APPEND;

@@ -113,6 +113,9 @@ class LocalFrame:
     def rows(self) -> list[dict[str, Any]]:
         return [r for g in self.groups for b in g for r in b.to_pylist()]
 
+    def arrow(self) -> Any:
+        return self.table()
+
 
 def arrow_schema_of(schema: Any) -> Any:
     """The Arrow schema of a Spark ``StructType``, for a frame no task wrote a batch to (None for a

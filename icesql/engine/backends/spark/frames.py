@@ -61,6 +61,9 @@ class SparkFrame:
     def rows(self) -> list[dict[str, Any]]:
         return [r.asDict() for r in self.df.collect()]
 
+    def arrow(self) -> Any:
+        return self.df.toArrow()
+
 
 class SparkBackend:
     """A sink's batches on a Spark session (classic, or Spark Connect)."""

@@ -27,6 +27,7 @@ from icesql.engine.sources.decode import (
     debezium_events,
     is_blank,
     json_batch,
+    message_batch,
     to_batch,
 )
 from icesql.engine.sources.files.pieces import Piece
@@ -57,6 +58,12 @@ def decode(piece: Piece, source: SourceFormat, fs: Any, path_in_fs: str) -> Iter
             yield json_batch(chunk.data, source)
     elif source.format == "csv":
         yield from _csv(piece, source, fs, path_in_fs)
+    elif source.format == "debezium-json" and source.messages:
+        line = 0
+        for chunk in _lines(piece, fs, path_in_fs):
+            batch = _messages(chunk.data, piece, line)
+            line += batch.num_rows
+            yield batch
     elif source.format == "debezium-json":
         line = 0
         for chunk in _lines(piece, fs, path_in_fs):
@@ -319,6 +326,19 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
         LINE: pa.array(range(first_line, first_line + n), pa.int64()),
     }
     return changelog_batch(rows, op, seq, position)
+
+
+def _messages(data: bytes, piece: Piece, first_line: int) -> pa.RecordBatch:
+    """The events of ``data`` whole, one per non-blank line (as the JSON reader counts lines)."""
+    lines = [ln for ln in data.split(b"\n") if not is_blank(ln)]
+    n = len(lines)
+    position = {
+        FILE: pa.array([piece.path] * n, pa.string()),
+        BLK: pa.array([piece.start] * n, pa.int64()),
+        LINE: pa.array(range(first_line, first_line + n), pa.int64()),
+    }
+    values = pa.array([ln.decode("utf-8", "replace").strip() for ln in lines], pa.string())
+    return message_batch(None, values, position)
 
 
 __all__ = ["decode"]

@@ -58,6 +58,8 @@ class FilesProgress(SourceProgress):
 
         if not settings.ARROW_PATH.enabled():
             return "ICESQL_ARROW_PATH is off"
+        if sink.routed:  # each table's rows are decoded and written in this process (``sink.routed``)
+            return None
         if not source.schema:
             # a Parquet or ORC source's schema comes from its files' footers (``relation.footer_*_schema``);
             # a KEY's types are known only once they are read, here for a local directory

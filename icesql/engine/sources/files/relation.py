@@ -17,7 +17,13 @@ from typing import Any
 from icesql.engine.base.changelog import BLK, CORRUPT, FILE, LINE, OP, SEQ
 from icesql.engine.base.wire import CONSUMED, clip_text, short_path
 from icesql.engine.sources.guard import RecordGuard, letter_accumulators, on_error_policy, skip_counter
-from icesql.engine.sources.relation import Relation, declared_row_schema, first_line, row_schema_on
+from icesql.engine.sources.relation import (
+    Relation,
+    declared_row_schema,
+    first_line,
+    message_schema,
+    row_schema_on,
+)
 from icesql.errors import ExecutionError
 from icesql.plan import CleanSource, OnError, SourceFormat, SourcePlan
 
@@ -625,7 +631,11 @@ def arrow_files_relation(backend: Any, plan: SourcePlan, policy: OnError, bindin
     fmt = plan.format or SourceFormat.JSON
     row_schema = row_schema_on(backend, plan)
     inferred = row_schema is None
-    if row_schema is None:
+    messages = row_schema is None and fmt is SourceFormat.DEBEZIUM_JSON
+    if messages:
+        row_schema = message_schema()  # each event carries its schema: a routed sink's source
+        inferred = False
+    elif row_schema is None:
         if fmt is SourceFormat.PARQUET:
             row_schema = footer_parquet_schema(plan, binding.io_properties)
         elif fmt is SourceFormat.ORC:
@@ -643,6 +653,7 @@ def arrow_files_relation(backend: Any, plan: SourcePlan, policy: OnError, bindin
         session_tz=binding.session_tz,
         options=opts,
         inferred=inferred,
+        messages=messages,
     )
     source_format.check_supported()
     location = Location(plan.path or "", dict(binding.io_properties))

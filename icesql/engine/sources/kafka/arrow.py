@@ -71,6 +71,12 @@ class KafkaArrowSource:
         changes = envelope in (KafkaEnvelope.UPSERT, KafkaEnvelope.DEBEZIUM)
         return changes or self.plan.format is SourceFormat.DEBEZIUM_JSON
 
+    @property
+    def messages(self) -> bool:
+        """Debezium's JSON without SCHEMA: each event carries its schema, and the rows are the
+        records' keys and values whole, for a routed sink to decode per table."""
+        return self.plan.format is SourceFormat.DEBEZIUM_JSON and self.value_schema_json is None
+
     def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
         from icesql.engine.sources.pieces import PiecesBatchWriter
 
@@ -102,6 +108,8 @@ class KafkaArrowSource:
         registry = self.value_registry is not None or self.key_registry is not None
         if self.changelog or registry:
             cols.update(("topic", "partition", "offset"))  # a change's position, a bad record's name
+        if self.messages:
+            cols.add("key")  # a routed sink's table is keyed by the record key
         if spec.envelope is KafkaEnvelope.UPSERT or registry:
             cols.add("key")
         if registry:
@@ -198,6 +206,15 @@ class KafkaArrowSource:
         if not upsert and (fmt in JSON_VALUES or registry) and pc.any(tomb).as_py():
             records = records.filter(pc.invert(tomb))  # a tombstone carries no row
             value, tomb = records.column("value"), pc.is_null(records.column("value"))
+        if self.messages:
+            from icesql.engine.sources.decode import message_batch
+
+            position = {
+                FILE: records.column("topic"),
+                BLK: records.column("partition").cast(pa.int64()),
+                LINE: records.column("offset"),
+            }
+            return message_batch(_utf8(records.column("key")), _utf8(value), position)
         decoded = key = None
         if registry or self.key_registry is not None:
             records, decoded, key = self._registered(records)

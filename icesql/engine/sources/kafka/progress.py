@@ -102,6 +102,8 @@ class KafkaProgress(SourceProgress):
         rows = local_row_schema(source, session.timestamp_type)
         if rows is None:
             return "its records are decoded by Spark (a format or SCHEMA Spark parses)"
+        if sink.routed:  # each table's rows are decoded and written in this process (``sink.routed``)
+            return None
         return key_hashable(rows, sink.key)
 
     @property

@@ -238,6 +238,10 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
         # a tombstone (ENVELOPE UPSERT) or a delete's image leaves the value's columns null
         changes = spec.envelope is not KafkaEnvelope.NONE
         fields += [StructField(f.name, f.dataType, True) if changes else f for f in row_struct(plan, "value").fields]
+    elif fmt is SourceFormat.DEBEZIUM_JSON and not plan.schema:
+        from icesql.engine.sources.relation import message_schema
+
+        fields += message_schema().fields  # each event carries its schema: a routed sink's source
     elif fmt in JSON_VALUES:
         value = struct_from_ddl(plan.schema or "", timestamp_type)
         if value is None:

@@ -1,0 +1,131 @@
+"""A routed sink's bad input and its idle tables, in this process (issue 53; both executors run
+the same routing code: tests/conformance/test_routed.py, tests/kafka/test_routed_crash.py).
+
+Bad input never stops the other tables under ON ERROR = 'dead-letter': a message without a schema
+block, a template resolving to a name that is no table name, a record with no key for an upsert
+table; with ON ERROR = 'fail' (the default) the first one fails the sink in one line naming the
+file and line. A table with nothing new in a batch gets no snapshot."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import icesql
+from icesql.errors import IcesqlError
+from tests.support.connect_events import event
+from tests.support.pipeline_helpers import load_table, write_json_lines
+from tests.support.readers import read_duckdb
+
+CUSTOMERS = [("id", "int"), ("name", "string")]
+ORDERS = [("oid", "long"), ("amount", "decimal")]
+
+
+def _session(tmp_path: Path, sink: str) -> Any:
+    s = icesql.Session(home=tmp_path / "home")
+    s.execute(
+        f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / 'wh'}');"
+        f"CREATE SOURCE cdc FROM FILES '{tmp_path / 'cdc'}' (FORMAT = 'debezium-json');" + sink
+    )
+    return s
+
+
+def _table(tmp_path: Path, name: str) -> Any:
+    return load_table(tmp_path / "home", name, warehouse=tmp_path / "wh", catalog_name="lake")
+
+
+def test_bad_messages_are_dead_letters_and_the_other_tables_are_written(tmp_path: Path) -> None:
+    lines = [
+        event("shop", "customers", CUSTOMERS, ["id"], "c", None, {"id": 1, "name": "a"}, 1)[1],
+        json.dumps({"op": "c", "after": {"id": 2}}),  # no schema block
+        event("shop", "bad.name", CUSTOMERS, ["id"], "c", None, {"id": 3, "name": "c"}, 2)[1],
+        event("shop", "orders", ORDERS, ["oid"], "c", None, {"oid": 9, "amount": 1.25}, 3)[1],  # no id: no key
+        event("shop", "customers", CUSTOMERS, ["id"], "u", {"id": 1, "name": "a"}, {"id": 1, "name": "b"}, 4)[1],
+    ]
+    write_json_lines(tmp_path / "cdc", "0.json", lines)
+    with _session(
+        tmp_path,
+        "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}') "
+        "KEY (id) MODE UPSERT WITH (ON ERROR = 'dead-letter');",
+    ) as s:
+        s.run(once=True, sinks=["k"])
+        (status,) = s.execute("SHOW SINK STATUS k")
+    assert status.rows[0][1] == "stopped"
+    assert read_duckdb(_table(tmp_path, "shop.customers").metadata_location) == [(1, "b")]
+    letters = _table(tmp_path, "shop.k_dead_letters").scan().to_arrow().to_pylist()
+    errors = sorted(r["error"] for r in letters)
+    assert len(errors) == 3, errors
+    assert any("has no schema block" in e for e in errors)
+    assert any("resolves to 'bad.name', which is not a table name: it holds '.'" in e for e in errors)
+    assert any("table shop.orders gets a record with no key" in e for e in errors)
+    assert all(r["record"] in (1, 2, 3) for r in letters)  # their lines in the file
+
+
+def test_a_message_without_a_schema_fails_the_sink_in_one_line(tmp_path: Path) -> None:
+    write_json_lines(tmp_path / "cdc", "0.json", [json.dumps({"payload": {"op": "c"}})])
+    with _session(
+        tmp_path, "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
+    ) as s:
+        with pytest.raises(IcesqlError) as e:
+            s.run(once=True, sinks=["k"])
+    message = e.value.message
+    assert "\n" not in message
+    assert "0.json at 0" in message and "has no schema block" in message
+
+
+def test_topic_of_a_files_source_names_no_table(tmp_path: Path) -> None:
+    write_json_lines(
+        tmp_path / "cdc", "0.json", [event("shop", "customers", CUSTOMERS, ["id"], "c", None, {"id": 1, "name": "a"}, 1)[1]]
+    )
+    with _session(
+        tmp_path, "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{topic}');"
+    ) as s:
+        with pytest.raises(IcesqlError) as e:
+            s.run(once=True, sinks=["k"])
+    assert "the record has no {topic} for TABLE '{topic}'" in e.value.message
+
+
+def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
+    def customers(i: int, lsn: int) -> str:
+        return event("shop", "customers", CUSTOMERS, ["id"], "c", None, {"id": i, "name": "x"}, lsn)[1]
+
+    orders = event("shop", "orders", ORDERS, ["oid"], "c", None, {"oid": 1, "amount": 2.0}, 2)[1]
+    write_json_lines(tmp_path / "cdc", "0.json", [customers(1, 1), orders])
+    sink = "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
+    with _session(tmp_path, sink) as s:
+        url = s.serve_metrics()
+        s.run(once=True, sinks=["k"])
+        write_json_lines(tmp_path / "cdc", "1.json", [customers(2, 3)])
+        s.run(once=True, sinks=["k"])
+        with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+            metrics = r.read().decode()
+        with urllib.request.urlopen(f"{url}/status.json", timeout=10) as r:
+            (page,) = json.loads(r.read())["sinks"]
+    # the status page lists the tables under the sink
+    assert page["table"] == "shop.{table}"
+    # every table the sink knows, with this run's commits (the run found only customers new)
+    assert {t["table"]: t["commits"] for t in page["tables"]} == {"shop.customers": 1, "shop.orders": 0}
+    # the metrics say per table: customers twice, orders once
+    assert 'icesql_table_commits_total{sink="k",table="shop.customers"} 2.0' in metrics
+    assert 'icesql_table_commits_total{sink="k",table="shop.orders"} 1.0' in metrics
+    assert 'icesql_table_rows_committed_total{sink="k",table="shop.customers"} 2.0' in metrics
+    assert len(_table(tmp_path, "shop.customers").snapshots()) == 2
+    snapshots = _table(tmp_path, "shop.orders").snapshots()
+    assert len(snapshots) == 1 and snapshots[0].summary["icesql.progress"] == "0"
+
+
+def test_maintenance_of_a_routed_sinks_tables_is_refused_not_guessed(tmp_path: Path) -> None:
+    """``icesql maintain`` / ``compact`` of a routed sink says it is not built (one line); of
+    every sink, it leaves the routed one out."""
+    with _session(
+        tmp_path, "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
+    ) as s:
+        for step in (s.maintain, s.compact):
+            with pytest.raises(IcesqlError) as e:
+                step(["k"])
+            assert "writes many tables (TABLE '{table}')" in e.value.message and "\n" not in e.value.message
+        assert s.maintain() == [] and s.compact() == []
