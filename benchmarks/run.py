@@ -89,6 +89,7 @@ class Config:
         self.tables: int = a.tables or (10 if q else 100)
         self.table_changes: int = a.table_changes or (2_000 if q else 20_000)
         self.tables_source_options: str = a.tables_source_options
+        self.tables_sink_options: str = a.tables_sink_options
         lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
         self.kafka_latency: tuple[int, float] | None = (5000, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
@@ -554,9 +555,11 @@ def section_tables(cfg: Config) -> dict[str, Any]:
         "routed_files": d.routed_files, "routed_mb": round(d.routed_bytes / 2**20, 1),
         "per_table_mb": round(d.per_table_bytes / 2**20, 1), "expected_rows": sum(d.expected_rows.values()),
         "columns_min_max": [min(len(c) for c in d.columns.values()), max(len(c) for c in d.columns.values())],
-        "path": d.path, "generate_seconds": d.generate_seconds, "source_options": cfg.tables_source_options}}
-    runners = (("icesql_routed", lambda wd: T.icesql_routed(d, wd, cfg.spark_conf, cfg.tables_source_options)),
-               ("icesql_separate", lambda wd: T.icesql_separate(d, wd, cfg.spark_conf, cfg.tables_source_options)),
+        "path": d.path, "generate_seconds": d.generate_seconds, "source_options": cfg.tables_source_options,
+        "sink_options": cfg.tables_sink_options}}
+    so, sk = cfg.tables_source_options, cfg.tables_sink_options
+    runners = (("icesql_routed", lambda wd: T.icesql_routed(d, wd, cfg.spark_conf, so, sink_options=sk)),
+               ("icesql_separate", lambda wd: T.icesql_separate(d, wd, cfg.spark_conf, so, sink_options=sk)),
                ("spark35_merge_tables", lambda wd: T.spark_merge(d, wd, cfg.spark_conf)))
     for name, fn in runners:
         if name in cfg.skip:
@@ -938,7 +941,8 @@ def _tables_markdown(tb: dict[str, Any]) -> list[str]:
             f"half reusing deleted keys, 10 % deletes): {_fmt(d.get('events'))} Debezium events, "
             f"{d.get('routed_mb')} MB as Kafka Connect JSON with schemas ({d.get('routed_files')} files, every table "
             f"interleaved), {d.get('per_table_mb')} MB as plain Debezium JSON (a file per table); "
-            f"{_fmt(d.get('expected_rows'))} rows at the end. Source options: `{d.get('source_options') or '-'}`. "
+            f"{_fmt(d.get('expected_rows'))} rows at the end. Source options: `{d.get('source_options') or '-'}`, sink options: "
+            f"`{d.get('sink_options') or '-'}`. "
             "Every run a fresh process, one after the other; seconds = the whole process (JVM start included); "
             "memory = peak RSS of the process tree in MB; verified = tables whose row count and checksum equal "
             "the replay's (Iceberg Java reads each).", "",
@@ -1402,6 +1406,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables-source-options", default="",
                     help="extra options of every icesql source of the tables section, e.g. "
                          "\"MAX BYTES PER TRIGGER = '256MiB'\" (default none)")
+    ap.add_argument("--tables-sink-options", default="",
+                    help="the WITH options of every icesql sink of the tables section, e.g. "
+                         "\"COMMIT INTERVAL = '10m'\" (default none: every batch commits)")
     ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
                     help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")

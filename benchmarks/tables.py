@@ -381,18 +381,22 @@ def _connection(wh: Path) -> str:
     return f"CREATE CONNECTION IF NOT EXISTS cat TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');\n"
 
 
-def routed_script(d: TablesDataset, path: Path, wh: Path, source_options: str = "") -> Path:
+def _with(sink_options: str) -> str:
+    return f" WITH ({sink_options})" if sink_options else ""
+
+
+def routed_script(d: TablesDataset, path: Path, wh: Path, source_options: str = "", sink_options: str = "") -> Path:
     """One source of every table's events (no SCHEMA: they carry theirs), one routed upsert sink."""
     opts = f", {source_options}" if source_options else ""
     path.write_text(
         _connection(wh)
         + f"CREATE SOURCE IF NOT EXISTS cdc FROM FILES '{d.routed_dir}' (FORMAT = 'debezium-json'{opts});\n"
         + "CREATE SINK IF NOT EXISTS k FROM cdc INTO ICEBERG CATALOG cat (NAMESPACE = 'db', TABLE = '{table}')\n"
-        + "  KEY (id) MODE UPSERT;\n")
+        + f"  KEY (id) MODE UPSERT{_with(sink_options)};\n")
     return path
 
 
-def separate_script(d: TablesDataset, path: Path, wh: Path, source_options: str = "") -> Path:
+def separate_script(d: TablesDataset, path: Path, wh: Path, source_options: str = "", sink_options: str = "") -> Path:
     """A source (declared SCHEMA) and an upsert sink per table, in one script."""
     opts = f", {source_options}" if source_options else ""
     parts = [_connection(wh)]
@@ -400,7 +404,7 @@ def separate_script(d: TablesDataset, path: Path, wh: Path, source_options: str 
         parts.append(f"CREATE SOURCE IF NOT EXISTS s_{n} FROM FILES '{d.per_table_dir(n)}' "
                      f"(FORMAT = 'debezium-json', SCHEMA = '{d.ddl[n]}'{opts});\n"
                      f"CREATE SINK IF NOT EXISTS k_{n} FROM s_{n} INTO ICEBERG CATALOG cat "
-                     f"(NAMESPACE = 'db', TABLE = '{n}') KEY (id) MODE UPSERT;\n")
+                     f"(NAMESPACE = 'db', TABLE = '{n}') KEY (id) MODE UPSERT{_with(sink_options)};\n")
     path.write_text("".join(parts))
     return path
 
@@ -417,26 +421,26 @@ def _icesql(name: str, d: TablesDataset, workdir: Path, script: Path, conf: dict
 
 
 def icesql_routed(d: TablesDataset, workdir: Path, conf: dict[str, str] | None = None,
-                  source_options: str = "", timeout: float = 7200) -> dict[str, Any]:
+                  source_options: str = "", timeout: float = 7200, sink_options: str = "") -> dict[str, Any]:
     """(a) ``icesql --home <fresh> run routed.sql --once``: one source, one routed sink."""
     wh = workdir / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
-    script = routed_script(d, workdir / "routed.sql", wh, source_options)
+    script = routed_script(d, workdir / "routed.sql", wh, source_options, sink_options)
     r = _icesql("icesql_routed", d, workdir, script, conf, timeout)
     r["engine"] = "icesql run --once: one FILES debezium-json source without SCHEMA, one routed upsert sink"
-    r["source_options"] = source_options
+    r["source_options"], r["sink_options"] = source_options, sink_options
     return r
 
 
 def icesql_separate(d: TablesDataset, workdir: Path, conf: dict[str, str] | None = None,
-                    source_options: str = "", timeout: float = 7200) -> dict[str, Any]:
+                  source_options: str = "", timeout: float = 7200, sink_options: str = "") -> dict[str, Any]:
     """(b) ``icesql --home <fresh> run separate.sql --once``: a source and upsert sink per table."""
     wh = workdir / "warehouse"
     wh.mkdir(parents=True, exist_ok=True)
-    script = separate_script(d, workdir / "separate.sql", wh, source_options)
+    script = separate_script(d, workdir / "separate.sql", wh, source_options, sink_options)
     r = _icesql("icesql_separate", d, workdir, script, conf, timeout)
     r["engine"] = f"icesql run --once: {d.tables} FILES debezium-json sources with SCHEMA, {d.tables} upsert sinks"
-    r["source_options"] = source_options
+    r["source_options"], r["sink_options"] = source_options, sink_options
     return r
 
 
