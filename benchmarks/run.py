@@ -38,11 +38,12 @@ from benchmarks import baselines as B  # noqa: E402
 from benchmarks import datagen  # noqa: E402
 
 SECTIONS = ["append", "e2e", "upsert", "index", "streaming", "commit", "scaling", "views", "frontend", "kafka",
-            "kafka_avro", "formats"]
+            "kafka_avro", "formats", "tables"]
 # run without --only: every section but formats (12 more 10M-row writes, 36 with --repeat 3; its
 # Parquet cells repeat the append section's icesql vs Spark+Iceberg Java) and kafka_avro (13M Avro
 # records produced one AvroSerializer call at a time, half an hour): ask for them by name
-DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("formats", "kafka_avro")]
+# and tables (issue 53: 100 tables x 20k changes by three runners, each table verified: an hour)
+DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("formats", "kafka_avro", "tables")]
 FILE_FORMATS = ("parquet", "orc", "avro")
 VERDICT = {True: "met", False: "MISSED", None: "n/a"}
 RAW_PARQUET = ("spark4_parquet", "spark35_parquet", "pyarrow_parquet")
@@ -84,6 +85,11 @@ class Config:
                                            if a.kafka_avro_flat_records is not None
                                            else [10_000, 50_000] if q else [1_000_000, 10_000_000])
         self.kafka_avro_broker: str = a.kafka_avro_broker
+        # tables (issue 53): N tables x M changes each
+        self.tables: int = a.tables or (10 if q else 100)
+        self.table_changes: int = a.table_changes or (2_000 if q else 20_000)
+        self.tables_source_options: str = a.tables_source_options
+        self.tables_sink_options: str = a.tables_sink_options
         lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
         self.kafka_latency: tuple[int, float] | None = (5000, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
@@ -533,11 +539,51 @@ def section_kafka_avro(cfg: Config) -> dict[str, Any]:
                               keep=cfg.keep, broker_kind=cfg.kafka_avro_broker)
 
 
+def section_tables(cfg: Config) -> dict[str, Any]:
+    """One sink, many tables (issue 53): N tables' Debezium changes (``benchmarks/tables.py``) by
+    (a) ``icesql run --once`` of one routed upsert sink over one source of every table's events,
+    (b) ``icesql run --once`` of N sources and N upsert sinks in one script, (c) one Spark 3.5 +
+    Iceberg Java process creating each table from its base and MERGE INTO its changes; fresh
+    processes one after the other, then every table of each checked against the replay."""
+    from benchmarks import tables as T
+
+    n, m = cfg.tables, cfg.table_changes
+    _say(f"tables: generating {n} tables x {m:,} changes (cached)")
+    d = T.generate(cfg.data / f"tables-{n}x{m}", n, m)
+    out: dict[str, Any] = {"dataset": {
+        "tables": d.tables, "changes_per_table": d.changes, "base_keys_per_table": d.base, "events": d.events,
+        "routed_files": d.routed_files, "routed_mb": round(d.routed_bytes / 2**20, 1),
+        "per_table_mb": round(d.per_table_bytes / 2**20, 1), "expected_rows": sum(d.expected_rows.values()),
+        "columns_min_max": [min(len(c) for c in d.columns.values()), max(len(c) for c in d.columns.values())],
+        "path": d.path, "generate_seconds": d.generate_seconds, "source_options": cfg.tables_source_options,
+        "sink_options": cfg.tables_sink_options}}
+    so, sk = cfg.tables_source_options, cfg.tables_sink_options
+    runners = (("icesql_routed", lambda wd: T.icesql_routed(d, wd, cfg.spark_conf, so, sink_options=sk)),
+               ("icesql_separate", lambda wd: T.icesql_separate(d, wd, cfg.spark_conf, so, sink_options=sk)),
+               ("spark35_merge_tables", lambda wd: T.spark_merge(d, wd, cfg.spark_conf)))
+    for name, fn in runners:
+        if name in cfg.skip:
+            continue
+        wd = cfg.work / f"tables-{name}"
+        shutil.rmtree(wd, ignore_errors=True)
+        load_before = round(os.getloadavg()[0], 1)
+        r = fn(wd)
+        r.update({"name": name, "load_before": load_before, "load_after": round(os.getloadavg()[0], 1)})
+        _say(f"tables {name}: {_brief(r)}")
+        if "verify" not in cfg.skip:
+            r = T.verify(d, r, wd)
+            _say(f"tables {name} verified: {r.get('verified') or r.get('error')}")
+        r.pop("metadata", None)
+        out[name] = r
+        _clean(cfg, wd)
+    return out
+
+
 SECTION_FUNCS: dict[str, Callable[[Config], dict[str, Any]]] = {
     "append": section_append, "e2e": section_e2e, "upsert": section_upsert, "index": section_index,
     "streaming": section_streaming, "commit": section_commit, "scaling": section_scaling,
     "views": section_views, "frontend": section_frontend, "kafka": section_kafka,
-    "kafka_avro": section_kafka_avro, "formats": section_formats,
+    "kafka_avro": section_kafka_avro, "formats": section_formats, "tables": section_tables,
 }
 
 
@@ -655,6 +701,9 @@ KAFKA_P50_S, KAFKA_P99_S = 1.5, 3.0  # issue 35: produce-to-snapshot latency at 
 # issue 52: icesql from Avro through the registry >= 2x one process of confluent-kafka + AvroDeserializer
 # + pyarrow Parquet, and >= the same records as JSON through icesql
 KAFKA_AVRO_VS_BASELINE, KAFKA_AVRO_VS_JSON = 2.0, 1.0
+# issue 53: one routed sink's wall time <= 0.2x of N separate sinks', its peak RSS <= 2 GB, and >= 3x
+# Spark + Iceberg Java MERGE INTO per table
+TABLES_VS_SEPARATE, TABLES_PEAK_MB, TABLES_VS_MERGE = 0.2, 2048, 3.0
 
 
 def _append_ratios(ap_name: str, ap: dict[str, Any]) -> list[dict[str, Any]]:
@@ -790,6 +839,7 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
                                    hi, lo, _pss_ratio, "-", None, ok=_has_pss))
     rows += _kafka_ratios(sections.get("kafka") or {})
     rows += _kafka_avro_ratios(sections.get("kafka_avro") or {})
+    rows += _tables_ratios(sections.get("tables") or {})
     fe = sections.get("frontend", {})
     if fe:
         floor = fe.get("python_startup_floor")
@@ -846,6 +896,58 @@ def _kafka_ratios(kf: dict[str, Any]) -> list[dict[str, Any]]:
                                   "MAXIMUM PERIOD = '1s' (absolute)", "goal": f"<= {limit:g} s",
                          "sides": "icesql_latency", "value": v, "met": (v <= limit) if v is not None else None})
     return rows
+
+
+def _tables_ratios(tb: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 53's goals; a side whose tables did not equal the replay is an error (no figure)."""
+    if not tb or tb.get("status") in ("error", "n/a"):
+        return []
+    routed, sep, merge = _get(tb, "icesql_routed"), _get(tb, "icesql_separate"), _get(tb, "spark35_merge_tables")
+    n = (tb.get("dataset") or {}).get("tables", "N")
+    rows = [_ratio_row(f"tables: one routed sink's wall time / {n} separate sinks' (lower is better)", routed, sep,
+                       _time_ratio, f"<= {TABLES_VS_SEPARATE:g}x", lambda v: v <= TABLES_VS_SEPARATE),
+            {"ratio": "tables: one routed sink's peak RSS, MB (absolute)", "goal": f"<= {TABLES_PEAK_MB} MB",
+             "sides": "icesql_routed", "value": routed.get("peak_rss_mb") if _has_mem(routed) else None,
+             "met": (routed["peak_rss_mb"] <= TABLES_PEAK_MB) if _has_mem(routed) else None},
+            _ratio_row(f"tables: one routed sink vs Spark+Iceberg Java MERGE INTO per table ({n} tables, one process)",
+                       routed, merge, _speed, f">= {TABLES_VS_MERGE:g}x", lambda v: v >= TABLES_VS_MERGE),
+            _ratio_row(f"tables: (context) {n} separate sinks vs MERGE INTO per table", sep, merge, _speed, "-", None),
+            _ratio_row("tables: (context) routed sink peak memory / separate sinks'", routed, sep, _mem_ratio, "-",
+                       None, ok=_has_mem),
+            _ratio_row("tables: (context) routed sink peak memory / MERGE INTO's", routed, merge, _mem_ratio, "-",
+                       None, ok=_has_mem)]
+    for row in rows:
+        for side in (routed, sep, merge):
+            if _wrong_output(side) and side.get("name") in row["sides"]:
+                row["sides"] += f" ({side.get('name')}: {side['error'][:160]})"
+                if side is routed:
+                    row["met"] = False
+    return rows
+
+
+def _tables_markdown(tb: dict[str, Any]) -> list[str]:
+    d = tb.get("dataset") or {}
+    rows = []
+    for k, r in tb.items():
+        if k == "dataset" or not isinstance(r, dict):
+            continue
+        note = r.get("error") or r.get("warning") or ""
+        rows.append([k, r.get("status"), r.get("seconds", r.get("unverified_seconds")), _mem(r),
+                     r.get("tables_verified"), r.get("rows_in_tables"), r.get("in_process_seconds"),
+                     f"{r.get('load_before')} -> {r.get('load_after')}", str(note)[:120]])
+    return ["", "### One sink, many tables (absolute)", "",
+            f"{d.get('tables')} tables of {d.get('columns_min_max')} columns, each {_fmt(d.get('base_keys_per_table'))} "
+            f"base keys (snapshot events) + {_fmt(d.get('changes_per_table'))} changes (70 % updates, 20 % inserts "
+            f"half reusing deleted keys, 10 % deletes): {_fmt(d.get('events'))} Debezium events, "
+            f"{d.get('routed_mb')} MB as Kafka Connect JSON with schemas ({d.get('routed_files')} files, every table "
+            f"interleaved), {d.get('per_table_mb')} MB as plain Debezium JSON (a file per table); "
+            f"{_fmt(d.get('expected_rows'))} rows at the end. Source options: `{d.get('source_options') or '-'}`, sink options: "
+            f"`{d.get('sink_options') or '-'}`. "
+            "Every run a fresh process, one after the other; seconds = the whole process (JVM start included); "
+            "memory = peak RSS of the process tree in MB; verified = tables whose row count and checksum equal "
+            "the replay's (Iceberg Java reads each).", "",
+            _table(["run", "status", "seconds", "peak RSS MB", "tables verified", "rows", "in-process s",
+                    "load 1-min before -> after", "note"], rows)]
 
 
 def _kafka_avro_ratios(ka: dict[str, Any]) -> list[dict[str, Any]]:
@@ -1108,6 +1210,9 @@ def render_markdown(res: dict[str, Any]) -> str:
     ka = secs.get("kafka_avro")
     if isinstance(ka, dict) and ka.get("dataset"):
         out += _kafka_avro_markdown(ka)
+    tb = secs.get("tables")
+    if isinstance(tb, dict) and tb.get("dataset"):
+        out += _tables_markdown(tb)
     fe = secs.get("frontend")
     if fe:
         out += ["", "### Front-end (absolute)", "",
@@ -1294,6 +1399,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-avro-broker", default="noida", choices=("noida", "tansu"),
                     help="the kafka_avro section's broker (default noida-db, as the kafka section; tansu: "
                          "tansu 0.6.0 on memory://)")
+    ap.add_argument("--tables", type=int, default=None,
+                    help="tables of the tables section (issue 53; default 100, --quick 10)")
+    ap.add_argument("--table-changes", type=int, default=None,
+                    help="changes per table of the tables section (default 20k, --quick 2k; plus a base of a quarter)")
+    ap.add_argument("--tables-source-options", default="",
+                    help="extra options of every icesql source of the tables section, e.g. "
+                         "\"MAX BYTES PER TRIGGER = '256MiB'\" (default none)")
+    ap.add_argument("--tables-sink-options", default="",
+                    help="the WITH options of every icesql sink of the tables section, e.g. "
+                         "\"COMMIT INTERVAL = '10m'\" (default none: every batch commits)")
     ap.add_argument("--pss", type=float, default=None, metavar="SECONDS",
                     help="also sample the process tree's PSS every SECONDS (costs the measured run CPU: off by default)")
     ap.add_argument("--conf", action="append", default=[], help="extra Spark setting key=value (every Spark run)")
