@@ -40,3 +40,28 @@ def test_the_sessions_driver_jvm_collects_with_the_serial_collector(spark: Any) 
     archive = options.split(quiet, 1)[1].split()
     assert archive[0].startswith("-XX:SharedArchiveFile=") and archive[0].endswith(".jsa"), options
     assert "sharing" in jvm.java.lang.System.getProperty("java.vm.info")
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_writes_to_this_process_never_to_its_callers_output(spark: Any) -> None:
+    """The driver JVM's standard output and error are pipes this process reads and passes on,
+    never the caller's own: the first driver JVM of an install writes the class archive as it
+    exits, after icesql has exited (10-15 s), and a JVM holding the caller's output kept a
+    caller reading it (``subprocess.run(capture_output=True)``, CI, cron) waiting for that
+    (benchmarks/README.md, "The first Spark run")."""
+    import os
+
+    pid = int(spark.sparkContext._jvm.ProcessHandle.current().pid())
+    read_here = set()  # the pipes this process holds open for reading
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            flags = next(x for x in open(f"/proc/self/fdinfo/{fd}").read().splitlines() if x.startswith("flags:"))
+        except (OSError, StopIteration):
+            continue
+        if int(flags.split()[1], 8) & 3 == os.O_RDONLY:
+            read_here.add(target)
+    for fd in (1, 2):
+        target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        assert target.startswith("pipe:"), (fd, target)
+        assert target in read_here, f"the JVM's fd {fd} ({target}) is not read by this process"

@@ -230,7 +230,8 @@ def get_spark(
             builder = builder.master(url)
         for k, v in settings.items():
             builder = builder.config(k, v)
-        with _jvm_banner_filter(active=log_level.upper() != "DEBUG" and not url.startswith("sc://")):
+        local_jvm = not url.startswith("sc://")
+        with _jvm_output(local=local_jvm, filter_banners=local_jvm and log_level.upper() != "DEBUG"):
             session = builder.getOrCreate()
         if not url.startswith("sc://"):
             try:
@@ -260,37 +261,52 @@ _JVM_BANNERS = (
 
 
 @contextlib.contextmanager
-def _jvm_banner_filter(*, active: bool) -> Iterator[None]:
-    """Start the JVM with its standard error behind a filter that drops ``_JVM_BANNERS`` and
-    passes everything else on (the JVM keeps the pipe for its whole life; this process's own
-    standard error is restored at once)."""
-    if not active:
+def _jvm_output(*, local: bool, filter_banners: bool) -> Iterator[None]:
+    """Start the JVM with its standard output and error behind pipes that a thread of this
+    process passes on to its own (the JVM keeps them for its whole life; this process's own
+    are restored at once). ``filter_banners``: standard error's ``_JVM_BANNERS`` are dropped.
+
+    Standard output goes through a pipe too, though Spark hardly writes there, because the JVM
+    may outlive this process: the first driver JVM of an install writes the class archive as it
+    exits (``jvm_archive``, 10-15 s on two cores, after icesql has exited). A JVM holding the
+    caller's own standard output kept a caller reading it (``subprocess.run(capture_output=
+    True)``, a CI step, cron mailing the output) waiting for that archive; behind a pipe, the
+    caller's output closes as icesql exits (benchmarks/README.md, "The first Spark run")."""
+    if not local:
         yield
         return
+    relays: list[tuple[int, tuple[bytes, ...] | None]] = [(1, None)]
+    if filter_banners:
+        relays.append((2, _JVM_BANNERS))
+    saved: list[tuple[int, int]] = []
     try:
-        sys.stderr.flush()
-        read_fd, write_fd = os.pipe()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no fd 2 (embedded interpreters): nothing to filter
-        yield
-        return
-    os.dup2(write_fd, 2)
-    os.close(write_fd)
-
-    def forward() -> None:
-        with os.fdopen(read_fd, "rb", buffering=0) as pipe:
-            for line in iter(pipe.readline, b""):
-                if not line.startswith(_JVM_BANNERS):
-                    try:
-                        os.write(saved, line)
-                    except OSError:
-                        return
-
-    threading.Thread(target=forward, name="icesql-jvm-stderr", daemon=True).start()
+        for fd, drop in relays:
+            (sys.stdout if fd == 1 else sys.stderr).flush()
+            read_fd, write_fd = os.pipe()
+            original = os.dup(fd)
+            os.dup2(write_fd, fd)
+            os.close(write_fd)
+            saved.append((fd, original))
+            threading.Thread(
+                target=_forward, args=(read_fd, original, drop), name=f"icesql-jvm-fd{fd}", daemon=True
+            ).start()
+    except (OSError, ValueError):  # no such fd (embedded interpreters): the JVM inherits it as is
+        pass
     try:
         yield
     finally:
-        os.dup2(saved, 2)
+        for fd, original in saved:
+            os.dup2(original, fd)
+
+
+def _forward(read_fd: int, to: int, drop: tuple[bytes, ...] | None) -> None:
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        for line in iter(pipe.readline, b""):
+            if drop is None or not line.startswith(drop):
+                try:
+                    os.write(to, line)
+                except OSError:
+                    return
 
 
 def parallelism(spark: Any) -> int:
