@@ -129,3 +129,16 @@ def test_maintenance_of_a_routed_sinks_tables_is_refused_not_guessed(tmp_path: P
                 step(["k"])
             assert "writes many tables (TABLE '{table}')" in e.value.message and "\n" not in e.value.message
         assert s.maintain() == [] and s.compact() == []
+
+
+def test_the_routed_sinks_no_maintenance_offers_every_hook_a_maintainer_does() -> None:
+    """The runner calls the maintainer's public hooks; a routed sink's stand-in must have them all
+    (a hook added to ``Maintainer`` and missing here fails a routed sink at start or stop)."""
+    import inspect
+
+    from icesql.engine.sink.maintainer import Maintainer
+    from icesql.engine.sink.routed import _NoMaintenance
+
+    hooks = {n for n, m in inspect.getmembers(Maintainer) if not n.startswith("_") and callable(m)}
+    assert "at_start" in hooks and "at_stop" in hooks
+    assert hooks - set(dir(_NoMaintenance)) == set()

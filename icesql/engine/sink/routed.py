@@ -49,10 +49,16 @@ TABLES = "tables"  # <sink dir>/tables/<quoted table name>/staging
 
 
 class _NoMaintenance:
-    """A routed sink's tables are not maintained by the sink (yet): ``icesql maintain`` does it."""
+    """A routed sink's tables are not maintained (yet: neither by the sink nor by ``icesql
+    maintain``, which refuses a routed sink). Every hook ``sink.maintainer.Maintainer`` offers the
+    runner, doing nothing (``test_routed`` checks that none is missing)."""
 
     runs = 0
     last = None
+
+    def at_start(self) -> None: ...
+
+    def at_stop(self) -> None: ...
 
     def after_commit(self) -> None: ...
 
