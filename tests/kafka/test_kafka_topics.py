@@ -5,17 +5,16 @@ start, and outlives a deleted one; a running sink does so on both executors.
 
 Topic deletion runs on noida-db only: tansu deletes topics, but its metadata answers afterwards
 crash librdkafka (confluent-kafka 2.16, librdkafka 2.16.0: a SIGSEGV in
-``rd_kafka_metadata_cache_find`` on its main thread) in every client that had fetched the topic -
-the planner's consumer and the kept readers alike - so no process reading a tansu topic survives
-that topic's deletion (see ``test_tansu_deletion_is_not_survivable``).
+``rd_kafka_metadata_cache_find`` on its main thread) in a client that had fetched the topic - the
+planner's consumer and the kept readers alike - whatever it reads next: 7 times in 8 tries here
+(a consumer that read the topic, the topic deleted, the consumer then reading another topic or the
+deleted one for 8 s), so a process reading a tansu topic rarely survives that topic's deletion.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -169,38 +168,6 @@ def test_a_deleted_topic_leaves_the_offsets_with_one_line(
         assert caplog.text.count(f"topic '{doomed}' is gone (deleted): left out of the offsets") == 2
     finally:
         reader.stop()
-
-
-def test_tansu_deletion_is_not_survivable(tmp_path: Path) -> None:
-    """Why topic deletion is tested on noida-db only: on tansu, a client that had fetched a topic
-    dies of SIGSEGV (in librdkafka) once the topic is deleted, whatever it reads next. Should a
-    later tansu or librdkafka fix it, this fails, and the deletion tests can run on tansu too."""
-    reason = K.missing_reason("tansu")
-    if reason:
-        pytest.skip(reason)
-    script = f"""
-import sys, time
-sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-from tests.support import kafka as K
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
-with K.broker("tansu", {str(tmp_path / "tansu")!r}) as b:
-    K.create_topic(b.bootstrap, "gone", 1)
-    K.create_topic(b.bootstrap, "kept", 1)
-    K.produce(b.bootstrap, "gone", [b"x"])
-    c = Consumer({{"bootstrap.servers": b.bootstrap, "group.id": "g", "enable.partition.eof": True}})
-    c.assign([TopicPartition("gone", 0, 0)]); c.consume(10, timeout=3); c.unassign()
-    admin = AdminClient({{"bootstrap.servers": b.bootstrap}})
-    admin.delete_topics(["gone"], operation_timeout=10)["gone"].result(10)
-    time.sleep(0.5)
-    c.assign([TopicPartition("kept", 0, 0)])
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
-        c.consume(10, timeout=0.5)
-    print("survived", flush=True)
-"""
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, text=True)
-    assert done.returncode == -11 and "survived" not in done.stdout, (done.returncode, done.stdout[-500:])
 
 
 # ------------------------------------------------------------------------------- a running sink
