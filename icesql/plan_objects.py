@@ -136,7 +136,7 @@ class KafkaSourceSpec:
     (FORMAT, SCHEMA, ON ERROR and MAX BYTES PER TRIGGER stay on ``SourcePlan``)."""
 
     connection: str  # the KAFKA connection
-    topic: str
+    topic: str  # TOPIC; '' for a source of many topics (``topics`` or ``topic_pattern``)
     start_offset: str = "earliest"  # 'earliest' | 'latest': where a new sink starts
     start_timestamp_ms: int | None = None  # START TIMESTAMP: the first offset at or after it
     envelope: KafkaEnvelope = KafkaEnvelope.NONE
@@ -160,6 +160,12 @@ class KafkaSourceSpec:
     subject_name_strategy: str = field(default="topic", metadata=OMIT_AT_DEFAULT)
     value_record_name: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     key_record_name: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    # Many topics, one source: TOPICS (a list) or TOPIC PATTERN (every topic whose whole name the
+    # regular expression matches, Python's ``re.fullmatch``), listed again every
+    # ``topic_refresh`` seconds (TOPIC METADATA REFRESH INTERVAL; None: the engine's default)
+    topics: tuple[str, ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
+    topic_pattern: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
+    topic_refresh: float | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     # The subject each half's schema is registered under (VALUE SUBJECT / KEY SUBJECT, else the
     # strategy's), and the schema captured at CREATE SOURCE: the subject's latest version then.
     # Rows are read as this schema (the reader schema); records written with another version of
@@ -175,6 +181,25 @@ class KafkaSourceSpec:
     key_schema_version: int | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     key_schema_text: str | None = field(default=None, metadata=OMIT_AT_DEFAULT)
     key_referenced: tuple[tuple[str, str], ...] = field(default=(), metadata=OMIT_AT_DEFAULT)
+
+    @property
+    def many_topics(self) -> bool:
+        """TOPICS or TOPIC PATTERN (a TOPICS list of one included): records carry their topic, and
+        the offsets are kept per topic (Spark's Kafka source's form)."""
+        return bool(self.topics) or self.topic_pattern is not None
+
+    def describe_topics(self) -> str:
+        return describe_topics(self.topic, self.topics, self.topic_pattern)
+
+
+def describe_topics(topic: str | None, topics: tuple[str, ...], pattern: str | None) -> str:
+    """What a Kafka source reads, for messages: "topic 'a'", "topics 'a', 'b'", "the topics
+    matching 'x'"."""
+    if pattern is not None:
+        return f"the topics matching '{pattern}'"
+    if topics:
+        return "topics " + ", ".join(f"'{t}'" for t in topics)
+    return f"topic '{topic}'"
 
 
 @dataclass(frozen=True)

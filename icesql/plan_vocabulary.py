@@ -116,6 +116,7 @@ class KafkaMetadata(enum.Enum):
     OFFSET = "offset"  # bigint
     TIMESTAMP = "timestamp"  # timestamp (the record's, as the broker gives it)
     HEADERS = "headers"  # array<struct<key:string,value:binary>>
+    TOPIC = "topic"  # string (a source of many topics has it without asking: ``KafkaSourceSpec``)
 
 
 class SinkMode(enum.Enum):

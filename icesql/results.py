@@ -268,7 +268,8 @@ def object_summary(d: P.ObjectPlan) -> str:
     if isinstance(d, P.SourcePlan):
         if d.kafka is not None:
             registry = f", schemas from {d.kafka.registry}" if d.kafka.registry else ""
-            return f"topic {d.kafka.topic} on {d.kafka.connection}{registry}"
+            what = d.kafka.describe_topics() if d.kafka.many_topics else f"topic {d.kafka.topic}"
+            return f"{what} on {d.kafka.connection}{registry}"
         return d.path or (f"{d.rows_per_second} rows/s" if d.rows_per_second else "-")
     if isinstance(d, P.ViewPlan):
         return ", ".join(d.depends_on) or "-"

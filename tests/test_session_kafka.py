@@ -5,6 +5,7 @@ recorder: ``tests/kafka`` runs it against real brokers)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,15 +138,47 @@ def test_the_sasl_password_never_shows(session: icesql.Session, caplog: pytest.L
         assert PASSWORD not in text
 
 
+def test_sources_of_many_topics_are_shown_described_and_recreated(session: icesql.Session, tmp_path: Path) -> None:
+    session.execute(
+        "CREATE SOURCE shards FROM KAFKA CONNECTION k (TOPICS = ('orders.eu', 'orders.us'), FORMAT = 'json', "
+        "SCHEMA = 'id BIGINT') INCLUDE PARTITION;"
+        "CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC PATTERN 'db1\\.inv\\..*', TOPIC REFRESH '5s', "
+        "FORMAT = 'text') INCLUDE TOPIC AS t;"
+    )
+    (sources,) = session.execute("SHOW SOURCES")
+    rows = {r[0]: r[2] for r in sources.rows}
+    assert rows["shards"] == "topics 'orders.eu', 'orders.us' on k"
+    assert rows["cdc"] == "the topics matching 'db1\\.inv\\..*' on k"
+    props = dict(session.execute("DESCRIBE shards")[0].rows)
+    assert props["columns"] == "id bigint, partition int, topic string"  # the records' topic, unasked
+    assert props["kafka.topics"] == "orders.eu, orders.us"
+    assert "kafka.topic" not in props and "kafka.topic_pattern" not in props
+    props = dict(session.execute("DESCRIBE cdc")[0].rows)
+    assert props["columns"] == "value string, t string"
+    assert props["kafka.topic_pattern"] == "db1\\.inv\\..*"
+    assert props["kafka.topic_refresh"] == 5.0
+    (conn,) = session.execute("SHOW CREATE CONNECTION k")
+    shown = {n: session.execute(f"SHOW CREATE SOURCE {n}")[0].rows[0][1] for n in ("shards", "cdc")}
+    assert shown["cdc"] == (
+        "CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC PATTERN = 'db1\\.inv\\..*', TOPIC REFRESH = '5s', "
+        "FORMAT = 'text') INCLUDE TOPIC AS t"
+    )
+    with icesql.Session(home=tmp_path / "again") as s:
+        s.execute(f"CREATE SECRET kafka_pw AS '{PASSWORD}'")
+        s.execute(conn.rows[0][1] + ";\n" + ";\n".join(shown.values()))
+        for n in shown:
+            assert s.store.get_object("source", n).definition == session.store.get_object("source", n).definition
+
+
 class _Checks:
     """Stands for ``validate_kafka_connection``: records what would have been checked."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, str | None, str]] = []
+        self.calls: list[tuple[str, tuple[str, ...], str]] = []
 
-    def __call__(self, plan: P.KafkaConnectionPlan, *, secrets: Any, topic: str | None = None) -> list[str]:
+    def __call__(self, plan: P.KafkaConnectionPlan, *, secrets: Any, topics: Sequence[str] = ()) -> list[str]:
         password = secrets(plan.sasl_password.name) if plan.sasl_password is not None else ""
-        self.calls.append((plan.name, topic, password))
+        self.calls.append((plan.name, tuple(topics), password))
         return []
 
 
@@ -167,10 +200,10 @@ def test_validate_checks_the_connection_and_the_topic(tmp_path: Path, checks: _C
             "CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text')"
         )
         # a script is checked whole before it is applied: the secret comes from the script
-        assert checks.calls == [("k", None, PASSWORD), ("k", "orders", PASSWORD)]
+        assert checks.calls == [("k", (), PASSWORD), ("k", ("orders",), PASSWORD)]
         s.execute("CREATE SOURCE s2 FROM KAFKA CONNECTION k (TOPIC = 'refunds', FORMAT = 'bytes')")
         s.execute("VALIDATE CONNECTION k")
-        assert checks.calls[2:] == [("k", "refunds", PASSWORD), ("k", None, PASSWORD)]
+        assert checks.calls[2:] == [("k", ("refunds",), PASSWORD), ("k", (), PASSWORD)]
         # WITH (VALIDATE = false): neither the connection nor its sources' topics are checked
         s.execute(
             "CREATE CONNECTION quiet TO KAFKA (BROKER = 'h:9092') WITH (VALIDATE = false);"
@@ -178,13 +211,19 @@ def test_validate_checks_the_connection_and_the_topic(tmp_path: Path, checks: _C
         )
         assert len(checks.calls) == 4
         s.execute("VALIDATE CONNECTION quiet")  # asked for: checked
-        assert checks.calls[-1] == ("quiet", None, "")
+        assert checks.calls[-1] == ("quiet", (), "")
+        # TOPICS: every topic is checked; TOPIC PATTERN: the brokers only (it may match no topic yet)
+        s.execute(
+            "CREATE SOURCE many FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'), FORMAT = 'text');"
+            "CREATE SOURCE pat FROM KAFKA CONNECTION k (TOPIC PATTERN = 'a.*', FORMAT = 'text')"
+        )
+        assert checks.calls[-2:] == [("k", ("a", "b"), PASSWORD), ("k", (), PASSWORD)]
     with icesql.Session(home=tmp_path / "other", validate=False) as s:
         s.execute(
             "CREATE CONNECTION k TO KAFKA (BROKER = 'h:9092');"
             "CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'x', FORMAT = 'text')"
         )
-    assert len(checks.calls) == 5
+    assert len(checks.calls) == 7
 
 
 def test_a_failed_check_stores_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -192,11 +231,11 @@ def test_a_failed_check_stores_nothing(tmp_path: Path, monkeypatch: pytest.Monke
 
     reachable: list[str] = []
 
-    def refuse(plan: P.KafkaConnectionPlan, *, secrets: Any, topic: str | None = None) -> list[str]:
+    def refuse(plan: P.KafkaConnectionPlan, *, secrets: Any, topics: Sequence[str] = ()) -> list[str]:
         if plan.brokers[0] not in reachable:
             raise ExecutionError("broker unreachable", hint="check it")
-        if topic is not None:
-            raise ExecutionError(f"unknown topic '{topic}'", hint="create it first")
+        if topics:
+            raise ExecutionError(f"unknown topic '{topics[0]}'", hint="create it first")
         return []
 
     monkeypatch.setattr(connection, "validate_kafka_connection", refuse)

@@ -17,6 +17,7 @@ from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connection_kinds import expect_connection
 from icesql.analyzer.diagnostics import Context
 from icesql.analyzer.options import Collected, InlineSecrets, OptionTable, collect, secret_deps
+from icesql.analyzer.topics import Topics
 from icesql.errors import AnalysisError
 from icesql.plan import (
     Column,
@@ -104,11 +105,13 @@ def registry_halves(
     ctx: Context,
     opts: Collected,
     catalog: CatalogView | None,
-    topic: str,
+    topics: Topics,
     fmt: str,
     key_format: str | None,
 ) -> RegistryHalves:
-    """Check a Kafka source's registry options; the subjects its halves' schemas are under."""
+    """Check a Kafka source's registry options; the subjects its halves' schemas are under. A
+    source of many topics reads one schema (its relation has one set of columns): a subject named
+    with VALUE SUBJECT, or by the record's name, not one per topic."""
     registry = opts.get_str("SCHEMA REGISTRY")
     for name, given in (("FORMAT", fmt), ("KEY FORMAT", key_format)):
         if registry is None and given in _REGISTRY_ONLY:
@@ -161,12 +164,20 @@ def registry_halves(
             )
         subject = opts.get_str(subject_opt)
         if subject is None:
-            subject = _subject(ctx, opts, strategy, topic, half, record, record_opt)
+            if topics.many and strategy != "record":
+                raise ctx.error(
+                    f"a source of many topics reads one schema, and SUBJECT NAME STRATEGY '{strategy}' "
+                    f"names a subject per topic (<topic>-{half if strategy == 'topic' else '<record name>'})",
+                    topics.at,
+                    f"name the {half}'s subject: {subject_opt} = 'orders-{half}' (the schema every topic's "
+                    f"records are read as), or SUBJECT NAME STRATEGY = 'record' with {record_opt}",
+                )
+            subject = _subject(ctx, opts, strategy, topics.topic, half, record, record_opt)
         elif not subject.strip():
             raise ctx.error(
                 f"{subject_opt} must not be empty",
                 opts.node(subject_opt).value,
-                f"write {subject_opt} = '{topic}-{half}'",
+                f"write {subject_opt} = '{topics.topic or 'orders'}-{half}'",
             )
         assert fmt_of is not None
         fields[f"{half}_schema_type"] = REGISTRY_FORMATS[fmt_of]

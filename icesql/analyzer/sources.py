@@ -30,6 +30,7 @@ from icesql.analyzer.registry import (
     type_string,
 )
 from icesql.analyzer.schema import SchemaError, parse_schema
+from icesql.analyzer.topics import analyze_topics, check_empty_topics
 from icesql.errors import AnalysisError
 from icesql.plan import (
     CleanSource,
@@ -317,11 +318,13 @@ INCLUDE_TYPES = {
     KafkaMetadata.OFFSET: "bigint",
     KafkaMetadata.TIMESTAMP: "timestamp",
     KafkaMetadata.HEADERS: "array<struct<key:string,value:binary>>",
+    KafkaMetadata.TOPIC: "string",
 }
 
 
 def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> SourcePlan:
     _refuse_options_of(ctx, stmt.options, SOURCE_OPTIONS, KAFKA_SOURCE_OPTIONS, "FILES")
+    check_empty_topics(ctx, stmt)
     opts = collect(ctx, stmt.options, KAFKA_SOURCE_OPTIONS)
     assert stmt.connection is not None, "the parser gives KAFKA a connection"
     conn = stmt.connection.name
@@ -335,26 +338,18 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             create=f"CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
             why=f"a Kafka source reads through CREATE CONNECTION {conn} TO KAFKA (BROKER = 'host:9092')",
         )
-    topic = opts.get_str("TOPIC")
-    if topic is None:
-        raise ctx.error("KAFKA source needs TOPIC", stmt.connection, "add TOPIC = 'orders'")
-    if not topic.strip() or len(topic) > 249 or any(c.isspace() for c in topic):
-        raise ctx.error(
-            f"invalid TOPIC '{topic}': a Kafka topic name is 1 to 249 characters without blanks",
-            opts.node("TOPIC").value,
-            "write TOPIC = 'orders'",
-        )
+    topics = analyze_topics(ctx, stmt, opts)
     fmt = opts.get_str("FORMAT")
     if fmt is None:
         raise ctx.error(
             "KAFKA source needs FORMAT",
-            opts.node("TOPIC"),
+            topics.at,
             f"add FORMAT = {one_of(sorted({'json', 'csv', 'text', 'bytes', 'debezium-json'}))}",
         )
     check_applies(ctx, opts, "format", fmt, "formats")
     value_columns, schema = _schema(ctx, opts)
     fmt_node = opts.node("FORMAT").value
-    registry = registry_halves(ctx, opts, catalog, topic, fmt, opts.get_str("KEY FORMAT"))
+    registry = registry_halves(ctx, opts, catalog, topics, fmt, opts.get_str("KEY FORMAT"))
     if registry.value and schema is not None:
         raise ctx.error(
             f"FORMAT '{fmt}' through a schema registry takes no SCHEMA: the registry gives it",
@@ -380,7 +375,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
             opts.node("ENVELOPE"),
             "a Debezium change event says itself what changed: leave ENVELOPE out",
         )
-    include = _include(ctx, stmt)
+    include = _include(ctx, stmt, many_topics=topics.many)
     includes_key = any(i.what is KafkaMetadata.KEY for i in include)
     key_format = opts.get_str("KEY FORMAT")
     if key_format is not None and envelope is not KafkaEnvelope.UPSERT and not includes_key:
@@ -428,7 +423,10 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
         )
     spec = KafkaSourceSpec(
         connection=conn,
-        topic=topic,
+        topic=topics.topic,
+        topics=topics.topics,
+        topic_pattern=topics.pattern,
+        topic_refresh=topics.refresh,
         start_offset=opts.get_str("START OFFSET") or "earliest",
         start_timestamp_ms=opts.get_int("START TIMESTAMP"),
         envelope=envelope,
@@ -464,14 +462,16 @@ def _first_node(opts: Collected, *names: str) -> Node | None:
     return next((opts.node(n) for n in names if n in opts), None)
 
 
-def _include(ctx: Context, stmt: CreateSource) -> tuple[KafkaInclude, ...]:
+def _include(ctx: Context, stmt: CreateSource, *, many_topics: bool) -> tuple[KafkaInclude, ...]:
+    """The INCLUDE items as written; a source of many topics has its records' topic too (a column
+    ``topic`` after them, unless INCLUDE TOPIC places or names it)."""
     out: list[KafkaInclude] = []
     seen: dict[KafkaMetadata, Node] = {}
     for item in stmt.include:
         what = _METADATA_NAMES.get(item.what.name.lower())
         if what is None:
             raise ctx.error(
-                f"unknown INCLUDE item {item.what.name}: expected KEY, PARTITION, OFFSET, TIMESTAMP or HEADERS",
+                f"unknown INCLUDE item {item.what.name}: expected KEY, PARTITION, OFFSET, TIMESTAMP, HEADERS or TOPIC",
                 item.what,
                 did_you_mean(item.what.name.upper(), [m.name for m in KafkaMetadata]),
             )
@@ -479,6 +479,8 @@ def _include(ctx: Context, stmt: CreateSource) -> tuple[KafkaInclude, ...]:
             raise ctx.error(f"INCLUDE {what.name} is given twice", item, "include each item once")
         seen[what] = item
         out.append(KafkaInclude(what, item.alias.name if item.alias is not None else what.value))
+    if many_topics and KafkaMetadata.TOPIC not in seen:
+        out.append(KafkaInclude(KafkaMetadata.TOPIC, KafkaMetadata.TOPIC.value))
     return tuple(out)
 
 
@@ -526,12 +528,20 @@ def kafka_columns(
                 typ = RAW_VALUE.get(spec.key_format.value, "binary")
         else:
             typ = INCLUDE_TYPES[inc.what]
-        if isinstance(stmt, CreateSource):
+        if isinstance(stmt, CreateSource) and i < len(stmt.include):
             add(
                 Column(inc.name, typ),
                 f"INCLUDE {inc.what.name}",
                 stmt.include[i],
                 f"rename it: INCLUDE {inc.what.name} AS kafka_{inc.what.value}",
+            )
+        elif isinstance(stmt, CreateSource):  # the topic column of a source of many topics
+            add(
+                Column(inc.name, typ),
+                "INCLUDE TOPIC",
+                _first_node(opts, "TOPICS", "TOPIC PATTERN"),
+                "a source of many topics has its records' topic as a column topic: name it otherwise "
+                "with INCLUDE TOPIC AS kafka_topic",
             )
         else:  # ALTER SOURCE: the new SCHEMA brings the clash
             add(

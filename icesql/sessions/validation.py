@@ -113,7 +113,10 @@ def validate_definition(
         assert d.kafka is not None
         conn = view.get("connection", d.kafka.connection)
         assert isinstance(conn, P.KafkaConnectionPlan), "the analyzer checked the connection"
-        validate_kafka_connection(conn, secrets=resolver, topic=d.kafka.topic)
+        # a pattern may match no topic yet (those created later are read when they are): the
+        # brokers are reached, and TOPIC or every one of TOPICS exists
+        topics = (d.kafka.topic,) if not d.kafka.many_topics else d.kafka.topics
+        validate_kafka_connection(conn, secrets=resolver, topics=topics)
         return
     from icesql.engine.connections import catalogs
 

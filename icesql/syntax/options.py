@@ -296,6 +296,12 @@ SUBJECT_STRATEGIES: dict[str, str] = {
 
 KAFKA_SOURCE = (
     OptionSpec("TOPIC", S),
+    # many topics, one source (one of TOPIC, TOPICS, TOPIC PATTERN): a list, or every topic whose
+    # whole name matches a regular expression; the topics are listed again every refresh interval
+    # (Materialize's TOPIC METADATA REFRESH INTERVAL)
+    OptionSpec("TOPICS", Kind.STRINGS),
+    OptionSpec("TOPIC PATTERN", S),
+    OptionSpec("TOPIC METADATA REFRESH INTERVAL", Kind.DURATION, aliases=("TOPIC REFRESH",)),
     OptionSpec("FORMAT", S, choices={**KAFKA_FORMATS, "avro": "avro", "protobuf": "protobuf"}, aliases=("VALUE FORMAT",)),
     OptionSpec("SCHEMA", S),
     OptionSpec("HEADER", Kind.BOOL, applies=CSV),

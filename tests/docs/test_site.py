@@ -277,6 +277,49 @@ def test_the_many_tables_example_runs(tmp_path: Path) -> None:
     assert [(r[0], str(r[1])) for r in o.rows] == [(7, "2.50")]
 
 
+@pytest.mark.kafka
+def test_the_many_topics_example_runs_against_a_broker(tmp_path: Path) -> None:
+    """CREATE SOURCE's many-topics example, on the page's connection pointed at a noida-db: the
+    sink writes every record of both topics once, each row with its topic, and a topic created
+    later is read at the next run."""
+    from tests.support.kafka import Broker, create_topic, missing_reason, produce
+
+    reason = missing_reason("noida")
+    if reason:
+        pytest.skip(reason)
+    (script,) = [s for s in steps(SITE / "sql" / "create-source.md") if "TOPIC PATTERN" in s.sql]
+
+    def send(bootstrap: str, topic: str, ids: range) -> None:
+        produce(bootstrap, topic, [f'{{"id": {i}, "amount": {i / 2}}}'.encode() for i in ids])
+
+    with Broker("noida", tmp_path / "broker") as broker:
+        for topic in ("orders.eu", "orders.us", "returns"):
+            create_topic(broker.bootstrap, topic, 2)
+        send(broker.bootstrap, "orders.eu", range(0, 40))
+        send(broker.bootstrap, "orders.us", range(100, 130))
+        send(broker.bootstrap, "returns", range(900, 910))
+        with icesql.Session(home=tmp_path / "home") as session:
+            session.execute(
+                f"CREATE CONNECTION k TO KAFKA (BROKER = '{broker.bootstrap}');"
+                f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{tmp_path / 'wh'}');"
+                + script.sql,
+                base_dir=tmp_path,
+            )
+            session.run(once=True, sinks=["orders_all"])
+            create_topic(broker.bootstrap, "orders.ap", 1)
+            send(broker.bootstrap, "orders.ap", range(200, 205))
+            session.run(once=True, sinks=["orders_all"])
+            (result,) = session.execute(
+                "SELECT topic, count(*), min(id), max(id) FROM lake.sales.orders GROUP BY topic ORDER BY topic",
+                base_dir=tmp_path,
+            )
+    assert [tuple(r) for r in result.rows] == [
+        ("orders.ap", 5, 200, 204),
+        ("orders.eu", 40, 0, 39),
+        ("orders.us", 30, 100, 129),
+    ]
+
+
 # ------------------------------------------------------------------------------------- README
 
 README = ROOT / "README.md"

@@ -76,3 +76,69 @@ def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any, path: str) -
     assert sorted(ids) == list(range(produced))
     runs = (tmp_path / "child.log").read_text().split("==== run ")[1:]
     assert runs and all(("runs in this process" in r) == (path == "local") for r in runs)
+
+
+def _table_topics(tmp_path: Path) -> dict[int, str]:
+    from tests.support.pipeline_helpers import load_table
+
+    table = load_table(tmp_path / "home", "ns.events", warehouse=tmp_path / "warehouse")
+    rows = table.scan(selected_fields=("id", "topic")).to_arrow().to_pylist()
+    return {int(r["id"]): r["topic"] for r in rows}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_sigkill_anywhere_exactly_once_over_many_topics(tmp_path: Path, broker: Any, path: str) -> None:
+    """A TOPIC PATTERN source of three topics (and a fourth created between two kills, read from
+    its start): SIGKILLed at each kill point while records keep arriving in every topic, then run
+    to the end, the table holds every record of every matching topic once - and none of a topic
+    the pattern does not match. Each topic's ids are a range of their own."""
+    base = {"crashy.a": 0, "crashy.b": 100_000, "crashy.c": 200_000, "crashy.late": 300_000, "other": 900_000}
+    made = {t: 0 for t in base}
+
+    def produce(topic: str, n: int) -> None:
+        K.produce(broker.bootstrap, topic, _records(base[topic] + made[topic], base[topic] + made[topic] + n))
+        made[topic] += n
+
+    for topic, parts in (("crashy.a", 3), ("crashy.b", 1), ("crashy.c", 2), ("other", 1)):
+        K.create_topic(broker.bootstrap, topic, parts)
+        produce(topic, {"crashy.a": 1500, "crashy.b": 600, "crashy.c": 900, "other": 50}[topic])
+    args = (
+        "--kafka", f"{broker.bootstrap}:", "--topic-pattern", r"crashy\..*", "--records-per-trigger", "700",
+    )  # fmt: skip
+    kills = [
+        {"ICESQL_TEST_KILL_AT": "write:1"},
+        {"ICESQL_TEST_KILL_AT": "staged:2"},
+        {"ICESQL_TEST_KILL_COMMIT": "before:1"},
+        {"ICESQL_TEST_KILL_COMMIT": "after:1"},
+        {"ICESQL_TEST_KILL_AT": "committed"},
+    ]
+    for n, env in enumerate(kills):
+        rc, log = run_child(tmp_path, {**PATHS[path], **env}, extra_args=args)
+        assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{log[-3000:]}"
+        ids = table_ids(tmp_path)
+        assert len(ids) == len(set(ids)), f"duplicates after {env}"
+        for topic in ("crashy.a", "crashy.b", "other"):
+            produce(topic, 150)
+        if n == 1:  # a new topic the pattern matches, between two kills
+            K.create_topic(broker.bootstrap, "crashy.late", 2)
+        if n >= 1:
+            produce("crashy.late", 120)
+    rc, log = run_child(tmp_path, PATHS[path], extra_args=args)
+    assert rc == 0, log[-3000:]
+    ids = table_ids(tmp_path)
+    assert len(ids) == len(set(ids)), "duplicates"
+    expected = {t: set(range(base[t], base[t] + made[t])) for t in base if t != "other"}
+    assert sorted(ids) == sorted(i for s in expected.values() for i in s)
+    topics = _table_topics(tmp_path)
+    for topic, want in expected.items():
+        assert {i for i, t in topics.items() if t == topic} == want, topic
+    runs = (tmp_path / "child.log").read_text().split("==== run ")[1:]
+    assert runs and all(("runs in this process" in r) == (path == "local") for r in runs)
+    # the checkpoint keeps the offsets per topic, in Spark's Kafka source's form
+    from icesql.engine.backends.checkpoint import CheckpointLog
+
+    (checkpoint,) = [p for p in (tmp_path / "home" / "sinks").glob("*/checkpoint*") if p.is_dir()]
+    last = CheckpointLog(checkpoint)
+    offset = last.offset(last.planned()[-1])
+    assert offset is not None and set(offset) == {"crashy.a", "crashy.b", "crashy.c", "crashy.late"}
+    assert all(isinstance(v, dict) for v in offset.values())

@@ -132,10 +132,13 @@ def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:
     ]
 
 
-def _run(home: Path, bootstrap: str, topic: str, spark: Any, caplog: pytest.LogCaptureFixture) -> Engine:
+def _run(
+    home: Path, bootstrap: str, topic: str, spark: Any, caplog: pytest.LogCaptureFixture, **spec: Any
+) -> Engine:
+    """A bounded run of sink ``s`` over ``topic`` (or the topics of ``spec``), on Spark or not."""
     objects = Objects(
         {"cat": local_catalog(warehouse=home / "warehouse"), "k": KafkaConnectionPlan("k", (bootstrap,))},  # type: ignore[dict-item]
-        {"events": _source(topic, include=ALL[:3], max_records_per_trigger=40)},
+        {"events": _source(topic, **{"include": ALL[:3], "max_records_per_trigger": 40, **spec})},
     )
     sink = SinkPlan(name="s", relation="events", catalog_connection="cat", namespace=("ns",), table="t")
     eng = Engine(
@@ -174,3 +177,37 @@ def test_runs_with_and_without_spark_take_turns_on_one_checkpoint(
     (checkpoint,) = (home / "sinks").glob("*/checkpoint-kafka")
     log = CheckpointLog(checkpoint)
     assert log.planned() == log.committed() and len(log.planned()) >= 6
+
+
+def test_runs_over_many_topics_take_turns_on_one_checkpoint(
+    spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same over a TOPIC PATTERN, a topic created between two runs: Spark continues the
+    checkpoint of a run without it, and the other way round, every record of every topic once."""
+    spec = {
+        "topic_pattern": r"turns\..*",
+        "include": (*ALL[:3], KafkaInclude(KafkaMetadata.TOPIC, "topic")),
+    }
+    K.create_topic(noida.bootstrap, "turns.a", 2)
+    K.create_topic(noida.bootstrap, "turns.b", 1)
+    home = tmp_path / "home"
+    K.produce(noida.bootstrap, "turns.a", _records(0, 70))
+    K.produce(noida.bootstrap, "turns.b", _records(1000, 1030))
+    _run(home, noida.bootstrap, "", None, caplog, **spec)
+    K.create_topic(noida.bootstrap, "turns.c", 1)
+    K.produce(noida.bootstrap, "turns.c", _records(2000, 2025))
+    K.produce(noida.bootstrap, "turns.a", _records(70, 100))
+    _run(home, noida.bootstrap, "", spark, caplog, **spec)
+    K.produce(noida.bootstrap, "turns.b", _records(1030, 1050))
+    K.produce(noida.bootstrap, "turns.c", _records(2025, 2030))
+    _run(home, noida.bootstrap, "", None, caplog, **spec)
+    rows = load_table(home, "ns.t", home / "warehouse").scan().to_arrow().to_pylist()
+    assert sorted(r["id"] for r in rows) == [*range(100), *range(1000, 1050), *range(2000, 2030)]
+    assert len({(r["topic"], r["part"], r["off"]) for r in rows}) == len(rows)  # every record once
+    assert {r["topic"] for r in rows if r["id"] >= 2000} == {"turns.c"}
+    (checkpoint,) = (home / "sinks").glob("*/checkpoint-kafka")
+    log = CheckpointLog(checkpoint)
+    assert log.planned() == log.committed() and len(log.planned()) >= 6
+    assert log.offset(log.planned()[-1]) == {
+        t: {str(p): o for p, o in K.log_end(noida.bootstrap, t).items()} for t in ("turns.a", "turns.b", "turns.c")
+    }

@@ -28,7 +28,7 @@ def test_lag_per_partition_from_the_log_end(noida_broker: Any, topic_name: str) 
     )
     progress = KafkaProgress(SimpleNamespace(name="sink"), plan)
     progress.conf = {"bootstrap.servers": b}
-    progress.committed = {0: 4, 1: 10}  # partition 2: nothing of it in the table yet
+    progress.committed = {(topic_name, 0): 4, (topic_name, 1): 10}  # partition 2: nothing of it in the table yet
     try:
         row = progress.status()
     finally:

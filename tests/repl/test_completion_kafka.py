@@ -40,8 +40,8 @@ def test_a_source_offers_kafka_connections_and_its_own_options() -> None:
 def test_include_and_envelope_words() -> None:
     after = "CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'o', FORMAT = 'text') "
     assert {"INCLUDE", "ENVELOPE", "FORMAT"} <= set(kinds(after)["keyword"].values)
-    assert kinds(after + "INCLUDE ")["keyword"].values == ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS")
+    assert kinds(after + "INCLUDE ")["keyword"].values == ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "TOPIC")
     assert kinds(after + "INCLUDE KEY AS k, PA")["keyword"] == Suggestion(
-        "keyword", ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS"), "PA"
+        "keyword", ("KEY", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "TOPIC"), "PA"
     )
     assert kinds(after + "ENVELOPE ")["keyword"].values == ("NONE", "UPSERT", "DEBEZIUM")

@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spark-master", default=None, help="e.g. sc://127.0.0.1:PORT (default local[2])")
     ap.add_argument("--kafka", default=None, help="BOOTSTRAP:TOPIC - read a KAFKA topic instead of --data")
     ap.add_argument("--records-per-trigger", type=int, default=None, help="KAFKA: MAX RECORDS PER TRIGGER")
+    ap.add_argument(
+        "--topic-pattern", default=None, help="KAFKA: read the topics matching this (--kafka BOOTSTRAP: only)"
+    )
     args = ap.parse_args(argv)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -71,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     from icesql.plan import (
         CommitPolicy,
         KafkaConnectionPlan,
+        KafkaInclude,
+        KafkaMetadata,
         KafkaSourceSpec,
         OnError,
         PartitionFieldPlan,
@@ -86,12 +91,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.kafka:
         bootstrap, _, topic = args.kafka.rpartition(":")
         connections["k"] = KafkaConnectionPlan("k", (bootstrap,))
+        # a source of many topics: what the analyzer makes of TOPIC PATTERN (its topic column too)
+        many = {
+            "topic_pattern": args.topic_pattern,
+            "include": (KafkaInclude(KafkaMetadata.TOPIC, "topic"),),
+        }
         source = SourcePlan(
             name="events",
             source_kind=SourceKind.KAFKA,
             format=SourceFormat.JSON,
             schema="id BIGINT, ts TIMESTAMP, v STRING",
-            kafka=KafkaSourceSpec(connection="k", topic=topic, max_records_per_trigger=args.records_per_trigger),
+            kafka=KafkaSourceSpec(
+                connection="k",
+                topic=topic,
+                max_records_per_trigger=args.records_per_trigger,
+                **(many if args.topic_pattern else {}),  # type: ignore[arg-type]
+            ),
         )
     else:
         source = SourcePlan(

@@ -6,8 +6,8 @@ remembered for masking (``secrets.remember_secret``) as they are resolved, so no
 error or hint can show them; librdkafka's own log lines go through ``logger`` below, which masks
 them too.
 
-``validate_kafka_connection(plan, secrets=..., topic=None)`` reads the cluster's metadata once (and
-the topic's, when given) and turns every failure into one ``ExecutionError`` line with a hint:
+``validate_kafka_connection(plan, secrets=..., topics=())`` reads the cluster's metadata once (and
+checks that the topics given exist) and turns every failure into one ``ExecutionError`` line with a hint:
 unreachable, refused, authentication failed, unknown topic.
 
 confluent-kafka is imported lazily; a missing one names the pip command (``require``).
@@ -16,6 +16,7 @@ confluent-kafka is imported lazily; a missing one names the pip command (``requi
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from icesql.engine.base.secrets import SecretValues, scrub
@@ -124,11 +125,11 @@ def validate_kafka_connection(
     plan: KafkaConnectionPlan,
     *,
     secrets: SecretResolver,
-    topic: str | None = None,
+    topics: Sequence[str] = (),
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[str]:
-    """Read the cluster's metadata once (the topic's too, when given); returns the topic names.
-    Every failure is one ``ExecutionError`` line (``describe_kafka_error``)."""
+    """Read the cluster's metadata once (and check that ``topics`` exist); returns the topic
+    names. Every failure is one ``ExecutionError`` line (``describe_kafka_error``)."""
     ck = require()
     conf = client_config(plan, secrets)
     errors: list[Any] = []
@@ -143,7 +144,7 @@ def validate_kafka_connection(
     except ck.KafkaException as e:
         fatal = [x for x in errors if x.code() != ck.KafkaError._TRANSPORT] or errors
         raise describe_kafka_error(fatal[0] if fatal else e, plan, "read the cluster's metadata") from None
-    if topic is not None:
+    for topic in topics:
         t = md.topics.get(topic)
         if t is None or t.error is not None:
             if t is not None and t.error is not None:

@@ -150,3 +150,33 @@ ALTER SOURCE raw SET (SCHEMA = 'v STRING');
 -- case: alter_kafka_source_schema_clash
 CREATE SOURCE raw FROM KAFKA CONNECTION k (TOPIC = 'raw', FORMAT = 'json', SCHEMA = 'v STRING') INCLUDE OFFSET;
 ALTER SOURCE raw SET (SCHEMA = 'v STRING, offset BIGINT');
+-- case: source_topic_and_topics
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', TOPICS = ('orders', 'returns'), FORMAT = 'text');
+-- case: source_topics_and_pattern
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'orders\..*', FORMAT = 'text', TOPICS = ('a'));
+-- case: source_empty_topics
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = (), FORMAT = 'text');
+-- case: source_topic_named_twice
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('orders', 'returns', 'orders'), FORMAT = 'text');
+-- case: source_topics_with_blank
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('orders', 'my returns'), FORMAT = 'text');
+-- case: source_pattern_does_not_compile
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'orders\.(eu|us', FORMAT = 'text');
+-- case: source_pattern_written_as_a_glob
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = '*.orders', FORMAT = 'text');
+-- case: source_pattern_java_quoting
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'db\Q.inventory.\E.*', FORMAT = 'text');
+-- case: source_pattern_java_property_class
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'orders_\p{Lower}+', FORMAT = 'text');
+-- case: source_pattern_java_class_intersection
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'orders_[a-z&&[^x]]', FORMAT = 'text');
+-- case: source_pattern_empty
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = '', FORMAT = 'text');
+-- case: source_refresh_with_one_topic
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text', TOPIC METADATA REFRESH INTERVAL = '5s');
+-- case: source_refresh_not_positive
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'), FORMAT = 'text', TOPIC REFRESH = 0);
+-- case: source_many_topics_value_has_a_topic_column
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'), FORMAT = 'json', SCHEMA = 'id BIGINT, topic STRING');
+-- case: source_include_topic_twice
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC PATTERN = 'a.*', FORMAT = 'text') INCLUDE TOPIC, OFFSET, TOPIC AS t;

@@ -29,3 +29,9 @@ CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', SCHEMA = 'id BIGINT')
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'avro', SCHEMA REGISTRY = csr, SUBJECT NAME STRATEGY = 'record');
 -- case: source_key_format_avro_without_registry
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text') KEY FORMAT AVRO ENVELOPE UPSERT;
+-- case: source_many_topics_need_one_subject
+CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPIC PATTERN = 'dbserver1\.inventory\..*')
+    FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM;
+-- case: source_many_topics_topic_record_strategy
+CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'), SUBJECT NAME STRATEGY = 'topic_record',
+    RECORD NAME = 'shop.Order') FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;

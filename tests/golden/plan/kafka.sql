@@ -85,3 +85,17 @@ CREATE SOURCE raw FROM KAFKA CONNECTION k (TOPIC = 'raw', FORMAT = 'json', SCHEM
     INCLUDE PARTITION, TIMESTAMP AS ts;
 CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '/w');
 CREATE SINK s FROM raw INTO ICEBERG CATALOG lake (NAMESPACE = 'db', TABLE = 'raw') PARTITION BY (day(ts), partition);
+-- case: source_topics_have_a_topic_column
+CREATE SOURCE shards FROM KAFKA CONNECTION k (TOPICS = ('orders.eu', 'orders.us'), FORMAT = 'json',
+    SCHEMA = 'id BIGINT, amount DOUBLE') INCLUDE PARTITION, OFFSET;
+-- case: source_topic_pattern_include_topic_as
+CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPIC PATTERN = 'dbserver1\.inventory\..*', FORMAT = 'debezium-json',
+    SCHEMA = 'id BIGINT, name STRING', TOPIC METADATA REFRESH INTERVAL = '5s') INCLUDE TOPIC AS source_topic, OFFSET;
+-- case: source_topic_pattern_materialize_spelling
+CREATE SOURCE logs FROM KAFKA CONNECTION k (TOPIC PATTERN 'logs-.*', TOPIC REFRESH '1 minute') FORMAT TEXT;
+-- case: source_one_topic_include_topic
+CREATE SOURCE raw FROM KAFKA CONNECTION k (TOPIC = 'raw', FORMAT = 'text') INCLUDE TOPIC;
+-- case: sink_partitioned_by_topic
+CREATE SOURCE shards FROM KAFKA CONNECTION k (TOPIC PATTERN = 'orders\..*', FORMAT = 'json', SCHEMA = 'id BIGINT');
+CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '/w');
+CREATE SINK s FROM shards INTO ICEBERG CATALOG lake (NAMESPACE = 'db', TABLE = 'orders') PARTITION BY (topic);

@@ -122,12 +122,13 @@ class KafkaArrowSource:
                     KafkaMetadata.OFFSET: ("offset",),
                     KafkaMetadata.TIMESTAMP: ("timestamp", "timestampType"),
                     KafkaMetadata.HEADERS: ("headers",),
+                    KafkaMetadata.TOPIC: ("topic",),
                 }[inc.what]
             )
         return frozenset(cols)
 
     def piece_key(self, piece: tuple[str, int, int, int]) -> Any:
-        return [piece[1], piece[2], piece[3]]  # partition, start, end
+        return list(piece)  # topic, partition, start, end
 
     def consumed(self, piece: Any) -> dict[str, Any] | None:
         return None  # a Kafka source's progress is its offsets, in the checkpoint
@@ -138,8 +139,8 @@ class KafkaArrowSource:
     def without(self, pieces: Any, keys: Any) -> Any:
         from pyspark.sql import functions as F
 
-        for p, start, _ in keys:
-            pieces = pieces.filter(~((F.col("partition") == p) & (F.col("start") == start)))
+        for t, p, start, _ in keys:
+            pieces = pieces.filter(~((F.col("topic") == t) & (F.col("partition") == p) & (F.col("start") == start)))
         return pieces
 
     def read_by_spark(self, pieces: Any, keys: Any, skipped: Any, letters: Any) -> Any:
@@ -151,10 +152,7 @@ class KafkaArrowSource:
         from icesql.engine.sources.kafka.topic import kafka_options
 
         spark = pieces.sparkSession
-        spec = self.plan.kafka
-        assert spec is not None
         opts = {
-            "topic": spec.topic,
             "ranges": json.dumps([list(r) for r in keys]),
             **kafka_options(self.conf, SECRET_KEYS),
         }
@@ -163,8 +161,8 @@ class KafkaArrowSource:
         return df
 
     def needs_spark(self, key: Any) -> str:
-        partition, start, end = key
-        return f"records {start}-{end} of partition {partition} need Spark's parsers"
+        topic, partition, start, end = key
+        return f"records {start}-{end} of topic '{topic}' partition {partition} need Spark's parsers"
 
     def _json_format(self, schema_json: Mapping[str, Any]) -> Any:
         from icesql.engine.sources.decode import SourceFormat as ArrowFormat
@@ -257,6 +255,7 @@ class KafkaArrowSource:
                 KafkaMetadata.OFFSET: lambda: records.column("offset"),
                 KafkaMetadata.TIMESTAMP: lambda: records.column("timestamp"),
                 KafkaMetadata.HEADERS: lambda: records.column("headers"),
+                KafkaMetadata.TOPIC: lambda: records.column("topic"),
             }[inc.what]()
         schema = arrow_schema(self.row_schema_json)
         arrays = []

@@ -25,12 +25,14 @@ from typing import Any
 from icesql.engine.sources.kafka.offsets import (
     SUMMARY_KEY,
     Offsets,
+    by_topic,
     dump,
     from_summary,
     merged,
     parse,
     summary_value,
 )
+from icesql.engine.sources.kafka.subscription import Subscription
 from icesql.engine.sources.kinds import SourceProgress
 
 log = logging.getLogger("icesql.sink")
@@ -47,12 +49,13 @@ def local_path(location: str) -> str:
     return str(path) if path is not None else location
 
 
-def batch_offsets(checkpoint: str, spark_batch_id: int) -> Offsets | None:
-    """The end offsets Spark's offset log holds for a batch (None: not there)."""
+def batch_offsets(checkpoint: str, spark_batch_id: int, topic: str | None) -> Offsets | None:
+    """The end offsets Spark's offset log holds for a batch (None: not there); ``topic``: the
+    source's one topic (None: many)."""
     from icesql.engine.backends.checkpoint import source_offset
 
     offset = source_offset(Path(checkpoint), spark_batch_id)
-    return parse(offset) if offset is not None else None
+    return parse(offset, topic) if offset is not None else None
 
 
 class KafkaProgress(SourceProgress):
@@ -61,8 +64,11 @@ class KafkaProgress(SourceProgress):
 
     def __init__(self, runner: Any, plan: Any = None) -> None:
         super().__init__(runner, plan)
-        self.topic = plan.kafka.topic if plan is not None and plan.kafka is not None else ""
+        spec = plan.kafka if plan is not None else None
+        self.sub = Subscription.of(spec) if spec is not None else Subscription(topic="")
+        self.topic = self.sub.single  # the one topic; None: many (the offsets' forms, ``offsets``)
         self.committed: Offsets = {}  # the offsets the table holds
+        self._reads: set[str] | None = None  # many topics: those the last batch's offsets hold
         self._topic_view: Any = None  # kafka.source.TopicView for the lag (made on first use)
         self._ends: Offsets | None = None
         self._ends_at = 0.0
@@ -70,21 +76,23 @@ class KafkaProgress(SourceProgress):
 
     @classmethod
     def nothing_new(cls, probe: Any) -> str | None:
-        """No partition of the topic has a record past the end offsets of the last committed
-        batch (the log ends asked as the source's planner asks them)."""
+        """No partition of the source's topics has a record past the end offsets of the last
+        committed batch (the log ends asked as the source's planner asks them; a topic created
+        since, with records, is something new)."""
         from icesql.engine.sources.kafka.topic import TopicView, conf_from_options, kafka_options
 
-        topic = probe.source.kafka.topic
-        done = parse(probe.offset)
+        sub = Subscription.of(probe.source.kafka)
+        done = parse(probe.offset, sub.single)
         b = probe.engine.kafka_binding(probe.source)
-        view = TopicView(conf_from_options(kafka_options(b.conf, b.secret_keys)), topic)
+        view = TopicView(conf_from_options(kafka_options(b.conf, b.secret_keys)), sub)
         try:
             ends = view.ends(view.partitions())
         finally:
             view.close()
-        if any(end > done.get(p, 0) for p, end in ends.items()):
+        if any(end > done.get(k, 0) for k, end in ends.items()):
             return None
-        return f"no record in topic {topic} past the committed offsets"
+        what = f"topic {sub.single}" if sub.single is not None else sub.describe()
+        return f"no record in {what} past the committed offsets"
 
     @classmethod
     def runs_locally(cls, source: Any, sink: Any, session: Any) -> str | None:
@@ -141,7 +149,7 @@ class KafkaProgress(SourceProgress):
 
     def resume(self, summary: dict[str, str] | None) -> int | None:
         r = self.runner
-        self.committed = from_summary(summary, self.topic) or {}
+        self.committed = from_summary(summary, self.sub.reads) or {}
         if summary is None:  # a sink new to the table: created again after its home was lost?
             self.committed = self._adopted() or {}
         path = Path(self.seed_path)
@@ -152,9 +160,9 @@ class KafkaProgress(SourceProgress):
             return 0  # a checkpoint of a release without seeds: Spark's offsets stand
         base = r.committed_progress + 1 if r.committed_progress >= 0 else 0
         seed = {
-            "offsets": dump(self.committed) if self.committed else None,
+            "offsets": dump(self.committed, self.topic) if self.committed else None,
             "progress_base": base,
-            "topic": self.topic,
+            "topic": self.topic if self.topic is not None else self.sub.describe(),
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -162,30 +170,30 @@ class KafkaProgress(SourceProgress):
         os.replace(tmp, path)
         if self.committed:
             log.info(
-                "sink %s: new checkpoint; topic %s resumes from the offsets the table holds (%s)",
+                "sink %s: new checkpoint; %s: read on from the offsets the table holds (%s)",
                 r.name,
-                self.topic,
-                ", ".join(f"{p}:{o}" for p, o in sorted(self.committed.items())),
+                self.sub.describe(),
+                ", ".join(f"{t}/{p}:{o}" for (t, p), o in sorted(self.committed.items())),
             )
         return base
 
     def _adopted(self) -> Offsets | None:
-        """The offsets of the table's newest snapshot that records this topic's, written by a
-        sink of another id: the same sink created again in a new icesql home (its id is new, its
-        table and topic are not). Without them it would read the topic again from its start."""
+        """The offsets of the table's newest snapshot that records the source's topics', written
+        by a sink of another id: the same sink created again in a new icesql home (its id is new,
+        its table and topics are not). Without them it would read the topics again from their start."""
         table = self.runner.table
         snap = table.current_snapshot() if table is not None else None
         while snap is not None:
             found = (
-                from_summary(dict(snap.summary.additional_properties), self.topic) if snap.summary else None
+                from_summary(dict(snap.summary.additional_properties), self.sub.reads) if snap.summary else None
             )
             if found:
                 log.warning(
-                    "sink %s: table %s holds topic %s up to the offsets of snapshot %s (another sink id, "
+                    "sink %s: table %s holds %s up to the offsets of snapshot %s (another sink id, "
                     "e.g. the sink created again in a new icesql home); reading on from there",
                     self.runner.name,
                     self.runner.plan.table_identifier,
-                    self.topic,
+                    self.sub.describe(),
                     snap.snapshot_id,
                 )
                 return found
@@ -193,15 +201,41 @@ class KafkaProgress(SourceProgress):
         return None
 
     def staged(self, rows: Sequence[dict[str, Any]], spark_batch_id: int) -> dict[str, Any]:
-        offsets = batch_offsets(local_path(self.runner.checkpoint_location), spark_batch_id)
-        return {"source_offsets": dump(offsets)} if offsets is not None else {}
+        offsets = batch_offsets(local_path(self.runner.checkpoint_location), spark_batch_id, self.topic)
+        if offsets is None:
+            return {}
+        if self.topic is None:
+            self._topics_read({t for t, _ in offsets})
+        return {"source_offsets": dump(offsets, self.topic)}
+
+    def _topics_read(self, now: set[str]) -> None:
+        """A source of many topics: say which topics a batch's offsets gained (new ones, read from
+        their start) and lost (deleted: the planner leaves a topic out only once the brokers say
+        it is gone) since the last batch, or since what the table held."""
+        before = self._reads if self._reads is not None else {t for t, _ in self.committed}
+        self._reads = now
+        if not before:  # a new sink's first batch
+            return
+        new = sorted(now - before)
+        if new:
+            log.info("sink %s: new topics %s, read from their start", self.runner.name, ", ".join(new))
+        for t in sorted(before - now):
+            log.warning(
+                "sink %s: topic '%s' was deleted; the sink no longer reads it (its records read until then stay "
+                "in the table)",
+                self.runner.name,
+                t,
+            )
 
     def summary(self, entries: Sequence[Any]) -> dict[str, str]:
-        batches = [parse(e.source_offsets) for e in entries if getattr(e, "source_offsets", None)]
+        batches = [parse(e.source_offsets, self.topic) for e in entries if getattr(e, "source_offsets", None)]
         if not batches and not self.committed:
             return {}
         self.committed = merged([self.committed, *batches])
-        return {SUMMARY_KEY: summary_value(self.topic, self.committed)}
+        if batches:  # every batch holds every partition the planner knew: a deleted topic's went
+            known = {k for b in batches for k in b}
+            self.committed = {k: o for k, o in self.committed.items() if k in known}
+        return {SUMMARY_KEY: summary_value(self.committed, self.topic)}
 
     def after_commit(self) -> None:
         """CONSUMER GROUP: the offsets the table now holds, reported to the group for outside
@@ -216,7 +250,7 @@ class KafkaProgress(SourceProgress):
         try:
             c = new_consumer(self.conf, group_id=group)
             try:
-                tps = [TopicPartition(self.topic, p, o) for p, o in sorted(self.committed.items())]
+                tps = [TopicPartition(t, p, o) for (t, p), o in sorted(self.committed.items())]
                 c.commit(offsets=tps, asynchronous=False)
             finally:
                 c.close()
@@ -233,16 +267,16 @@ class KafkaProgress(SourceProgress):
             try:
                 self._ends = self._view().ends(self._view().partitions())
             except Exception as e:  # noqa: BLE001 - status must answer while the broker is away
-                log.debug("sink %s: lag of topic %s unknown: %s", self.runner.name, self.topic, e)
+                log.debug("sink %s: lag of %s unknown: %s", self.runner.name, self.sub.describe(), e)
                 return {}
-        lag = {p: max(0, e - self.committed.get(p, 0)) for p, e in sorted(self._ends.items())}
-        return {"source_lag": sum(lag.values()), "source_lag_partitions": {self.topic: lag}}
+        lag = {k: max(0, e - self.committed.get(k, 0)) for k, e in self._ends.items()}
+        return {"source_lag": sum(lag.values()), "source_lag_partitions": by_topic(lag)}
 
     def _view(self) -> Any:
         if self._topic_view is None:
             from icesql.engine.sources.kafka.topic import TopicView
 
-            self._topic_view = TopicView(self.conf, self.topic)
+            self._topic_view = TopicView(self.conf, self.sub)
         return self._topic_view
 
     def close(self) -> None:

@@ -62,6 +62,7 @@ def _include(spark: Any, plan: SourcePlan) -> list[Any]:
             KafkaMetadata.OFFSET: lambda: F.col("offset"),
             KafkaMetadata.TIMESTAMP: lambda: F.col("timestamp"),
             KafkaMetadata.HEADERS: lambda: F.col("headers"),
+            KafkaMetadata.TOPIC: lambda: F.col("topic"),
         }[inc.what]()
         cols.append(expr.alias(inc.name))
     return cols

@@ -8,7 +8,8 @@ a value reads exactly as the same text in a FILES source would:
 * ``ENVELOPE UPSERT``: the record key gives the key columns (KEY FORMAT), a record with a null
   value (a tombstone) deletes its key: the relation is a changelog (``__op`` 'u' or 'd').
 * ``debezium-json``: as for files (``__op`` from the event, ``__seq`` from the database's order).
-* ``INCLUDE``: the key, partition, offset, timestamp and headers as columns of their own.
+* ``INCLUDE``: the key, partition, offset, timestamp, headers and topic as columns of their own
+  (a source of many topics has the topic without asking: ``analyzer.sources``).
 
 Every changelog's position is (``__seq``, topic, partition, offset): the changelog columns
 ``__file``, ``__blk`` and ``__line`` hold the topic, the partition and the offset, so a batch's
@@ -54,12 +55,13 @@ class KafkaBinding:
     registry: Any = field(default=None, repr=False)
 
     def options(self, plan: SourcePlan) -> dict[str, str]:
+        from icesql.engine.sources.kafka.subscription import Subscription
         from icesql.engine.sources.kafka.topic import kafka_options
 
         spec = plan.kafka
         assert spec is not None
         opts = {
-            "topic": spec.topic,
+            **Subscription.of(spec).options(),
             "start": spec.start_offset,
             "parallelism": str(self.parallelism),
             **kafka_options(self.conf, self.secret_keys),
@@ -255,6 +257,7 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
         KafkaMetadata.OFFSET: LongType(),
         KafkaMetadata.TIMESTAMP: TimestampType(),
         KafkaMetadata.HEADERS: RECORD_SCHEMA["headers"].dataType,
+        KafkaMetadata.TOPIC: StringType(),
     }
     fields += [StructField(inc.name, types[inc.what], True) for inc in spec.include]
     return key, value, StructType(fields)

@@ -16,7 +16,8 @@ from itertools import chain, compress, count, repeat
 from operator import is_not
 from typing import Any
 
-from icesql.engine.sources.kafka.offsets import Offsets
+from icesql.engine.sources.kafka.offsets import Offsets, PartitionKey
+from icesql.engine.sources.kafka.subscription import Subscription
 
 log = logging.getLogger("icesql.kafka")
 
@@ -27,6 +28,7 @@ BATCH_BYTES = 64 << 20  # ... or fewer, when their buffers would pass this
 CONSUME_RECORDS = 10_000  # messages per consume() call
 METADATA_TIMEOUT = 15.0
 READ_STALL = 60.0  # seconds a range may go without a record before its task fails
+GONE_CHECK = 5.0  # ... and between two looks, meanwhile, at whether its topic was deleted
 
 
 class DataLossError(RuntimeError):
@@ -35,6 +37,14 @@ class DataLossError(RuntimeError):
 
 UNAVAILABLE = "ICESQL-KAFKA-UNAVAILABLE: "  # transient (``failures``: retried)
 REFUSED = "ICESQL-KAFKA-REFUSED: "  # final: credentials or ACLs
+
+
+def unknown_topic(err: Any) -> bool:
+    """Whether a librdkafka error (or None) says the topic or partition does not exist."""
+    from confluent_kafka import KafkaError
+
+    codes = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC)
+    return err is not None and hasattr(err, "code") and err.code() in codes
 
 
 def kafka_failure(where: str, err: Any) -> RuntimeError:
@@ -96,11 +106,19 @@ def new_consumer(conf: Mapping[str, str], **extra: Any) -> Any:
 
 
 class TopicView:
-    """The planner's consumer: partitions, log starts and true log ends of one topic."""
+    """The planner's consumer: the partitions, log starts and true log ends of a source's topics
+    (``subscription.Subscription``), keyed by (topic, partition).
 
-    def __init__(self, conf: Mapping[str, str], topic: str) -> None:
+    A source of many topics lists every topic of the cluster and keeps those it reads (one
+    metadata request whatever their number; a pattern needs every name anyway), and outlives the
+    deletion of one: a request that finds a topic gone leaves its partitions out of
+    the answer and adds the topic to ``missing`` (the reader confirms it with ``gone``). A source
+    of one topic fails there, as it always has."""
+
+    def __init__(self, conf: Mapping[str, str], subscription: Subscription) -> None:
         self.conf = dict(conf)
-        self.topic = topic
+        self.sub = subscription
+        self.missing: set[str] = set()  # topics found gone by a request since the caller looked
         self._c: Any = None
 
     @property
@@ -116,89 +134,114 @@ class TopicView:
             finally:
                 self._c = None
 
-    def partitions(self) -> list[int]:
+    def partitions(self) -> list[PartitionKey]:
+        from confluent_kafka import KafkaException
+
+        topic = self.sub.single
+        try:
+            md = self.consumer.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
+        except KafkaException as e:
+            raise kafka_failure(f"{self.sub.describe()}: metadata", e.args[0] if e.args else e) from None
+        if topic is not None:
+            t = md.topics.get(topic)
+            if t is None or t.error is not None or not t.partitions:
+                why = t.error if t is not None and t.error is not None else "no such topic"
+                raise RuntimeError(f"topic '{topic}' cannot be read: {why}")
+            return [(topic, p) for p in sorted(t.partitions)]
+        # a topic still being created (no leader yet: an error) is read from the next listing
+        return sorted(
+            (name, p)
+            for name, t in md.topics.items()
+            if self.sub.reads(name) and t.error is None
+            for p in t.partitions
+        )
+
+    def gone(self, topic: str) -> bool:
+        """Whether the cluster says ``topic`` does not exist (asked by name: a topic left out of one
+        listing of every topic is not taken for deleted on that alone)."""
         from confluent_kafka import KafkaException
 
         try:
-            md = self.consumer.list_topics(topic=self.topic, timeout=METADATA_TIMEOUT)
-        except KafkaException as e:
-            raise kafka_failure(f"topic '{self.topic}' metadata", e.args[0] if e.args else e) from None
-        t = md.topics.get(self.topic)
-        if t is None or t.error is not None or not t.partitions:
-            why = t.error if t is not None and t.error is not None else "no such topic"
-            raise RuntimeError(f"topic '{self.topic}' cannot be read: {why}")
-        return sorted(t.partitions)
+            md = self.consumer.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
+        except KafkaException:
+            return False
+        t = md.topics.get(topic)
+        return t is None or unknown_topic(t.error)
 
-    def starts(self, parts: Sequence[int]) -> Offsets:
-        from confluent_kafka import TopicPartition
+    def _watermarks(self, tps: Sequence[PartitionKey], *, cached: bool = False) -> dict[PartitionKey, tuple[int, int]]:
+        from confluent_kafka import KafkaException, TopicPartition
 
         out = {}
-        for p in parts:
-            lo, _ = self.consumer.get_watermark_offsets(
-                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False
-            )
-            out[p] = max(0, int(lo))
+        for t, p in tps:
+            if t in self.missing:
+                continue
+            try:
+                lo, hi = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=METADATA_TIMEOUT, cached=cached)
+            except KafkaException as e:
+                err = e.args[0] if e.args else None
+                if self.sub.single is None and unknown_topic(err):
+                    self.missing.add(t)  # deleted since the topics were listed
+                    continue
+                raise
+            out[(t, p)] = (max(0, int(lo)), max(0, int(hi)))
         return out
 
-    def ends(self, parts: Sequence[int]) -> Offsets:
+    def starts(self, tps: Sequence[PartitionKey]) -> Offsets:
+        return {k: lo for k, (lo, _) in self._watermarks(tps).items()}
+
+    def ends(self, tps: Sequence[PartitionKey]) -> Offsets:
         """Each partition's log end (the last stable offset: read_committed), the larger of what
         ListOffsets says and what a Fetch from that position finds."""
         from confluent_kafka import KafkaError, TopicPartition
 
         c = self.consumer
-        listed: Offsets = {}
-        for p in parts:
-            _, hi = c.get_watermark_offsets(
-                TopicPartition(self.topic, p), timeout=METADATA_TIMEOUT, cached=False
-            )
-            listed[p] = max(0, int(hi))
+        listed: Offsets = {k: hi for k, (_, hi) in self._watermarks(tps).items()}
         # a fetch at the listed end answers with the true high watermark (and, read_committed,
         # the last stable offset): a record at or past the listed end means ListOffsets lied
-        c.assign([TopicPartition(self.topic, p, listed[p]) for p in parts])
+        c.assign([TopicPartition(t, p, o) for (t, p), o in listed.items()])
         ends = dict(listed)
-        pending = set(parts)
-        lied: set[int] = set()  # partitions with a record at or past the listed end
+        pending = set(listed)
+        lied: set[PartitionKey] = set()  # partitions with a record at or past the listed end
         deadline = time.monotonic() + METADATA_TIMEOUT
         try:
             while pending and time.monotonic() < deadline:
                 for m in c.consume(num_messages=len(pending), timeout=0.5):
-                    p = m.partition()
+                    k = (m.topic(), m.partition())
                     err = m.error()
                     if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF and p in pending:
+                        if err.code() == KafkaError._PARTITION_EOF and k in pending:
                             # the end of what read_committed can read (the last stable offset)
-                            ends[p] = max(ends[p], int(m.offset()))
-                            pending.discard(p)
+                            ends[k] = max(ends[k], int(m.offset()))
+                            pending.discard(k)
                         elif err.code() in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-                            pending.discard(p)  # the listed end is past the log: the listing stands
+                            pending.discard(k)  # the listed end is past the log: the listing stands
                         continue
-                    if p in pending:
-                        ends[p] = max(ends[p], int(m.offset()) + 1)
-                        lied.add(p)
-                        pending.discard(p)
+                    if k in pending:
+                        ends[k] = max(ends[k], int(m.offset()) + 1)
+                        lied.add(k)
+                        pending.discard(k)
             # where ListOffsets under-reported, the Fetch response's watermark is the end (a
             # partition that answered with its end of log keeps that: under an open transaction
             # the high watermark is past what read_committed may read)
-            for p in sorted(lied):
-                _, hw = c.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
-                if hw is not None and hw >= 0:
-                    ends[p] = max(ends[p], int(hw))
+            for k, (_, hw) in self._watermarks(sorted(lied), cached=True).items():
+                if hw >= 0:
+                    ends[k] = max(ends[k], hw)
         finally:
             c.unassign()
         if pending:
             log.debug(
-                "topic %s: no fetch answer for partitions %s; ListOffsets taken", self.topic, sorted(pending)
+                "%s: no fetch answer for partitions %s; ListOffsets taken", self.sub.describe(), sorted(pending)
             )
         return ends
 
-    def record_bytes(self, at: Mapping[int, int], end: Mapping[int, int], sample: int = 200) -> float:
+    def record_bytes(self, at: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int], sample: int = 200) -> float:
         """The mean size (key + value + headers) of up to ``sample`` records from the partition
         with the most records between ``at`` and ``end``: what MAX BYTES PER TRIGGER divides."""
         from confluent_kafka import KafkaError, TopicPartition
 
-        p = max(end, key=lambda q: end[q] - at.get(q, 0))
+        t, p = max(end, key=lambda q: end[q] - at.get(q, 0))
         c = self.consumer
-        c.assign([TopicPartition(self.topic, p, at.get(p, 0))])
+        c.assign([TopicPartition(t, p, at.get((t, p), 0))])
         sizes: list[int] = []
         deadline = time.monotonic() + METADATA_TIMEOUT
         try:
@@ -214,21 +257,23 @@ class TopicView:
             c.unassign()
         return sum(sizes) / len(sizes) if sizes else 1.0
 
-    def at_time(self, parts: Sequence[int], ts_ms: int) -> Offsets:
+    def at_time(self, tps: Sequence[PartitionKey], ts_ms: int) -> Offsets:
         """The first offset at or after ``ts_ms`` per partition (the log end where none is)."""
         from confluent_kafka import TopicPartition
 
-        found = self.consumer.offsets_for_times(
-            [TopicPartition(self.topic, p, int(ts_ms)) for p in parts], timeout=METADATA_TIMEOUT
-        )
+        found = self.consumer.offsets_for_times([TopicPartition(t, p, int(ts_ms)) for t, p in tps], timeout=METADATA_TIMEOUT)
         ends = None
         out: Offsets = {}
         for tp in found:
-            if tp.offset is None or tp.offset < 0:
-                ends = ends or self.ends(parts)
-                out[tp.partition] = ends[tp.partition]
+            k = (tp.topic, tp.partition)
+            if self.sub.single is None and unknown_topic(tp.error):
+                self.missing.add(tp.topic)
+            elif tp.offset is None or tp.offset < 0:
+                ends = ends or self.ends(tps)
+                if k in ends:
+                    out[k] = ends[k]
             else:
-                out[tp.partition] = int(tp.offset)
+                out[k] = int(tp.offset)
         return out
 
 
@@ -248,7 +293,10 @@ def read_range(
     record's timestamp and headers cost more to take from librdkafka than its value).
     Records retention deleted before they were read raise ``DataLossError``; with ``on_lost``
     (ON DATA LOSS = 'continue') the read goes on from the log start and ``on_lost(topic,
-    partition, first, end)`` is told the lost offsets [first, end)."""
+    partition, first, end)`` is told the lost offsets [first, end). A range whose topic was
+    deleted (found when the broker answers that it does not know the topic, or when the read makes
+    no progress for ``GONE_CHECK`` seconds and the metadata says so) ends with a warning: replayed,
+    its batch would fail again and again."""
     from confluent_kafka import KafkaError, Message, TopicPartition
 
     if end <= start:
@@ -263,18 +311,26 @@ def read_range(
         held: list[Any] = []  # record batches not yet yielded
         held_rows = held_bytes = 0
         pos = start
-        last_progress = time.monotonic()
+        last_progress = looked = time.monotonic()
         done = False
         while not done:
             # never more than the range still needs: consume() waits out its timeout for as many
             # as it is asked, and a range ending at the log end has no more to give (a 1 s wait
             # per range was most of a small trigger's time)
             msgs = c.consume(num_messages=max(1, min(CONSUME_RECORDS, end - pos)), timeout=0.2)
-            if not msgs and time.monotonic() - last_progress > READ_STALL:
-                raise RuntimeError(
-                    f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
-                    f"offset {pos} of the range {start}-{end - 1}|END"
-                )
+            if not msgs:
+                now = time.monotonic()
+                # a fetch from a deleted topic answers nothing at all (noida-db): look now and then
+                if now - max(last_progress, looked) > GONE_CHECK:
+                    looked = now
+                    done = _partition_gone(c, topic, partition)
+                    if done:
+                        log_deleted(topic, partition, pos, end)
+                if not done and now - last_progress > READ_STALL:
+                    raise RuntimeError(
+                        f"{UNAVAILABLE}topic '{topic}' partition {partition}: no record for {READ_STALL:.0f}s at "
+                        f"offset {pos} of the range {start}-{end - 1}|END"
+                    )
             # the records between error events (almost always one: the end of the partition), a
             # column at a time with C loops over the messages (``map``): a Python step per record
             # was most of a range's read
@@ -321,6 +377,10 @@ def read_range(
                     last_progress = time.monotonic()
                     c.assign([TopicPartition(topic, partition, lo)])
                     break  # the records fetched so far belong to the old position
+                if unknown_topic(err) and _partition_gone(c, topic, partition):
+                    log_deleted(topic, partition, pos, end)
+                    done = True
+                    break
                 raise kafka_failure(f"topic '{topic}' partition {partition}", err)
             if held_rows >= BATCH_RECORDS or (done and held):
                 yield _joined(held)
@@ -508,6 +568,27 @@ def _log_start(c: Any, topic: str, partition: int) -> int | None:
     except Exception:  # noqa: BLE001 - the caller says what it can without it
         return None
     return int(lo)
+
+
+def _partition_gone(c: Any, topic: str, partition: int) -> bool:
+    """Whether the cluster says the partition does not exist (its topic deleted, or deleted and
+    created again with fewer partitions)."""
+    try:
+        md = c.list_topics(topic=topic, timeout=10)
+    except Exception:  # noqa: BLE001 - the read goes on waiting; a stall still fails it
+        return False
+    t = md.topics.get(topic)
+    return t is None or unknown_topic(t.error) or (t.error is None and partition not in t.partitions)
+
+
+def log_deleted(topic: str, partition: int, first: int, end: int) -> None:
+    log.warning(
+        "topic '%s' partition %d was deleted before records %d-%d were read: they are not in the table",
+        topic,
+        partition,
+        first,
+        end - 1,
+    )
 
 
 def lost_message(topic: str, partition: int, first: int, end: int | None) -> str:
