@@ -169,3 +169,48 @@ def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
         assert_same_tables(appended, there, files=False)
     letters = twins["in_process"].state("db.k_dead_letters", "reason, error")
     assert len(letters.rows) == 2 and all("no schema block" in r[1] for r in letters.rows)
+
+
+def test_routed_topic_pattern_a_topic_per_table(
+    spark: Any, noida: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A whole database: Debezium's topic per table, read by one ``TOPIC PATTERN`` source and
+    routed by ``{table}``; a topic (and its table) created between runs is picked up, a topic the
+    pattern does not match is not read, and each table equals its replay on both executors."""
+    from tests.support import kafka as K
+
+    def key_of(value: str) -> bytes:
+        payload = json.loads(value)["payload"]
+        image = payload["after"] or payload["before"]
+        schema = {"type": "struct", "fields": [{"type": "int32", "field": "id"}]}
+        return json.dumps({"schema": schema, "payload": {"id": image["id"]}}).encode()
+
+    db = Db(11, 2, ("id",))
+    for name in db.tables:
+        K.create_topic(noida.bootstrap, f"inv.{name}", 2)
+    K.create_topic(noida.bootstrap, "elsewhere", 1)
+    twins = Twins.make(
+        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
+    )
+    twins.execute(
+        "CREATE SOURCE inv FROM KAFKA CONNECTION kb (TOPIC PATTERN = 'inv\\..*', FORMAT = 'debezium-json');"
+        "CREATE SINK k FROM inv INTO ICEBERG CATALOG lake (NAMESPACE = 'inv', TABLE = '{table}') MODE UPSERT;"
+    )
+    for r in range(2):
+        if r == 1:
+            db.add_table("t2")
+            K.create_topic(noida.bootstrap, "inv.t2", 1)
+        by_topic: dict[str, list[tuple[bytes, bytes]]] = {}
+        for value in db.changes(80):
+            table = json.loads(value)["payload"]["source"]["table"]
+            by_topic.setdefault(f"inv.{table}", []).append((key_of(value), value.encode()))
+        for topic, records in by_topic.items():
+            K.produce(noida.bootstrap, topic, records)
+        K.produce(noida.bootstrap, "elsewhere", [(None, b'{"not": "read"}')])
+        twins.run(["k"])
+        for name in sorted(db.tables):
+            here, there = twins.states(f"inv.{name}")
+            assert len(here.rows) == db.rows(name), f"round {r} table {name}"
+            assert_same_tables(here, there, files=False)
+    # "elsewhere" was never read: its message has no schema block, and without ON ERROR it would
+    # have failed the run (``Twins.run`` asserts every run stopped cleanly)

@@ -128,13 +128,19 @@ MESSAGE_COLUMNS = ("key", "value")  # the rows of a source whose events carry th
 
 
 def message_batch(
-    keys: pa.Array | None, values: pa.Array, position: Mapping[str, pa.Array]
+    keys: pa.Array | None,
+    values: pa.Array,
+    position: Mapping[str, pa.Array],
+    extra: Mapping[str, pa.Array] | None = None,
 ) -> pa.RecordBatch:
-    """Whole messages (their key and value as text) with the changelog columns, ``__op`` and
-    ``__seq`` left null: the routed sink reads them from each event (``sources.connect``)."""
+    """Whole messages (their key and value as text), then ``extra`` columns (a Kafka source's
+    INCLUDEd metadata), with the changelog columns, ``__op`` and ``__seq`` left null: the routed
+    sink reads them from each event (``sources.connect``)."""
     n = len(values)
+    extra = dict(extra or {})
     rows = pa.RecordBatch.from_arrays(
-        [keys if keys is not None else pa.nulls(n, pa.string()), values], names=list(MESSAGE_COLUMNS)
+        [keys if keys is not None else pa.nulls(n, pa.string()), values, *extra.values()],
+        names=[*MESSAGE_COLUMNS, *extra],
     )
     return changelog_batch(rows, pa.nulls(n, pa.string()), pa.nulls(n, pa.int64()), position)
 

@@ -212,7 +212,9 @@ class KafkaArrowSource:
                 BLK: records.column("partition").cast(pa.int64()),
                 LINE: records.column("offset"),
             }
-            return message_batch(_utf8(records.column("key")), _utf8(value), position)
+            # the INCLUDEd columns after the message's (a many-topic source's ``topic``: relation.py)
+            included = self._included(records, None)
+            return message_batch(_utf8(records.column("key")), _utf8(value), position, included)
         decoded = key = None
         if registry or self.key_registry is not None:
             records, decoded, key = self._registered(records)
@@ -248,15 +250,7 @@ class KafkaArrowSource:
                 parsed = json_rows(value, source, allow_null=upsert)
             for name in parsed.schema.names:
                 cols[name] = parsed.column(name)
-        for inc in spec.include:
-            cols[inc.name] = {
-                KafkaMetadata.KEY: lambda: self._key(records.column("key")) if key is None else key,
-                KafkaMetadata.PARTITION: lambda: records.column("partition"),
-                KafkaMetadata.OFFSET: lambda: records.column("offset"),
-                KafkaMetadata.TIMESTAMP: lambda: records.column("timestamp"),
-                KafkaMetadata.HEADERS: lambda: records.column("headers"),
-                KafkaMetadata.TOPIC: lambda: records.column("topic"),
-            }[inc.what]()
+        cols.update(self._included(records, key))
         schema = arrow_schema(self.row_schema_json)
         arrays = []
         for f in schema:
@@ -273,6 +267,23 @@ class KafkaArrowSource:
             LINE: records.column("offset"),
         }
         return changelog_batch(rows, op, seq, position)
+
+    def _included(self, records: Any, key: Any) -> dict[str, Any]:
+        """The source's INCLUDEd metadata columns of ``records`` by name (``key``: the keys
+        decoded already, else None)."""
+        spec = self.plan.kafka
+        assert spec is not None
+        return {
+            inc.name: {
+                KafkaMetadata.KEY: lambda: self._key(records.column("key")) if key is None else key,
+                KafkaMetadata.PARTITION: lambda: records.column("partition"),
+                KafkaMetadata.OFFSET: lambda: records.column("offset"),
+                KafkaMetadata.TIMESTAMP: lambda: records.column("timestamp"),
+                KafkaMetadata.HEADERS: lambda: records.column("headers"),
+                KafkaMetadata.TOPIC: lambda: records.column("topic"),
+            }[inc.what]()
+            for inc in spec.include
+        }
 
     def _registered(self, records: Any) -> tuple[Any, Any, Any]:
         """(the records left once ON ERROR dealt with those that do not decode, their values
