@@ -26,7 +26,7 @@ import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from icesql.engine.base.changelog import BLK, FILE, LINE, OP, SEQ
@@ -34,6 +34,7 @@ from icesql.routing import RoutingError, TableTemplate
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _DAY0 = dt.date(1970, 1, 1)
+_EXACT = Context(prec=1000)
 
 # Kafka Connect's primitive types -> Spark's type names
 _PRIMITIVE = {
@@ -175,7 +176,8 @@ def _convert(f: ConnectField, value: Any) -> Any:
         return base64.b64decode(value)
     if f.kind == "decimal":
         raw = base64.b64decode(value) if isinstance(value, str) else bytes(value)
-        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-f.scale)
+        # exact: the default context's 28 digits would round a decimal(38) (or a wider value)
+        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-f.scale, _EXACT)
     if f.kind == "date":
         return _DAY0 + dt.timedelta(days=int(value))
     if f.kind == "time":
