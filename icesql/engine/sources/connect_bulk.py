@@ -285,7 +285,7 @@ class _Group:
 
         data = "\n".join(texts).encode()
         options = pj.ParseOptions(explicit_schema=self.schema.read, unexpected_field_behavior="ignore")
-        table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) + 1)),
+        table = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=min(max(1 << 20, len(data) + 1), 1 << 28)),
                              parse_options=options)
         if table.num_rows != len(self.rows):
             raise ValueError("a message holds more than one JSON value")
