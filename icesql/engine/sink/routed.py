@@ -282,7 +282,7 @@ class RoutedWriter:
     def __call__(self, changes: Any, spark_batch_id: int) -> list[dict[str, Any]]:
         from icesql.engine.backends.base import as_frame
         from icesql.engine.backends.local.frames import LocalFrame
-        from icesql.engine.sources.connect import MESSAGE_ROW, split_messages
+        from icesql.engine.sources.connect_bulk import split_messages
 
         r = self.runner
         batch_id = r.progress_base + int(spark_batch_id)
@@ -302,7 +302,7 @@ class RoutedWriter:
             except ExecutionError as e:
                 if r.plan.on_error is OnError.FAIL:
                     raise
-                r.bad_messages(messages, [(row[MESSAGE_ROW], e.message) for row in piece.rows], batch_id)
+                r.bad_messages(messages, [(row, e.message) for row in piece.message_rows()], batch_id)
                 t.last_error = e.message
                 continue
             frame = LocalFrame.of_table(piece.arrow(), r.backend_parallelism)

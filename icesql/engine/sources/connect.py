@@ -26,7 +26,7 @@ import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 from icesql.engine.base.changelog import BLK, FILE, LINE, OP, SEQ
@@ -34,6 +34,7 @@ from icesql.routing import RoutingError, TableTemplate
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _DAY0 = dt.date(1970, 1, 1)
+_EXACT = Context(prec=1000)
 
 # Kafka Connect's primitive types -> Spark's type names
 _PRIMITIVE = {
@@ -90,6 +91,9 @@ class TableSlice:
     key: tuple[str, ...]
     fields: dict[str, ConnectField] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
+    # rows decoded in bulk (``connect_bulk``): Arrow tables of some of ``fields`` (their own
+    # types), the changelog's columns and ``MESSAGE_ROW``
+    parts: list[Any] = field(default_factory=list)
 
     def spark_schema_json(self) -> dict[str, Any]:
         return {
@@ -100,18 +104,42 @@ class TableSlice:
             ],
         }
 
+    def message_rows(self) -> list[int]:
+        """The rows of the batch's messages this slice holds, in order."""
+        rows = [r[MESSAGE_ROW] for r in self.rows]
+        for part in self.parts:
+            rows += part.column(MESSAGE_ROW).to_pylist()
+        return sorted(rows)
+
     def arrow(self) -> Any:
-        """The rows in the changelog's shape (data columns, then ``__op``, ``__seq``, position)."""
+        """The rows in the changelog's shape (data columns, then ``__op``, ``__seq``, position),
+        in the batch's order."""
         import pyarrow as pa
 
         from icesql.engine.sources.types import arrow_schema
 
         data = arrow_schema(self.spark_schema_json())
         extra = [(OP, pa.string()), (SEQ, pa.int64()), (FILE, pa.string()), (BLK, pa.int64()), (LINE, pa.int64())]
-        columns = [pa.array([r.get(f.name) for r in self.rows], f.type) for f in data]
-        columns += [pa.array([r[n] for r in self.rows], t) for n, t in extra]
         names = [*data.names, *(n for n, _ in extra)]
-        return pa.Table.from_arrays(columns, names=names)
+        tables = []
+        if self.rows or not self.parts:
+            columns = [pa.array([r.get(f.name) for r in self.rows], f.type) for f in data]
+            columns += [pa.array([r[n] for r in self.rows], t) for n, t in extra]
+            columns.append(pa.array([r[MESSAGE_ROW] for r in self.rows], pa.int64()))
+            tables.append(pa.Table.from_arrays(columns, names=[*names, MESSAGE_ROW]))
+        for part in self.parts:
+            have = set(part.column_names)
+            columns = [
+                part.column(f.name).cast(f.type, safe=not pa.types.is_floating(f.type)) if f.name in have else pa.nulls(part.num_rows, f.type)
+                for f in data
+            ]
+            columns += [part.column(n).cast(t) for n, t in extra]
+            columns.append(part.column(MESSAGE_ROW).cast(pa.int64()))
+            tables.append(pa.Table.from_arrays(columns, names=[*names, MESSAGE_ROW]))
+        out = tables[0] if len(tables) == 1 else pa.concat_tables(tables)
+        if len(tables) > 1:
+            out = out.sort_by(MESSAGE_ROW)
+        return out.drop_columns([MESSAGE_ROW])
 
 
 def connect_field(schema: Mapping[str, Any]) -> ConnectField:
@@ -148,7 +176,8 @@ def _convert(f: ConnectField, value: Any) -> Any:
         return base64.b64decode(value)
     if f.kind == "decimal":
         raw = base64.b64decode(value) if isinstance(value, str) else bytes(value)
-        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-f.scale)
+        # exact: the default context's 28 digits would round a decimal(38) (or a wider value)
+        return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-f.scale, _EXACT)
     if f.kind == "date":
         return _DAY0 + dt.timedelta(days=int(value))
     if f.kind == "time":
@@ -219,41 +248,50 @@ def split_messages(
     out = Split()
     cols = {n: batch.column(n).to_pylist() for n in ("key", "value", FILE, BLK, LINE)}
     for i in range(batch.num_rows):
-        try:
-            fields, payload = _event(cols["value"][i])
-            names = {f.name.lower(): f.name for f in fields}
-            key = _key(cols["key"][i]) or tuple(names[k.lower()] for k in fallback_key if k.lower() in names)
-            if len(key) != len(fallback_key) and not cols["key"][i]:
-                key = ()  # the sink's KEY is not this table's: the record has no key
-            block = payload.get("source")
-            source: Mapping[str, Any] = block if isinstance(block, Mapping) else {}
-            values = {
-                "topic": cols[FILE][i] if topics else None,
-                "db": _text(source.get("db")),
-                "schema": _text(source.get("schema")),
-                "table": _text(source.get("table")),
-            }
-            name = template.resolve(values)
-            op = payload["op"]
-            image = payload.get("before" if op == "d" else "after")
-            if not isinstance(image, Mapping):
-                raise MessageError(f"a '{op}' event without its {'before' if op == 'd' else 'after'} image")
-            seq = _first_int(source.get("lsn"), source.get("ts_ms"), payload.get("ts_ms"))
-            piece = out.tables.get(name)
-            if piece is None:
-                piece = out.tables[name] = TableSlice(name, key)
-            elif key and piece.key and key != piece.key:
-                raise MessageError(f"its key ({', '.join(key)}) differs from ({', '.join(piece.key)})")
-            row = {OP: op, SEQ: seq, FILE: cols[FILE][i], BLK: cols[BLK][i], LINE: cols[LINE][i], MESSAGE_ROW: i}
-            for f in fields:
-                _merge(piece, f)
-                row[f.name] = _convert(f, image.get(f.name))
-            piece.rows.append(row)
-        except (MessageError, RoutingError) as e:
-            out.bad.append((i, str(e)))
-        except (ValueError, TypeError, OverflowError) as e:
-            out.bad.append((i, f"a value cannot be read: {e}"))
+        decode_one(out, cols, i, template, topics=topics, fallback_key=fallback_key)
     return out
+
+
+def decode_one(
+    out: Split, cols: Mapping[str, Sequence[Any]], i: int, template: TableTemplate, *, topics: bool,
+    fallback_key: Sequence[str] = (),
+) -> None:
+    """Message ``i`` of ``cols`` (the batch's columns as lists) into ``out``: its row in its table's
+    slice, or its reason in ``out.bad``."""
+    try:
+        fields, payload = _event(cols["value"][i])
+        names = {f.name.lower(): f.name for f in fields}
+        key = _key(cols["key"][i]) or tuple(names[k.lower()] for k in fallback_key if k.lower() in names)
+        if len(key) != len(fallback_key) and not cols["key"][i]:
+            key = ()  # the sink's KEY is not this table's: the record has no key
+        block = payload.get("source")
+        source: Mapping[str, Any] = block if isinstance(block, Mapping) else {}
+        values = {
+            "topic": cols[FILE][i] if topics else None,
+            "db": _text(source.get("db")),
+            "schema": _text(source.get("schema")),
+            "table": _text(source.get("table")),
+        }
+        name = template.resolve(values)
+        op = payload["op"]
+        image = payload.get("before" if op == "d" else "after")
+        if not isinstance(image, Mapping):
+            raise MessageError(f"a '{op}' event without its {'before' if op == 'd' else 'after'} image")
+        seq = _first_int(source.get("lsn"), source.get("ts_ms"), payload.get("ts_ms"))
+        piece = out.tables.get(name)
+        if piece is None:
+            piece = out.tables[name] = TableSlice(name, key)
+        elif key and piece.key and key != piece.key:
+            raise MessageError(f"its key ({', '.join(key)}) differs from ({', '.join(piece.key)})")
+        row = {OP: op, SEQ: seq, FILE: cols[FILE][i], BLK: cols[BLK][i], LINE: cols[LINE][i], MESSAGE_ROW: i}
+        for f in fields:
+            _merge(piece, f)
+            row[f.name] = _convert(f, image.get(f.name))
+        piece.rows.append(row)
+    except (MessageError, RoutingError) as e:
+        out.bad.append((i, str(e)))
+    except (ValueError, TypeError, OverflowError) as e:
+        out.bad.append((i, f"a value cannot be read: {e}"))
 
 
 def _merge(piece: TableSlice, f: ConnectField) -> None:
