@@ -20,7 +20,7 @@ from tests.support.pipeline_helpers import write_json_lines
 
 pytestmark = pytest.mark.spark
 
-KINDS = ("int", "long", "double", "bool", "string", "date", "ts", "decimal")
+KINDS = ("int", "long", "double", "bool", "string", "date", "ts", "time", "decimal")
 
 
 def _value(rng: random.Random, kind: str) -> Any:
@@ -32,6 +32,7 @@ def _value(rng: random.Random, kind: str) -> Any:
         "string": lambda: rng.choice(["a", "bb", "ccc", "é"]),
         "date": lambda: rng.randint(0, 20000),
         "ts": lambda: rng.randint(0, 2 * 10**15),
+        "time": lambda: rng.randint(0, 86_400 * 10**6 - 1),
         "decimal": lambda: rng.randint(-99999, 99999) / 100,
     }[kind]()
 

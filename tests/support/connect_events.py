@@ -19,6 +19,7 @@ TYPES: dict[str, dict[str, Any]] = {
     "date": {"type": "int32", "name": "io.debezium.time.Date"},
     "ts": {"type": "int64", "name": "io.debezium.time.MicroTimestamp"},
     "zoned": {"type": "string", "name": "io.debezium.time.ZonedTimestamp"},
+    "time": {"type": "int64", "name": "io.debezium.time.MicroTime"},
     "decimal": {
         "type": "bytes",
         "name": "org.apache.kafka.connect.data.Decimal",

@@ -39,6 +39,9 @@ _SIMPLE: dict[str, pa.DataType] = {
 }
 
 
+_TIME = re.compile(r"^time(\(\s*\d+\s*\))?$")
+
+
 class Fallback(Exception):
     """Arrow cannot give exactly Spark's answer for this input: let Spark's parser read the file."""
 
@@ -60,6 +63,8 @@ def arrow_type(spark_type: Any) -> pa.DataType:
             return pa.decimal128(10, 0)
         if _CHAR.match(name):
             return pa.string()
+        if _TIME.match(name):  # Spark 4.1's TIME; a routed sink's Kafka Connect Time columns
+            return pa.time64("us")
         raise Unsupported(f"type {spark_type}")
     if isinstance(spark_type, Mapping):
         kind = spark_type.get("type")
