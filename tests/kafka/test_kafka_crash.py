@@ -47,19 +47,23 @@ def _records(start: int, end: int) -> list[tuple[bytes, bytes]]:
 PATHS = {"spark": {"ICESQL_LOCAL_RUN": "0"}, "local": {"ICESQL_LOCAL_RUN": "1"}}
 
 
+# one SIGKILL at each point of a batch: writing, staged, inside the catalog commit, after it
+KILLS = [
+    {"ICESQL_TEST_KILL_AT": "write:1"},
+    {"ICESQL_TEST_KILL_AT": "staged:2"},
+    {"ICESQL_TEST_KILL_COMMIT": "before:1"},
+    {"ICESQL_TEST_KILL_COMMIT": "after:1"},
+    {"ICESQL_TEST_KILL_AT": "committed"},
+]
+
+
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_sigkill_anywhere_exactly_once(tmp_path: Path, broker: Any, path: str) -> None:
     env_path = PATHS[path]
     K.create_topic(broker.bootstrap, TOPIC, 3)
     K.produce(broker.bootstrap, TOPIC, _records(0, N), linger_ms=20)
     args = ("--kafka", f"{broker.bootstrap}:{TOPIC}", "--records-per-trigger", "700")
-    kills = [
-        {"ICESQL_TEST_KILL_AT": "write:1"},
-        {"ICESQL_TEST_KILL_AT": "staged:2"},
-        {"ICESQL_TEST_KILL_COMMIT": "before:1"},
-        {"ICESQL_TEST_KILL_COMMIT": "after:1"},
-        {"ICESQL_TEST_KILL_AT": "committed"},
-    ]
+    kills = KILLS
     produced = N
     for env in kills:
         rc, log = run_child(tmp_path, {**env_path, **env}, extra_args=args)
@@ -105,13 +109,7 @@ def test_sigkill_anywhere_exactly_once_over_many_topics(tmp_path: Path, broker: 
     args = (
         "--kafka", f"{broker.bootstrap}:", "--topic-pattern", r"crashy\..*", "--records-per-trigger", "700",
     )  # fmt: skip
-    kills = [
-        {"ICESQL_TEST_KILL_AT": "write:1"},
-        {"ICESQL_TEST_KILL_AT": "staged:2"},
-        {"ICESQL_TEST_KILL_COMMIT": "before:1"},
-        {"ICESQL_TEST_KILL_COMMIT": "after:1"},
-        {"ICESQL_TEST_KILL_AT": "committed"},
-    ]
+    kills = KILLS
     for n, env in enumerate(kills):
         rc, log = run_child(tmp_path, {**PATHS[path], **env}, extra_args=args)
         assert rc == -signal.SIGKILL, f"expected a kill for {env}, got rc={rc}\n{log[-3000:]}"
