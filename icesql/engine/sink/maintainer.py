@@ -131,9 +131,6 @@ class Maintainer:
         self._deferred: Any = None  # a run --once: the rewrite beside the sink waits for its next batch
         self._unplanned = False  # a commit was made that no planning followed (a shutdown commit)
         self._due: Any = None  # the compaction the last planning found due (None: none)
-        # set by the run's first commit (or its end): a rewrite handed over by the last run,
-        # started before this run's first batch, commits only after it, never ahead of it
-        self._run_committed = threading.Event()
 
     @property
     def policy(self) -> Any:
@@ -161,7 +158,6 @@ class Maintainer:
 
     def after_commit(self) -> None:
         """Called by the runner after each of its commits, holding its lock, nothing staged."""
-        self._run_committed.set()
         self._gap.set()
         self._deferred = None  # planned again below, on the table as it is now
         self._unplanned = False
@@ -342,7 +338,6 @@ class Maintainer:
     def committed_unplanned(self) -> None:
         """The runner committed without asking for maintenance (a shutdown commit): a run that
         ends now plans its compaction at its end (``at_end``)."""
-        self._run_committed.set()
         self._unplanned = True
 
     def at_start(self) -> None:
@@ -350,9 +345,7 @@ class Maintainer:
         last run handed over (``at_end``, ``at_stop``: the note in its staging directory) starts
         now, beside the sink, planned again on the table as it is (the note is a hint; the table
         says what is due). It reads and writes while the batches are read and written, and
-        commits in a gap after the run's first commit (or at its end when it has none), as any
-        rewrite beside the sink: never ahead of the run's first batch, which would hold that batch
-        up, and in the same order whichever executor runs the sink. A note whose
+        commits in a gap between their commits, as any rewrite beside the sink. A note whose
         rewrite is due no more (another run or ``icesql compact`` did it) is dropped."""
         r = self.runner
         if r.staging.rewrite_due() is None:
@@ -391,7 +384,6 @@ class Maintainer:
         policy = self.policy
         if not policy.automatic or not policy.compaction or self.runner.table is None:
             return
-        self._run_committed.set()  # a run without a commit: the rewrite handed over takes its end
         if self.busy():
             assert self._large is not None
             if self._large_task is not None and self._large_task.applies_deletes:
@@ -482,11 +474,6 @@ class Maintainer:
                 return
             self._large_waits = True
             while not r.stop_event.is_set():
-                if not self._run_committed.is_set():
-                    # a rewrite handed over by the last run goes after this run's first commit
-                    # (so both executors commit the two in one order, and no batch waits for it)
-                    self._run_committed.wait(GAP_WAIT)
-                    continue
                 acquired = r.lock.acquire(timeout=GAP_WAIT)
                 if acquired:
                     # a gap: nothing staged and no batch being written (a batch is written against
