@@ -567,20 +567,15 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
 
 
 
-def stand_in_runner(commit: Any, *, once: bool = False, staging: Any = None) -> Any:
+def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
     """What the maintainer asks of a sink's runner: an append sink (no key index) on table ns.t,
-    committing by ``commit``, nothing staged (``staging``: a real, empty staging directory; a
-    fresh one unless given), no batch in flight (``once``: a ``run --once``)."""
-    import tempfile
+    committing by ``commit``, nothing staged, no batch in flight (``once``: a ``run --once``)."""
     import threading
     from types import SimpleNamespace
 
-    from icesql.engine.commit.staging import Staging
     from icesql.plan import SinkPlan
 
-    table = SimpleNamespace(refresh=lambda: None, current_snapshot=lambda: SimpleNamespace(snapshot_id=7))
-    if staging is None:
-        staging = Staging(Path(tempfile.mkdtemp(prefix="icesql-stand-in-")) / "staging")
+    table = SimpleNamespace(refresh=lambda: None)
     return SimpleNamespace(
         name="s",
         table=table,
@@ -590,7 +585,7 @@ def stand_in_runner(commit: Any, *, once: bool = False, staging: Any = None) -> 
         clock=SimpleNamespace(since_commit=lambda: 0.0),
         target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
         lock=threading.Lock(),
-        staging=staging,
+        staging=SimpleNamespace(pending=lambda: []),
         batch_started=None,
         stop_event=threading.Event(),
         listeners=SimpleNamespace(maintenance=lambda event: None),
@@ -735,22 +730,19 @@ def test_a_run_once_starts_a_rewrite_beside_the_sink_only_as_its_next_batch_begi
 
 
 @pytest.mark.parametrize("applies_deletes", [True, False])
-def test_a_run_once_hands_a_due_rewrite_to_the_next_run(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, applies_deletes: bool
+def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
+    monkeypatch: pytest.MonkeyPatch, applies_deletes: bool
 ) -> None:
-    """A one-batch ``run --once`` has no gap after its commit for a rewrite, and runs none in its
-    foreground (a scheduled run returns as soon as its input is committed): a due rewrite that
-    applies delete files is handed to the next run in a durable note (the sink's staging
-    directory), and the next run starts it beside its first batch; the note goes once it is done.
-    A rewrite that only merges files is left, as before (it would hold a bulk load up to rewrite
-    what it just wrote). The real path, real sinks and rewrites on both executors, is
-    ``tests/conformance/test_handover.py``; here the rewrite is a stand-in: what is tested is
-    when the maintainer runs it."""
+    """A one-batch ``run --once`` has no gap after its commit for a rewrite too large for one:
+    it runs a rewrite that applies delete files before it returns (else a table fed only by such
+    runs would pile its delete files up), and leaves one that only merges files to the stop (it
+    would hold a bulk load up to rewrite what it just wrote). The real path, a real sink and
+    rewrite, is ``test_maintainer.py::test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run``;
+    here the rewrite is a stand-in: what is tested is whether the maintainer runs it."""
     from types import SimpleNamespace
 
     import icesql.engine.maintenance as maintenance
     import icesql.engine.maintenance.compact as compact_module
-    from icesql.engine.commit.staging import Staging
     from icesql.engine.maintenance import Task
     from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
@@ -761,30 +753,16 @@ def test_a_run_once_hands_a_due_rewrite_to_the_next_run(
         ran.append(kw)
         return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
 
-    task = Task(StepKind.COMPACT, Weight.LARGE, "5 delete files > 4", applies_deletes=applies_deletes)
+    task = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite", applies_deletes=applies_deletes)
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [task])
     monkeypatch.setattr(compact_module, "compact_table", rewrite)
-    monkeypatch.setattr(maintenance, "run_task", lambda table, task, policy, **kw: rewrite(table, **kw))
-    staging = Staging(tmp_path / "staging")
-    once = Maintainer(stand_in_runner(CommitPolicy(), once=True, staging=staging))
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True))
     once.after_commit()  # the batch's commit: put off to a next batch the run will not have
-    once.at_end()
     once.join(10)
-    assert ran == [] and not once.busy()  # nothing rewritten in the run
-    note = staging.rewrite_due()
-    if not applies_deletes:
-        assert note is None
-        return
-    assert note is not None and note["reason"] == "5 delete files > 4" and note["snapshot_id"] == 7
-    assert Staging(tmp_path / "staging").rewrite_due() == note  # on disk, for another process
-    assert [p.name for p in (tmp_path / "staging").iterdir()] == ["rewrite-due"]
-    assert staging.pending() == []  # no staged batch for the committer
-
-    following = Maintainer(stand_in_runner(CommitPolicy(), once=True, staging=staging))
-    following.at_start()  # the next run: beside its first batch, before any commit
-    following.join(10)
-    assert len(ran) == 1 and "before_commit" in ran[0]  # beside the sink, committing in a gap
-    assert staging.rewrite_due() is None
+    assert ran == []
+    once.at_end()
+    assert len(ran) == (1 if applies_deletes else 0)
+    assert not once.busy()
 
 
 @pytest.mark.parametrize("applies_deletes", [True, False])

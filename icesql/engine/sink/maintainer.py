@@ -24,16 +24,11 @@ under the sink's ``MaintenancePolicy``) and:
   (``carry_over``), so the compaction never loses the race and never undoes an upsert. What it
   can do before the gap it does before (the deletes committed so far carried over, the written
   files' key-index entries read and hashed: ``_hash_written``); the gap holds the sink up only
-  for what came since, the commit and the index's follow (logged as ``held=``);
-* in a ``run --once`` runs **no rewrite in the foreground**, small or large: a compaction due
-  after a commit starts beside the run's next batch (``before_batch``: its last batch is followed
-  by the stop, not by a gap); one still due when the run ends is **handed to the sink's next
-  run** (``at_end``, and ``at_stop`` for a stopped running sink): a durable note in the sink's
-  staging directory, read as the next run starts (``at_start``), which starts the rewrite beside
-  its first batch and lets it commit in a gap (at the latest the one its end leaves: ``at_end``
-  lets a rewrite beside the sink that applies delete files finish). A scheduled ``run --once``
-  thus returns as soon as its input is committed, and a table fed only by such runs is still
-  rewritten, one run later.
+  for what came since, the commit and the index's follow (logged as ``held=``). A ``run --once``
+  starts it only as its next batch begins: its last batch is followed by the stop, not by a gap;
+* at the end of a run that ends by itself (``run --once``, a bounded relation), runs the
+  compaction that is due in the foreground (``at_end``), or lets one beside the sink finish and
+  commit: a table fed only by such runs would otherwise never see a rewrite larger than a gap.
 
 A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
 no batch being written (batches are written against the key index, which it moves). A sink that
@@ -130,7 +125,6 @@ class Maintainer:
         self._hashed: Any = None  # a rewrite beside the sink: the index entries of the files it wrote
         self._deferred: Any = None  # a run --once: the rewrite beside the sink waits for its next batch
         self._unplanned = False  # a commit was made that no planning followed (a shutdown commit)
-        self._due: Any = None  # the compaction the last planning found due (None: none)
 
     @property
     def policy(self) -> Any:
@@ -174,14 +168,6 @@ class Maintainer:
             if task.kind is StepKind.REMOVE_METADATA and self._budget(started) > 0:
                 self._run(task)
         tasks = [t for t in tasks if t.kind is not StepKind.REMOVE_METADATA]
-        self._due = next((t for t in tasks if t.kind is StepKind.COMPACT), None)
-        if self.runner.once and self._due is not None:
-            # a run --once does no rewrite in its foreground: one due starts beside its next
-            # batch (before_batch), or is handed to the next run (at_end)
-            if not self.busy():
-                self._deferred = self._due
-            self._compaction_waits = False
-            tasks = [t for t in tasks if t.kind is not StepKind.COMPACT]
         small = [t for t in tasks if t.weight is Weight.SMALL]
         large = [t for t in tasks if t.weight is Weight.LARGE and t.kind is StepKind.COMPACT]
         self._compaction_waits = (
@@ -269,8 +255,6 @@ class Maintainer:
             self._metadata_removed(result)
             return
         r.table.refresh()
-        if task.kind is StepKind.COMPACT:
-            self._rewrite_done()
         if task.kind is StepKind.COMPACT and not getattr(result, "skipped", False):
             self._follow_rewrite(moved=getattr(result, "moved", None))
         elif task.kind is StepKind.REWRITE_MANIFESTS:
@@ -340,44 +324,14 @@ class Maintainer:
         ends now plans its compaction at its end (``at_end``)."""
         self._unplanned = True
 
-    def at_start(self) -> None:
-        """Called by the runner once it is prepared, before its first batch: a rewrite the sink's
-        last run handed over (``at_end``, ``at_stop``: the note in its staging directory) starts
-        now, beside the sink, planned again on the table as it is (the note is a hint; the table
-        says what is due). It reads and writes while the batches are read and written, and
-        commits in a gap between their commits, as any rewrite beside the sink. A note whose
-        rewrite is due no more (another run or ``icesql compact`` did it) is dropped."""
-        r = self.runner
-        if r.staging.rewrite_due() is None:
-            return
-        policy = self.policy
-        if not policy.automatic or not policy.compaction or r.table is None:
-            r.staging.clear_rewrite_due()
-            return
-        if not self._may_compact():  # Spark Connect's upsert sinks: left to `icesql maintain`
-            return
-        from icesql.engine.maintenance import StepKind
-
-        tasks = self._plan(policy)
-        if tasks is None:  # planning failed: the note stays for the next run
-            return
-        task = next((t for t in tasks if t.kind is StepKind.COMPACT), None)
-        if task is None or not task.applies_deletes:
-            r.staging.clear_rewrite_due()
-            return
-        log.info("sink %s: the rewrite the last run handed over starts beside the sink: %s", r.name, task.describe())
-        self._due = task
-        self._start_large(task)
-
     def at_end(self) -> None:
         """A run that ends by itself (``run --once``, a bounded relation) has committed all its
-        input. A compaction its table is due that applies delete files is not run in the
-        foreground: it is handed to the sink's next run (``_hand_over``: a durable note), which
-        starts it beside its first batch (``at_start``); a ``run --once`` from a scheduler
-        returns as soon as its input is committed, and its table is still rewritten, one run
-        later. Such a rewrite already going on beside the sink (handed over by the last run, or
-        started beside a batch) is let finish: the stopped sink leaves it the gap to commit in,
-        and without that a table fed by one-batch runs would never see one done. A rewrite that
+        input: a compaction its table is due that applies delete files runs now, in the
+        foreground, before the run returns. Such a rewrite already going on beside the sink is
+        let finish (the stopped sink leaves it the gap to commit in); one the last commit deferred
+        to a next batch, or found due now, is run. Without this a table fed only by ``run --once``
+        (from a scheduler, say) would never be compacted beyond what fits in a gap: its delete
+        files would pile up run after run, and readers slow down with every one. A rewrite that
         only merges files without deletes is left to the stop, as before: it would hold a bulk
         load up to rewrite all it just wrote (10M rows: 6.6 -> 14.3 s), for little a reader
         gains. ``MAINTENANCE = 'off'`` or ``COMPACTION = 'off'`` leave it all out."""
@@ -395,45 +349,10 @@ class Maintainer:
 
             task = next((t for t in self._plan(policy) or () if t.kind is StepKind.COMPACT), None)
         self._unplanned = False
-        if task is not None and task.applies_deletes and self._may_compact():
-            self._hand_over(task)
-
-    def at_stop(self) -> None:
-        """A sink stopped (``stop``) with a compaction applying delete files due, or stopped
-        beside it: handed to its next run, as at the end of a ``run --once``."""
-        task = self._due
-        policy = self.policy
-        if task is not None and task.applies_deletes and policy.automatic and policy.compaction:
-            self._hand_over(task)
-
-    def _hand_over(self, task: Any) -> None:
-        """Leave a durable note that the table owes ``task`` (in the sink's staging directory,
-        beside the batches it owes the table: per sink, fsync'd, no catalog commit and nothing
-        another writer sees). A crash before the note is written loses only the hint: the next
-        run's first commit plans the rewrite again from the table."""
-        r = self.runner
-        snapshot = r.table.current_snapshot() if r.table is not None else None
-        try:
-            r.staging.set_rewrite_due(
-                {
-                    "reason": task.reason,
-                    "read_bytes": task.read_bytes,
-                    "snapshot_id": getattr(snapshot, "snapshot_id", None),
-                    "at": time.time(),
-                }
-            )
-        except OSError as e:
-            log.warning("sink %s: could not note the compaction due for the next run: %s", r.name, _one_line(e))
+        if task is None or not task.applies_deletes or not self._may_compact():
             return
-        log.info("sink %s: compaction due, handed to the sink's next run: %s", r.name, task.reason)
-
-    def _rewrite_done(self) -> None:
-        """A compaction ran to its end (committed, or found nothing to rewrite): nothing is owed."""
-        self._due = None
-        try:
-            self.runner.staging.clear_rewrite_due()
-        except OSError as e:  # the next run plans again and finds nothing due
-            log.debug("sink %s: could not drop the note of a rewrite due: %s", self.runner.name, _one_line(e))
+        log.debug("sink %s: the run ends with a compaction: %s", self.runner.name, task.describe())
+        self._run(task)
 
     def _plan(self, policy: Any) -> list[Any] | None:
         """The steps due on the sink's table now; None when planning failed (it never fails a
@@ -504,7 +423,6 @@ class Maintainer:
                 stopped=r.stop_event.is_set,
             )
             self.last_run[task.run_key] = time.time()
-            self._rewrite_done()
             if held:
                 r.table.refresh()
                 if not result.skipped:
