@@ -190,7 +190,7 @@ def _convert(f: ConnectField, value: Any) -> Any:
     return json.dumps(value, separators=(",", ":"))  # a nested value: its JSON text
 
 
-def _struct_fields(schema: Any, what: str) -> list[ConnectField]:
+def struct_fields(schema: Any, what: str) -> list[ConnectField]:
     if not isinstance(schema, Mapping) or schema.get("type") != "struct":
         raise MessageError(f"the {what} schema is not a Kafka Connect struct")
     return [connect_field(f) for f in schema.get("fields") or ()]
@@ -220,14 +220,14 @@ def _event(value: str | None) -> tuple[list[ConnectField], Mapping[str, Any]]:
     image = fields.get("after") or fields.get("before")
     if image is None:
         raise MessageError("the message's schema has no 'after' (or 'before') field")
-    return _struct_fields(image, "'after'"), payload
+    return struct_fields(image, "'after'"), payload
 
 
-def _key(text: str | None) -> tuple[str, ...] | None:
+def record_key(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
     schema, _ = _wrapped(text, "record key")
-    return tuple(f.name for f in _struct_fields(schema, "record key"))
+    return tuple(f.name for f in struct_fields(schema, "record key"))
 
 
 @dataclass
@@ -261,7 +261,7 @@ def decode_one(
     try:
         fields, payload = _event(cols["value"][i])
         names = {f.name.lower(): f.name for f in fields}
-        key = _key(cols["key"][i]) or tuple(names[k.lower()] for k in fallback_key if k.lower() in names)
+        key = record_key(cols["key"][i]) or tuple(names[k.lower()] for k in fallback_key if k.lower() in names)
         if len(key) != len(fallback_key) and not cols["key"][i]:
             key = ()  # the sink's KEY is not this table's: the record has no key
         block = payload.get("source")
@@ -285,7 +285,7 @@ def decode_one(
             raise MessageError(f"its key ({', '.join(key)}) differs from ({', '.join(piece.key)})")
         row = {OP: op, SEQ: seq, FILE: cols[FILE][i], BLK: cols[BLK][i], LINE: cols[LINE][i], MESSAGE_ROW: i}
         for f in fields:
-            _merge(piece, f)
+            merge_field(piece, f)
             row[f.name] = _convert(f, image.get(f.name))
         piece.rows.append(row)
     except (MessageError, RoutingError) as e:
@@ -294,7 +294,7 @@ def decode_one(
         out.bad.append((i, f"a value cannot be read: {e}"))
 
 
-def _merge(piece: TableSlice, f: ConnectField) -> None:
+def merge_field(piece: TableSlice, f: ConnectField) -> None:
     """A field of one message into its table's columns: new fields are added (schema evolution),
     a field seen with a narrower type is widened."""
     old = piece.fields.get(f.name)
@@ -318,4 +318,15 @@ def _first_int(*values: Any) -> int | None:
     return None
 
 
-__all__ = ["MESSAGE_ROW", "ConnectField", "MessageError", "Split", "TableSlice", "connect_field", "split_messages"]
+__all__ = [
+    "MESSAGE_ROW",
+    "ConnectField",
+    "MessageError",
+    "Split",
+    "TableSlice",
+    "connect_field",
+    "merge_field",
+    "record_key",
+    "split_messages",
+    "struct_fields",
+]

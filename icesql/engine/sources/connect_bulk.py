@@ -30,10 +30,12 @@ from icesql.engine.sources.connect import (
     MessageError,
     Split,
     TableSlice,
-    _key,
-    _merge,
-    _struct_fields,
     decode_one,
+    merge_field,
+    struct_fields,
+)
+from icesql.engine.sources.connect import (
+    record_key as key_fields,
 )
 from icesql.routing import RoutingError, TableTemplate
 
@@ -103,7 +105,7 @@ def _parse_schema(text: str) -> _Schema | None:
     if image is None:
         return None
     try:
-        parsed = _struct_fields(image, "'after'")
+        parsed = struct_fields(image, "'after'")
     except MessageError:
         return None
     types = [_raw_type(f) for f in parsed]
@@ -382,7 +384,7 @@ def split_messages(
             if op not in ("c", "u", "d", "r"):
                 raise MessageError("the message is not a Debezium change event (no op c, u, d or r)")
             record_key = cols["key"][i]
-            key = _key(record_key) if record_key is not None else None
+            key = key_fields(record_key) if record_key is not None else None
             if not key:
                 key = fallback_keys.get(id(g))
                 if key is None:
@@ -411,7 +413,7 @@ def split_messages(
             done = merged.setdefault(name, set())
             if id(g) not in done:
                 for f in g.schema.fields:
-                    _merge(piece, f)
+                    merge_field(piece, f)
                 done.add(id(g))
             fast.setdefault(name, {}).setdefault(id(g), (g, []))[1].append(j)
         except (MessageError, RoutingError) as e:
@@ -435,7 +437,7 @@ def _all_clean(
     if not all(g.clean for g in groups):
         return None
     try:
-        keys = [None if k is None else _key(k) for k in cols["key"]]
+        keys = [None if k is None else key_fields(k) for k in cols["key"]]
     except MessageError:
         return None
     pairs: dict[tuple[Any, ...], list[int]] = {}
@@ -476,7 +478,7 @@ def _all_clean(
         if (name, gid) not in merged:
             try:
                 for f in g.schema.fields:
-                    _merge(piece, f)
+                    merge_field(piece, f)
             except MessageError:
                 return None
             merged.add((name, gid))
