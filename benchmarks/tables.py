@@ -409,38 +409,36 @@ def separate_script(d: TablesDataset, path: Path, wh: Path, source_options: str 
     return path
 
 
-def _icesql(name: str, d: TablesDataset, workdir: Path, script: Path, conf: dict[str, str] | None,
-            timeout: float) -> dict[str, Any]:
+def _icesql(name: str, d: TablesDataset, workdir: Path, make_script: Any, conf: dict[str, str] | None,
+            timeout: float, source_options: str, sink_options: str) -> dict[str, Any]:
+    """``icesql --home <fresh> run <script> --once``, the script from ``make_script(d, path,
+    warehouse, source_options, sink_options)``."""
     from benchmarks import baselines as B
 
+    wh = workdir / "warehouse"
+    wh.mkdir(parents=True, exist_ok=True)
+    script = make_script(d, workdir / f"{name.removeprefix('icesql_')}.sql", wh, source_options, sink_options)
     r = B.run_icesql_cli(name, workdir / "home", ["run", str(script), "--once", *B._conf_args(conf)], workdir,
                          timeout=timeout)
     r["seconds"] = r.get("wall_seconds")
-    r["metadata"] = {n: B.newest_metadata(workdir / "warehouse" / "db" / n) for n in d.names}
+    r["metadata"] = {n: B.newest_metadata(wh / "db" / n) for n in d.names}
+    r["source_options"], r["sink_options"] = source_options, sink_options
     return r
 
 
 def icesql_routed(d: TablesDataset, workdir: Path, conf: dict[str, str] | None = None,
                   source_options: str = "", timeout: float = 7200, sink_options: str = "") -> dict[str, Any]:
     """(a) ``icesql --home <fresh> run routed.sql --once``: one source, one routed sink."""
-    wh = workdir / "warehouse"
-    wh.mkdir(parents=True, exist_ok=True)
-    script = routed_script(d, workdir / "routed.sql", wh, source_options, sink_options)
-    r = _icesql("icesql_routed", d, workdir, script, conf, timeout)
+    r = _icesql("icesql_routed", d, workdir, routed_script, conf, timeout, source_options, sink_options)
     r["engine"] = "icesql run --once: one FILES debezium-json source without SCHEMA, one routed upsert sink"
-    r["source_options"], r["sink_options"] = source_options, sink_options
     return r
 
 
 def icesql_separate(d: TablesDataset, workdir: Path, conf: dict[str, str] | None = None,
-                  source_options: str = "", timeout: float = 7200, sink_options: str = "") -> dict[str, Any]:
+                    source_options: str = "", timeout: float = 7200, sink_options: str = "") -> dict[str, Any]:
     """(b) ``icesql --home <fresh> run separate.sql --once``: a source and upsert sink per table."""
-    wh = workdir / "warehouse"
-    wh.mkdir(parents=True, exist_ok=True)
-    script = separate_script(d, workdir / "separate.sql", wh, source_options, sink_options)
-    r = _icesql("icesql_separate", d, workdir, script, conf, timeout)
+    r = _icesql("icesql_separate", d, workdir, separate_script, conf, timeout, source_options, sink_options)
     r["engine"] = f"icesql run --once: {d.tables} FILES debezium-json sources with SCHEMA, {d.tables} upsert sinks"
-    r["source_options"], r["sink_options"] = source_options, sink_options
     return r
 
 
