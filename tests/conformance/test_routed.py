@@ -136,9 +136,7 @@ def test_routed_kafka_keys(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
 
     topic = "routed-many"
     K.create_topic(noida.bootstrap, topic, 2)
-    twins = Twins.make(
-        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
-    )
+    twins = Twins.with_kafka(tmp_path, spark, caplog, noida.bootstrap)
     twins.execute(
         f"CREATE SOURCE cdc FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'debezium-json');"
         "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'db', TABLE = '{db}_{table}') "
@@ -190,9 +188,7 @@ def test_routed_topic_pattern_a_topic_per_table(
     for name in db.tables:
         K.create_topic(noida.bootstrap, f"inv.{name}", 2)
     K.create_topic(noida.bootstrap, "elsewhere", 1)
-    twins = Twins.make(
-        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
-    )
+    twins = Twins.with_kafka(tmp_path, spark, caplog, noida.bootstrap)
     twins.execute(
         "CREATE SOURCE inv FROM KAFKA CONNECTION kb (TOPIC PATTERN = 'inv\\..*', FORMAT = 'debezium-json');"
         "CREATE SINK k FROM inv INTO ICEBERG CATALOG lake (NAMESPACE = 'inv', TABLE = '{table}') MODE UPSERT;"

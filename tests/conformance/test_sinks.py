@@ -309,9 +309,7 @@ def test_kafka_json_append(spark: Any, noida: Any, tmp_path: Path, caplog: pytes
 
     topic = "conformance-append"
     K.create_topic(noida.bootstrap, topic, 2)
-    twins = Twins.make(
-        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
-    )
+    twins = Twins.with_kafka(tmp_path, spark, caplog, noida.bootstrap)
     twins.execute(
         f"CREATE SOURCE src FROM KAFKA CONNECTION kb (TOPIC = '{topic}', FORMAT = 'json', SCHEMA = '{SCHEMA}', "
         "MAX RECORDS PER TRIGGER = 40) INCLUDE PARTITION AS part, OFFSET AS off;"
@@ -345,9 +343,7 @@ def _kafka_twins(
     from tests.support import kafka as K
 
     K.create_topic(noida.bootstrap, topic, 2)
-    return Twins.make(
-        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
-    )
+    return Twins.with_kafka(tmp_path, spark, caplog, noida.bootstrap)
 
 
 @pytest.mark.kafka

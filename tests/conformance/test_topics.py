@@ -26,9 +26,7 @@ SINK = "INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = '{table}')"
 
 
 def _twins(tmp_path: Path, spark: Any, caplog: pytest.LogCaptureFixture, noida: Any) -> Twins:
-    return Twins.make(
-        tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{noida.bootstrap}');"
-    )
+    return Twins.with_kafka(tmp_path, spark, caplog, noida.bootstrap)
 
 
 def _produce(noida: Any, topic: str, ids: range) -> None:

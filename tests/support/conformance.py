@@ -121,6 +121,13 @@ class Twins(dict[str, Pipeline]):
             twins[executor] = p
         return twins
 
+    @classmethod
+    def with_kafka(cls, tmp_path: Path, spark: Any, caplog: Any, bootstrap: str) -> Twins:
+        """``make`` with the connection ``kb`` to the Kafka broker at ``bootstrap``."""
+        return cls.make(
+            tmp_path, spark, caplog, connection=f"CREATE CONNECTION kb TO KAFKA (BROKER = '{bootstrap}');"
+        )
+
     def execute(self, sql: str | Callable[[Pipeline], str]) -> None:
         for p in self.values():
             p.execute(sql(p) if callable(sql) else sql)
@@ -163,7 +170,9 @@ class TableState:
         for s in table.snapshots():
             props = s.summary.additional_properties
             mine = {k: v for k, v in props.items() if k.startswith("icesql.") and k not in VARIES}
-            summaries.append(dict(sorted((CARRIED + "<sink>" if k.startswith(CARRIED) else k, v) for k, v in mine.items())))
+            summaries.append(
+                dict(sorted((CARRIED + "<sink>" if k.startswith(CARRIED) else k, v) for k, v in mine.items()))
+            )
             operations.append(s.summary.operation.value)
             added.append({k: int(props[k]) for k in ADDED if k in props})
         return TableState(
@@ -206,7 +215,14 @@ def _fields(fields: Iterable[Any], prefix: str) -> Iterable[tuple[int, str, str,
 def assert_same_tables(here: TableState, there: TableState, *, files: bool = True) -> None:
     """Every aspect of ``TableState`` equal (``here`` in process, ``there`` on Spark).
     ``files=False``: the files are checked apart (``assert_same_files``), as a known difference."""
-    for aspect in ("schema", "spec", "rows", "operations", "summaries", *(("files", "added") if files else ())):
+    for aspect in (
+        "schema",
+        "spec",
+        "rows",
+        "operations",
+        "summaries",
+        *(("files", "added") if files else ()),
+    ):
         a, b = getattr(here, aspect), getattr(there, aspect)
         assert a == b, f"{aspect} differ:\n in process: {a}\n on Spark:   {b}"
 
