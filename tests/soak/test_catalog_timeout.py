@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from icesql.engine.connections.catalogs import load_catalog
+from icesql.engine.connections.failures import is_transient
+from icesql.errors import ExecutionError
 from icesql.plan import CatalogConnectionPlan, CatalogType, RestAuth, SecretName
 from tests.soak.test_proxy_weed import catalog as through
 from tests.support.faultproxy import FaultProxy
@@ -50,3 +52,21 @@ def test_a_blackholed_catalog_call_fails_within_the_timeout(
     proxy.clear()
     time.sleep(0.2)
     assert through(weed, proxy).list_tables(ns) == []  # the catalog answers again afterwards
+
+
+def test_a_catalog_that_hangs_at_connect_fails_within_the_timeout(
+    weed: WeedServer, proxy: FaultProxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The constructor's own requests (the config, the OAuth2 token) have the timeout too: a
+    catalog blackholed before icesql connects fails in one line naming the connection, transient,
+    instead of hanging the sink's start (pyiceberg sends them before any session can be wrapped)."""
+    monkeypatch.setenv("ICESQL_CATALOG_TIMEOUT", "2")
+    proxy.blackhole(20)
+    started = time.monotonic()
+    with pytest.raises(ExecutionError) as info:
+        load_catalog(lake(weed, proxy), aws=None, secrets=lambda _: weed.secret_key, home=tmp_path)
+    assert time.monotonic() - started < 10
+    proxy.clear()
+    assert info.value.message.startswith("catalog connection 'lake'"), info.value.message
+    assert "\n" not in info.value.message and weed.secret_key not in info.value.render()
+    assert is_transient(info.value), info.value.message

@@ -295,9 +295,13 @@ class WeedServer(
         the tables' storage (path-style requests)."""
         from pyiceberg.catalog.rest import RestCatalog
 
+        from icesql.engine.base.pyiceberg_catalogs import timed_sessions
+
         base = uri or self.iceberg_uri
         props = {**self.s3_properties(), "s3.force-virtual-addressing": "false"} if s3 else {}
-        return RestCatalog(
+        # a request that gets no answer fails in a minute instead of hanging the test run (a test
+        # that cuts answers through a fault proxy once hung CI for 15 min on a read without one)
+        return timed_sessions(RestCatalog, 60.0)(
             name,
             uri=base,
             warehouse=self.table_bucket,

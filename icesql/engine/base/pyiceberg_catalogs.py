@@ -7,7 +7,7 @@
 * ``Catalog._update_and_stage_table`` and ``_parse_metadata_version`` (replaced per catalog
   object): commits build the new metadata without pyiceberg's deep copy (``cheap_commits``,
   through ``pyiceberg_internals.staged_metadata``);
-* the REST catalog's ``requests`` session: every request gets a timeout (``set_request_timeout``).
+* the REST catalog's ``requests`` sessions: every request gets a timeout (``timed_sessions``).
 """
 
 from __future__ import annotations
@@ -71,14 +71,34 @@ def cheap_commits(catalog: Any) -> Any:
     return catalog
 
 
-def set_request_timeout(catalog: Any, seconds: float) -> None:
-    """Give every request of a REST catalog a timeout: pyiceberg 0.12's ``RestCatalog`` sends its
-    ``requests`` session's calls without one, so a catalog that stops answering (a blackholed
-    network, a hung server) hangs the sink for ever. Wraps the ``send`` of each adapter the
-    session has mounted (the SigV4 adapter of S3 Tables included) to default ``timeout``."""
-    session = getattr(catalog, "_session", None)
-    if session is None or seconds <= 0:
-        return
+def timed_sessions(catalog_class: Any, seconds: float) -> Any:
+    """``catalog_class``, or, for a REST catalog, a subclass whose every ``requests`` session gets
+    a default timeout of ``seconds``: pyiceberg 0.12's ``RestCatalog`` sends its calls without one,
+    so a catalog that stops answering (a blackholed network, a hung server) hangs the sink for
+    ever. The subclass wraps each new session in ``_config_headers`` (the first thing pyiceberg does
+    to it) and again when ``_create_session`` returns (for SigV4's adapter), so the constructor's
+    own calls (the OAuth2 token, the config) have the timeout too, not only the ones after it."""
+    if seconds <= 0 or not hasattr(catalog_class, "_create_session"):
+        return catalog_class
+
+    class Timed(catalog_class):  # type: ignore[misc, valid-type]
+        def _config_headers(self, session: Any) -> None:
+            # the first thing done to a new session, before the OAuth2 token is fetched with it
+            super()._config_headers(session)
+            set_request_timeout(session, seconds)
+
+        def _create_session(self) -> Any:
+            session = super()._create_session()
+            set_request_timeout(session, seconds)  # adapters mounted since (SigV4's)
+            return session
+
+    Timed.__name__ = Timed.__qualname__ = catalog_class.__name__
+    return Timed
+
+
+def set_request_timeout(session: Any, seconds: float) -> None:
+    """Wrap the ``send`` of each adapter a ``requests`` session has mounted (the SigV4 adapter of
+    S3 Tables included) to default ``timeout`` to ``seconds``."""
     for adapter in set(session.adapters.values()):
         if getattr(adapter, "_icesql_timeout", None) is not None:
             continue
@@ -93,4 +113,4 @@ def set_request_timeout(catalog: Any, seconds: float) -> None:
         adapter._icesql_timeout = seconds
 
 
-__all__ = ["cheap_commits", "override_file_io", "set_request_timeout"]
+__all__ = ["cheap_commits", "override_file_io", "set_request_timeout", "timed_sessions"]

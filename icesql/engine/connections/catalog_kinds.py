@@ -188,9 +188,13 @@ class CatalogKind:
     # properties the catalog's client takes as numbers, not strings (PROPERTIES are strings)
     int_properties: frozenset[str] = frozenset()
 
-    def construct(self, name: str, props: Properties) -> Any:
+    def construct(self, name: str, props: Properties, *, timeout: float = 0.0) -> Any:
+        """The pyiceberg catalog; ``timeout``: seconds each REST request may wait (0: for ever),
+        from the constructor's own requests on (``pyiceberg_catalogs.timed_sessions``)."""
+        from icesql.engine.base.pyiceberg_catalogs import timed_sessions
+
         module, _, cls = self.catalog_class.partition(":")
-        return getattr(importlib.import_module(module), cls)(name, **props)
+        return timed_sessions(getattr(importlib.import_module(module), cls), timeout)(name, **props)
 
 
 def _local(

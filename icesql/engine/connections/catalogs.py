@@ -80,14 +80,13 @@ def load_catalog(
 
     def build() -> Catalog:
         from icesql import settings
-        from icesql.engine.base.pyiceberg_catalogs import (
-            cheap_commits,
-            override_file_io,
-            set_request_timeout,
-        )
+        from icesql.engine.base.pyiceberg_catalogs import cheap_commits, override_file_io
 
-        catalog = kind.construct(conn.name, build_properties(conn, aws, sec, home, storage=storage))
-        set_request_timeout(catalog, settings.CATALOG_TIMEOUT.get_float() or 0.0)
+        catalog = kind.construct(
+            conn.name,
+            build_properties(conn, aws, sec, home, storage=storage),
+            timeout=settings.CATALOG_TIMEOUT.get_float() or 0.0,
+        )
         override_file_io(
             catalog, lambda original, props, location: original(stores.with_file_io_impl(props, location), location)
         )
