@@ -42,7 +42,7 @@ from .errors import (
     StoreOpenError,
 )
 from .migrations import MIGRATIONS, Migration
-from .models import KINDS, SINK_STATUSES, SinkState, StoredObject
+from .models import KINDS, SINK_STATUSES, SinkState, SinkTableState, StoredObject
 from .store import CatalogStore
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "ObjectExistsError",
     "ObjectNotFoundError",
     "SinkState",
+    "SinkTableState",
     "StaleVersionError",
     "StoreError",
     "StoreOpenError",

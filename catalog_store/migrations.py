@@ -149,6 +149,26 @@ MIGRATIONS: tuple[Migration, ...] = (
         "count of records committed to a dead-letter table (ON ERROR = 'dead-letter')",
         _run("ALTER TABLE sink_state ADD COLUMN dead_letters INTEGER NOT NULL DEFAULT 0"),
     ),
+    Migration(
+        7,
+        "what a routed sink committed to each of its tables",
+        _run(
+            """CREATE TABLE sink_table_state (
+                object_id        TEXT NOT NULL REFERENCES objects (object_id) ON DELETE CASCADE,
+                table_name       TEXT NOT NULL,
+                rows_committed   INTEGER NOT NULL DEFAULT 0,
+                bytes_committed  INTEGER NOT NULL DEFAULT 0,
+                files_committed  INTEGER NOT NULL DEFAULT 0,
+                commits          INTEGER NOT NULL DEFAULT 0,
+                last_commit_at   REAL,
+                last_snapshot_id INTEGER,
+                last_progress    INTEGER,
+                last_error       TEXT,
+                updated_at       REAL NOT NULL,
+                PRIMARY KEY (object_id, table_name)
+            )"""
+        ),
+    ),
 )
 
 

@@ -70,3 +70,21 @@ class SinkState:
     next_attempt_at: float | None = None  # when a 'retrying' sink is restarted next (epoch seconds)
     dead_letters: int = 0  # bad records committed to the dead-letter table (ON ERROR = 'dead-letter')
     object_id: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class SinkTableState:
+    """One table of a routed sink (TABLE a template): what the sink committed to it, over all its
+    runs (``CatalogStore.record_table_commit``)."""
+
+    sink: str
+    table: str
+    rows_committed: int
+    bytes_committed: int
+    files_committed: int
+    commits: int
+    last_commit_at: float | None
+    last_snapshot_id: int | None
+    last_progress: int | None
+    last_error: str | None
+    updated_at: float

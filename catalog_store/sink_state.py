@@ -27,6 +27,8 @@ COUNTERS = (
 _OPTIONAL_INTS = ("last_snapshot_id", "last_progress")
 _TIMESTAMPS = ("last_commit_at", "next_attempt_at")
 STATE_FIELDS = ("status", *COUNTERS, *_TIMESTAMPS, *_OPTIONAL_INTS, "last_error")
+# the fields of one table of a routed sink (``sink_table_state``)
+TABLE_FIELDS = (*COUNTERS[:4], "last_commit_at", *_OPTIONAL_INTS, "last_error")
 _STATE_COLUMNS = (
     "o.name, o.object_id, s.status, s.version, s.rows_committed, s.bytes_committed, "
     "s.files_committed, s.commits, s.last_commit_at, s.last_snapshot_id, s.last_progress, "

@@ -22,7 +22,7 @@ from . import crypto, objects, sink_state
 from .database import MEMORY, Database
 from .errors import DependentObjectsError, StoreError, describe
 from .migrations import MIGRATIONS, applied_versions
-from .models import KINDS, NAMESPACES, SinkState, StoredObject
+from .models import KINDS, NAMESPACES, SinkState, SinkTableState, StoredObject
 from .secret_codec import SecretCodec, check_value
 
 DEFAULT_TIMEOUT = 10.0
@@ -432,6 +432,46 @@ class CatalogStore:
             state = sink_state.read_sink_state(conn, name)
             assert state is not None
             return state
+
+    def update_table_state(
+        self, name: str, table: str, *, expected_version: int | None = None, **fields: Any
+    ) -> None:
+        """Set some of the state of one table of a routed sink (TABLE a template), the row made
+        on first use. Fields: rows_committed, bytes_committed, files_committed, commits,
+        last_commit_at, last_snapshot_id, last_progress, last_error (the sink's fields that are a
+        table's). ``expected_version`` fences a stale runner as in ``update_sink_state``."""
+        name = objects.check_name(name)
+        updates = sink_state.check_state_fields(fields)
+        wrong = sorted(set(updates) - set(sink_state.TABLE_FIELDS))
+        if wrong:
+            raise StoreError(f"a sink's table has no state field(s) {', '.join(wrong)}")
+        if not isinstance(table, str) or not table:
+            raise StoreError("a table's state needs the table's name")
+        with self._db.transaction() as conn:
+            object_id = sink_state.fence(conn, name, expected_version)
+            now = time.time()
+            conn.execute(
+                "INSERT OR IGNORE INTO sink_table_state (object_id, table_name, updated_at) VALUES (?, ?, ?)",
+                (object_id, table, now),
+            )
+            assignments = "".join(f"{column} = ?, " for column in updates)
+            conn.execute(
+                f"UPDATE sink_table_state SET {assignments}updated_at = ? WHERE object_id = ? AND table_name = ?",
+                (*updates.values(), now, object_id, table),
+            )
+
+    def sink_tables(self, name: str) -> list[SinkTableState]:
+        """What a routed sink committed to each of its tables, by table name ([] for other sinks)."""
+        name = objects.check_name(name)
+        with self._db.reading() as conn:
+            rows = conn.execute(
+                "SELECT t.table_name, t.rows_committed, t.bytes_committed, t.files_committed, t.commits, "
+                "t.last_commit_at, t.last_snapshot_id, t.last_progress, t.last_error, t.updated_at "
+                "FROM sink_table_state t JOIN objects o ON o.object_id = t.object_id "
+                "WHERE o.kind = 'sink' AND o.name = ? ORDER BY t.table_name",
+                (name,),
+            ).fetchall()
+        return [SinkTableState(name, *row) for row in rows]
 
     def bump_sink_version(self, name: str) -> int:
         """Atomically increment the sink's version (epoch) and return the new one.

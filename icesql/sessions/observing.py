@@ -4,6 +4,7 @@ store's figures, live ones for the sinks running here), and what its observer se
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,12 @@ def statuses(store: CatalogStore, live: dict[str, dict[str, Any]]) -> list[SinkS
                 table=getattr(P.plan_from_dict(obj.definition), "table_identifier", None),
             )
         )
-        out += [_table_status(out[-1], t) for t in lv.get("tables") or ()]
+        tables = lv.get("tables")
+        sink_plan = P.plan_from_dict(obj.definition)
+        if tables is None and getattr(sink_plan, "routed", False):  # not running here: the store's
+            ns = ".".join(getattr(sink_plan, "namespace", ()) or ())
+            tables = [{**dataclasses.asdict(t), "table": f"{ns}.{t.table}"} for t in store.sink_tables(obj.name)]
+        out += [_table_status(out[-1], t) for t in tables or ()]
     return out
 
 
@@ -69,6 +75,7 @@ def _table_status(sink: SinkStatus, t: dict[str, Any]) -> SinkStatus:
         last_commit_at=t.get("last_commit_at"),
         last_snapshot_id=t.get("last_snapshot_id"),
         last_error=t.get("last_error"),
+        lag=t.get("lag"),
         file_format=sink.file_format,
         readers=sink.readers,
         table=t.get("table"),

@@ -96,5 +96,14 @@ class StateCallback:
         if self._store.get_object("sink", name) is not None:
             self._store.update_sink_state(name, **fields)
 
+    def tables(self, name: str) -> list[dict[str, Any]]:
+        """What a routed sink committed to each of its tables in earlier runs."""
+        return [dataclasses.asdict(t) for t in self._store.sink_tables(name)]
+
+    def update_table(self, name: str, table: str, **fields: Any) -> None:
+        """Some of one table's state (``CatalogStore.update_table_state``'s fields)."""
+        if self._store.get_object("sink", name) is not None:
+            self._store.update_table_state(name, table, **fields)
+
 
 __all__ = ["CONNECTIONS", "ObjectResolver", "StateCallback", "StoreCatalogView"]

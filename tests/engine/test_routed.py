@@ -107,8 +107,10 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
             (page,) = json.loads(r.read())["sinks"]
     # the status page lists the tables under the sink
     assert page["table"] == "shop.{table}"
-    # every table the sink knows, with this run's commits (the run found only customers new)
-    assert {t["table"]: t["commits"] for t in page["tables"]} == {"shop.customers": 1, "shop.orders": 0}
+    # every table the sink knows, with its commits over both runs (the second found only
+    # customers new): the store keeps each table's counters, so a restart carries them on
+    assert {t["table"]: t["commits"] for t in page["tables"]} == {"shop.customers": 2, "shop.orders": 1}
+    assert all(t["lag"] == 0.0 and t["staged_rows"] == 0 for t in page["tables"])
     # the metrics say per table: customers twice, orders once
     assert 'icesql_table_commits_total{sink="k",table="shop.customers"} 2.0' in metrics
     assert 'icesql_table_commits_total{sink="k",table="shop.orders"} 1.0' in metrics
@@ -141,3 +143,46 @@ def test_the_routed_sinks_no_maintenance_offers_every_hook_a_maintainer_does() -
 
     hooks = {n for n, m in inspect.getmembers(Maintainer) if not n.startswith("_") and callable(m)}
     assert hooks - set(dir(_NoMaintenance)) == set()
+
+
+def test_each_tables_state_is_kept_across_runs_and_dropped_with_the_sink(tmp_path: Path) -> None:
+    """SHOW SINK STATUS of a routed sink that is not running lists its tables from the store: rows,
+    commits, last commit and last error per table, summing to the sink's row; a restart carries
+    them on; DROP SINK drops them."""
+
+    def customers(i: int, lsn: int) -> str:
+        return event("shop", "customers", CUSTOMERS, ["id"], "c", None, {"id": i, "name": "x"}, lsn)[1]
+
+    orders = event("shop", "orders", ORDERS, ["oid"], "c", None, {"oid": 1, "amount": 2.0}, 2)[1]
+    bad = event("shop", "bad.name", CUSTOMERS, ["id"], "c", None, {"id": 3, "name": "c"}, 9)[1]
+    write_json_lines(tmp_path / "cdc", "0.json", [customers(1, 1), orders, customers(2, 3)])
+    sink = (
+        "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}') "
+        "WITH (ON ERROR = 'dead-letter');"
+    )
+
+    def status(s: Any) -> dict[str, dict[str, Any]]:
+        (result,) = s.execute("SHOW SINK STATUS k")
+        rows = [dict(zip(result.columns, r, strict=True)) for r in result.rows]
+        return {r["table"]: r for r in rows}
+
+    with _session(tmp_path, sink) as s:
+        s.run(once=True, sinks=["k"])
+    with icesql.Session(home=tmp_path / "home") as s:  # a new process: only the store
+        first = status(s)
+        write_json_lines(tmp_path / "cdc", "1.json", [customers(4, 5), bad])
+        s.run(once=True, sinks=["k"])
+        second = status(s)
+        assert set(second) == {"shop.{table}", "shop.customers", "shop.orders"}
+        assert first["shop.customers"]["rows_committed"] == 2 and first["shop.orders"]["rows_committed"] == 1
+        assert second["shop.customers"]["rows_committed"] == 3 and second["shop.customers"]["commits"] == 2
+        assert second["shop.orders"]["commits"] == 1  # nothing new for orders in the second run
+        tables = [r for name, r in second.items() if name != "shop.{table}"]
+        for column in ("rows_committed", "commits"):
+            assert second["shop.{table}"][column] == sum(r[column] for r in tables), column
+        assert second["shop.customers"]["last_commit_at"] != "-"
+        s.execute("DROP SINK k")
+    from catalog_store import CatalogStore
+
+    with CatalogStore(tmp_path / "home" / "catalog.db") as store:
+        assert store.sink_tables("k") == []

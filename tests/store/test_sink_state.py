@@ -132,3 +132,34 @@ def test_retrying_state_carries_the_attempt_and_the_next_attempt_time(sink_store
         sink_store.update_sink_state("s1", next_attempt_at="soon")
     with pytest.raises(StoreError, match="non-negative"):
         sink_store.update_sink_state("s1", retry_attempt=-1)
+
+
+def test_a_routed_sinks_tables_keep_their_own_state(sink_store: CatalogStore) -> None:
+    """One row per table of a routed sink: set field by field (the row made on first use),
+    checked like the sink's fields, fenced by the sink's version, dropped with the sink."""
+    assert sink_store.sink_tables("s1") == []
+    sink_store.update_table_state("s1", "orders", rows_committed=5, commits=1, last_commit_at=2.5, last_snapshot_id=9)
+    sink_store.update_table_state("s1", "customers", last_error="table shop.customers: boom")
+    sink_store.update_table_state("s1", "orders", rows_committed=7, commits=2, last_progress=3)
+    customers, orders = sink_store.sink_tables("s1")
+    assert (customers.table, customers.rows_committed, customers.commits, customers.last_error) == (
+        "customers",
+        0,
+        0,
+        "table shop.customers: boom",
+    )
+    assert (orders.rows_committed, orders.commits, orders.last_commit_at, orders.last_snapshot_id) == (7, 2, 2.5, 9)
+    assert orders.last_progress == 3 and orders.sink == "s1"
+    with pytest.raises(StoreError, match="no state field"):
+        sink_store.update_table_state("s1", "orders", status="running")
+    with pytest.raises(StoreError, match="non-negative"):
+        sink_store.update_table_state("s1", "orders", rows_committed=-1)
+    version = sink_store.bump_sink_version("s1")
+    with pytest.raises(StaleVersionError):
+        sink_store.update_table_state("s1", "orders", commits=3, expected_version=version - 1)
+    sink_store.drop_object("sink", "s1")
+    assert sink_store.sink_tables("s1") == []
+    with sink_store.transaction():
+        assert sink_store._connection().execute("SELECT count(*) FROM sink_table_state").fetchone()[0] == 0
+    with pytest.raises(ObjectNotFoundError):
+        sink_store.update_table_state("s1", "orders", commits=1)

@@ -81,7 +81,7 @@ def timed_sessions(catalog_class: Any, seconds: float) -> Any:
     if seconds <= 0 or not hasattr(catalog_class, "_create_session"):
         return catalog_class
 
-    class Timed(catalog_class):  # type: ignore[misc, valid-type]
+    class Timed(catalog_class):  # type: ignore[misc]
         def _config_headers(self, session: Any) -> None:
             # the first thing done to a new session, before the OAuth2 token is fetched with it
             super()._config_headers(session)

@@ -46,6 +46,11 @@ from icesql.plan import DeleteMode, OnError, SinkMode, SinkPlan
 
 log = logging.getLogger("icesql.sink")
 TABLES = "tables"  # <sink dir>/tables/<quoted table name>/staging
+# what a table keeps of the state its commits report (``catalog_store``'s table fields)
+_TABLE_FIELDS = frozenset(
+    ("rows_committed", "bytes_committed", "files_committed", "commits", "last_commit_at", "last_snapshot_id",
+     "last_progress", "last_error")
+)
 
 
 class _NoMaintenance:
@@ -100,10 +105,12 @@ class TableSink(Committing):
         self.dead_letter_count = 0
         self.maintainer = _NoMaintenance()
         self.clock = CommitClock(runner.plan.commit)
-        self.totals = {"rows_committed": 0, "bytes_committed": 0, "files_committed": 0, "commits": 0}
-        self.last_commit_at: float | None = None
-        self.last_snapshot_id: int | None = None
-        self.last_error: str | None = None
+        prior = runner.prior_tables.get(name, {})  # what earlier runs committed to it (the store)
+        self.totals = {k: int(prior.get(k) or 0) for k in ("rows_committed", "bytes_committed", "files_committed", "commits")}
+        self.seeded = dict(self.totals)
+        self.last_commit_at: float | None = prior.get("last_commit_at")
+        self.last_snapshot_id: int | None = prior.get("last_snapshot_id")
+        self.last_error: str | None = prior.get("last_error")
         self._compaction_hinted = False
         self._skipped_seen = 0
         self.skipped_records = 0
@@ -183,7 +190,20 @@ class TableSink(Committing):
         self.key_index = None
 
     def _update(self, **fields: Any) -> None:
-        pass  # the sink's state row sums its tables (``RoutedRunner._update_totals``)
+        self.record(**fields)  # the sink's own row sums its tables (``RoutedRunner._update_totals``)
+
+    def record(self, **fields: Any) -> None:
+        """Keep some of this table's state in the store (its row under the sink), when the
+        runner's state keeps tables; reporting never fails the sink."""
+        if "last_error" in fields:
+            self.last_error = fields["last_error"]
+        update = getattr(self.runner.state, "update_table", None)
+        if update is None:
+            return
+        try:
+            update(self.name, self.table_name, **{k: v for k, v in fields.items() if k in _TABLE_FIELDS})
+        except Exception:  # pragma: no cover - state reporting never kills a sink
+            log.exception("sink %s: state update of table %s failed", self.name, self.table_name)
 
     # ------------------------------------------------------------------ the table
 
@@ -255,13 +275,17 @@ class TableSink(Committing):
 
     def status_row(self) -> dict[str, Any]:
         pending = self.staging.pending()
+        staged = sum(e.rows for e in pending)
         return {
             "table": self.plan.table_identifier,
             **self.totals,
             "last_commit_at": self.last_commit_at,
             "last_snapshot_id": self.last_snapshot_id,
             "last_progress": self.committed_progress if self.committed_progress >= 0 else None,
-            "staged_rows": sum(e.rows for e in pending),
+            "staged_rows": staged,
+            # seconds this table's oldest uncommitted staged data has waited, as the sink's lag
+            "lag": round(self.clock.since_commit(), 3) if pending else 0.0,
+            "staged_since": min((e.created_at for e in pending), default=None),
             "last_error": self.last_error,
         }
 
@@ -303,7 +327,7 @@ class RoutedWriter:
                 if r.plan.on_error is OnError.FAIL:
                     raise
                 r.bad_messages(messages, [(row, e.message) for row in piece.message_rows()], batch_id)
-                t.last_error = e.message
+                t.record(last_error=e.message)
                 continue
             frame = LocalFrame.of_table(piece.arrow(), r.backend_parallelism)
             rows = t.batch_writer()(frame, spark_batch_id)
@@ -326,6 +350,11 @@ class RoutedRunner(SinkRunner):
         self.letters_pending: list[dict[str, Any]] = []
         self.maintainer = _NoMaintenance()
         self.tables_lock = threading.RLock()
+        # what earlier runs committed to each table, and the sink's totals they started from: a
+        # restarted sink's totals carry on (its tables' rows are kept by the store)
+        stored = getattr(self.state, "tables", None)
+        self.prior_tables: dict[str, dict[str, Any]] = {t["table"]: t for t in (stored(self.name) if stored else [])}
+        self.seed_totals = dict(self.totals)
 
     @property
     def topics(self) -> bool:
@@ -535,9 +564,8 @@ class RoutedRunner(SinkRunner):
                 try:
                     result = t.commit(reason)
                 except BaseException as e:
-                    t.last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    t.record(last_error=str(e).splitlines()[0] if str(e) else type(e).__name__)
                     raise
-                t.last_error = None
                 done += 1
                 if result is not None:
                     results.append(result)
@@ -560,7 +588,7 @@ class RoutedRunner(SinkRunner):
 
     def _update_totals(self) -> None:
         for k in self.totals:
-            self.totals[k] = sum(t.totals[k] for t in self.tables.values())
+            self.totals[k] = self.seed_totals[k] + sum(t.totals[k] - t.seeded[k] for t in self.tables.values())
         last = [t for t in self.tables.values() if t.last_commit_at is not None]
         if last:
             newest = max(last, key=lambda t: t.last_commit_at or 0.0)
@@ -581,7 +609,13 @@ class RoutedRunner(SinkRunner):
 
     def status_row(self) -> dict[str, Any]:
         row = super().status_row()
-        tables = [self.tables[n].status_row() for n in sorted(self.tables)]
+        ns = ".".join(self.plan.namespace)
+        idle = {  # tables earlier runs wrote that this run has not opened: their stored rows
+            n: {**t, "table": f"{ns}.{n}", "staged_rows": 0, "lag": 0.0}
+            for n, t in self.prior_tables.items()
+            if n not in self.tables
+        }
+        tables = [self.tables[n].status_row() if n in self.tables else idle[n] for n in sorted({*self.tables, *idle})]
         row["table"] = f"{'.'.join(self.plan.namespace)}.{self.plan.table}"
         row["staged_rows"] = sum(t["staged_rows"] for t in tables)
         row["tables"] = tables
