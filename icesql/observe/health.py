@@ -50,7 +50,7 @@ class SinkReport:
     backlog_bytes: int | None = None
     # KAFKA: {topic: {partition: records between the committed offset and the log end}}
     source_lag: dict[str, dict[int, int]] | None = None
-    # a sink writing many tables (TABLE a template): each table's figures of this process's run
+    # a sink writing many tables (TABLE a template): each table's figures (over all its runs; lag live)
     # (table, rows_committed, bytes_committed, commits, last_commit_at, last_error)
     tables: list[dict[str, Any]] | None = None
 

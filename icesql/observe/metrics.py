@@ -299,9 +299,31 @@ class _StatusCollector:
             "lost to retention (ON DATA LOSS = 'continue'), over the sink's life.",
             labels=["sink"],
         )
+        # each table of a sink writing many tables (TABLE a template, issue 53)
+        table_lag = GaugeMetricFamily(
+            "icesql_table_commit_lag_seconds",
+            "How long the table's oldest staged, uncommitted data has waited (0 when nothing is staged).",
+            labels=["sink", "table"],
+        )
+        table_last_commit = GaugeMetricFamily(
+            "icesql_table_last_commit_timestamp_seconds",
+            "When the sink last committed to the table (Unix time).",
+            labels=["sink", "table"],
+        )
+        table_failing = GaugeMetricFamily(
+            "icesql_table_failing",
+            "1 when the table's last write or commit failed (SHOW SINK STATUS has the error), else 0.",
+            labels=["sink", "table"],
+        )
         for r in reports:
             s = [r.name]
             info.add_metric([r.name, r.table], 1)
+            for t in r.tables or ():
+                labels = [r.name, str(t.get("table"))]
+                table_lag.add_metric(labels, float(t.get("lag") or 0.0))
+                if t.get("last_commit_at") is not None:
+                    table_last_commit.add_metric(labels, float(t["last_commit_at"]))
+                table_failing.add_metric(labels, 1 if t.get("last_error") else 0)
             for st in STATES:
                 state.add_metric([r.name, st], 1 if r.state == st else 0)
             ready.add_metric(s, 1 if judge(r, now=now, grace=m.grace).ready else 0)
@@ -323,6 +345,7 @@ class _StatusCollector:
             skipped.add_metric(s, r.skipped_records)
         yield from (info, state, ready, staged_rows, staged_bytes, staged_files, lag)
         yield from (backlog_files, backlog_bytes, last_commit, since_commit, attempt, skipped, source_lag)
+        yield from (table_lag, table_last_commit, table_failing)
 
 
 __all__ = ["DURATION_BUCKETS", "REASONS", "SinkMetrics"]

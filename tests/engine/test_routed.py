@@ -115,6 +115,9 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
     assert 'icesql_table_commits_total{sink="k",table="shop.customers"} 2.0' in metrics
     assert 'icesql_table_commits_total{sink="k",table="shop.orders"} 1.0' in metrics
     assert 'icesql_table_rows_committed_total{sink="k",table="shop.customers"} 2.0' in metrics
+    assert 'icesql_table_commit_lag_seconds{sink="k",table="shop.orders"} 0.0' in metrics
+    assert 'icesql_table_failing{sink="k",table="shop.customers"} 0.0' in metrics
+    assert 'icesql_table_last_commit_timestamp_seconds{sink="k",table="shop.customers"}' in metrics
     assert len(_table(tmp_path, "shop.customers").snapshots()) == 2
     snapshots = _table(tmp_path, "shop.orders").snapshots()
     assert len(snapshots) == 1 and snapshots[0].summary["icesql.progress"] == "0"
