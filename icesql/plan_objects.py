@@ -188,6 +188,13 @@ class KafkaSourceSpec:
         the offsets are kept per topic (Spark's Kafka source's form)."""
         return bool(self.topics) or self.topic_pattern is not None
 
+    @property
+    def schema_per_topic(self) -> bool:
+        """A registry source of many topics whose values are read each with its own writer schema
+        (its schema id), no source-level schema: Debezium's one subject per topic (issue 53). Its
+        relation is the records whole, for a routed sink to decode per table."""
+        return self.registry is not None and self.value_schema_type is not None and self.value_subject is None
+
     def describe_topics(self) -> str:
         return describe_topics(self.topic, self.topics, self.topic_pattern)
 

@@ -17,6 +17,7 @@ import re
 from icesql.analyzer.catalog import CatalogView
 from icesql.analyzer.connection_kinds import names_hint
 from icesql.analyzer.diagnostics import Context
+from icesql.analyzer.registry import PER_TOPIC_HINT, per_topic_message
 from icesql.errors import Span, span_within
 from icesql.plan import (
     CatalogConnectionPlan,
@@ -24,6 +25,7 @@ from icesql.plan import (
     SelectPlan,
     ShowSnapshotsPlan,
     ShowTablesPlan,
+    SourcePlan,
     TableRef,
 )
 from icesql.syntax.ast import DescribeTable, Ident, Select, ShowSnapshots, ShowTables
@@ -88,6 +90,9 @@ def analyze_select(ctx: Context, stmt: Select, catalog: CatalogView) -> SelectPl
             if name == "limit" and depth == 0:
                 has_limit = True
             elif name not in relations and any(catalog.get(k, name) is not None for k in ("source", "view")):
+                source = catalog.get("source", name)
+                if isinstance(source, SourcePlan) and source.kafka is not None and source.kafka.schema_per_topic:
+                    raise ctx.error(per_topic_message(name), query_span(stmt, m.start(), m.end()), PER_TOPIC_HINT)
                 relations.append(name)
             continue
         conn = catalog.get("connection", parts[0]) if len(parts) >= 3 else None

@@ -30,6 +30,10 @@ from icesql.syntax.options import REGISTRY_FORMATS
 REGISTRY_OPTIONS = OptionTable("CONFLUENT SCHEMA REGISTRY", "schema_registry")
 
 USING = "USING CONFLUENT SCHEMA REGISTRY CONNECTION"
+PER_TOPIC_HINT = (
+    "write the sink's TABLE = '{table}' (one table per table of the database), or name VALUE SUBJECT in "
+    "the source (the one schema every topic's records are read as)"
+)
 _EXAMPLE = "CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = 'https://registry:8081')"
 
 
@@ -108,10 +112,14 @@ def registry_halves(
     topics: Topics,
     fmt: str,
     key_format: str | None,
+    envelope: str | None = None,
 ) -> RegistryHalves:
     """Check a Kafka source's registry options; the subjects its halves' schemas are under. A
     source of many topics reads one schema (its relation has one set of columns): a subject named
-    with VALUE SUBJECT, or by the record's name, not one per topic."""
+    with VALUE SUBJECT, or by the record's name, not one per topic - except Debezium's Avro
+    change events (ENVELOPE DEBEZIUM, one subject per topic): each record is then read with its
+    own writer schema, named by its schema id, and the source feeds only a routed sink (issue 53;
+    ``sinks._check_routing``)."""
     registry = opts.get_str("SCHEMA REGISTRY")
     for name, given in (("FORMAT", fmt), ("KEY FORMAT", key_format)):
         if registry is None and given in _REGISTRY_ONLY:
@@ -163,6 +171,9 @@ def registry_halves(
                 "add SUBJECT NAME STRATEGY = 'record' (the subject is the record's full name)",
             )
         subject = opts.get_str(subject_opt)
+        if subject is None and half == "value" and _schema_per_topic(ctx, opts, topics, strategy, fmt, envelope):
+            fields["value_schema_type"] = REGISTRY_FORMATS[fmt]  # no subject: each record's schema id
+            continue
         if subject is None:
             if topics.many and strategy != "record":
                 raise ctx.error(
@@ -184,6 +195,32 @@ def registry_halves(
         fields[f"{half}_subject"] = subject
         fields[f"{half}_record_name"] = record
     return RegistryHalves(fields, value, key)
+
+
+def per_topic_message(name: str) -> str:
+    """Why a source with a schema per topic is not a relation a query reads (``PER_TOPIC_HINT``)."""
+    return (
+        f"source {name} reads many topics with a schema per topic: it feeds a sink whose TABLE is a "
+        "template such as '{table}'"
+    )
+
+
+def _schema_per_topic(
+    ctx: Context, opts: Collected, topics: Topics, strategy: str, fmt: str, envelope: str | None
+) -> bool:
+    """Whether a source's values are read each with its own writer schema: many topics, a subject
+    per topic, Debezium's change events. Avro only, for now."""
+    if not (topics.many and strategy == "topic" and (envelope or "").lower() == "debezium"):
+        return False
+    if fmt != "avro":
+        raise ctx.error(
+            f"a source of many topics with a schema per topic reads FORMAT AVRO: FORMAT {fmt.upper()} "
+            "is not built yet",
+            opts.node("FORMAT").value,
+            "name the schema every topic's records are read as: VALUE SUBJECT = 'orders-value', or "
+            "produce the change events with Avro",
+        )
+    return True
 
 
 def _subject(
@@ -296,11 +333,13 @@ def debezium_after(struct: dict[str, Any], subject: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "PER_TOPIC_HINT",
     "REGISTRY_OPTIONS",
     "RegistryHalves",
     "analyze_registry_connection",
     "check_registry_envelope",
     "debezium_after",
+    "per_topic_message",
     "registry_halves",
     "struct_ddl",
     "struct_fields",

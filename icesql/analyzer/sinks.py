@@ -34,6 +34,7 @@ from icesql.analyzer.connections import STORAGES, check_storage_connection
 from icesql.analyzer.diagnostics import Context, did_you_mean, find_column, one_of
 from icesql.analyzer.maintenance import maintenance_policy, reset_maintenance
 from icesql.analyzer.options import Collected, OptionTable, collect
+from icesql.analyzer.registry import PER_TOPIC_HINT, per_topic_message
 from icesql.analyzer.schema import iceberg_family, is_nested
 from icesql.analyzer.transforms import analyze_partition, check_upsert_partition
 from icesql.analyzer.units import format_size
@@ -379,23 +380,27 @@ def _check_upsert_source(ctx: Context, stmt: CreateSink, catalog: CatalogView, k
 
 def _check_routing(ctx: Context, stmt: CreateSink, catalog: CatalogView, routed: bool) -> None:
     """A routed sink reads Debezium change events that carry their schemas (a 'debezium-json'
-    source without SCHEMA); such a source feeds only a routed sink."""
+    source without SCHEMA) or name them (a registry source of many topics with a schema per topic,
+    ``KafkaSourceSpec.schema_per_topic``); such a source feeds only a routed sink."""
     name = stmt.relation.dotted
     source = catalog.get("source", name) if len(stmt.relation.parts) == 1 else None
+    per_topic = isinstance(source, SourcePlan) and source.kafka is not None and source.kafka.schema_per_topic
     carries = (
         isinstance(source, SourcePlan)
         and source.format is not None
         and source.format.value == "debezium-json"
         and not source.schema
     )
-    if routed and not carries:
+    if routed and not (carries or per_topic):
         raise ctx.error(
-            f"a TABLE template routes Debezium change events whose messages carry their schemas, "
+            f"a TABLE template routes Debezium change events whose messages carry or name their schemas, "
             f"but {name} is not a 'debezium-json' source without SCHEMA",
             stmt.relation,
             f"read them with CREATE SOURCE {name} FROM KAFKA CONNECTION k (TOPIC = '...', "
             "FORMAT = 'debezium-json'), or name one table in TABLE",
         )
+    if per_topic and not routed:
+        raise ctx.error(per_topic_message(name), stmt.relation, PER_TOPIC_HINT)
     if carries and not routed:
         raise ctx.error(
             f"source {name} has no SCHEMA: its events carry one each, so it feeds a sink whose "

@@ -23,7 +23,9 @@ from icesql.analyzer.connections import (
 from icesql.analyzer.diagnostics import Context, did_you_mean, one_of
 from icesql.analyzer.options import Collected, OptionTable, check_applies, collect
 from icesql.analyzer.registry import (
+    PER_TOPIC_HINT,
     check_registry_envelope,
+    per_topic_message,
     registry_halves,
     struct_ddl,
     struct_fields,
@@ -31,7 +33,7 @@ from icesql.analyzer.registry import (
 )
 from icesql.analyzer.schema import SchemaError, parse_schema
 from icesql.analyzer.topics import analyze_topics, check_empty_topics
-from icesql.errors import AnalysisError
+from icesql.errors import AnalysisError, span_within
 from icesql.plan import (
     CleanSource,
     Column,
@@ -349,7 +351,7 @@ def _kafka(ctx: Context, stmt: CreateSource, catalog: CatalogView | None) -> Sou
     check_applies(ctx, opts, "format", fmt, "formats")
     value_columns, schema = _schema(ctx, opts)
     fmt_node = opts.node("FORMAT").value
-    registry = registry_halves(ctx, opts, catalog, topics, fmt, opts.get_str("KEY FORMAT"))
+    registry = registry_halves(ctx, opts, catalog, topics, fmt, opts.get_str("KEY FORMAT"), opts.get_str("ENVELOPE"))
     if registry.value and schema is not None:
         raise ctx.error(
             f"FORMAT '{fmt}' through a schema registry takes no SCHEMA: the registry gives it",
@@ -620,7 +622,11 @@ def analyze_view(
         if name == stmt.name.name or name in depends:
             continue
         for kind in ("source", "view"):
-            if catalog.get(kind, name) is not None:
+            found = catalog.get(kind, name)
+            if isinstance(found, SourcePlan) and found.kafka is not None and found.kafka.schema_per_topic:
+                at = span_within(stmt.query_span, stmt.query, m.start(), m.end()) if stmt.query_span else stmt.name
+                raise ctx.error(per_topic_message(name), at, PER_TOPIC_HINT)
+            if found is not None:
                 depends.append(name)
                 deps.append((kind, name))
                 break

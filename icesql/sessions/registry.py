@@ -26,6 +26,8 @@ def capture_schemas(
     spec = source.kafka
     if spec is None or spec.registry is None or spec.value_schema is not None or spec.key_schema_text is not None:
         return plan
+    if spec.schema_per_topic:  # each record is read with its own writer schema (``registry.routed``)
+        return plan
     from icesql.analyzer.registry import debezium_after
     from icesql.analyzer.sources import registry_columns
     from icesql.engine.connections.registry import (

@@ -42,7 +42,7 @@ from icesql.engine.commit.staging import StagedBatch, Staging
 from icesql.engine.sink.committer import Committing
 from icesql.engine.sink.runner import SinkRunner
 from icesql.errors import ExecutionError
-from icesql.plan import DeleteMode, OnError, SinkMode, SinkPlan
+from icesql.plan import DeleteMode, OnError, SinkMode, SinkPlan, SourceFormat
 
 log = logging.getLogger("icesql.sink")
 TABLES = "tables"  # <sink dir>/tables/<quoted table name>/staging
@@ -51,6 +51,12 @@ _TABLE_FIELDS = frozenset(
     ("rows_committed", "bytes_committed", "files_committed", "commits", "last_commit_at", "last_snapshot_id",
      "last_progress", "last_error")
 )
+# How a routed sink splits its source's messages by table, by the source's FORMAT: the module whose
+# ``splitter(relation)`` gives the ``connect.split_messages``-compatible function
+SPLITTERS = {
+    SourceFormat.DEBEZIUM_JSON: "icesql.engine.sources.connect_bulk",  # each message carries its schema
+    SourceFormat.AVRO: "icesql.engine.sources.registry.routed",  # each record names its schema id
+}
 
 
 class _NoMaintenance:
@@ -306,12 +312,11 @@ class RoutedWriter:
     def __call__(self, changes: Any, spark_batch_id: int) -> list[dict[str, Any]]:
         from icesql.engine.backends.base import as_frame
         from icesql.engine.backends.local.frames import LocalFrame
-        from icesql.engine.sources.connect_bulk import split_messages
 
         r = self.runner
         batch_id = r.progress_base + int(spark_batch_id)
         messages = as_frame(changes).arrow()
-        split = split_messages(
+        split = r.split(
             messages, r.template, topics=r.topics, fallback_key=r.plan.key if r.plan.mode is SinkMode.UPSERT else ()
         )
         r.bad_messages(messages, split.bad, batch_id)
@@ -355,6 +360,7 @@ class RoutedRunner(SinkRunner):
         stored = getattr(self.state, "tables", None)
         self.prior_tables: dict[str, dict[str, Any]] = {t["table"]: t for t in (stored(self.name) if stored else [])}
         self.seed_totals = dict(self.totals)
+        self.split: Any = None  # the source's messages split by table (``splitter``), once prepared
 
     @property
     def topics(self) -> bool:
@@ -395,6 +401,7 @@ class RoutedRunner(SinkRunner):
                     "are read by Spark's parsers)",
                     hint="a routed sink reads Debezium JSON on icesql's Arrow path: leave reader options out",
                 )
+            self.split = splitter(self.relation, self._relation_plan())
             self.source = source.bound(self.relation)
             self.catalog = self.target.load_catalog()
             self._open_dead_letters(self.catalog)
@@ -475,7 +482,7 @@ class RoutedRunner(SinkRunner):
                     "record": cols[i].get(LINE),
                     "reason": "unroutable",
                     "error": why,
-                    "raw": cols[i].get("value"),
+                    "raw": _raw(cols[i].get("value")),
                 }
                 for i, why in bad
             ]
@@ -622,10 +629,31 @@ class RoutedRunner(SinkRunner):
         return row
 
 
+def splitter(relation: Any, plan: Any) -> Any:
+    """The function splitting ``relation``'s messages by table (``SPLITTERS``, by FORMAT)."""
+    import importlib
+
+    fmt = getattr(plan, "format", None)
+    module = SPLITTERS.get(fmt) if fmt is not None else None
+    if module is None:  # pragma: no cover - the analyzer routes only these sources
+        raise ExecutionError(f"source {relation.name}: a routed sink does not read FORMAT {fmt} yet")
+    return importlib.import_module(module).splitter(relation)
+
+
+def _raw(value: Any) -> Any:
+    """A message's value as the dead-letter table keeps it: text as it is, bytes (a registry's
+    framed Avro) as ``base64:...``, as a registry source's bad records are kept."""
+    if isinstance(value, (bytes, bytearray)):
+        import base64
+
+        return "base64:" + base64.b64encode(bytes(value)).decode("ascii")
+    return value
+
+
 def table_names(sink_dir: Path) -> list[str]:
     """The tables a routed sink has staged into (its ``tables`` directory)."""
     root = sink_dir / TABLES
     return sorted(unquote(p.name) for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
-__all__ = ["RoutedRunner", "RoutedWriter", "TableSink", "table_names"]
+__all__ = ["SPLITTERS", "RoutedRunner", "RoutedWriter", "TableSink", "splitter", "table_names"]

@@ -509,4 +509,9 @@ def _part(g: _Group, picked: list[int], batch: Any) -> Any:
     return data
 
 
-__all__ = ["split_messages"]
+def splitter(relation: Any) -> Any:
+    """The split of a routed sink reading ``relation`` (Debezium's JSON, each message with its schema)."""
+    return split_messages
+
+
+__all__ = ["split_messages", "splitter"]

@@ -141,14 +141,16 @@ def declared_row_schema(spark: Any, plan: SourcePlan) -> Any:
     return None
 
 
-def message_schema() -> Any:
+def message_schema(*, binary: bool = False) -> Any:
     """The Spark schema of a source whose events carry their schemas (debezium-json without
-    SCHEMA): each message's key and value as text (``decode.MESSAGE_COLUMNS``)."""
-    from pyspark.sql.types import StringType, StructField, StructType
+    SCHEMA): each message's key and value as text (``decode.MESSAGE_COLUMNS``); ``binary``: as
+    bytes (a registry source with a schema per topic: the records' framed Avro)."""
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
 
     from icesql.engine.sources.decode import MESSAGE_COLUMNS
 
-    return StructType([StructField(n, StringType()) for n in MESSAGE_COLUMNS])
+    kind = BinaryType() if binary else StringType()
+    return StructType([StructField(n, kind) for n in MESSAGE_COLUMNS])
 
 
 def row_schema_on(backend: Any, plan: SourcePlan) -> Any:

@@ -31,7 +31,19 @@ CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'avro', SCHE
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPIC = 'orders', FORMAT = 'text') KEY FORMAT AVRO ENVELOPE UPSERT;
 -- case: source_many_topics_need_one_subject
 CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPIC PATTERN = 'dbserver1\.inventory\..*')
+    FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;
+-- case: source_schema_per_topic_protobuf_not_built
+CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'))
+    FORMAT PROTOBUF USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM;
+-- case: source_schema_per_topic_feeds_only_a_routed_sink
+CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '/tmp/wh');
+CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPIC PATTERN = 'dbserver1\.inventory\..*')
     FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM;
+CREATE SINK inv FROM inventory INTO ICEBERG CATALOG lake (NAMESPACE = 'inv', TABLE = 'customers') KEY (id) MODE UPSERT;
+-- case: source_schema_per_topic_not_selected
+CREATE SOURCE inventory FROM KAFKA CONNECTION k (TOPIC PATTERN = 'dbserver1\.inventory\..*')
+    FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr ENVELOPE DEBEZIUM;
+CREATE VIEW v AS SELECT * FROM inventory WHERE true;
 -- case: source_many_topics_topic_record_strategy
 CREATE SOURCE s FROM KAFKA CONNECTION k (TOPICS = ('a', 'b'), SUBJECT NAME STRATEGY = 'topic_record',
     RECORD NAME = 'shop.Order') FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr;

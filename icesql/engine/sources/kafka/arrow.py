@@ -73,8 +73,11 @@ class KafkaArrowSource:
 
     @property
     def messages(self) -> bool:
-        """Debezium's JSON without SCHEMA: each event carries its schema, and the rows are the
-        records' keys and values whole, for a routed sink to decode per table."""
+        """Debezium's JSON without SCHEMA (each event carries its schema), or a registry source
+        with a schema per topic (each record names its schema: ``KafkaSourceSpec.schema_per_topic``):
+        the rows are the records' keys and values whole, for a routed sink to decode per table."""
+        if self.plan.kafka is not None and self.plan.kafka.schema_per_topic:
+            return True
         return self.plan.format is SourceFormat.DEBEZIUM_JSON and self.value_schema_json is None
 
     def batch_writer(self, inner: Any, *, skipped: Any = None, letters: Any = None) -> Any:
@@ -175,7 +178,7 @@ class KafkaArrowSource:
 
         spec = self.plan.kafka
         assert spec is not None
-        if self.plan.format not in ARROW_FORMATS and self.value_registry is None:
+        if self.plan.format not in ARROW_FORMATS and self.value_registry is None and not self.messages:
             raise Unsupported(f"FORMAT = '{(self.plan.format or SourceFormat.JSON).value}'")
         if self.value_schema_json is not None:
             self._json_format(self.value_schema_json).check_supported()
@@ -214,6 +217,8 @@ class KafkaArrowSource:
             }
             # the INCLUDEd columns after the message's (a many-topic source's ``topic``: relation.py)
             included = self._included(records, None)
+            if spec.schema_per_topic:  # the registry's framed bytes, as they are
+                return message_batch(records.column("key"), value, position, included)
             return message_batch(_utf8(records.column("key")), _utf8(value), position, included)
         decoded = key = None
         if registry or self.key_registry is not None:

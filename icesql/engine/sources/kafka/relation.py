@@ -236,7 +236,11 @@ def _local_schemas(plan: SourcePlan, timestamp_type: str) -> tuple[Any, Any, Any
         else:
             fields += [StructField(c.name, key, True) for c in spec.key_columns[:1]]
     value = None
-    if registry:
+    if spec.schema_per_topic:
+        from icesql.engine.sources.relation import message_schema
+
+        fields += message_schema(binary=True).fields  # each record names its schema: a routed sink's source
+    elif registry:
         # a tombstone (ENVELOPE UPSERT) or a delete's image leaves the value's columns null
         changes = spec.envelope is not KafkaEnvelope.NONE
         fields += [StructField(f.name, f.dataType, True) if changes else f for f in row_struct(plan, "value").fields]

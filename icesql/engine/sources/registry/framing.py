@@ -200,81 +200,89 @@ class RegistryColumn:
     def _groups(
         self, values: Any, headers: Any
     ) -> tuple[dict[SchemaRef, tuple[Any, list[bytes]]], list[tuple[int, str]]]:
-        """The records by the schema they name: {ref: (their indexes, their bodies)}, and the
-        records that name none. The 5-byte prefix - nearly every record - is read for the whole
-        column at once; the GUID prefix, a schema-id header or a short value one record at a time."""
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
+        return frame_groups(values, headers, self.header)
 
-        n = len(values)
-        values = values.cast(pa.binary()) if values.type != pa.binary() else values
-        valid = np.asarray(values.is_valid())
-        offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + n + 1].astype(
-            np.int64
+
+def frame_groups(
+    values: Any, headers: Any, header: str = VALUE_HEADER
+) -> tuple[dict[SchemaRef, tuple[Any, list[bytes]]], list[tuple[int, str]]]:
+    """The records of ``values`` (an Arrow binary column) by the schema they name: {ref: (their
+    indexes, their bodies)}, and the records that name none (null values are in neither). The
+    5-byte prefix - nearly every record - is read for the whole column at once; the GUID prefix,
+    a schema-id header (``header``, in ``headers``; None: no headers) or a short value one
+    record at a time."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(values)
+    values = values.cast(pa.binary()) if values.type != pa.binary() else values
+    valid = np.asarray(values.is_valid())
+    offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset : values.offset + n + 1].astype(
+        np.int64
+    )
+    data = (
+        np.frombuffer(values.buffers()[2], np.uint8)
+        if values.buffers()[2] is not None
+        else np.zeros(0, np.uint8)
+    )
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    prefixed = valid & (lengths >= 5)
+    if prefixed.any():
+        first = np.zeros(n, np.uint8)
+        first[prefixed] = data[starts[prefixed]]
+        prefixed &= first == 0
+    if headers is not None and prefixed.any():
+        listed = headers.flatten()
+        named = pc.equal(listed.field("key"), header).fill_null(False)
+        if pc.any(named).as_py():
+            parents = np.asarray(pc.list_parent_indices(headers))[np.asarray(named)]
+            prefixed[parents] = False  # a schema-id header names the schema: the slow path
+    groups: dict[SchemaRef, tuple[Any, list[bytes]]] = {}
+    at = np.nonzero(prefixed)[0]
+    if len(at):
+        s = starts[at]
+        ids = (
+            (data[s + 1].astype(np.int64) << 24)
+            | (data[s + 2].astype(np.int64) << 16)
+            | (data[s + 3].astype(np.int64) << 8)
+            | data[s + 4].astype(np.int64)
         )
-        data = (
-            np.frombuffer(values.buffers()[2], np.uint8)
-            if values.buffers()[2] is not None
-            else np.zeros(0, np.uint8)
+        bodies = pc.binary_slice(values.take(pa.array(at)), 5, 2**31 - 1).to_pylist()
+        order = np.argsort(ids, kind="stable")
+        unique, first_at = np.unique(ids[order], return_index=True)
+        bounds = [*first_at.tolist(), len(order)]
+        for k, sid in enumerate(unique.tolist()):
+            chosen = order[bounds[k] : bounds[k + 1]]
+            groups[SchemaRef(id=int(sid))] = (at[chosen], [bodies[j] for j in chosen.tolist()])
+    bad: list[tuple[int, str]] = []
+    rest = np.nonzero(valid & ~prefixed)[0]
+    if len(rest):
+        header_lists = (
+            headers.take(pa.array(rest)).to_pylist() if headers is not None else [None] * len(rest)
         )
-        starts, lengths = offsets[:-1], np.diff(offsets)
-        prefixed = valid & (lengths >= 5)
-        if prefixed.any():
-            first = np.zeros(n, np.uint8)
-            first[prefixed] = data[starts[prefixed]]
-            prefixed &= first == 0
-        if headers is not None and prefixed.any():
-            listed = headers.flatten()
-            named = pc.equal(listed.field("key"), self.header).fill_null(False)
-            if pc.any(named).as_py():
-                parents = np.asarray(pc.list_parent_indices(headers))[np.asarray(named)]
-                prefixed[parents] = False  # a schema-id header names the schema: the slow path
-        groups: dict[SchemaRef, tuple[Any, list[bytes]]] = {}
-        at = np.nonzero(prefixed)[0]
-        if len(at):
-            s = starts[at]
-            ids = (
-                (data[s + 1].astype(np.int64) << 24)
-                | (data[s + 2].astype(np.int64) << 16)
-                | (data[s + 3].astype(np.int64) << 8)
-                | data[s + 4].astype(np.int64)
-            )
-            bodies = pc.binary_slice(values.take(pa.array(at)), 5, 2**31 - 1).to_pylist()
-            order = np.argsort(ids, kind="stable")
-            unique, first_at = np.unique(ids[order], return_index=True)
-            bounds = [*first_at.tolist(), len(order)]
-            for k, sid in enumerate(unique.tolist()):
-                chosen = order[bounds[k] : bounds[k + 1]]
-                groups[SchemaRef(id=int(sid))] = (at[chosen], [bodies[j] for j in chosen.tolist()])
-        bad: list[tuple[int, str]] = []
-        rest = np.nonzero(valid & ~prefixed)[0]
-        if len(rest):
-            header_lists = (
-                headers.take(pa.array(rest)).to_pylist() if headers is not None else [None] * len(rest)
-            )
-            slow: dict[SchemaRef, tuple[list[int], list[bytes]]] = {}
-            for i, payload, listed_headers in zip(
-                rest.tolist(), values.take(pa.array(rest)).to_pylist(), header_lists, strict=True
-            ):
-                try:
-                    ref, body = split(payload, _header(listed_headers, self.header))
-                except Unframed as e:
-                    bad.append((i, str(e)))
-                    continue
-                where, bodies_of = slow.setdefault(ref, ([], []))
-                where.append(i)
-                bodies_of.append(body)
-            for ref, (where, bodies_of) in slow.items():
-                if ref in groups:
-                    old_at, old_bodies = groups[ref]
-                    merged = np.concatenate([old_at, np.array(where, np.int64)])
-                    order = np.argsort(merged, kind="stable")
-                    both = old_bodies + bodies_of
-                    groups[ref] = (merged[order], [both[j] for j in order.tolist()])
-                else:
-                    groups[ref] = (np.array(where, np.int64), bodies_of)
-        return groups, bad
+        slow: dict[SchemaRef, tuple[list[int], list[bytes]]] = {}
+        for i, payload, listed_headers in zip(
+            rest.tolist(), values.take(pa.array(rest)).to_pylist(), header_lists, strict=True
+        ):
+            try:
+                ref, body = split(payload, _header(listed_headers, header))
+            except Unframed as e:
+                bad.append((i, str(e)))
+                continue
+            where, bodies_of = slow.setdefault(ref, ([], []))
+            where.append(i)
+            bodies_of.append(body)
+        for ref, (where, bodies_of) in slow.items():
+            if ref in groups:
+                old_at, old_bodies = groups[ref]
+                merged = np.concatenate([old_at, np.array(where, np.int64)])
+                order = np.argsort(merged, kind="stable")
+                both = old_bodies + bodies_of
+                groups[ref] = (merged[order], [both[j] for j in order.tolist()])
+            else:
+                groups[ref] = (np.array(where, np.int64), bodies_of)
+    return groups, bad
 
 
 PROMOTIONS = {
@@ -312,4 +320,13 @@ def _nulls(schema: Any, n: int) -> Any:
     return pa.table([pa.nulls(n, f.type) for f in schema], schema=schema.with_metadata(None))
 
 
-__all__ = ["KEY_HEADER", "VALUE_HEADER", "RegistryColumn", "SchemaRef", "Unframed", "split", "widening"]
+__all__ = [
+    "KEY_HEADER",
+    "VALUE_HEADER",
+    "RegistryColumn",
+    "SchemaRef",
+    "Unframed",
+    "frame_groups",
+    "split",
+    "widening",
+]
