@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,9 @@ from tests.support.cdc_runner import ROUTED_KILLS, kill_everywhere
 from tests.support.connect_events import event
 from tests.support.pipeline_helpers import load_table
 from tests.support.readers import canonical_digest, java_available, read_datafusion, read_duckdb, read_java
+from tests.support.registry import schema_registry
+
+__all__ = ["schema_registry"]
 
 KINDS = ("int", "long", "short", "double", "bool", "string", "date", "ts", "decimal")
 KEY_KINDS = ("int", "long", "string")
@@ -91,6 +95,14 @@ class Database:
         return {"int": self.rng.randint(0, 5), "long": self.rng.randint(0, 5), "string": f"s{self.rng.randint(0, 5)}"}[kind]
 
     def round(self, n: int) -> list[tuple[bytes, bytes]]:
+        """``n`` changes as Debezium's JSON with schemas (key, value), all tables in one topic."""
+        return [
+            tuple(x.encode() for x in event("inventory", name, self.columns[name], self.keys[name], op, old, new, lsn))  # type: ignore[misc]
+            for name, op, old, new, lsn in self.changes(n)
+        ]
+
+    def changes(self, n: int) -> list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None, int]]:
+        """``n`` changes as (table, op, before, after, lsn), applied to the replay."""
         out = []
         for _ in range(n):
             name = self.rng.choice(sorted(self.columns))
@@ -102,17 +114,90 @@ class Database:
             old = rows.get(kv)
             new = {**dict(zip(key, kv, strict=True)), **{c: _value(self.rng, k) for c, k in cols if c not in key}}
             if old is not None and self.rng.random() < 0.3:
-                k, v = event("inventory", name, cols, key, "d", old, None, self.lsn)
+                out.append((name, "d", old, None, self.lsn))
                 del rows[kv]
             else:
-                k, v = event("inventory", name, cols, key, "u" if old else "c", old, new, self.lsn)
+                out.append((name, "u" if old else "c", old, new, self.lsn))
                 rows[kv] = new
-            out.append((k.encode(), v.encode()))
         return out
 
     def expected(self, name: str) -> list[dict[str, Any]]:
         kinds = dict(self.columns[name])
         return [{c: _expected(r.get(c), kinds[c]) for c in kinds} for r in self.state[name].values()]
+
+
+# Debezium's Avro (the AvroConverter): each kind's Avro type, and the value the serializer takes
+AVRO_TYPES: dict[str, Any] = {
+    "int": "int",
+    "long": "long",
+    "short": "int",  # Debezium writes INT16 as an Avro int
+    "double": "double",
+    "bool": "boolean",
+    "string": "string",
+    "date": {"type": "int", "logicalType": "date"},
+    "ts": {"type": "long", "logicalType": "timestamp-micros"},
+    "decimal": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
+}
+
+
+def _avro_value(value: Any, kind: str) -> Any:
+    out = _expected(value, kind)
+    return out.replace(tzinfo=dt.timezone.utc) if kind == "ts" and out is not None else out
+
+
+def _image(row: dict[str, Any] | None, kinds: dict[str, str]) -> dict[str, Any] | None:
+    return None if row is None else {c: _avro_value(row.get(c), k) for c, k in kinds.items()}
+
+
+class AvroProducer:
+    """A topic per table (``<prefix>.<table>``), each table's change events and keys registered
+    under ``<topic>-value`` / ``<topic>-key`` by the real ``AvroSerializer``, as Debezium's
+    AvroConverter does."""
+
+    def __init__(self, db: Database, registry: Any, bootstrap: str, prefix: str) -> None:
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        from tests.conformance.test_routed_registry import envelope, key_schema
+
+        self.db, self.bootstrap, self.prefix = db, bootstrap, prefix
+        self.client = SchemaRegistryClient({"url": registry.url})
+        self.schemas = {}
+        for name, cols in db.columns.items():
+            key = db.keys[name]
+            fields = [
+                {"name": c, "type": AVRO_TYPES[k]} if c in key else {"name": c, "type": ["null", AVRO_TYPES[k]], "default": None}
+                for c, k in cols
+            ]
+            self.schemas[name] = (envelope(name, fields), key_schema(name, key, fields))
+            K.create_topic(bootstrap, f"{prefix}.{name}", 2)
+
+    def produce(self, n: int) -> None:
+        from confluent_kafka.schema_registry.avro import AvroSerializer
+        from confluent_kafka.serialization import MessageField, SerializationContext
+
+        by_topic: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        for name, op, old, new, lsn in self.db.changes(n):
+            topic = f"{self.prefix}.{name}"
+            kinds = dict(self.db.columns[name])
+            value_schema, key_schema_text = self.schemas[name]
+            values = AvroSerializer(self.client, value_schema)
+            keys = AvroSerializer(self.client, key_schema_text)
+
+            key = {c: _avro_value((old or new or {}).get(c), kinds[c]) for c in self.db.keys[name]}
+            envelope_value = {
+                "before": _image(old, kinds),
+                "after": _image(new, kinds),
+                "source": {"db": "inventory", "table": name, "ts_ms": lsn},
+                "op": op,
+                "ts_ms": lsn,
+            }
+            kctx, vctx = SerializationContext(topic, MessageField.KEY), SerializationContext(topic, MessageField.VALUE)
+            records = by_topic.setdefault(topic, [])
+            records.append((keys(key, kctx), values(envelope_value, vctx)))
+            if op == "d":
+                records.append((keys(key, kctx), None))  # Debezium's tombstone
+        for topic, records in by_topic.items():
+            K.produce(self.bootstrap, topic, records)
 
 
 # on Spark (each killed child starts a JVM: ~30 s a kill) the default run kills at the points a
@@ -132,26 +217,45 @@ def _scenario(
     spark: bool,
     rounds_of: int,
     kills: tuple[dict[str, str], ...] = ROUTED_KILLS,
+    registry: Any = None,
 ) -> None:
+    """``registry``: Debezium's Avro through that registry, a topic per table (else Debezium's JSON
+    with schemas, all tables in one topic)."""
     seed = int(os.environ.get("ICESQL_ROUTED_SEED") or random.randrange(1 << 30))
     print(f"ICESQL_ROUTED_SEED={seed}")
     topic = f"routed-crash-{seed}-{tmp_path.name}"
     b = noida.bootstrap
-    K.create_topic(b, topic, 2)
     home, wh = tmp_path / "home", tmp_path / "wh"
+    db = Database(seed, tables)
+    if registry is None:
+        K.create_topic(b, topic, 2)
+        source = (
+            f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = '{topic}', FORMAT = 'debezium-json', "
+            "MAX RECORDS PER TRIGGER = 40);"
+        )
+
+        def produce_round() -> None:
+            K.produce(b, topic, db.round(rounds_of))
+    else:
+        avro = AvroProducer(db, registry, b, topic)
+        source = (
+            f"CREATE CONNECTION csr TO CONFLUENT SCHEMA REGISTRY (URL = '{registry.url}');"
+            f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC PATTERN = '{re.escape(topic)}\\..*', "
+            "MAX RECORDS PER TRIGGER = 40) FORMAT AVRO USING CONFLUENT SCHEMA REGISTRY CONNECTION csr "
+            "ENVELOPE DEBEZIUM;"
+        )
+
+        def produce_round() -> None:
+            avro.produce(rounds_of)
+
     with icesql.Session(home=home) as s:
         s.execute(
             f"CREATE CONNECTION k TO KAFKA (BROKER = '{b}');"
             f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
-            f"CREATE SOURCE cdc FROM KAFKA CONNECTION k (TOPIC = '{topic}', FORMAT = 'debezium-json', "
-            "MAX RECORDS PER TRIGGER = 40);"
-            "CREATE SINK kk FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'inventory', TABLE = '{table}') "
+            + source
+            + "CREATE SINK kk FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'inventory', TABLE = '{table}') "
             "MODE UPSERT PARTITION BY (region);"
         )
-    db = Database(seed, tables)
-
-    def produce_round() -> None:
-        K.produce(b, topic, db.round(rounds_of))
 
     produce_round()
     kill_everywhere(home, "kk", tmp_path / "child.log", spark=spark, between=produce_round, kills=kills)
@@ -189,6 +293,14 @@ def _scenario(
 
 def test_a_routed_sink_killed_anywhere_writes_each_table_once(noida: Any, tmp_path: Path) -> None:
     _scenario(noida, tmp_path, tables=6, spark=False, rounds_of=80)
+
+
+def test_a_routed_sink_of_registry_avro_killed_anywhere_writes_each_table_once(
+    noida: Any, schema_registry: Any, tmp_path: Path
+) -> None:
+    """The same over Debezium's Avro: a topic per table, a subject per topic (issue 53's proof
+    names both)."""
+    _scenario(noida, tmp_path, tables=6, spark=False, rounds_of=80, registry=schema_registry)
 
 
 @pytest.mark.spark
