@@ -152,3 +152,30 @@ def test_staged_files_of_a_routed_sinks_tables_are_protected(tmp_path: Path) -> 
     staging.add(entry)
     assert "file:///wh/shop/t/data/a.parquet" in staged_files(home)
     assert "file:///wh/shop/t/data/a.parquet" in staged_files(home, ["sink-id"])
+
+
+def test_a_started_routed_sink_compacts_between_its_batches_and_upserts_right_after(tmp_path: Path) -> None:
+    """Running (not ``--once``): each busy table is compacted in the gaps between the sink's
+    commits, its key index following the rewrite, so every later batch still replaces the right
+    rows; the idle table gets no snapshot, and its maintainer is let go."""
+    from tests.support.pipeline_helpers import wait_for
+
+    db = Db()
+    with _session(tmp_path, EAGER) as s:
+        s.start(["k"])
+        runner = s.engine.runner("k")
+        for r in range(6):
+            commits = runner.totals["commits"]
+            lines = db.batch(6) + (db.batch(1, ("idle",)) if r == 0 else [])
+            write_json_lines(tmp_path / "cdc", f"{r}.json", lines)
+            wait_for(lambda: runner.totals["commits"] > commits or not runner.active, 60, "a commit")  # noqa: B023
+            assert runner.active, runner.status_row()
+            for t in ("customers", "orders"):
+                assert read_duckdb(_table(tmp_path, t).metadata_location) == db.expected(t), (r, t)
+        assert runner.maintainer.runs > 0 and "shop." in (runner.maintainer.last or "")
+        assert "idle" not in runner.maintainer.tables  # let go with its key index
+        s.stop()
+    for t in ("customers", "orders"):
+        reasons = [snap.summary.get(COMMIT_REASON) for snap in _table(tmp_path, t).snapshots()]
+        assert "compact" in reasons, (t, reasons)
+    assert len(_table(tmp_path, "idle").snapshots()) == 1
