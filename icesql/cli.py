@@ -552,8 +552,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
             _err("icesql: the catalog store has no sink; nothing to compact")
             return EXIT_OK
         for name in names:
-            (result,) = session.compact([name])
-            print(f"{name}: {format_compaction(result)}", flush=True)
+            results = session.compact([name])
+            if not results:  # a routed sink that has written no table yet
+                print(f"{name}: no table written yet, nothing to compact", flush=True)
+            for result in results:  # one per table (a routed sink's: each it has written)
+                print(f"{name}: {format_compaction(result)}", flush=True)
     return EXIT_OK
 
 
@@ -571,13 +574,16 @@ def cmd_maintain(args: argparse.Namespace) -> int:
         status = EXIT_OK
         for name in names:
             try:
-                (run,) = session.maintain([name], dry_run=args.dry_run)
+                runs = session.maintain([name], dry_run=args.dry_run)
             except ExecutionError as exc:  # one sink's table (missing, unreachable): go on with the rest
                 _err(f"{name}: {exc.render()}")
                 status = EXIT_RUNTIME
                 continue
-            for line in format_maintenance(run):
-                print(line, flush=True)
+            if not runs:  # a routed sink that has written no table yet
+                print(f"{name}: no table written yet, nothing to maintain", flush=True)
+            for run in runs:  # one per table (a routed sink's: each it has written)
+                for line in format_maintenance(run):
+                    print(line, flush=True)
     return status
 
 

@@ -389,24 +389,19 @@ class Session:
         """Rewrite the tables of the named sinks (all when None) without delete files and with
         few data files, so that every reader stays fast after many upserts. Safe while the sinks
         run: a commit in between makes the compaction start over. Returns one
-        ``icesql.engine.maintenance.compact.CompactResult`` per sink (``icesql.repl.format.format_compaction``
-        gives a line)."""
-        return [self.engine.compact(plan) for plan in self._single_table(sinks)]
+        ``icesql.engine.maintenance.compact.CompactResult`` per table: a sink's, or each one a
+        routed sink (TABLE a template) has written (``icesql.repl.format.format_compaction``
+        gives a line naming it)."""
+        return [result for plan in self.sink_plans(sinks) for result in self.engine.compact(plan)]
 
     def maintain(self, sinks: Sequence[str] | None = None, *, dry_run: bool = False) -> list[Any]:
         """Maintain the tables of the named sinks (all when None) under their options: compact,
         rewrite manifests, expire snapshots and delete orphan files, each when due. For tables
         whose sinks are not running (a running sink's commit in between makes a step retry).
         ``dry_run`` changes nothing and says what would be done. Returns one
-        ``icesql.engine.maintenance.MaintenanceRun`` per sink
-        (``icesql.repl.format.format_maintenance`` gives its lines)."""
-        return [self.engine.maintain(plan, dry_run=dry_run) for plan in self._single_table(sinks)]
-
-    def _single_table(self, sinks: Sequence[str] | None) -> list[P.SinkPlan]:
-        """The sinks to maintain: all of them (``None``) but those writing many tables, whose
-        maintenance is not built yet (a sink named is refused by the engine with a message)."""
-        plans = self.sink_plans(sinks)
-        return plans if sinks is not None else [p for p in plans if not p.routed]
+        ``icesql.engine.maintenance.MaintenanceRun`` per table: a sink's, or each one a routed
+        sink has written (``icesql.repl.format.format_maintenance`` gives its lines)."""
+        return [run for plan in self.sink_plans(sinks) for run in self.engine.maintain(plan, dry_run=dry_run)]
 
     def flush(self, name: str | None = None) -> None:
         if self._engine is not None:

@@ -267,37 +267,58 @@ class Engine:
         runner.start(once=once)
         threading.Thread(target=self._notify_when_done, args=(runner,), daemon=True).start()
 
-    def compact(self, plan: SinkPlan) -> Any:
-        """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark."""
+    def compact(self, plan: SinkPlan) -> list[Any]:
+        """Rewrite the sink's table without delete files (``compact.compact_table``); no Spark.
+        One ``CompactResult`` per table: the sink's, or each a routed sink has written."""
         from icesql.engine.maintenance.compact import compact_table
 
-        _refuse_routed(plan, "compact")
         target = self.target(plan)
-        table = target.load_table()
-        return compact_table(
-            table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size
-        )
+        return [
+            compact_table(table, io_properties=target.io_properties(table), max_file_size=plan.maximum_file_size)
+            for table in self._sink_tables(plan, target)
+        ]
 
-    def maintain(self, plan: SinkPlan, *, dry_run: bool = False) -> Any:
+    def maintain(self, plan: SinkPlan, *, dry_run: bool = False) -> list[Any]:
         """Run every maintenance step due on the sink's table (``maintenance.maintain_table``)
-        under its options; no Spark. Returns a ``maintenance.MaintenanceRun``. The files the
-        staged batches of this home's sinks name are never taken for orphans."""
+        under its options; no Spark. One ``maintenance.MaintenanceRun`` per table: the sink's,
+        or each a routed sink has written. The files the staged batches of this home's sinks
+        name (a routed sink's tables' too) are never taken for orphans."""
         from icesql.engine.maintenance import MaintenanceRun, maintain_table, sink_policy, staged_files
 
-        _refuse_routed(plan, "maintain")
         policy = sink_policy(plan)
         if not policy.automatic:
-            return MaintenanceRun(sink=plan.name, table=plan.table_identifier, dry_run=dry_run, off=True)
+            return [MaintenanceRun(sink=plan.name, table=plan.table_identifier, dry_run=dry_run, off=True)]
         target = self.target(plan)
-        table = target.load_table()
-        return maintain_table(
-            table,
-            policy,
-            sink=plan.name,
-            protected_paths=lambda: staged_files(self.home),
-            io_properties=target.io_properties(table),
-            dry_run=dry_run,
-        )
+        return [
+            maintain_table(
+                table,
+                policy,
+                sink=plan.name,
+                protected_paths=lambda: staged_files(self.home),
+                io_properties=target.io_properties(table),
+                dry_run=dry_run,
+            )
+            for table in self._sink_tables(plan, target)
+        ]
+
+    def _sink_tables(self, plan: SinkPlan, target: Any) -> list[Any]:
+        """The Iceberg tables a sink writes: its table (``ExecutionError`` when missing), or a
+        routed sink's tables, those it has staged into (``routed.table_names``) that exist, in
+        name order (none before it first ran)."""
+        if not plan.routed:
+            return [target.load_table()]
+        from pyiceberg.exceptions import NoSuchTableError
+
+        from icesql.engine.sink.routed import table_names
+
+        catalog = target.load_catalog()
+        tables = []
+        for name in table_names(self.home / "sinks" / self.state.sink_id(plan.name)):
+            try:
+                tables.append(catalog.load_table((*plan.namespace, name)))
+            except NoSuchTableError:  # staged into, never created (its first commit failed)
+                continue
+        return tables
 
     def _notify_when_done(self, runner: Any) -> None:
         runner.await_termination()
@@ -501,13 +522,3 @@ def _preimport() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the real import reports it where it matters
             log.debug("pre-import of %s failed", name, exc_info=True)
-
-
-def _refuse_routed(plan: SinkPlan, what: str) -> None:
-    """A routed sink (TABLE a template, issue 53) has no one table to maintain: not built yet."""
-    if plan.routed:
-        raise ExecutionError(
-            f"sink {plan.name} writes many tables (TABLE '{plan.table}'): icesql {what} of a routed "
-            "sink's tables is not built yet",
-            hint="maintain a table with a sink of its own, or with Spark's Iceberg procedures",
-        )

@@ -175,11 +175,14 @@ def _compact(ctx: ShellContext, arg: str) -> None:
         return
     for name in names:
         try:
-            (result,) = ctx.session.compact([name])
+            results = ctx.session.compact([name])
         except IcesqlError as exc:
             ctx.echo_error(exc.render())
             return
-        ctx.echo(f"{name}: {format_compaction(result)}")
+        if not results:  # a routed sink that has written no table yet
+            ctx.echo(f"{name}: no table written yet, nothing to compact")
+        for result in results:  # one per table (a routed sink's: each it has written)
+            ctx.echo(f"{name}: {format_compaction(result)}")
 
 
 @COMMANDS.register(
@@ -196,12 +199,15 @@ def _maintain(ctx: ShellContext, arg: str) -> None:
         return
     for name in names:
         try:
-            (run,) = ctx.session.maintain([name])
+            runs = ctx.session.maintain([name])
         except IcesqlError as exc:
             ctx.echo_error(exc.render())
             return
-        for line in format_maintenance(run):
-            ctx.echo(line)
+        if not runs:  # a routed sink that has written no table yet
+            ctx.echo(f"{name}: no table written yet, nothing to maintain")
+        for run in runs:  # one per table (a routed sink's: each it has written)
+            for line in format_maintenance(run):
+                ctx.echo(line)
 
 
 @COMMANDS.register("\\timing", "[on|off]", description="toggle printing how long each statement took")

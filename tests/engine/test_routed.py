@@ -1,5 +1,6 @@
 """A routed sink's bad input and its idle tables, in this process (issue 53; both executors run
-the same routing code: tests/conformance/test_routed.py, tests/kafka/test_routed_crash.py).
+the same routing code: tests/conformance/test_routed.py, tests/kafka/test_routed_crash.py; the
+maintenance of its tables: tests/engine/test_routed_maintenance.py).
 
 Bad input never stops the other tables under ON ERROR = 'dead-letter': a message without a schema
 block, a template resolving to a name that is no table name, a record with no key for an upsert
@@ -123,29 +124,17 @@ def test_tables_with_nothing_new_are_not_touched(tmp_path: Path) -> None:
     assert len(snapshots) == 1 and snapshots[0].summary["icesql.progress"] == "0"
 
 
-def test_maintenance_of_a_routed_sinks_tables_is_refused_not_guessed(tmp_path: Path) -> None:
-    """``icesql maintain`` / ``compact`` of a routed sink says it is not built (one line); of
-    every sink, it leaves the routed one out."""
-    with _session(
-        tmp_path, "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'shop', TABLE = '{table}');"
-    ) as s:
-        for step in (s.maintain, s.compact):
-            with pytest.raises(IcesqlError) as e:
-                step(["k"])
-            assert "writes many tables (TABLE '{table}')" in e.value.message and "\n" not in e.value.message
-        assert s.maintain() == [] and s.compact() == []
-
-
-def test_the_routed_sinks_no_maintenance_offers_every_hook_a_maintainer_does() -> None:
-    """The runner calls the maintainer's public hooks; a routed sink's stand-in must have them all
-    (a hook added to ``Maintainer`` and missing here fails a routed sink at start or stop)."""
+def test_the_routed_sinks_maintainer_offers_every_hook_a_maintainer_does() -> None:
+    """The runner calls the maintainer's public hooks; a routed sink's (which hands them on to its
+    tables' maintainers) must have them all (a hook added to ``Maintainer`` and missing here fails
+    a routed sink at start or stop)."""
     import inspect
 
     from icesql.engine.sink.maintainer import Maintainer
-    from icesql.engine.sink.routed import _NoMaintenance
+    from icesql.engine.sink.routed_maintenance import RoutedMaintainer
 
     hooks = {n for n, m in inspect.getmembers(Maintainer) if not n.startswith("_") and callable(m)}
-    assert hooks - set(dir(_NoMaintenance)) == set()
+    assert hooks - set(dir(RoutedMaintainer)) == set()
 
 
 def test_each_tables_state_is_kept_across_runs_and_dropped_with_the_sink(tmp_path: Path) -> None:

@@ -282,7 +282,9 @@ def _scenario(
         progress = [
             int(s.summary["icesql.progress"])
             for s in table.snapshots()
-            if s.summary is not None and "icesql.progress" in s.summary
+            # the sink's commits (pyiceberg's Summary says it holds any key: its maintenance's
+            # compactions carry no progress)
+            if s.summary is not None and s.summary.get("icesql.progress") is not None
         ]
         assert progress == sorted(set(progress)), f"seed {seed}: table {name} progress {progress}"
         spec_cols = [table.schema().find_field(f.source_id).name for f in table.spec().fields]

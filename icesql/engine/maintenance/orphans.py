@@ -101,15 +101,15 @@ def referenced_files(table: Any) -> set[str]:
 
 def staged_files(home: Path | str, sink_ids: Iterable[str] | None = None) -> set[str]:
     """The files named by the staged batches of the sinks of an icesql home (all when
-    ``sink_ids`` is None): written, not committed yet, needed by the next commit or recovery.
+    ``sink_ids`` is None; a routed sink's tables' too): written, not committed yet, needed by the next commit or recovery.
     ``StagingDamaged`` when an entry cannot be read: what it protects is unknown, so nothing may
     be deleted."""
     from icesql.engine.commit.staging import Staging
 
     root = Path(home) / "sinks"
-    dirs = (
-        [root / s / "staging" for s in sink_ids] if sink_ids is not None else sorted(root.glob("*/staging"))
-    )
+    sinks = [root / s for s in sink_ids] if sink_ids is not None else sorted(p for p in root.glob("*") if p.is_dir())
+    # a sink's own staging, and a routed sink's per table (``sink.routed.TABLES``)
+    dirs = [d for s in sinks for d in (s / "staging", *sorted(s.glob("tables/*/staging")))]
     out: set[str] = set()
     for directory in dirs:
         if not directory.is_dir():

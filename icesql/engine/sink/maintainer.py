@@ -52,6 +52,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from icesql.engine.base.events import MaintenanceEvent
@@ -107,8 +108,18 @@ def describe(result: Any, held: float | None = None) -> str:
 class Maintainer:
     """The maintenance of one running sink's table (see the module docstring)."""
 
-    def __init__(self, runner: Any) -> None:
-        self.runner = runner
+    def __init__(
+        self,
+        runner: Any,
+        *,
+        others_busy: Callable[[], bool] | None = None,
+        on_report: Callable[[str], None] | None = None,
+    ) -> None:
+        self.runner = runner  # a SinkRunner, or a routed sink's TableSink (``routed_maintenance``)
+        # a routed sink's table: another table's rewrite beside the sink holds this one's back
+        # (one at a time), and its steps are reported to the sink's (``on_report``: the line)
+        self._others_busy = others_busy or (lambda: False)
+        self._on_report = on_report
         self.last_run: dict[Any, float] = {}
         self.metadata_checked: int | None = None  # the table's metadata version at the last metadata cleanup
         self.runs = 0
@@ -134,6 +145,11 @@ class Maintainer:
 
     def busy(self) -> bool:
         return self._large is not None and self._large.is_alive()
+
+    def idle(self) -> bool:
+        """Nothing running, deferred or left to plan: the maintainer may be let go (a routed
+        sink's idle table) and made anew when its table next commits."""
+        return not self.busy() and self._deferred is None and not self._unplanned
 
     def wants_gap(self) -> bool:
         """Whether maintenance waits for a gap between the commits of an upsert sink (nothing
@@ -372,6 +388,9 @@ class Maintainer:
             return None
 
     def _start_large(self, task: Any) -> None:
+        if self._others_busy():  # planned again after the table's next commit
+            log.debug("sink %s: a compaction beside the sink waits for another table's", self.runner.name)
+            return
         self._large_task = task
         self._large_started = time.time()
         self._large = threading.Thread(
@@ -531,6 +550,8 @@ class Maintainer:
         line = describe(result, held=held)
         self.runs += 1
         self.last = f"{step}: {line}"
+        if self._on_report is not None:
+            self._on_report(self.last)
         log.info("maintenance sink=%s table=%s %s", r.name, r.plan.table_identifier, line)
         r.listeners.maintenance(MaintenanceEvent(r.name, step, line, float(getattr(result, "duration", 0.0))))
 

@@ -20,8 +20,11 @@ sink's PARTITION BY where its columns exist (and, for an upsert, are in the key)
 a new field in its events widens it alone (``iceberg.tables.ensure_table``'s evolution). An upsert
 table deletes replaced rows by position through its own key index (``sink.key_index``), or by
 equality with DELETE MODE = 'equality'; a table idle in a batch, with nothing staged, lets its
-writer and index go (``TableSink.release``), and the shards the index loads share one bounded
-cache (``index.task``), so memory follows the tables a batch holds, not the tables the sink has.
+writer, index and maintainer go (``TableSink.release``), and the shards the index loads share one
+bounded cache (``index.task``), so memory follows the tables a batch holds, not the tables the sink
+has. Each table is maintained as a single-table sink's table is, by a ``Maintainer`` of its own
+made as it commits (``routed_maintenance``); ``icesql maintain`` / ``compact`` of the sink run
+over every table it has written (``Engine.maintain``).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from icesql.engine.commit.policy import CommitClock
 from icesql.engine.commit.recovery import Progress, committed_progress, recover
 from icesql.engine.commit.staging import StagedBatch, Staging
 from icesql.engine.sink.committer import Committing
+from icesql.engine.sink.routed_maintenance import RoutedMaintainer
 from icesql.engine.sink.runner import SinkRunner
 from icesql.errors import ExecutionError
 from icesql.plan import DeleteMode, OnError, SinkMode, SinkPlan, SourceFormat
@@ -57,35 +61,6 @@ SPLITTERS = {
     SourceFormat.DEBEZIUM_JSON: "icesql.engine.sources.connect_bulk",  # each message carries its schema
     SourceFormat.AVRO: "icesql.engine.sources.registry.routed",  # each record names its schema id
 }
-
-
-class _NoMaintenance:
-    """A routed sink's tables are not maintained (yet: neither by the sink nor by ``icesql
-    maintain``, which refuses a routed sink). Every hook ``sink.maintainer.Maintainer`` offers the
-    runner, doing nothing (``test_routed`` checks that none is missing)."""
-
-    runs = 0
-    last = None
-
-    def at_start(self) -> None: ...
-
-    def at_stop(self) -> None: ...
-
-    def after_commit(self) -> None: ...
-
-    def committed_unplanned(self) -> None: ...
-
-    def before_batch(self) -> None: ...
-
-    def wants_gap(self) -> bool:
-        return False
-
-    def at_end(self) -> None: ...
-
-    def join(self, timeout: float | None = None) -> None: ...
-
-    def busy(self) -> bool:
-        return False
 
 
 class TableSink(Committing):
@@ -109,7 +84,6 @@ class TableSink(Committing):
         self.remote = False  # a routed sink never runs on Spark Connect (``RoutedRunner.prepare``)
         self.dead_letters = None  # the sink's dead letters are committed by the sink
         self.dead_letter_count = 0
-        self.maintainer = _NoMaintenance()
         self.clock = CommitClock(runner.plan.commit)
         prior = runner.prior_tables.get(name, {})  # what earlier runs committed to it (the store)
         self.totals = {k: int(prior.get(k) or 0) for k in ("rows_committed", "bytes_committed", "files_committed", "commits")}
@@ -122,10 +96,27 @@ class TableSink(Committing):
         self.skipped_records = 0
         self.fallback_files = 0
 
-    # what Committing reads of the sink's runner
+    # what Committing and the table's Maintainer read of the sink's runner
+    @property
+    def maintainer(self) -> Any:
+        """The table's ``Maintainer``, made as it commits (``routed_maintenance``)."""
+        return self.runner.maintainer.of(self)
+
     @property
     def version(self) -> Any:
         return self.runner.version
+
+    @property
+    def home(self) -> Path:
+        return self.runner.home
+
+    @property
+    def once(self) -> bool:
+        return self.runner.once
+
+    @property
+    def stop_event(self) -> threading.Event:
+        return self.runner.stop_event
 
     @property
     def listeners(self) -> Any:
@@ -189,11 +180,13 @@ class TableSink(Committing):
     def release(self) -> None:
         """An idle table with nothing staged lets its writer and key index go (reopened from the
         index's files when a change for it comes): memory follows the tables a batch has, not
-        all the tables the sink writes."""
-        if self.staging.pending():
+        all the tables the sink writes. Its maintainer goes too, unless its maintenance has
+        something running or deferred (which keeps the key index it follows)."""
+        if self.staging.pending() or self.runner.maintainer.holds(self.table_name):
             return
         self.writer = None
         self.key_index = None
+        self.runner.maintainer.release(self.table_name)
 
     def _update(self, **fields: Any) -> None:
         self.record(**fields)  # the sink's own row sums its tables (``RoutedRunner._update_totals``)
@@ -353,7 +346,7 @@ class RoutedRunner(SinkRunner):
         self.touched: set[str] = set()  # tables written in the batch being staged
         self.catalog: Any = None
         self.letters_pending: list[dict[str, Any]] = []
-        self.maintainer = _NoMaintenance()
+        self.maintainer = RoutedMaintainer(self)  # each table's maintenance, as it commits
         self.tables_lock = threading.RLock()
         # what earlier runs committed to each table, and the sink's totals they started from: a
         # restarted sink's totals carry on (its tables' rows are kept by the store)
@@ -497,7 +490,9 @@ class RoutedRunner(SinkRunner):
             raise self.error
         started = time.time()
         self.touched = set()
-        self.batch_started = started
+        with self.lock:
+            self.maintainer.before_batch()  # a rewrite a run --once deferred to this batch
+            self.batch_started = started
         try:
             rows = self.batch_writer()(batch_df, spark_batch_id)
             mark(f"batch {batch_id} written")
@@ -506,6 +501,8 @@ class RoutedRunner(SinkRunner):
                 self.batch_started = None
                 self.progress.staged_high = max(self.progress.staged_high, batch_id)
                 committed = self.apply_policy(self._until_next_trigger(started))
+                if not committed and self.touched and self.maintainer.wants_gap():
+                    committed = self.commit("maintenance") is not None
         finally:
             self.batch_started = None
         if committed:
