@@ -45,6 +45,9 @@ class Terminal:
             encoding="utf-8",
             codec_errors="replace",
             timeout=30,
+            # poll(), not select(): select() refuses a descriptor past 1024, which a long test run
+            # in one process reaches (the suite's servers, sockets and Spark)
+            use_poll=True,
         )
         self.raw = ""
         self.mark = 0  # expect() searches the screen text from here on

@@ -91,6 +91,20 @@ def test_passes_traffic_through(proxy: FaultProxy) -> None:
     assert stats["bytes_down"] > len(BIG) + 100_000 and stats["bytes_up"] > 100_000
 
 
+def test_passes_traffic_through_on_descriptors_past_1024(proxy: FaultProxy) -> None:
+    """A long test run holds many descriptors: the proxy's sockets then number past 1024, where
+    select() raises (the pump thread died and its connection hung CI for 15 min); it polls."""
+    import os
+
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert get(proxy) == b"hello"
+        assert get(proxy, "/big") == BIG
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 def test_latency_and_seeded_jitter(proxy: FaultProxy, server: int) -> None:
     proxy.latency(0.3, direction="down")
     t0 = time.monotonic()

@@ -96,6 +96,18 @@ class _Faults:
         return now < self.blackhole_until
 
 
+def _readable(sock: socket.socket, timeout: float) -> bool:
+    """Whether ``sock`` has something to read (or its end) within ``timeout`` seconds. poll(), not
+    select(): select() raises ValueError for a descriptor past 1024, which a long test run in one
+    process reaches; the pump thread then died and its connection hung (CI, 28 Nov: 15 min)."""
+    fd = sock.fileno()
+    if fd < 0:
+        raise OSError("socket closed")
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(timeout * 1000))
+
+
 @dataclass(eq=False)
 class _Conn:
     listener: _Listener
@@ -209,7 +221,7 @@ class _Listener:
         if conn.dead:
             with contextlib.suppress(OSError):
                 while not conn.closed:
-                    r, _, _ = select.select([conn.client], [], [], _TICK)
+                    r = _readable(conn.client, _TICK)
                     if r and not conn.client.recv(_CHUNK):
                         break
             conn.close()
@@ -255,13 +267,13 @@ class _Listener:
                 f = self.faults
                 if conn.dead or (proxy._blackholed(self) and f.blackhole_mode == "stall"):
                     if conn.dead:  # throw away whatever arrives; forward nothing
-                        r, _, _ = select.select([src], [], [], _TICK)
+                        r = _readable(src, _TICK)
                         if r and not src.recv(_CHUNK):
                             break
                     else:
                         time.sleep(_TICK)
                     continue
-                r, _, _ = select.select([src], [], [], _TICK)
+                r = _readable(src, _TICK)
                 if not r:
                     continue
                 data = src.recv(_CHUNK)
