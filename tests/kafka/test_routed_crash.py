@@ -162,6 +162,7 @@ class AvroProducer:
         self.db, self.bootstrap, self.prefix = db, bootstrap, prefix
         self.client = SchemaRegistryClient({"url": registry.url})
         self.schemas = {}
+        self.serializers: dict[str, tuple[Any, Any]] = {}
         for name, cols in db.columns.items():
             key = db.keys[name]
             fields = [
@@ -179,9 +180,13 @@ class AvroProducer:
         for name, op, old, new, lsn in self.db.changes(n):
             topic = f"{self.prefix}.{name}"
             kinds = dict(self.db.columns[name])
-            value_schema, key_schema_text = self.schemas[name]
-            values = AvroSerializer(self.client, value_schema)
-            keys = AvroSerializer(self.client, key_schema_text)
+            if name not in self.serializers:  # one each per table: the first call registers
+                value_schema, key_schema_text = self.schemas[name]
+                self.serializers[name] = (
+                    AvroSerializer(self.client, value_schema),
+                    AvroSerializer(self.client, key_schema_text),
+                )
+            values, keys = self.serializers[name]
 
             key = {c: _avro_value((old or new or {}).get(c), kinds[c]) for c in self.db.keys[name]}
             envelope_value = {
