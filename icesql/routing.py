@@ -80,6 +80,29 @@ class RoutingError(ValueError):
     """A record whose table cannot be named (a dead letter, or the batch fails)."""
 
 
+class TableNames:
+    """``template.resolve`` for a batch, remembered per (topic, db, schema, table): a batch's
+    records name few tables, and each is resolved (and checked) once."""
+
+    def __init__(self, template: TableTemplate) -> None:
+        self.template = template
+        self._seen: dict[tuple[str | None, ...], str | RoutingError] = {}
+
+    def __call__(self, topic: str | None, db: str | None, schema: str | None, table: str | None) -> str:
+        """The table of a record with these values; raises ``RoutingError`` as ``resolve`` does."""
+        where = (topic, db, schema, table)
+        name = self._seen.get(where)
+        if name is None:
+            try:
+                name = self.template.resolve({"topic": topic, "db": db, "schema": schema, "table": table})
+            except RoutingError as e:
+                name = e
+            self._seen[where] = name
+        if isinstance(name, RoutingError):
+            raise RoutingError(str(name))
+        return name
+
+
 def parse_template(text: str) -> TableTemplate:
     """``text`` as a template; raises ``TemplateError`` at the part that cannot be."""
     parts: list[tuple[str, str | None]] = []
@@ -124,6 +147,7 @@ def _check_literal(literal: str, at: int) -> None:
 __all__ = [
     "PLACEHOLDERS",
     "RoutingError",
+    "TableNames",
     "TableTemplate",
     "TemplateError",
     "illegal_name",

@@ -37,7 +37,7 @@ from icesql.engine.sources.connect import (
 from icesql.engine.sources.connect import (
     record_key as key_fields,
 )
-from icesql.routing import RoutingError, TableTemplate
+from icesql.routing import RoutingError, TableNames, TableTemplate
 
 _HEAD = re.compile(r'\{\s*"schema"\s*:\s*')
 _SEP = re.compile(r'\s*,\s*"payload"\s*:\s*')
@@ -369,7 +369,7 @@ def split_messages(
             return clean
     fast: dict[str, dict[int, tuple[_Group, list[int]]]] = {}  # table -> group -> rows in the group
     merged: dict[str, set[int]] = {}
-    names_of: dict[tuple[Any, ...], str | Exception] = {}
+    names_of = TableNames(template)
     fallback_keys: dict[int, tuple[str, ...]] = {}
     for i in range(batch.num_rows):
         at = where[i]
@@ -393,16 +393,7 @@ def split_messages(
                     fallback_keys[id(g)] = key
                 if len(key) != len(fallback_key) and not record_key:
                     key = ()
-            where_to = (cols[FILE][i] if topics else None, routing["db"][j], routing["schema"][j], routing["table"][j])
-            name = names_of.get(where_to)
-            if name is None:
-                try:
-                    name = template.resolve(dict(zip(("topic", "db", "schema", "table"), where_to, strict=True)))
-                except RoutingError as e:
-                    name = e
-                names_of[where_to] = name
-            if isinstance(name, Exception):
-                raise RoutingError(str(name))
+            name = names_of(cols[FILE][i] if topics else None, routing["db"][j], routing["schema"][j], routing["table"][j])
             if not routing["image"][j]:
                 raise MessageError(f"a '{op}' event without its {'before' if op == 'd' else 'after'} image")
             piece = out.tables.get(name)

@@ -47,7 +47,7 @@ from icesql.engine.sources.connect import (
 from icesql.engine.sources.registry import kinds
 from icesql.engine.sources.registry.framing import KEY_HEADER, SchemaRef, frame_groups
 from icesql.errors import ExecutionError
-from icesql.routing import RoutingError, TableTemplate
+from icesql.routing import RoutingError, TableNames, TableTemplate
 
 
 def splitter(relation: Any) -> RegistrySplit:
@@ -151,7 +151,7 @@ class RegistrySplit:
         out.bad += bad
         record_keys = self.record_keys(_array(batch.column("key")))
         position = {n: batch.column(n).to_pylist() for n in (FILE,)}
-        names_of: dict[tuple[Any, ...], str | Exception] = {}
+        names_of = TableNames(template)
         picked: dict[tuple[str, SchemaRef], tuple[Any, Any, Any, Any, list[int]]] = {}
         merged: set[tuple[str, SchemaRef]] = set()
         for ref, (at, bodies) in groups.items():
@@ -174,16 +174,7 @@ class RegistrySplit:
                     record_key = record_keys[i]
                     if isinstance(record_key, str):
                         raise MessageError(record_key)
-                    values_of = (position[FILE][i] if topics else None, *where[j])
-                    name = names_of.get(values_of)
-                    if name is None:
-                        try:
-                            name = template.resolve(dict(zip(("topic", "db", "schema", "table"), values_of, strict=True)))
-                        except RoutingError as e:
-                            name = e
-                        names_of[values_of] = name
-                    if isinstance(name, Exception):
-                        raise RoutingError(str(name))
+                    name = names_of(position[FILE][i] if topics else None, *where[j])
                     key = _key(schema, record_key, fallback_key)
                     piece = out.tables.get(name)
                     if piece is None:
