@@ -30,6 +30,7 @@ def statuses(store: CatalogStore, live: dict[str, dict[str, Any]]) -> list[SinkS
     for obj in store.list_objects("sink"):
         st = store.get_sink_state(obj.name)
         lv = live.get(obj.name, {})
+        sink_plan = P.plan_from_dict(obj.definition)
         out.append(
             SinkStatus(
                 name=obj.name,
@@ -49,13 +50,12 @@ def statuses(store: CatalogStore, live: dict[str, dict[str, Any]]) -> list[SinkS
                 maintenance_runs=int(lv.get("maintenance_runs") or 0),
                 last_maintenance=lv.get("last_maintenance"),
                 source_lag=lv.get("source_lag"),
-                file_format=(fmt := lv.get("file_format") or getattr(P.plan_from_dict(obj.definition), "format", None)),
+                file_format=(fmt := lv.get("file_format") or getattr(sink_plan, "format", None)),
                 readers=P.FORMAT_READERS.get(fmt) if fmt else None,
-                table=getattr(P.plan_from_dict(obj.definition), "table_identifier", None),
+                table=getattr(sink_plan, "table_identifier", None),
             )
         )
         tables = lv.get("tables")
-        sink_plan = P.plan_from_dict(obj.definition)
         if tables is None and getattr(sink_plan, "routed", False):  # not running here: the store's
             ns = ".".join(getattr(sink_plan, "namespace", ()) or ())
             tables = [{**dataclasses.asdict(t), "table": f"{ns}.{t.table}"} for t in store.sink_tables(obj.name)]
