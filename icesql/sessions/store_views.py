@@ -101,9 +101,12 @@ class StateCallback:
         return [dataclasses.asdict(t) for t in self._store.sink_tables(name)]
 
     def update_table(self, name: str, table: str, **fields: Any) -> None:
-        """Some of one table's state (``CatalogStore.update_table_state``'s fields)."""
+        """Some of one table's state: of the fields a commit reports, those a table keeps
+        (``CatalogStore.update_table_state``'s)."""
+        from catalog_store.sink_state import TABLE_FIELDS
+
         if self._store.get_object("sink", name) is not None:
-            self._store.update_table_state(name, table, **fields)
+            self._store.update_table_state(name, table, **{k: v for k, v in fields.items() if k in TABLE_FIELDS})
 
 
 __all__ = ["CONNECTIONS", "ObjectResolver", "StateCallback", "StoreCatalogView"]

@@ -50,11 +50,6 @@ from icesql.plan import DeleteMode, OnError, SinkMode, SinkPlan, SourceFormat
 
 log = logging.getLogger("icesql.sink")
 TABLES = "tables"  # <sink dir>/tables/<quoted table name>/staging
-# what a table keeps of the state its commits report (``catalog_store``'s table fields)
-_TABLE_FIELDS = frozenset(
-    ("rows_committed", "bytes_committed", "files_committed", "commits", "last_commit_at", "last_snapshot_id",
-     "last_progress", "last_error")
-)
 # How a routed sink splits its source's messages by table, by the source's FORMAT: the module whose
 # ``splitter(relation)`` gives the ``connect.split_messages``-compatible function
 SPLITTERS = {
@@ -200,7 +195,7 @@ class TableSink(Committing):
         if update is None:
             return
         try:
-            update(self.name, self.table_name, **{k: v for k, v in fields.items() if k in _TABLE_FIELDS})
+            update(self.name, self.table_name, **fields)
         except Exception:  # pragma: no cover - state reporting never kills a sink
             log.exception("sink %s: state update of table %s failed", self.name, self.table_name)
 
