@@ -319,6 +319,10 @@ def test_a_sink_committing_again_and_again_keeps_at_most_100_metadata_files(
     readers_agree(home, sorted(rows + foreign.rows, key=repr))
 
 
+HANDED = "compaction due, handed to the sink's next run"
+STARTED = "the rewrite the last run handed over starts beside the sink"
+
+
 def live_delete_files(home: Path) -> int:
     table = load_table(home, "ns.t")
     return sum(
@@ -329,16 +333,15 @@ def live_delete_files(home: Path) -> int:
     )
 
 
-def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
+def test_a_table_fed_only_by_run_once_is_compacted_one_run_later(
     spark: Any, tmp_path: Path, caplog: Any
 ) -> None:
-    """A sink run by ``run --once`` from a scheduler, one batch a run: a rewrite too large for the
-    gap after a commit runs beside a running sink, but a one-batch run has no next gap; it used to
-    be put off to the next batch, which such a run never has, so the table was never compacted
-    and its delete files grew by each run's (readers slow down with each). The run now ends with
-    the compaction that is due: the delete files stay near the threshold, readers and the key
-    index agree with a replay (the index following each rewrite from where it wrote the rows),
-    and the log says so."""
+    """A sink run by ``run --once`` from a scheduler, one batch a run: a one-batch run has no gap
+    after its commit for a rewrite, and does none in its foreground; it hands a due one to the
+    next run, which starts it beside its batch (it commits in a gap, at the latest the one the
+    run's end leaves). So the table is still compacted, one run later: its delete files stay near
+    the threshold, readers and the key index agree with a replay (the index following each
+    rewrite from the files it wrote), and the log says so."""
     home, data, state = tmp_path / "home", tmp_path / "in", State()
     rng = random.Random(29)
     live: dict[int, str] = {}
@@ -350,21 +353,64 @@ def test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run(
     caplog.set_level(logging.DEBUG, logger="icesql.sink")
     events: list[dict[str, Any]] = []
     counts: list[int] = []  # live delete files after each run
+    runs: list[list[str]] = []  # each run's log lines
     for i, batch in enumerate(changes(rng, 8, 0, live)):
         write_json_lines(data, f"{i:05d}.json", batch)
         events += batch
+        seen = len(caplog.records)
         engine(home, spark, data, state).run([plan], once=True)
+        runs.append([r.getMessage() for r in caplog.records[seen:]])
         counts.append(live_delete_files(home))
-    lines = [r.getMessage() for r in caplog.records if "step=compact" in r.getMessage()]
-    assert lines and all("step=compact beside" not in line for line in lines), lines
-    # a run adds one delete file; the run that finds more than the threshold rewrites the files
-    # they apply to before it returns
-    assert max(counts) <= maintenance.maximum_delete_files + 1, (counts, lines)
+    lines = [m for run in runs for m in run if "step=compact" in m]
+    assert lines and all("step=compact beside" in line for line in lines), lines
+    handed = [n for n, run in enumerate(runs) if any(HANDED in m for m in run)]
+    assert handed, runs
+    for n in handed:
+        # the run that hands the rewrite on returns without it: nothing rewritten after the note
+        after = runs[n][next(j for j, m in enumerate(runs[n]) if HANDED in m) :]
+        assert not any("step=compact" in m for m in after), after
+        if n + 1 < len(runs):  # the next run starts it beside its batch, and commits it
+            assert any(STARTED in m for m in runs[n + 1]), runs[n + 1]
+            assert any("step=compact beside" in m for m in runs[n + 1]), runs[n + 1]
+    # a run adds one delete file; the run that finds more than the threshold hands the rewrite
+    # on, and the next run's rewrite leaves at most that run's own delete file
+    assert max(counts) <= maintenance.maximum_delete_files + 2, (counts, lines)
     assert any(b < a for a, b in zip(counts, counts[1:], strict=False)), counts
     readers_agree(home, sorted(replay(events), key=repr))
-    # the key index followed each rewrite from where it wrote the rows (nothing read again), and
-    # holds exactly the table's live rows
+    # the key index followed each rewrite from the files it wrote (read and hashed beside the
+    # batch), was built from the table only once (the first run, empty), and holds exactly the
+    # table's live rows
     messages = [r.getMessage() for r in caplog.records]
-    assert any("moved by the rewrite, nothing read" in m for m in messages), messages
+    assert any("key index followed the table" in m for m in messages), messages
+    assert sum("key index built from the table" in m for m in messages) == 1, messages
     assert not any("could not follow" in m for m in messages)
     assert index_matches_the_table(spark, home, state) == len(replay(events))
+
+
+def test_an_append_table_fed_only_by_run_once_still_has_its_small_files_merged(
+    spark: Any, tmp_path: Path, caplog: Any
+) -> None:
+    """An append sink run by ``run --once``, one small file a run: a merge of its small files is
+    a small compaction, run in the gap after a run's commit, as a running sink's (the hand-over
+    to the next run is for rewrites applying delete files, at a run's end only). The table gets a
+    ``replace`` snapshot, nothing is handed over, and the readers read every row once. (The
+    first attempt at the hand-over put every compaction of a ``run --once`` off, so such a
+    table was never compacted: ``tests/stores/test_store_sinks.py`` caught it.)"""
+    home, data, state = tmp_path / "home", tmp_path / "in", State()
+    maintenance = MaintenancePolicy(compaction_minimum_files=3, maximum_delete_files=3)
+    plan = dataclasses.replace(sink(key=(), maintenance=maintenance), mode=SinkMode.APPEND)
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    events: list[dict[str, Any]] = []
+    for i in range(5):
+        batch = [c(10 * i + j, f"v{i}.{j}", lsn=10 * i + j) for j in range(3)]
+        write_json_lines(data, f"{i:05d}.json", batch)
+        events += batch
+        engine(home, spark, data, state).run([plan], once=True)
+    table = load_table(home, "ns.t")
+    ops = [s.summary.operation.value for s in table.snapshots() if s.summary is not None]
+    assert "replace" in ops, ops
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("step=compact data_files=" in m for m in messages), messages  # in a gap, not beside
+    assert not any(HANDED in m for m in messages), messages
+    assert not list((home / "sinks").glob("*/staging/rewrite-due"))
+    readers_agree(home, sorted(replay(events), key=repr))

@@ -567,15 +567,20 @@ def test_a_running_sink_tries_a_failed_metadata_cleanup_again_only_after_more_ve
 
 
 
-def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
+def stand_in_runner(commit: Any, *, once: bool = False, staging: Any = None) -> Any:
     """What the maintainer asks of a sink's runner: an append sink (no key index) on table ns.t,
-    committing by ``commit``, nothing staged, no batch in flight (``once``: a ``run --once``)."""
+    committing by ``commit``, nothing staged (``staging``: a real, empty staging directory; a
+    fresh one unless given), no batch in flight (``once``: a ``run --once``)."""
+    import tempfile
     import threading
     from types import SimpleNamespace
 
+    from icesql.engine.commit.staging import Staging
     from icesql.plan import SinkPlan
 
-    table = SimpleNamespace(refresh=lambda: None)
+    table = SimpleNamespace(refresh=lambda: None, current_snapshot=lambda: SimpleNamespace(snapshot_id=7))
+    if staging is None:
+        staging = Staging(Path(tempfile.mkdtemp(prefix="icesql-stand-in-")) / "staging")
     return SimpleNamespace(
         name="s",
         table=table,
@@ -585,7 +590,7 @@ def stand_in_runner(commit: Any, *, once: bool = False) -> Any:
         clock=SimpleNamespace(since_commit=lambda: 0.0),
         target=SimpleNamespace(io_properties=lambda t: {}, load_catalog=lambda: SimpleNamespace(load_table=lambda i: table)),
         lock=threading.Lock(),
-        staging=SimpleNamespace(pending=lambda: []),
+        staging=staging,
         batch_started=None,
         stop_event=threading.Event(),
         listeners=SimpleNamespace(maintenance=lambda event: None),
@@ -730,19 +735,22 @@ def test_a_run_once_starts_a_rewrite_beside_the_sink_only_as_its_next_batch_begi
 
 
 @pytest.mark.parametrize("applies_deletes", [True, False])
-def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
-    monkeypatch: pytest.MonkeyPatch, applies_deletes: bool
+def test_a_run_once_hands_a_due_rewrite_to_the_next_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, applies_deletes: bool
 ) -> None:
-    """A one-batch ``run --once`` has no gap after its commit for a rewrite too large for one:
-    it runs a rewrite that applies delete files before it returns (else a table fed only by such
-    runs would pile its delete files up), and leaves one that only merges files to the stop (it
-    would hold a bulk load up to rewrite what it just wrote). The real path, a real sink and
-    rewrite, is ``test_maintainer.py::test_a_table_fed_only_by_run_once_is_compacted_at_the_end_of_a_run``;
-    here the rewrite is a stand-in: what is tested is whether the maintainer runs it."""
+    """A one-batch ``run --once`` has no gap after its commit for a rewrite, and runs none in its
+    foreground (a scheduled run returns as soon as its input is committed): a due rewrite that
+    applies delete files is handed to the next run in a durable note (the sink's staging
+    directory), and the next run starts it beside its first batch; the note goes once it is done.
+    A rewrite that only merges files is left, as before (it would hold a bulk load up to rewrite
+    what it just wrote). The real path, real sinks and rewrites on both executors, is
+    ``tests/conformance/test_handover.py``; here the rewrite is a stand-in: what is tested is
+    when the maintainer runs it."""
     from types import SimpleNamespace
 
     import icesql.engine.maintenance as maintenance
     import icesql.engine.maintenance.compact as compact_module
+    from icesql.engine.commit.staging import Staging
     from icesql.engine.maintenance import Task
     from icesql.engine.sink.maintainer import Maintainer
     from icesql.plan import CommitPolicy
@@ -753,16 +761,117 @@ def test_a_run_once_ends_with_a_due_rewrite_only_when_it_applies_deletes(
         ran.append(kw)
         return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
 
-    task = Task(StepKind.COMPACT, Weight.LARGE, "a big rewrite", applies_deletes=applies_deletes)
+    task = Task(StepKind.COMPACT, Weight.LARGE, "5 delete files > 4", applies_deletes=applies_deletes)
     monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: [task])
     monkeypatch.setattr(compact_module, "compact_table", rewrite)
-    once = Maintainer(stand_in_runner(CommitPolicy(), once=True))
+    monkeypatch.setattr(maintenance, "run_task", lambda table, task, policy, **kw: rewrite(table, **kw))
+    staging = Staging(tmp_path / "staging")
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True, staging=staging))
     once.after_commit()  # the batch's commit: put off to a next batch the run will not have
-    once.join(10)
-    assert ran == []
     once.at_end()
-    assert len(ran) == (1 if applies_deletes else 0)
-    assert not once.busy()
+    once.join(10)
+    assert ran == [] and not once.busy()  # nothing rewritten in the run
+    note = staging.rewrite_due()
+    if not applies_deletes:
+        assert note is None
+        return
+    assert note is not None and note["reason"] == "5 delete files > 4" and note["snapshot_id"] == 7
+    assert Staging(tmp_path / "staging").rewrite_due() == note  # on disk, for another process
+    assert [p.name for p in (tmp_path / "staging").iterdir()] == ["rewrite-due"]
+    assert staging.pending() == []  # no staged batch for the committer
+
+    following = Maintainer(stand_in_runner(CommitPolicy(), once=True, staging=staging))
+    following.at_start()  # the next run: beside its first batch, before any commit
+    following.join(10)
+    assert len(ran) == 1 and "before_commit" in ran[0]  # beside the sink, committing in a gap
+    assert staging.rewrite_due() is None
+
+
+@pytest.mark.parametrize("applies_deletes", [True, False])
+def test_a_run_once_still_compacts_in_the_gaps_between_its_commits(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, applies_deletes: bool
+) -> None:
+    """The hand-over is for a run's end only: a small compaction due after a ``run --once``'s
+    commit (an append sink's merge of small files, or a rewrite of a few delete files) runs in the
+    gap after it, as a running sink's, and nothing is left for the next run. (The rewrite is a
+    stand-in: what is tested is where the maintainer runs it; a real append table fed by
+    ``run --once`` is ``test_maintainer.py::test_an_append_table_fed_only_by_run_once_still_has_its_small_files_merged``.)"""
+    from types import SimpleNamespace
+
+    import icesql.engine.maintenance as maintenance
+    from icesql.engine.maintenance import Task
+    from icesql.engine.sink.maintainer import Maintainer
+    from icesql.plan import CommitPolicy
+
+    ran: list[Any] = []
+    due = [Task(StepKind.COMPACT, Weight.SMALL, "12 small files", applies_deletes=applies_deletes)]
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
+
+    def in_gap(table: Any, task: Any, policy: Any, **kw: Any) -> Any:
+        ran.append(task)
+        due.clear()
+        return SimpleNamespace(skipped=True, data_files_after=0, duration=0.0)
+
+    monkeypatch.setattr(maintenance, "run_task", in_gap)
+    staging = Staging(tmp_path / "staging")
+    once = Maintainer(stand_in_runner(CommitPolicy(), once=True, staging=staging))
+    once.after_commit()  # the batch's commit: the merge runs in the gap after it
+    assert len(ran) == 1 and not once.busy()
+    once.at_end()
+    assert staging.rewrite_due() is None and len(ran) == 1
+
+
+def test_a_note_of_a_rewrite_due_no_more_is_dropped_and_a_stopped_sink_leaves_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The note is a hint: a run that finds the rewrite due no more (``icesql compact`` did it,
+    say) drops it and starts nothing, and so does one under ``COMPACTION = 'off'``. A running
+    sink stopped while a rewrite applying delete files ran beside it (ended by the stop,
+    uncommitted) leaves the note for its next run. (The rewrite is a stand-in.)"""
+    import dataclasses
+    import threading
+
+    import icesql.engine.maintenance as maintenance
+    import icesql.engine.maintenance.compact as compact_module
+    from icesql.engine.maintenance import Task
+    from icesql.engine.maintenance.compact import CompactionStopped
+    from icesql.engine.sink.maintainer import Maintainer
+    from icesql.plan import CommitPolicy
+
+    task = Task(StepKind.COMPACT, Weight.LARGE, "5 delete files > 4", applies_deletes=True)
+    due: list[Any] = []
+    monkeypatch.setattr(maintenance, "plan_maintenance", lambda *a, **k: list(due))
+    started = threading.Event()
+
+    def until_stopped(table: Any, stopped: Any, **kw: Any) -> Any:
+        started.set()
+        while not stopped():
+            time.sleep(0.01)
+        raise CompactionStopped("stopped before its commit")
+
+    monkeypatch.setattr(compact_module, "compact_table", until_stopped)
+    staging = Staging(tmp_path / "staging")
+    staging.set_rewrite_due({"reason": "5 delete files > 4"})
+    nothing_due = Maintainer(stand_in_runner(CommitPolicy(), staging=staging))
+    nothing_due.at_start()
+    assert staging.rewrite_due() is None and not nothing_due.busy() and not started.is_set()
+
+    staging.set_rewrite_due({"reason": "5 delete files > 4"})
+    due.append(task)
+    off = stand_in_runner(CommitPolicy(), staging=staging)
+    off.plan = dataclasses.replace(off.plan, maintenance=MaintenancePolicy(compaction=False))
+    Maintainer(off).at_start()
+    assert staging.rewrite_due() is None and not started.is_set()
+
+    runner = stand_in_runner(CommitPolicy(), staging=staging)
+    running = Maintainer(runner)
+    running.after_commit()  # a running sink: the rewrite starts beside it at once
+    assert started.wait(10) and running.busy()
+    runner.stop_event.set()  # the sink stops: the rewrite ends uncommitted
+    running.join(10)
+    running.at_stop()
+    note = staging.rewrite_due()
+    assert note is not None and note["reason"] == "5 delete files > 4"
 
 
 @pytest.mark.parametrize("applies_deletes", [True, False])

@@ -179,3 +179,40 @@ def test_a_started_routed_sink_compacts_between_its_batches_and_upserts_right_af
         reasons = [snap.summary.get(COMMIT_REASON) for snap in _table(tmp_path, t).snapshots()]
         assert "compact" in reasons, (t, reasons)
     assert len(_table(tmp_path, "idle").snapshots()) == 1
+
+
+def test_a_routed_run_once_hands_each_tables_due_rewrite_to_the_next_run(tmp_path: Path, caplog: Any) -> None:
+    """A routed sink's ``run --once`` whose tables are due a rewrite applying delete files when it
+    ends (``MINIMUM SIZE`` holds each batch to the run's end, so no gap follows its commit) does
+    none in its foreground: each table's is noted in the table's own staging directory. The next
+    run starts one beside its batch (one rewrite beside the sink at a time), which commits after
+    the table's commit of that run, the deletes that commit made on the rows it rewrote carried
+    over through the table's key index (opened as the run first writes to the table); every read
+    gives the replay, also after a later run (the index followed the rewrite)."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    db = Db()
+
+    def notes() -> list[str]:
+        return sorted(p.parent.parent.name for p in (tmp_path / "home" / "sinks").glob("*/tables/*/staging/rewrite-due"))
+
+    def run(r: int) -> list[str]:
+        seen = len(caplog.records)
+        _runs(s, tmp_path, db, 1, start=r)
+        for t in ("customers", "orders", "idle"):
+            assert read_duckdb(_table(tmp_path, t).metadata_location) == db.expected(t), (r, t)
+        return [rec.getMessage() for rec in caplog.records[seen:]]
+
+    with _session(tmp_path, f"{EAGER}, MINIMUM SIZE = '1GiB'") as s:
+        run(0)
+        log = run(1)
+        assert sum("compaction due, handed to the sink's next run" in m for m in log) == 2, log
+        assert not any("step=compact" in m for m in log), log
+        assert notes() == ["customers", "orders"]
+        log = run(2)
+        started = [m for m in log if "the rewrite the last run handed over starts beside the sink" in m]
+        assert len(started) == 1, log  # one at a time: the first table noted
+        assert any("table=shop.customers step=compact beside" in m and "rebased=0" not in m for m in log), log
+        assert not any("failed" in m or "could not" in m for m in log), log
+        run(3)  # after the rewrite: the key index followed it, the upserts replace the right rows

@@ -6,6 +6,7 @@ done even when the commit policy holds the files back for a later, larger commit
 
     <home>/sinks/<sink_id>/staging/<batch id, 20 digits>.json
     <home>/sinks/<sink_id>/staging/cursor    (Spark Connect: the last batch taken that staged nothing)
+    <home>/sinks/<sink_id>/staging/rewrite-due    (a rewrite a ``run --once`` handed to the next run)
 
 Each entry is written atomically: a temporary file in the same directory, ``fsync``, rename,
 ``fsync`` of the directory. A torn write leaves only a ``.tmp`` file, which ``pending`` ignores
@@ -36,6 +37,7 @@ from icesql.errors import ExecutionError
 
 _SUFFIX = ".json"
 _CURSOR = "cursor"
+_REWRITE_DUE = "rewrite-due"  # a run --once handed a due rewrite to the next run (no .json: no entry)
 _CHECKSUM = "checksum"
 
 
@@ -207,6 +209,27 @@ class Staging:
             return int((self.directory / _CURSOR).read_text().strip())
         except (FileNotFoundError, ValueError):
             return -1
+
+    def set_rewrite_due(self, note: dict[str, Any]) -> None:
+        """Remember that the table owes a rewrite this sink's last run left undone (a ``run
+        --once`` hands it to the next run, which starts it beside its batches): ``note`` says why
+        and at which snapshot. A hint, not the truth: the next run plans it again on the table."""
+        self._write_atomic(self.directory / _REWRITE_DUE, json.dumps(note, sort_keys=True).encode())
+
+    def rewrite_due(self) -> dict[str, Any] | None:
+        """The note ``set_rewrite_due`` left (None: none, or one a torn write left unreadable)."""
+        try:
+            note = json.loads((self.directory / _REWRITE_DUE).read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return note if isinstance(note, dict) else None
+
+    def clear_rewrite_due(self) -> None:
+        """The rewrite was done (or is due no more)."""
+        path = self.directory / _REWRITE_DUE
+        if path.exists():
+            path.unlink(missing_ok=True)
+            _fsync_dir(self.directory)
 
     def pending(self) -> list[StagedBatch]:
         """Staged entries not yet discarded, in batch order (temporary files are ignored);

@@ -26,9 +26,18 @@ under the sink's ``MaintenancePolicy``) and:
   files' key-index entries read and hashed: ``_hash_written``); the gap holds the sink up only
   for what came since, the commit and the index's follow (logged as ``held=``). A ``run --once``
   starts it only as its next batch begins: its last batch is followed by the stop, not by a gap;
-* at the end of a run that ends by itself (``run --once``, a bounded relation), runs the
-  compaction that is due in the foreground (``at_end``), or lets one beside the sink finish and
-  commit: a table fed only by such runs would otherwise never see a rewrite larger than a gap.
+* at the end of a run that ends by itself (``run --once``, a bounded relation), runs **no rewrite
+  in the foreground**: a compaction still due then that applies delete files (one its last commit
+  put off to a next batch the run does not have, or one its shutdown commit made due) is **handed
+  to the sink's next run** (``at_end``; ``at_stop`` does the same for a stopped running sink): a
+  durable note in the sink's staging directory, read as the next run starts (``at_start``), which
+  starts the rewrite beside its first batch and lets it commit in a gap after its first commit
+  (at the latest the one its end leaves: ``at_end`` lets a rewrite beside the sink that applies
+  delete files finish, as it does one a batch of the run started). A scheduled ``run --once``
+  thus returns as soon as its input is committed, and a table fed only by such runs is still
+  rewritten, one run later. What a ``run --once`` does between its commits is a running sink's:
+  small compactions (an append sink's merges of small files) in the gaps, large ones beside its
+  next batch; a merge without deletes still due at its end is left to later runs.
 
 A rewrite of an upsert sink's table (small or large) commits only in a gap with nothing staged and
 no batch being written (batches are written against the key index, which it moves). A sink that
@@ -136,6 +145,10 @@ class Maintainer:
         self._hashed: Any = None  # a rewrite beside the sink: the index entries of the files it wrote
         self._deferred: Any = None  # a run --once: the rewrite beside the sink waits for its next batch
         self._unplanned = False  # a commit was made that no planning followed (a shutdown commit)
+        self._due: Any = None  # the compaction the last planning found due (None: none)
+        # set by the run's first commit (or its end): a rewrite handed over by the last run,
+        # started before this run's first batch, commits only after it, never ahead of it
+        self._run_committed = threading.Event()
 
     @property
     def policy(self) -> Any:
@@ -168,6 +181,7 @@ class Maintainer:
 
     def after_commit(self) -> None:
         """Called by the runner after each of its commits, holding its lock, nothing staged."""
+        self._run_committed.set()
         self._gap.set()
         self._deferred = None  # planned again below, on the table as it is now
         self._unplanned = False
@@ -184,6 +198,8 @@ class Maintainer:
             if task.kind is StepKind.REMOVE_METADATA and self._budget(started) > 0:
                 self._run(task)
         tasks = [t for t in tasks if t.kind is not StepKind.REMOVE_METADATA]
+        # what a run's end or a stop hands to the next run when no compaction has done it by then
+        self._due = next((t for t in tasks if t.kind is StepKind.COMPACT), None)
         small = [t for t in tasks if t.weight is Weight.SMALL]
         large = [t for t in tasks if t.weight is Weight.LARGE and t.kind is StepKind.COMPACT]
         self._compaction_waits = (
@@ -271,6 +287,8 @@ class Maintainer:
             self._metadata_removed(result)
             return
         r.table.refresh()
+        if task.kind is StepKind.COMPACT:
+            self._rewrite_done()
         if task.kind is StepKind.COMPACT and not getattr(result, "skipped", False):
             self._follow_rewrite(moved=getattr(result, "moved", None))
         elif task.kind is StepKind.REWRITE_MANIFESTS:
@@ -338,37 +356,128 @@ class Maintainer:
     def committed_unplanned(self) -> None:
         """The runner committed without asking for maintenance (a shutdown commit): a run that
         ends now plans its compaction at its end (``at_end``)."""
+        self._run_committed.set()
         self._unplanned = True
+
+    def at_start(self) -> None:
+        """Called by the runner once it is prepared, before its first batch: a rewrite the sink's
+        last run handed over (``at_end``, ``at_stop``: the note in its staging directory) starts
+        now, beside the sink, planned again on the table as it is (the note is a hint; the table
+        says what is due). It reads and writes while the batches are read and written, and
+        commits in a gap after the run's first commit (or at its end when it has none), as any
+        rewrite beside the sink: never ahead of the run's first batch, which would hold that batch
+        up, and in the same order whichever executor runs the sink. A note whose
+        rewrite is due no more (another run or ``icesql compact`` did it) is dropped."""
+        r = self.runner
+        if r.staging.rewrite_due() is None:
+            return
+        policy = self.policy
+        if not policy.automatic or not policy.compaction or r.table is None:
+            r.staging.clear_rewrite_due()
+            return
+        if not self._may_compact():  # Spark Connect's upsert sinks: left to `icesql maintain`
+            return
+        from icesql.engine.maintenance import StepKind
+
+        tasks = self._plan(policy)
+        if tasks is None:  # planning failed: the note stays for the next run
+            return
+        task = next((t for t in tasks if t.kind is StepKind.COMPACT), None)
+        if task is None or not task.applies_deletes:
+            r.staging.clear_rewrite_due()
+            return
+        log.info("sink %s: the rewrite the last run handed over starts beside the sink: %s", r.name, task.describe())
+        self._due = task
+        self._start_large(task)
 
     def at_end(self) -> None:
         """A run that ends by itself (``run --once``, a bounded relation) has committed all its
-        input: a compaction its table is due that applies delete files runs now, in the
-        foreground, before the run returns. Such a rewrite already going on beside the sink is
-        let finish (the stopped sink leaves it the gap to commit in); one the last commit deferred
-        to a next batch, or found due now, is run. Without this a table fed only by ``run --once``
-        (from a scheduler, say) would never be compacted beyond what fits in a gap: its delete
-        files would pile up run after run, and readers slow down with every one. A rewrite that
-        only merges files without deletes is left to the stop, as before: it would hold a bulk
-        load up to rewrite all it just wrote (10M rows: 6.6 -> 14.3 s), for little a reader
-        gains. ``MAINTENANCE = 'off'`` or ``COMPACTION = 'off'`` leave it all out."""
+        input. A compaction its table is due then that applies delete files is not run in the
+        foreground: it is handed to the sink's next run (``_hand_over``: a durable note), which
+        starts it beside its first batch (``at_start``); a ``run --once`` from a scheduler
+        returns as soon as its input is committed, and its table is still rewritten, one run
+        later. The compaction due is the one the last commit put off to a next batch the run
+        does not have, or one planned now after a shutdown commit, or one the last gap left
+        undone (another step's turn, no time left). Such a rewrite already going on beside the
+        sink (handed over by the last run, or started beside a batch) is let finish: the stopped
+        sink leaves it the gap to commit in, and without that a table fed by one-batch runs would
+        never see one done. A rewrite that only merges files without deletes is neither waited
+        for nor handed on: it would hold a bulk load up to rewrite all it just wrote (10M rows:
+        6.6 -> 14.3 s), for little a reader gains; the merges that fit the gaps between a run's
+        commits are done there, as a running sink's. ``MAINTENANCE = 'off'`` or ``COMPACTION =
+        'off'`` leave it all out."""
         policy = self.policy
         if not policy.automatic or not policy.compaction or self.runner.table is None:
             return
+        self._run_committed.set()  # a run without a commit: the rewrite handed over takes its end
         if self.busy():
             assert self._large is not None
-            if self._large_task is not None and self._large_task.applies_deletes:
-                self._large.join()
-            return
+            if self._large_task is None or not self._large_task.applies_deletes:
+                return  # a merge beside the sink: the stop ends it
+            self._large.join()  # committed (nothing owed), or failed (owed: handed on below)
         task, self._deferred = self._deferred, None
         if task is None and self._unplanned:
             from icesql.engine.maintenance import StepKind
 
             task = next((t for t in self._plan(policy) or () if t.kind is StepKind.COMPACT), None)
+        elif task is None:
+            task = self._due
         self._unplanned = False
-        if task is None or not task.applies_deletes or not self._may_compact():
+        if task is not None and self._hands_over(task):
+            self._hand_over(task)
+
+    def at_stop(self) -> None:
+        """A sink stopped (``stop``) with a compaction applying delete files due and not done (a
+        rewrite beside it ends with the stop, uncommitted): handed to its next run, as at the end
+        of a ``run --once``."""
+        task = self._due
+        if task is not None and self._hands_over(task):
+            self._hand_over(task)
+
+    def _hands_over(self, task: Any) -> bool:
+        """Whether ``task`` is a rewrite the next run is handed: one applying delete files, under
+        a policy that compacts, of a table the sink may rewrite (not an upsert sink on Spark
+        Connect, whose rewrites are left to ``icesql maintain``)."""
+        policy = self.policy
+        r = self.runner
+        return (
+            bool(task.applies_deletes)
+            and policy.automatic
+            and policy.compaction
+            and r.table is not None
+            and not (r.remote and r.index is not None)
+        )
+
+    def _hand_over(self, task: Any) -> None:
+        """Leave a durable note that the table owes ``task`` (in the sink's staging directory,
+        beside the batches it owes the table: per sink, fsync'd, no catalog commit and nothing
+        another writer sees). A crash before the note is written loses only the hint: the next
+        run's first commit plans the rewrite again from the table. Handed over, it is owed by
+        this run no more (a stop after the end of a ``run --once`` does not note it again)."""
+        r = self.runner
+        self._due = None
+        snapshot = r.table.current_snapshot() if r.table is not None else None
+        try:
+            r.staging.set_rewrite_due(
+                {
+                    "reason": task.reason,
+                    "read_bytes": task.read_bytes,
+                    "snapshot_id": getattr(snapshot, "snapshot_id", None),
+                    "at": time.time(),
+                }
+            )
+        except OSError as e:
+            log.warning("sink %s: could not note the compaction due for the next run: %s", r.name, _one_line(e))
             return
-        log.debug("sink %s: the run ends with a compaction: %s", self.runner.name, task.describe())
-        self._run(task)
+        log.info("sink %s: compaction due, handed to the sink's next run: %s", r.name, task.reason)
+
+    def _rewrite_done(self) -> None:
+        """A compaction ran to its end (committed, or found nothing to rewrite): nothing is owed."""
+        self._due = None
+        try:
+            self.runner.staging.clear_rewrite_due()
+        except OSError as e:  # the next run plans again and finds nothing due
+            log.debug("sink %s: could not drop the note of a rewrite due: %s", self.runner.name, _one_line(e))
 
     def _plan(self, policy: Any) -> list[Any] | None:
         """The steps due on the sink's table now; None when planning failed (it never fails a
@@ -412,6 +521,11 @@ class Maintainer:
                 return
             self._large_waits = True
             while not r.stop_event.is_set():
+                if not self._run_committed.is_set():
+                    # a rewrite handed over by the last run goes after this run's first commit
+                    # (so both executors commit the two in one order, and no batch waits for it)
+                    self._run_committed.wait(GAP_WAIT)
+                    continue
                 acquired = r.lock.acquire(timeout=GAP_WAIT)
                 if acquired:
                     # a gap: nothing staged and no batch being written (a batch is written against
@@ -426,6 +540,10 @@ class Maintainer:
                 self._gap.wait(GAP_WAIT)
             raise CompactionStopped("the sink stopped while the rewrite waited for a gap")
 
+        # deletes by position through a key index: a routed sink's table opens its index as the
+        # run first writes to it, so a rewrite handed over (started before) finds it open by the
+        # time it commits, after the table's first commit of the run
+        keyed = r.index is not None or bool(getattr(r, "position_deletes", False))
         try:
             table = r.target.load_catalog().load_table((*r.plan.namespace, r.plan.table))
             result = compact_table(
@@ -435,13 +553,14 @@ class Maintainer:
                 io_properties=dict(r.target.io_properties(table)),
                 max_file_size=self.policy.target_file_size,
                 before_commit=wait_for_gap,
-                carry_over=self._carry_over if r.index is not None else None,
-                on_written=self._hash_written if r.index is not None else None,
+                carry_over=self._carry_over if keyed else None,
+                on_written=self._hash_written if keyed else None,
                 # a stopped sink (a run --once at the end of its input) has no gap left to commit
                 # in: the rewrite ends at once instead of being finished, then thrown away
                 stopped=r.stop_event.is_set,
             )
             self.last_run[task.run_key] = time.time()
+            self._rewrite_done()
             if held:
                 r.table.refresh()
                 if not result.skipped:
@@ -471,6 +590,10 @@ class Maintainer:
         from icesql.engine.index.build import file_entries
 
         r = self.runner
+        if r.key_index is None:  # never dropped: the rewrite fails (and is tried again) instead
+            from icesql.errors import ExecutionError
+
+            raise ExecutionError(f"sink {r.name}: the key index of {r.plan.table_identifier} is not open")
         table = r.table
         key = r.key_index.key_columns()
         ks = key_schema(table.schema(), key)

@@ -13,8 +13,12 @@ deferred or left to plan (``release``): tables with nothing new are not looked a
 few timestamps of the timed steps (expiration, orphan cleanup) are kept per table let go, so that
 such a step is not due again at once when the table comes back. Rewrites beside the sink run one
 at a time across the tables (a table whose compaction is due while another's runs plans it again
-after its next commit), and at the end of a ``run --once`` the tables' due compactions run one
-after the other.
+after its next commit). At the end of a ``run --once`` (or a stop) each table's due rewrite that
+applies delete files is handed to the sink's next run, a note in the table's own staging
+directory; the next run starts them beside its batches, one at a time (``at_start``: the first
+table noted whose rewrite is still due; the others' notes wait for a later run, or their tables'
+commits find the rewrite due again). A table's key index opens as the run first writes to it,
+before the rewrite started beside it commits (after the table's first commit of the run).
 
 ``RoutedMaintainer`` is the routed runner's maintainer: the hooks a ``Maintainer`` offers a
 runner, each over the tables' maintainers of the moment.
@@ -101,10 +105,28 @@ class RoutedMaintainer:
     def wants_gap(self) -> bool:
         return any(m.wants_gap() for m in self._each())
 
+    def at_start(self) -> None:
+        """The sink is prepared (its tables recovered): the rewrite a table's note hands over
+        starts beside the sink, for one table at a time (``Maintainer.at_start``; a table whose
+        rewrite is due no more has its note dropped, and the next table's is looked at)."""
+        with self.runner.tables_lock:
+            tables = [self.runner.tables[name] for name in sorted(self.runner.tables)]
+        for t in tables:
+            if self.busy():
+                return
+            if t.table is not None and t.staging.rewrite_due() is not None:
+                self.of(t).at_start()
+
     def at_end(self) -> None:
-        """A run that ends by itself: each table's due compaction, one table after the other."""
+        """A run that ends by itself: each table's rewrite beside the sink that applies delete
+        files let finish, one table after the other, and each table's due one handed over."""
         for m in self._each():
             m.at_end()
+
+    def at_stop(self) -> None:
+        """The sink stopped: each table's due rewrite handed to the next run."""
+        for m in self._each():
+            m.at_stop()
 
     def busy(self, but: str | None = None) -> bool:
         """Whether a table's rewrite runs beside the sink (``but``: another table's than this)."""

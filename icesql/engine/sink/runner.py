@@ -354,6 +354,14 @@ class SinkRunner(Committing):
         assert self.relation is not None
         self.once = once
         try:
+            self.maintainer.at_start()  # a rewrite the last run handed over: beside this one
+        except Exception as e:  # maintenance never keeps a sink from starting
+            log.warning(
+                "sink %s: the rewrite handed over by the last run did not start: %s",
+                self.name,
+                getattr(e, "message", None) or e,
+            )
+        try:
             if not self.relation.streaming:
                 self._batch_thread = threading.Thread(
                     target=self._run_bounded, name=f"icesql-sink-{self.name}", daemon=True
@@ -603,6 +611,10 @@ class SinkRunner(Committing):
         if self._timer is not None:
             self._timer.join(timeout=30)
         self.maintainer.join(timeout=60)
+        try:
+            self.maintainer.at_stop()  # a rewrite due and not done: the next run's
+        except Exception as e:  # maintenance never fails a stop
+            log.warning("sink %s: the rewrite due was not handed to the next run: %s", self.name, getattr(e, "message", None) or e)
         if self.drain is not None:
             self.drain.join(timeout=30)
         if self.error is None:
