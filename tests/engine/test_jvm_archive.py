@@ -1,11 +1,16 @@
-"""The driver JVM's class archive (``jvm_archive``): made once by a driver JVM as it exits,
-checked by a real JVM once that JVM has exited (a dump cut short crashes a JVM rather than
-falling back), then used by every later driver. Real ``java`` runs; no Spark session."""
+"""The driver JVM's class archive (``jvm_archive``): made once per install by the archive maker
+(``archive_maker``), never by a user's run: the maker's own driver JVM dumps it as it exits
+(``ICESQL_JVM_ARCHIVE=dump``), a real JVM checks the dump once that JVM has exited (a dump cut
+short crashes a JVM rather than falling back), then every later driver uses it. Real ``java``
+runs; the maker's test runs a real Spark sink (in a process of its own)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +49,10 @@ def _dump(path: Path) -> None:
     J.remember_class_path(path, _class_path(), p.pid)
 
 
-def test_the_first_driver_dumps_the_next_checks_and_uses_it(tmp_path: Path) -> None:
+def test_the_makers_driver_dumps_the_next_checks_and_uses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ICESQL_JVM_ARCHIVE", "dump")  # what the maker's own run has
     options, dump = J.archive_options(OPTIONS, str(tmp_path))
     assert dump is not None and options.startswith(f"-XX:ArchiveClassesAtExit={dump} ")
     assert "-Xlog:cds=off" in options  # never a CDS warning on the user's terminal
@@ -78,7 +86,8 @@ def test_the_first_driver_dumps_the_next_checks_and_uses_it(tmp_path: Path) -> N
     assert other.startswith("-XX:ArchiveClassesAtExit=")
 
 
-def test_a_dump_cut_short_is_never_used(tmp_path: Path) -> None:
+def test_a_dump_cut_short_is_never_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICESQL_JVM_ARCHIVE", "dump")
     _, dump = J.archive_options(OPTIONS, str(tmp_path))
     assert dump is not None
     _dump(dump)
@@ -94,4 +103,70 @@ def test_a_dump_cut_short_is_never_used(tmp_path: Path) -> None:
 def test_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ICESQL_JVM_ARCHIVE", "0")
     assert J.archive_options(OPTIONS, str(tmp_path)) == ("", None)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_users_run_never_dumps_it_starts_one_maker_that_makes_the_archive_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first driver of an install runs without an archive and without dumping (a dumping JVM
+    is slower all through its run); it starts the maker, detached, which waits for that run's
+    process to exit, then makes the archive with a sink of its own on Spark. A run meanwhile
+    starts no second maker; the run after it maps the archive."""
+    from icesql.engine.backends.spark.session import driver_java_options
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    options = driver_java_options()
+    first = "from icesql.engine.backends.spark import jvm_archive as J, session as S; print(J.archive_options(S.driver_java_options()))"
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run(
+        [sys.executable, "-c", first], capture_output=True, text=True, env=env, check=True
+    ).stdout
+    assert out.strip() == "('', None)"  # the user's run: no archive, no dump
+    (archive,) = (p for p in (tmp_path / "icesql").glob("spark-cds-*.jsa.making"))
+    archive = archive.with_name(archive.name[: -len(".making")])
+    maker = int(archive.with_name(archive.name + ".making").read_text())
+    assert J._alive(maker)
+    assert J.archive_options(options) == ("", None)  # a run meanwhile: none, and no second maker
+    assert len(list((tmp_path / "icesql").glob("*.making"))) == 1
+    assert int(archive.with_name(archive.name + ".making").read_text()) == maker
+    assert not list((tmp_path / "icesql").glob("*.dump"))  # nothing dumped by a user's run
+
+    deadline = time.monotonic() + 600
+    while J._alive(maker) and time.monotonic() < deadline:
+        time.sleep(1)
+    log = archive.with_name(archive.name + ".making.log").read_text()
+    assert archive.is_file(), log
+    assert "class archive made" in log
+    assert not list((tmp_path / "icesql").glob("*.making")) and not list(
+        (tmp_path / "icesql").glob("*.dump*")
+    )
+    used, dump = J.archive_options(options)
+    assert dump is None and used.startswith(f"-XX:SharedArchiveFile={archive} ")
+
+
+def test_a_makers_lock_holds_while_its_process_lives(tmp_path: Path) -> None:
+    archive = tmp_path / "spark-cds-0123456789abcdef.jsa"
+    lock = Path(f"{archive}.making")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        lock.write_text(str(sleeper.pid))
+        assert J._maker_running(archive)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not J._maker_running(archive) and not lock.exists()  # a maker that died: dropped
+    lock.write_text("")  # taken, its process not started yet
+    assert J._maker_running(archive)
+    os.utime(lock, (time.time() - J.STARTING - 1,) * 2)
+    assert not J._maker_running(archive) and not lock.exists()
+
+
+def test_a_verbose_runs_options_start_no_maker(tmp_path: Path) -> None:
+    """The maker's run has icesql's own driver options; a ``--verbose`` driver's differ, and a
+    maker for them would make an archive no run of theirs maps (and start again every run)."""
+    from icesql.engine.backends.spark.session import driver_java_options
+
+    archive = tmp_path / "spark-cds-x.jsa"
+    assert not J.start_maker(archive, driver_java_options("DEBUG"))
     assert not any(tmp_path.iterdir())
