@@ -111,35 +111,61 @@ def test_a_users_run_never_dumps_it_starts_one_maker_that_makes_the_archive_afte
 ) -> None:
     """The first driver of an install runs without an archive and without dumping (a dumping JVM
     is slower all through its run); it starts the maker, detached, which waits for that run's
-    process to exit, then makes the archive with a sink of its own on Spark. A run meanwhile
-    starts no second maker; the run after it maps the archive."""
+    process to exit, then makes the archive with a sink of its own on Spark. A run that starts a
+    driver while the maker works starts no second maker, and the maker gives way to it (its own
+    run killed) until that process exits; the run after it maps the archive."""
     from icesql.engine.backends.spark.session import driver_java_options
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = tmp_path / "icesql"
     options = driver_java_options()
-    first = "from icesql.engine.backends.spark import jvm_archive as J, session as S; print(J.archive_options(S.driver_java_options()))"
+    start = (
+        "import sys, time; from icesql.engine.backends.spark import jvm_archive as J, session as S; "
+        "print(J.archive_options(S.driver_java_options()), flush=True); time.sleep(float(sys.argv[1]))"
+    )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run(
-        [sys.executable, "-c", first], capture_output=True, text=True, env=env, check=True
-    ).stdout
+
+    def a_run(seconds: float) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", start, str(seconds)], stdout=subprocess.PIPE, text=True, env=env
+        )
+
+    first = a_run(0)
+    out, _ = first.communicate(timeout=60)
     assert out.strip() == "('', None)"  # the user's run: no archive, no dump
-    (archive,) = (p for p in (tmp_path / "icesql").glob("spark-cds-*.jsa.making"))
-    archive = archive.with_name(archive.name[: -len(".making")])
-    maker = int(archive.with_name(archive.name + ".making").read_text())
+    (lock,) = cache.glob("spark-cds-*.jsa.making")
+    archive = lock.with_name(lock.name[: -len(".making")])
+    maker = int(lock.read_text())
     assert J._alive(maker)
-    assert J.archive_options(options) == ("", None)  # a run meanwhile: none, and no second maker
-    assert len(list((tmp_path / "icesql").glob("*.making"))) == 1
-    assert int(archive.with_name(archive.name + ".making").read_text()) == maker
-    assert not list((tmp_path / "icesql").glob("*.dump"))  # nothing dumped by a user's run
+
+    # wait for the maker's own run to be under way, then start a driver beside it
+    log = Path(f"{lock}.log")
+    deadline = time.monotonic() + 300
+    while not list(cache.glob("*.dump.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(cache.glob("*.dump.json")), "the maker's run never started its driver"
+    second = a_run(8)
+    assert second.stdout is not None and second.stdout.readline().strip() == "('', None)"  # none yet
+    assert list(cache.glob("*.making")) == [lock] and int(lock.read_text()) == maker  # no second maker
+    busy = list(cache.glob("*.busy"))
+    assert [b.name.rsplit(".", 2)[-2] for b in busy] == [str(second.pid)]
+    deadline = time.monotonic() + 5
+    while "gave way" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "gave way" in log.read_text()  # its run was killed for this one
+    assert not list(cache.glob("*.jsa"))
+    second.wait(timeout=30)
 
     deadline = time.monotonic() + 600
     while J._alive(maker) and time.monotonic() < deadline:
         time.sleep(1)
-    log = archive.with_name(archive.name + ".making.log").read_text()
-    assert archive.is_file(), log
-    assert "class archive made" in log
-    assert not list((tmp_path / "icesql").glob("*.making")) and not list(
-        (tmp_path / "icesql").glob("*.dump*")
+    said = log.read_text()
+    assert archive.is_file(), said
+    assert "class archive made" in said
+    assert (
+        not list(cache.glob("*.making"))
+        and not list(cache.glob("*.dump*"))
+        and not list(cache.glob("*.busy"))
     )
     used, dump = J.archive_options(options)
     assert dump is None and used.startswith(f"-XX:SharedArchiveFile={archive} ")

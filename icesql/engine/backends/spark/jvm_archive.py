@@ -11,6 +11,7 @@ How it is kept, under the user's cache directory (``settings.user_cache_dir``)::
     spark-cds-<key>.jsa                   the archive, used by every driver JVM icesql starts
     spark-cds-<key>.jsa.making            the archive maker's process id, while it runs
     spark-cds-<key>.jsa.making.log        what the last maker's run said (for a look when none is made)
+    spark-cds-<key>.jsa.making.<pid>.busy a run (process <pid>) started a driver while the maker works
     spark-cds-<key>.jsa.<pid>.dump        written by the driver JVM of process <pid> as it exits
     spark-cds-<key>.jsa.<pid>.dump.json   that JVM's class path and process id, once it runs
     spark-cds-<key>.jsa.bad               a dump failed its check, or the maker made none: none
@@ -21,9 +22,12 @@ How it is kept, under the user's cache directory (``settings.user_cache_dir``)::
 dumps its classes as it exits is slower all through its run (1.04-1.58x in four pairs of runs,
 benchmarks/README.md "The first Spark run"), so the first driver with no archive runs without
 one and starts the **archive maker** (``archive_maker``): a detached process of the lowest
-priority that waits for the run that started it to end, then runs a small sink on Spark in a
-scratch home with ``ICESQL_JVM_ARCHIVE=dump`` (its driver JVM dumps as it exits), checks the dump
-and makes it the archive. Runs started meanwhile run without one and start no second maker.
+priority that waits for the run that started it to end and for a quiet machine, then runs a
+small sink on Spark in a scratch home with ``ICESQL_JVM_ARCHIVE=dump`` (its driver JVM dumps as
+it exits), checks the dump and makes it the archive. A run that starts a driver meanwhile runs
+without one, starts no second maker, and leaves a ``busy`` note: the maker kills its own run at
+once and waits for that process to exit (two cores share their caches: even an idle-class
+maker slowed a run beside it by 60 %).
 
 A dump is checked with a ``java -Xshare:on -version`` run on the dumping JVM's class path once
 that JVM has exited - a dump cut short by a kill makes a JVM crash instead of falling back, so
@@ -121,14 +125,19 @@ def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Pa
         state = _settle(java, archive, options)
         if state == "made":
             return f"-XX:SharedArchiveFile={archive} {QUIET}", None
-        if state != "none":  # a dump failed its check, or a JVM writes one
+        if state == "bad":
             return "", None
         if (JVM_ARCHIVE.get() or "").lower() == "dump":  # the maker's run: this JVM dumps
+            if state == "writing":
+                return "", None
             directory.mkdir(parents=True, exist_ok=True)
             dump = Path(f"{archive}.{os.getpid()}.dump")
             return f"-XX:ArchiveClassesAtExit={dump} {QUIET}", dump
-        if cache_dir is None and not _maker_running(archive):
-            start_maker(archive, options)
+        if cache_dir is None:
+            if _maker_running(archive):  # it gives way to this run until this process exits
+                Path(f"{archive}.making.{os.getpid()}.busy").touch()
+            elif state == "none":
+                start_maker(archive, options)
         return "", None
     except (OSError, ValueError):
         log.debug("no JVM class archive", exc_info=True)
