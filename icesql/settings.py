@@ -168,8 +168,9 @@ JVM_ARCHIVE = Setting(
     "ICESQL_JVM_ARCHIVE",
     "1",
     "`0` turns off the class-data-sharing archive of the local Spark driver's classes "
-    "(`spark-cds-*.jsa` in icesql's cache directory, made by the first driver JVM as it exits and "
-    "mapped by the next ones: a faster Spark start)",
+    "(`spark-cds-*.jsa` in icesql's cache directory, made in the background by the archive maker "
+    "after the first run that starts Spark, and mapped by the later ones: a faster Spark start); "
+    "`dump`: this process's driver JVM writes the archive as it exits (the maker's own run)",
 )
 JAVA_HOME = Setting(
     "JAVA_HOME",

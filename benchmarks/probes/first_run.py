@@ -94,6 +94,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--keep", type=Path, help="work here (kept) instead of a temporary directory")
     ap.add_argument("--env", action="append", default=[], help="KEY=VALUE for every run")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds between two runs (a machine left quiet: the archive maker's time)")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="icesql-first-run-"))
     if work.exists():
@@ -106,6 +108,8 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     results = []
     for n in range(1, args.runs + 1):
+        if n > 1 and args.pause:
+            time.sleep(args.pause)
         r = run_once(work, n, args.data, env)
         results.append(r)
         print(f"\nrun {n}: exit {r['exit']:.2f} s, output closed {r['closed']:.2f} s, tree gone {r['gone']:.2f} s"
@@ -120,6 +124,9 @@ def main() -> None:
             verdict = "met" if ratio <= GOAL else "missed"
             print(f"first / second, {what}: {first[what]:.2f} / {second[what]:.2f} s = {ratio:.2f}x "
                   f"(goal <= {GOAL}x: {verdict})")
+        last = results[-1]
+        print(f"first / last, exit: {first['exit']:.2f} / {last['exit']:.2f} s = "
+              f"{float(first['exit']) / float(last['exit']):.2f}x")  # type: ignore[arg-type]
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -45,8 +45,8 @@ def test_the_sessions_driver_jvm_collects_with_the_serial_collector(spark: Any) 
 @pytest.mark.spark
 def test_the_driver_jvm_writes_to_this_process_never_to_its_callers_output(spark: Any) -> None:
     """The driver JVM's standard output and error are pipes this process reads and passes on,
-    never the caller's own: the first driver JVM of an install writes the class archive as it
-    exits, after icesql has exited (10-15 s), and a JVM holding the caller's output kept a
+    never the caller's own: a driver JVM may outlive icesql (the archive maker's writes the class
+    archive as it exits, 10-15 s), and a JVM holding the caller's output kept a
     caller reading it (``subprocess.run(capture_output=True)``, CI, cron) waiting for that
     (benchmarks/README.md, "The first Spark run")."""
     import os

@@ -9,16 +9,29 @@ on the next start (``-XX:SharedArchiveFile``) instead (benchmarks/README.md, "St
 How it is kept, under the user's cache directory (``settings.user_cache_dir``)::
 
     spark-cds-<key>.jsa                   the archive, used by every driver JVM icesql starts
+    spark-cds-<key>.jsa.making            the archive maker's process id, while it runs
+    spark-cds-<key>.jsa.making.log        what the last maker's run said (for a look when none is made)
+    spark-cds-<key>.jsa.making.<pid>.busy a run (process <pid>) started a driver while the maker works
     spark-cds-<key>.jsa.<pid>.dump        written by the driver JVM of process <pid> as it exits
     spark-cds-<key>.jsa.<pid>.dump.json   that JVM's class path and process id, once it runs
-    spark-cds-<key>.jsa.bad               a dump failed its check: none is made again for <key>
+    spark-cds-<key>.jsa.bad               a dump failed its check, or the maker made none: none
+                                          is made again for <key>
 
 ``<key>`` covers what an archive is only valid for: the ``java`` that runs it, the Spark jars
-(names, sizes, times) and the JVM options icesql gives. The first driver with no archive dumps
-one as its JVM exits (after icesql has exited: it costs the user nothing). Once that JVM has
-exited, the next start checks the dump with a ``java -Xshare:on -version`` run on the dumping
-JVM's class path - a dump cut short by a kill makes a JVM crash instead of falling back, so
-nothing unchecked is ever used - and renames it to the archive. The JVM falls back to loading
+(names, sizes, times) and the JVM options icesql gives. **No user's run makes it**: a JVM that
+dumps its classes as it exits is slower all through its run (1.04-1.58x in four pairs of runs,
+benchmarks/README.md "The first Spark run"), so the first driver with no archive runs without
+one and starts the **archive maker** (``archive_maker``): a detached process of the lowest
+priority that waits for the run that started it to end and for a quiet machine, then runs a
+small sink on Spark in a scratch home with ``ICESQL_JVM_ARCHIVE=dump`` (its driver JVM dumps as
+it exits), checks the dump and makes it the archive. A run that starts a driver meanwhile runs
+without one, starts no second maker, and leaves a ``busy`` note: the maker kills its own run at
+once and waits for that process to exit (two cores share their caches: even an idle-class
+maker slowed a run beside it by 60 %).
+
+A dump is checked with a ``java -Xshare:on -version`` run on the dumping JVM's class path once
+that JVM has exited - a dump cut short by a kill makes a JVM crash instead of falling back, so
+nothing unchecked is ever used - and renamed to the archive. The JVM falls back to loading
 classes itself when an archive does not match (``-Xshare:auto``), so a class path that differs
 (``spark.driver.extraClassPath``) costs only the speed. ``ICESQL_JVM_ARCHIVE=0`` turns it off.
 """
@@ -31,6 +44,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +53,7 @@ log = logging.getLogger("icesql.spark")
 
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"  # never a CDS warning on the user's terminal
 ORPHANED = 600.0  # seconds after which a dump whose driver never said which JVM writes it is dropped
+STARTING = 60.0  # seconds a maker's lock without its process id yet counts as a maker starting
 CHECK_TIMEOUT = 60.0
 
 
@@ -73,21 +88,33 @@ def _key(java: str, spark_home: Path, options: str) -> str:
     return h.hexdigest()[:16]
 
 
+def archive_path(options: str, cache_dir: str | None = None) -> Path | None:
+    """Where this install's archive for a driver JVM started with ``options`` is kept (None: no
+    ``java`` or no Spark jars to make one of)."""
+    from icesql.settings import user_cache_dir
+
+    java = _java()
+    spark_home = _spark_home()
+    if java is None or spark_home is None or not (spark_home / "jars").is_dir():
+        return None
+    return Path(cache_dir or user_cache_dir()) / f"spark-cds-{_key(java, spark_home, options)}.jsa"
+
+
 def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Path | None]:
-    """JVM options that use this install's archive (or, with none yet, dump one at exit), for a
-    driver JVM started with ``options`` ("" when there is none to use or make), and the dump the
-    JVM will write (then ``remember_class_path`` once it runs)."""
-    from icesql.settings import JVM_ARCHIVE, user_cache_dir
+    """JVM options that use this install's archive for a driver JVM started with ``options``
+    ("" when there is none yet), and the dump the JVM will write (only under
+    ``ICESQL_JVM_ARCHIVE=dump``, the archive maker's own run; then ``remember_class_path`` once
+    it runs). With no archive and no maker at work, a maker is started (``start_maker``)."""
+    from icesql.settings import JVM_ARCHIVE
 
     if not JVM_ARCHIVE.enabled():
         return "", None
     try:
         java = _java()
-        spark_home = _spark_home()
-        if java is None or spark_home is None or not (spark_home / "jars").is_dir():
+        archive = archive_path(options, cache_dir)
+        if java is None or archive is None:
             return "", None
-        directory = Path(cache_dir or user_cache_dir())
-        archive = directory / f"spark-cds-{_key(java, spark_home, options)}.jsa"
+        directory = archive.parent
         if archive.is_file():
             for dump, ticket in _dumps(archive):  # of JVMs that started before it was made
                 if not ticket or not _alive(int(ticket.get("jvm_pid", 0))):
@@ -95,39 +122,115 @@ def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Pa
             return f"-XX:SharedArchiveFile={archive} {QUIET}", None
         if Path(f"{archive}.bad").exists():
             return "", None
-        writing = False
-        for dump, ticket in _dumps(archive):
-            if not ticket:  # its session never came up (or is coming up now)
-                if not dump.exists() or time.time() - dump.stat().st_mtime > ORPHANED:
-                    _forget(dump)
-                writing = writing or dump.exists()
-                continue
-            if _alive(int(ticket.get("jvm_pid", 0))):
-                writing = True  # the JVM runs (or writes it as it exits)
-                continue
-            if not dump.exists():  # the JVM was killed: nothing was written
-                _forget(dump)
-                continue
-            if _usable(java, dump, options, ticket.get("class_path", "")):
-                os.replace(dump, archive)
-                for other, _ in _dumps(archive):
-                    if other != dump:
-                        _forget(other)
-                _forget(dump)
-                log.debug("JVM class archive %s made", archive)
-                return f"-XX:SharedArchiveFile={archive} {QUIET}", None
-            _forget(dump)
-            Path(f"{archive}.bad").touch()
-            log.debug("JVM class archive dump %s failed its check; none for this install", dump)
+        state = _settle(java, archive, options)
+        if state == "made":
+            return f"-XX:SharedArchiveFile={archive} {QUIET}", None
+        if state == "bad":
             return "", None
-        if writing:
-            return "", None
-        directory.mkdir(parents=True, exist_ok=True)
-        dump = Path(f"{archive}.{os.getpid()}.dump")
-        return f"-XX:ArchiveClassesAtExit={dump} {QUIET}", dump
+        if (JVM_ARCHIVE.get() or "").lower() == "dump":  # the maker's run: this JVM dumps
+            if state == "writing":
+                return "", None
+            directory.mkdir(parents=True, exist_ok=True)
+            dump = Path(f"{archive}.{os.getpid()}.dump")
+            return f"-XX:ArchiveClassesAtExit={dump} {QUIET}", dump
+        if cache_dir is None:
+            if _maker_running(archive):  # it gives way to this run until this process exits
+                Path(f"{archive}.making.{os.getpid()}.busy").touch()
+            elif state == "none":
+                start_maker(archive, options)
+        return "", None
     except (OSError, ValueError):
         log.debug("no JVM class archive", exc_info=True)
         return "", None
+
+
+def _settle(java: str, archive: Path, options: str) -> str:
+    """Look at the dumps of ``archive`` under way or left: "made" (one passed its check and is
+    the archive now), "bad" (one failed it: none again), "writing" (a JVM writes one), "none"."""
+    writing = False
+    for dump, ticket in _dumps(archive):
+        if not ticket:  # its session never came up (or is coming up now)
+            if not dump.exists() or time.time() - dump.stat().st_mtime > ORPHANED:
+                _forget(dump)
+            writing = writing or dump.exists()
+            continue
+        if _alive(int(ticket.get("jvm_pid", 0))):
+            writing = True  # the JVM runs (or writes it as it exits)
+            continue
+        if not dump.exists():  # the JVM was killed: nothing was written
+            _forget(dump)
+            continue
+        if _usable(java, dump, options, ticket.get("class_path", "")):
+            os.replace(dump, archive)
+            for other, _ in _dumps(archive):
+                if other != dump:
+                    _forget(other)
+            _forget(dump)
+            log.debug("JVM class archive %s made", archive)
+            return "made"
+        _forget(dump)
+        Path(f"{archive}.bad").touch()
+        log.debug("JVM class archive dump %s failed its check; none for this install", dump)
+        return "bad"
+    return "writing" if writing else "none"
+
+
+def _maker_running(archive: Path) -> bool:
+    """A maker holds ``<archive>.making`` (its process id; a lock not yet given one is a maker
+    starting, for ``STARTING`` seconds); a lock left by a maker that died is dropped."""
+    lock = Path(f"{archive}.making")
+    try:
+        text = lock.read_text(encoding="utf-8").strip()
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if (text and _alive(int(text))) or (not text and age < STARTING):
+        return True
+    lock.unlink(missing_ok=True)
+    return False
+
+
+def start_maker(archive: Path, options: str) -> bool:
+    """Start the archive maker for ``archive`` (``archive_maker``), detached and at the lowest
+    priority, after the run of this process: it waits for this process to exit. Only one at a
+    time (``<archive>.making``, taken with ``O_EXCL``), and only for the options icesql's own
+    driver runs with (a user's ``--verbose`` run: none), the ones the maker's run has."""
+    from icesql.engine.backends.spark.session import driver_java_options
+
+    if options != driver_java_options():
+        return False
+    lock = Path(f"{archive}.making")
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    try:
+        with open(f"{lock}.log", "wb") as out:
+            p = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "icesql.engine.backends.spark.archive_maker",
+                    str(archive),
+                    "--after",
+                    str(os.getpid()),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # not in the caller's process group: no signal of its reaches it
+                close_fds=True,
+            )
+        os.write(fd, str(p.pid).encode())
+        log.debug("JVM class archive maker started (pid %d) for %s", p.pid, archive)
+        return True
+    except OSError:
+        log.debug("the JVM class archive maker did not start", exc_info=True)
+        lock.unlink(missing_ok=True)
+        return False
+    finally:
+        os.close(fd)
 
 
 def remember_class_path(dump: Path, class_path: str, jvm_pid: int) -> None:
@@ -141,9 +244,10 @@ def remember_class_path(dump: Path, class_path: str, jvm_pid: int) -> None:
         log.debug("cannot write %s.json", dump, exc_info=True)
 
 
-def wait_for_dumps(cache_dir: str | None = None, timeout: float = 120.0) -> None:
-    """Until no JVM that will write a dump under ``cache_dir`` still runs (a set-up that wants
-    the archive made before what follows: the next driver checks and uses it)."""
+def wait_for_dumps(cache_dir: str | None = None, timeout: float = 120.0, *, makers: bool = True) -> None:
+    """Until no JVM that will write a dump under ``cache_dir``, and (``makers``) no archive
+    maker, still runs (a set-up that wants the archive made before what follows: the next driver
+    uses it; the maker itself waits only for its run's JVM)."""
     from icesql.settings import user_cache_dir
 
     directory = Path(cache_dir or user_cache_dir())
@@ -155,7 +259,10 @@ def wait_for_dumps(cache_dir: str | None = None, timeout: float = 120.0) -> None
                 pids.append(int(json.loads(ticket.read_text(encoding="utf-8")).get("jvm_pid", 0)))
             except (OSError, ValueError):
                 continue
-        if not any(_alive(p) for p in pids):
+        locks = directory.glob("spark-cds-*.jsa.making") if makers else ()
+        if not any(_alive(p) for p in pids) and not any(
+            _maker_running(Path(str(k)[: -len(".making")])) for k in locks
+        ):
             return
         time.sleep(0.5)
 
@@ -223,4 +330,4 @@ def _usable(java: str, dump: Path, options: str, class_path: str) -> bool:
     return p.returncode == 0 and "sharing" in p.stderr
 
 
-__all__ = ["archive_options", "remember_class_path", "wait_for_dumps"]
+__all__ = ["archive_options", "archive_path", "remember_class_path", "start_maker", "wait_for_dumps"]

@@ -267,8 +267,8 @@ def _jvm_output(*, local: bool, filter_banners: bool) -> Iterator[None]:
     are restored at once). ``filter_banners``: standard error's ``_JVM_BANNERS`` are dropped.
 
     Standard output goes through a pipe too, though Spark hardly writes there, because the JVM
-    may outlive this process: the first driver JVM of an install writes the class archive as it
-    exits (``jvm_archive``, 10-15 s on two cores, after icesql has exited). A JVM holding the
+    may outlive this process: the archive maker's driver JVM writes the class archive as it exits
+    (``jvm_archive``, 10-15 s on two cores, after its icesql has exited). A JVM holding the
     caller's own standard output kept a caller reading it (``subprocess.run(capture_output=
     True)``, a CI step, cron mailing the output) waiting for that archive; behind a pipe, the
     caller's output closes as icesql exits (benchmarks/README.md, "The first Spark run")."""
