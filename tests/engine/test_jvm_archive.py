@@ -121,7 +121,8 @@ def test_a_users_run_never_dumps_it_starts_one_maker_that_makes_the_archive_afte
     options = driver_java_options()
     start = (
         "import sys, time; from icesql.engine.backends.spark import jvm_archive as J, session as S; "
-        "print(J.archive_options(S.driver_java_options()), flush=True); time.sleep(float(sys.argv[1]))"
+        "print(J.archive_options(S.driver_java_options(), may_make=True), flush=True); "
+        "time.sleep(float(sys.argv[1]))"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
 
@@ -188,11 +189,13 @@ def test_a_makers_lock_holds_while_its_process_lives(tmp_path: Path) -> None:
     assert not J._maker_running(archive) and not lock.exists()
 
 
-def test_a_verbose_runs_options_start_no_maker(tmp_path: Path) -> None:
+def test_a_verbose_runs_options_start_no_maker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The maker's run has icesql's own driver options; a ``--verbose`` driver's differ, and a
     maker for them would make an archive no run of theirs maps (and start again every run)."""
     from icesql.engine.backends.spark.session import driver_java_options
 
-    archive = tmp_path / "spark-cds-x.jsa"
-    assert not J.start_maker(archive, driver_java_options("DEBUG"))
-    assert not any(tmp_path.iterdir())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    debug = driver_java_options("DEBUG")
+    assert debug != driver_java_options()
+    assert J.archive_options(debug, may_make=debug == driver_java_options()) == ("", None)
+    assert not list(tmp_path.glob("icesql/*.making"))

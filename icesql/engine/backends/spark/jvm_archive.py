@@ -100,11 +100,15 @@ def archive_path(options: str, cache_dir: str | None = None) -> Path | None:
     return Path(cache_dir or user_cache_dir()) / f"spark-cds-{_key(java, spark_home, options)}.jsa"
 
 
-def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Path | None]:
+def archive_options(
+    options: str, cache_dir: str | None = None, *, may_make: bool = False
+) -> tuple[str, Path | None]:
     """JVM options that use this install's archive for a driver JVM started with ``options``
     ("" when there is none yet), and the dump the JVM will write (only under
     ``ICESQL_JVM_ARCHIVE=dump``, the archive maker's own run; then ``remember_class_path`` once
-    it runs). With no archive and no maker at work, a maker is started (``start_maker``)."""
+    it runs). With no archive and no maker at work, ``may_make`` starts one (``start_maker``):
+    the driver's options are the ones the maker's run has (icesql's own, not a ``--verbose``
+    run's: a maker for those would make an archive no run of theirs maps, every run)."""
     from icesql.settings import JVM_ARCHIVE
 
     if not JVM_ARCHIVE.enabled():
@@ -136,8 +140,8 @@ def archive_options(options: str, cache_dir: str | None = None) -> tuple[str, Pa
         if cache_dir is None:
             if _maker_running(archive):  # it gives way to this run until this process exits
                 Path(f"{archive}.making.{os.getpid()}.busy").touch()
-            elif state == "none":
-                start_maker(archive, options)
+            elif state == "none" and may_make:
+                start_maker(archive)
         return "", None
     except (OSError, ValueError):
         log.debug("no JVM class archive", exc_info=True)
@@ -190,15 +194,10 @@ def _maker_running(archive: Path) -> bool:
     return False
 
 
-def start_maker(archive: Path, options: str) -> bool:
+def start_maker(archive: Path) -> bool:
     """Start the archive maker for ``archive`` (``archive_maker``), detached and at the lowest
     priority, after the run of this process: it waits for this process to exit. Only one at a
-    time (``<archive>.making``, taken with ``O_EXCL``), and only for the options icesql's own
-    driver runs with (a user's ``--verbose`` run: none), the ones the maker's run has."""
-    from icesql.engine.backends.spark.session import driver_java_options
-
-    if options != driver_java_options():
-        return False
+    time (``<archive>.making``, taken with ``O_EXCL``)."""
     lock = Path(f"{archive}.making")
     archive.parent.mkdir(parents=True, exist_ok=True)
     try:

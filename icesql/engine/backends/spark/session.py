@@ -218,7 +218,8 @@ def get_spark(
             if url.startswith("local"):  # the driver JVM this process starts: its class archive
                 from icesql.engine.backends.spark.jvm_archive import archive_options
 
-                extra, dump = archive_options(settings["spark.driver.extraJavaOptions"])
+                options = settings["spark.driver.extraJavaOptions"]
+                extra, dump = archive_options(options, may_make=options == driver_java_options())
                 if extra:
                     settings["spark.driver.extraJavaOptions"] += f" {extra}"
         if url.startswith("sc://"):
