@@ -502,9 +502,11 @@ def latency_run(bootstrap: str, topic: str, workdir: Path, conf: dict[str, str] 
 
 
 def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes: tuple[int, ...] = (),
-            latency: tuple[int, float] | None = (5000, 60.0), skip: frozenset[str] = frozenset(),
-            say: Any = print, keep: bool = False) -> dict[str, Any]:
-    """The whole section: broker, topics, the three runs, the memory check at ``flat_sizes``, latency."""
+            latency: tuple[int, float] | None = (10_000, 60.0), skip: frozenset[str] = frozenset(),
+            say: Any = print, keep: bool = False, broker_kind: str = "noida") -> dict[str, Any]:
+    """The whole section: broker, topics, the three runs, the memory check at ``flat_sizes``, latency.
+    ``broker_kind``: noida-db (the default) or tansu (``memory://``), which sizes its Fetch answers
+    by the fetch limits (noida answers with a partition's whole remainder)."""
     import shutil
 
     from benchmarks import baselines as B
@@ -512,16 +514,17 @@ def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes
 
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {}
-    reason = K.missing_reason("noida")
+    reason = K.missing_reason(broker_kind)
     if reason:
         return {"status": "n/a", "reason": reason}
     bdir = work / "broker"
     shutil.rmtree(bdir, ignore_errors=True)
-    broker = K.Broker("noida", bdir).start()
+    broker = K.Broker(broker_kind, bdir).start()
     try:
         bs = broker.bootstrap
         sizes = sorted({records, *flat_sizes})
-        out["dataset"] = {"records": records, "partitions": PARTITIONS, "broker": "noida-db 0.2.3",
+        brokers = {"noida": "noida-db 0.2.3", "tansu": "tansu 0.6.0 (memory://)"}
+        out["dataset"] = {"records": records, "partitions": PARTITIONS, "broker": brokers.get(broker_kind, broker_kind),
                           "producer": PRODUCER_CONF, "sample": value(records - 1).decode(),
                           "flat_sizes": [n for n in sizes if n != records]}
         for n in sizes:

@@ -85,6 +85,7 @@ class Config:
                                            if a.kafka_avro_flat_records is not None
                                            else [10_000, 50_000] if q else [1_000_000, 10_000_000])
         self.kafka_avro_broker: str = a.kafka_avro_broker
+        self.kafka_broker: str = a.kafka_broker
         # tables (issue 53): N tables x M changes each
         self.tables: int = a.tables or (10 if q else 100)
         self.table_changes: int = a.table_changes or (2_000 if q else 20_000)
@@ -523,7 +524,8 @@ def section_kafka(cfg: Config) -> dict[str, Any]:
 
     _say(f"kafka: {cfg.kafka_records:,} records, flat-memory sizes {cfg.kafka_flat}, latency {cfg.kafka_latency}")
     return kafka.measure(cfg.kafka_records, cfg.work / "kafka", cfg.spark_conf, flat_sizes=tuple(cfg.kafka_flat),
-                         latency=cfg.kafka_latency, skip=frozenset(cfg.skip), say=_say, keep=cfg.keep)
+                         latency=cfg.kafka_latency, skip=frozenset(cfg.skip), say=_say, keep=cfg.keep,
+                         broker_kind=cfg.kafka_broker)
 
 
 def section_kafka_avro(cfg: Config) -> dict[str, Any]:
@@ -1398,6 +1400,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-avro-flat-records", default=None,
                     help="comma list of other record counts icesql's Avro run also reads for the flat-memory goal "
                          "(default 1M,10M; --quick 10k,50k; '' for none)")
+    ap.add_argument("--kafka-broker", default="noida", choices=("noida", "tansu"),
+                    help="the kafka section's broker (default noida-db; tansu: tansu 0.6.0 on memory://, which "
+                         "sizes its Fetch answers by the fetch limits: the flat-memory goal's broker)")
     ap.add_argument("--kafka-avro-broker", default="noida", choices=("noida", "tansu"),
                     help="the kafka_avro section's broker (default noida-db, as the kafka section; tansu: "
                          "tansu 0.6.0 on memory://)")
