@@ -137,7 +137,7 @@ def test_a_users_run_never_dumps_it_starts_one_maker_that_makes_the_archive_afte
     (lock,) = cache.glob("spark-cds-*.jsa.making")
     archive = lock.with_name(lock.name[: -len(".making")])
     maker = int(lock.read_text())
-    assert J._alive(maker)
+    assert J.alive(maker)
 
     # wait for the maker's own run to be under way, then start a driver beside it
     log = Path(f"{lock}.log")
@@ -158,7 +158,7 @@ def test_a_users_run_never_dumps_it_starts_one_maker_that_makes_the_archive_afte
     second.wait(timeout=30)
 
     deadline = time.monotonic() + 600
-    while J._alive(maker) and time.monotonic() < deadline:
+    while J.alive(maker) and time.monotonic() < deadline:
         time.sleep(1)
     said = log.read_text()
     assert archive.is_file(), said

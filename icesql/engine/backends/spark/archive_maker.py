@@ -79,17 +79,17 @@ def _lowest_priority() -> None:
 
 
 def _wait_for(pid: int, at_most: float) -> None:
-    from icesql.engine.backends.spark.jvm_archive import _alive
+    from icesql.engine.backends.spark.jvm_archive import alive
 
     deadline = time.monotonic() + at_most
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
 
 
 def _runs_waiting(archive: Path) -> bool:
     """Whether a user's run started a driver while this maker works (``jvm_archive`` leaves
     ``<archive>.making.<pid>.busy`` for its process): the maker yields to it until it exits."""
-    from icesql.engine.backends.spark.jvm_archive import _alive
+    from icesql.engine.backends.spark.jvm_archive import alive
 
     waiting = False
     for busy in archive.parent.glob(f"{archive.name}.making.*.busy"):
@@ -97,7 +97,7 @@ def _runs_waiting(archive: Path) -> bool:
             pid = int(busy.name.rsplit(".", 2)[-2])
         except ValueError:
             pid = 0
-        if _alive(pid):
+        if alive(pid):
             waiting = True
         else:
             busy.unlink(missing_ok=True)
@@ -191,10 +191,8 @@ def make(archive: Path, *, after: int | None = None, background: bool = False, s
     ``<archive>.making`` is held by ``main`` (``start_maker`` took it); the foreground caller
     needs none."""
     from icesql.engine.backends.spark.jvm_archive import (
-        _alive,
-        _dumps,
-        _forget,
         archive_options,
+        forget_dead_dumps,
         wait_for_dumps,
     )
     from icesql.engine.backends.spark.session import driver_java_options
@@ -226,9 +224,7 @@ def make(archive: Path, *, after: int | None = None, background: bool = False, s
             if outcome != "yielded":
                 break
             tell("a run started a Spark driver: the maker's run gave way to it")
-            for dump, ticket in _dumps(archive):  # the killed JVM's ticket (it dumped nothing)
-                if not _alive(int(ticket.get("jvm_pid", 0) or 0)):
-                    _forget(dump)
+            forget_dead_dumps(archive)  # the killed JVM's ticket (it dumped nothing)
         if outcome == "yielded":
             tell(f"gave way {ATTEMPTS} times: no archive this time")
             return False

@@ -121,7 +121,7 @@ def archive_options(
         directory = archive.parent
         if archive.is_file():
             for dump, ticket in _dumps(archive):  # of JVMs that started before it was made
-                if not ticket or not _alive(int(ticket.get("jvm_pid", 0))):
+                if not ticket or not alive(int(ticket.get("jvm_pid", 0))):
                     _forget(dump)
             return f"-XX:SharedArchiveFile={archive} {QUIET}", None
         if Path(f"{archive}.bad").exists():
@@ -158,7 +158,7 @@ def _settle(java: str, archive: Path, options: str) -> str:
                 _forget(dump)
             writing = writing or dump.exists()
             continue
-        if _alive(int(ticket.get("jvm_pid", 0))):
+        if alive(int(ticket.get("jvm_pid", 0))):
             writing = True  # the JVM runs (or writes it as it exits)
             continue
         if not dump.exists():  # the JVM was killed: nothing was written
@@ -188,7 +188,7 @@ def _maker_running(archive: Path) -> bool:
         age = time.time() - lock.stat().st_mtime
     except FileNotFoundError:
         return False
-    if (text and _alive(int(text))) or (not text and age < STARTING):
+    if (text and alive(int(text))) or (not text and age < STARTING):
         return True
     lock.unlink(missing_ok=True)
     return False
@@ -259,7 +259,7 @@ def wait_for_dumps(cache_dir: str | None = None, timeout: float = 120.0, *, make
             except (OSError, ValueError):
                 continue
         locks = directory.glob("spark-cds-*.jsa.making") if makers else ()
-        if not any(_alive(p) for p in pids) and not any(
+        if not any(alive(p) for p in pids) and not any(
             _maker_running(Path(str(k)[: -len(".making")])) for k in locks
         ):
             return
@@ -282,7 +282,8 @@ def _dumps(archive: Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(out.items())
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie has exited)."""
     if pid <= 0:
         return False
     try:
@@ -298,6 +299,15 @@ def _alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
+
+
+def forget_dead_dumps(archive: Path) -> None:
+    """Drop the dumps of ``archive`` whose JVM has exited, written or not: the archive maker's,
+    after it killed its run (a JVM killed while it dumped leaves a part of one, which must not
+    reach the check: a dump that fails it stops any maker for the install)."""
+    for dump, ticket in _dumps(archive):
+        if not alive(int(ticket.get("jvm_pid", 0) or 0)):
+            _forget(dump)
 
 
 def _forget(dump: Path) -> None:
@@ -329,4 +339,12 @@ def _usable(java: str, dump: Path, options: str, class_path: str) -> bool:
     return p.returncode == 0 and "sharing" in p.stderr
 
 
-__all__ = ["archive_options", "archive_path", "remember_class_path", "start_maker", "wait_for_dumps"]
+__all__ = [
+    "alive",
+    "archive_options",
+    "archive_path",
+    "forget_dead_dumps",
+    "remember_class_path",
+    "start_maker",
+    "wait_for_dumps",
+]
