@@ -373,6 +373,35 @@ def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     assert len(idle) == min(2, os.cpu_count() or 1)
 
 
+def test_the_planner_and_the_range_reads_share_their_consumers(noida: Any) -> None:
+    """The planner's requests (partitions, log ends, a record sample) borrow a consumer from the
+    idle readers and give it back; the next range read takes that same client (already connected)
+    and the planner the one a read left: in a run without Spark one librdkafka client serves both
+    where there were two."""
+    from icesql.engine.sources.kafka import topic as S
+    from icesql.engine.sources.kafka.subscription import Subscription
+
+    b = noida.bootstrap
+    K.create_topic(b, "shared", 2)
+    K.produce(b, "shared", [(None, _json(i), None, i % 2) for i in range(100)])
+    conf = {"bootstrap.servers": b}
+    S._IDLE_READERS.clear()
+    view = S.TopicView(conf, Subscription(topic="shared"))
+    tps = view.partitions()
+    assert tps == [("shared", 0), ("shared", 1)]
+    (idle,) = S._IDLE_READERS.values()
+    assert len(idle) == 1
+    planners = idle[0]
+    assert view.ends(tps) == {("shared", 0): 50, ("shared", 1): 50}
+    assert view.record_bytes({}, {("shared", 0): 50}) > 0
+    assert list(S._IDLE_READERS.values()) == [[planners]]  # the one client, every time
+    rows = sum(batch.num_rows for batch in S.read_range(conf, "shared", 0, 0, 50))
+    assert rows == 50
+    assert list(S._IDLE_READERS.values()) == [[planners]]  # the read took it and gave it back
+    view.close()  # owns none: the idle client stays for the next read
+    assert list(S._IDLE_READERS.values()) == [[planners]]
+
+
 def test_a_range_reads_every_record_as_a_consumer_sees_it_and_only_the_columns_asked(noida: Any) -> None:
     """read_range's columns (built a column at a time from the messages) against a plain consumer's
     replay of the topic: null and empty keys and values, headers with a null value, both timestamp

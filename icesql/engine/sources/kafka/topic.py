@@ -6,6 +6,7 @@ Kafka's failures and lost records in one line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -106,8 +107,14 @@ def new_consumer(conf: Mapping[str, str], **extra: Any) -> Any:
 
 
 class TopicView:
-    """The planner's consumer: the partitions, log starts and true log ends of a source's topics
+    """The planner's requests: the partitions, log starts and true log ends of a source's topics
     (``subscription.Subscription``), keyed by (topic, partition).
+
+    Its requests borrow a consumer from the idle readers the range reads keep (``_reader``,
+    ``_release``) and give it back: in a run without Spark the planner and the tasks share their
+    librdkafka clients (the first range read takes the client the planner connected, and the
+    planner the one a range read left), instead of one client more, connected and bootstrapped
+    for the planner alone. On Spark the planner is in the driver and keeps its one client there.
 
     A source of many topics lists every topic of the cluster and keeps those it reads (one
     metadata request whatever their number; a pattern needs every name anyway), and outlives the
@@ -119,27 +126,29 @@ class TopicView:
         self.conf = dict(conf)
         self.sub = subscription
         self.missing: set[str] = set()  # topics found gone by a request since the caller looked
-        self._c: Any = None
 
-    @property
-    def consumer(self) -> Any:
-        if self._c is None:
-            self._c = new_consumer(self.conf)
-        return self._c
+    @contextlib.contextmanager
+    def _client(self) -> Iterator[Any]:
+        """A consumer for one request (or a few in a row), unassigned: back to the idle readers
+        after it, closed after a failure (its state is not known)."""
+        c = _reader(self.conf)
+        ok = False
+        try:
+            yield c
+            ok = True
+        finally:
+            _release(self.conf, c, reuse=ok)
 
     def close(self) -> None:
-        if self._c is not None:
-            try:
-                self._c.close()
-            finally:
-                self._c = None
+        """Nothing of its own to close: its clients are the idle readers'."""
 
     def partitions(self) -> list[PartitionKey]:
         from confluent_kafka import KafkaException
 
         topic = self.sub.single
         try:
-            md = self.consumer.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
+            with self._client() as c:
+                md = c.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
         except KafkaException as e:
             raise kafka_failure(f"{self.sub.describe()}: metadata", e.args[0] if e.args else e) from None
         if topic is not None:
@@ -162,13 +171,19 @@ class TopicView:
         from confluent_kafka import KafkaException
 
         try:
-            md = self.consumer.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
+            with self._client() as c:
+                md = c.list_topics(topic=topic, timeout=METADATA_TIMEOUT)
         except KafkaException:
             return False
         t = md.topics.get(topic)
         return t is None or unknown_topic(t.error)
 
-    def _watermarks(self, tps: Sequence[PartitionKey], *, cached: bool = False) -> dict[PartitionKey, tuple[int, int]]:
+    def _watermarks(
+        self, tps: Sequence[PartitionKey], *, cached: bool = False, c: Any = None
+    ) -> dict[PartitionKey, tuple[int, int]]:
+        if c is None:
+            with self._client() as borrowed:
+                return self._watermarks(tps, cached=cached, c=borrowed)
         from confluent_kafka import KafkaException, TopicPartition
 
         out = {}
@@ -176,7 +191,9 @@ class TopicView:
             if t in self.missing:
                 continue
             try:
-                lo, hi = self.consumer.get_watermark_offsets(TopicPartition(t, p), timeout=METADATA_TIMEOUT, cached=cached)
+                lo, hi = c.get_watermark_offsets(
+                    TopicPartition(t, p), timeout=METADATA_TIMEOUT, cached=cached
+                )
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 if self.sub.single is None and unknown_topic(err):
@@ -192,10 +209,13 @@ class TopicView:
     def ends(self, tps: Sequence[PartitionKey]) -> Offsets:
         """Each partition's log end (the last stable offset: read_committed), the larger of what
         ListOffsets says and what a Fetch from that position finds."""
+        with self._client() as c:
+            return self._ends(c, tps)
+
+    def _ends(self, c: Any, tps: Sequence[PartitionKey]) -> Offsets:
         from confluent_kafka import KafkaError, TopicPartition
 
-        c = self.consumer
-        listed: Offsets = {k: hi for k, (_, hi) in self._watermarks(tps).items()}
+        listed: Offsets = {k: hi for k, (_, hi) in self._watermarks(tps, c=c).items()}
         # a fetch at the listed end answers with the true high watermark (and, read_committed,
         # the last stable offset): a record at or past the listed end means ListOffsets lied
         c.assign([TopicPartition(t, p, o) for (t, p), o in listed.items()])
@@ -223,25 +243,33 @@ class TopicView:
             # where ListOffsets under-reported, the Fetch response's watermark is the end (a
             # partition that answered with its end of log keeps that: under an open transaction
             # the high watermark is past what read_committed may read)
-            for k, (_, hw) in self._watermarks(sorted(lied), cached=True).items():
+            for k, (_, hw) in self._watermarks(sorted(lied), cached=True, c=c).items():
                 if hw >= 0:
                     ends[k] = max(ends[k], hw)
         finally:
             c.unassign()
         if pending:
             log.debug(
-                "%s: no fetch answer for partitions %s; ListOffsets taken", self.sub.describe(), sorted(pending)
+                "%s: no fetch answer for partitions %s; ListOffsets taken",
+                self.sub.describe(),
+                sorted(pending),
             )
         return ends
 
-    def record_bytes(self, at: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int], sample: int = 200) -> float:
+    def record_bytes(
+        self, at: Mapping[PartitionKey, int], end: Mapping[PartitionKey, int], sample: int = 200
+    ) -> float:
         """The mean size (key + value + headers) of up to ``sample`` records from the partition
         with the most records between ``at`` and ``end``: what MAX BYTES PER TRIGGER divides."""
+        t, p = max(end, key=lambda q: end[q] - at.get(q, 0))
+        with self._client() as c:
+            return self._record_bytes(c, t, p, at.get((t, p), 0), sample)
+
+    @staticmethod
+    def _record_bytes(c: Any, t: str, p: int, at: int, sample: int) -> float:
         from confluent_kafka import KafkaError, TopicPartition
 
-        t, p = max(end, key=lambda q: end[q] - at.get(q, 0))
-        c = self.consumer
-        c.assign([TopicPartition(t, p, at.get((t, p), 0))])
+        c.assign([TopicPartition(t, p, at)])
         sizes: list[int] = []
         deadline = time.monotonic() + METADATA_TIMEOUT
         try:
@@ -261,7 +289,10 @@ class TopicView:
         """The first offset at or after ``ts_ms`` per partition (the log end where none is)."""
         from confluent_kafka import TopicPartition
 
-        found = self.consumer.offsets_for_times([TopicPartition(t, p, int(ts_ms)) for t, p in tps], timeout=METADATA_TIMEOUT)
+        with self._client() as c:
+            found = c.offsets_for_times(
+                [TopicPartition(t, p, int(ts_ms)) for t, p in tps], timeout=METADATA_TIMEOUT
+            )
         ends = None
         out: Offsets = {}
         for tp in found:
