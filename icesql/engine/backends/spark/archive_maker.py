@@ -86,24 +86,6 @@ def _wait_for(pid: int, at_most: float) -> None:
         time.sleep(0.5)
 
 
-def _runs_waiting(archive: Path) -> bool:
-    """Whether a user's run started a driver while this maker works (``jvm_archive`` leaves
-    ``<archive>.making.<pid>.busy`` for its process): the maker yields to it until it exits."""
-    from icesql.engine.backends.spark.jvm_archive import alive
-
-    waiting = False
-    for busy in archive.parent.glob(f"{archive.name}.making.*.busy"):
-        try:
-            pid = int(busy.name.rsplit(".", 2)[-2])
-        except ValueError:
-            pid = 0
-        if alive(pid):
-            waiting = True
-        else:
-            busy.unlink(missing_ok=True)
-    return waiting
-
-
 def _idle_share(seconds: float = 2.0) -> float:
     """The share of the machine's CPU time left idle over ``seconds`` (/proc/stat; 1.0 where
     there is no such file)."""
@@ -126,9 +108,11 @@ def _wait_for_quiet(archive: Path, at_most: float) -> bool:
     """Until no user's run waits on the maker and the machine is mostly idle (``QUIET_IDLE`` of
     its CPU time over 2 s: an in-process run, or anything else, is let be); False after
     ``at_most`` seconds without."""
+    from icesql.engine.backends.spark.jvm_archive import runs_waiting
+
     deadline = time.monotonic() + at_most
     while time.monotonic() < deadline:
-        if not _runs_waiting(archive) and _idle_share() >= QUIET_IDLE:
+        if not runs_waiting(archive) and _idle_share() >= QUIET_IDLE:
             return True
         time.sleep(1.0)
     return False
@@ -139,6 +123,8 @@ def _one_run(archive: Path, work: Path, env: dict[str, str], *, yields: bool) ->
     ("yielded", "") when a user's run started a driver meanwhile (``yields``): the maker's run is
     killed at once, its JVM with it (a killed JVM dumps nothing), and tried again later."""
     import signal
+
+    from icesql.engine.backends.spark.jvm_archive import runs_waiting
 
     cmd = [
         sys.executable,
@@ -168,7 +154,7 @@ def _one_run(archive: Path, work: Path, env: dict[str, str], *, yields: bool) ->
         )
         deadline = time.monotonic() + RUN_TIMEOUT
         while p.poll() is None:
-            if (yields and _runs_waiting(archive)) or time.monotonic() > deadline:
+            if (yields and runs_waiting(archive)) or time.monotonic() > deadline:
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
                 except ProcessLookupError:

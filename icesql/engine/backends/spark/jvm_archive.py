@@ -139,7 +139,7 @@ def archive_options(
             return f"-XX:ArchiveClassesAtExit={dump} {QUIET}", dump
         if cache_dir is None:
             if _maker_running(archive):  # it gives way to this run until this process exits
-                Path(f"{archive}.making.{os.getpid()}.busy").touch()
+                _busy_note(archive, os.getpid()).touch()
             elif state == "none" and may_make:
                 start_maker(archive)
         return "", None
@@ -177,6 +177,27 @@ def _settle(java: str, archive: Path, options: str) -> str:
         log.debug("JVM class archive dump %s failed its check; none for this install", dump)
         return "bad"
     return "writing" if writing else "none"
+
+
+def _busy_note(archive: Path, pid: int) -> Path:
+    """The note a run (process ``pid``) that started a driver while the maker works leaves."""
+    return Path(f"{archive}.making.{pid}.busy")
+
+
+def runs_waiting(archive: Path) -> bool:
+    """Whether a run that started a driver while the maker works still runs (its ``busy`` note;
+    the notes of runs that have exited are dropped): the maker gives way to it until it exits."""
+    waiting = False
+    for note in archive.parent.glob(_busy_note(archive, 0).name.replace(".0.busy", ".*.busy")):
+        try:
+            pid = int(note.name.rsplit(".", 2)[-2])
+        except ValueError:
+            pid = 0
+        if alive(pid):
+            waiting = True
+        else:
+            note.unlink(missing_ok=True)
+    return waiting
 
 
 def _maker_running(archive: Path) -> bool:
