@@ -292,7 +292,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
             if producer is not None:
                 ends = producer.send(f)
                 t0 = time.perf_counter()
-                done = lambda ends=ends: all(runner.source.committed.get(p, 0) >= e for p, e in ends.items())  # noqa: E731
+                done = lambda ends=ends: all(runner.source.committed.get((topic, p), 0) >= e for p, e in ends.items())  # noqa: E731
             else:
                 os.replace(tmp, inbox / Path(f).name)
                 t0 = time.perf_counter()
@@ -300,6 +300,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
             while not done():
                 if not runner.active:
                     raise RuntimeError(f"the running sink stopped: {runner.status_row().get('last_error')}")
+                if time.perf_counter() - t0 > 600:  # a wait that never ends is a bug, not a figure
+                    raise RuntimeError(f"the running sink did not commit the batch in 600 s: {runner.status_row()}")
                 time.sleep(0.01)
         batch_s.append(time.perf_counter() - t0)
     _profile_stop(prof)
