@@ -352,6 +352,13 @@ def test_values_become_one_line_each() -> None:
     for blank in (b"", b" \t\r\n\x0b\x0c"):
         with pytest.raises(Fallback):
             one_per_line(pa.array([b"{}", blank, b"{}"], pa.binary()))
+    # a tab is no line break: kept as it is
+    assert one_per_line(pa.array([b'{"a":\t1}', b"{}"], pa.binary())) == b'{"a":\t1}\n{}\n'
+    # the bytes are looked at a megabyte at a time: a line break past the first is found too
+    big = [b'{"v": "' + b"x" * 1000 + b'"}'] * 3000
+    big[2500] = b'{"v":\n"y"}'
+    text = bytes(one_per_line(pa.array(big, pa.binary())))
+    assert text.count(b"\n") == 3000 and text.split(b"\n")[2500] == b'{"v": "y"}'
 
 
 def test_timestamps_as_writers_spell_them_read_as_every_other_spelling() -> None:

@@ -5,7 +5,6 @@ Arrow cannot read exactly as Spark would raises types.Fallback.
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,12 +67,15 @@ class SourceFormat:
             raise Unsupported(f"format {self.format}")
 
 
-def is_blank(data: bytes) -> bool:
-    """Only whitespace (or nothing): ``isspace`` stops at the first other byte, ``strip`` copies."""
+def is_blank(data: bytes | pa.Buffer) -> bool:
+    """Only whitespace (or nothing): ``isspace`` stops at the first other byte, ``strip`` copies.
+    A buffer is ``one_per_line``'s lines, none of them blank."""
+    if isinstance(data, pa.Buffer):
+        return data.size == 0
     return not data or data.isspace()
 
 
-def json_batch(data: bytes, source: SourceFormat) -> pa.RecordBatch:
+def json_batch(data: bytes | pa.Buffer, source: SourceFormat) -> pa.RecordBatch:
     import pyarrow.json as pj
 
     schema = source.row_schema()
@@ -82,7 +84,7 @@ def json_batch(data: bytes, source: SourceFormat) -> pa.RecordBatch:
         return pa.RecordBatch.from_pylist([], schema=schema)
     try:
         table = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
             parse_options=pj.ParseOptions(
                 explicit_schema=read_schema, unexpected_field_behavior="ignore", newlines_in_values=False
@@ -162,7 +164,9 @@ def changelog_batch(
     return pa.RecordBatch.from_arrays([*rows.columns, *(a for _, a in extra)], schema=schema)
 
 
-def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, pa.Array, pa.Array]:
+def debezium_events(
+    data: bytes | pa.Buffer, source: SourceFormat
+) -> tuple[pa.RecordBatch, pa.Array, pa.Array]:
     """Debezium events (one JSON object per line, Kafka Connect's ``payload`` wrapper or not) ->
     (the row image each op leaves: ``before`` for a delete, ``after`` otherwise; the op; the
     database's order: ``source.lsn``, else ``source.ts_ms``, else ``ts_ms``), as Spark's path
@@ -185,7 +189,7 @@ def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, 
         )
     try:
         t = pj.read_json(
-            io.BytesIO(data),
+            pa.BufferReader(data),
             read_options=pj.ReadOptions(use_threads=False, block_size=max(1 << 20, len(data) + 1)),
             parse_options=pj.ParseOptions(
                 explicit_schema=read_schema, unexpected_field_behavior="ignore", newlines_in_values=False
@@ -221,12 +225,16 @@ def debezium_events(data: bytes, source: SourceFormat) -> tuple[pa.RecordBatch, 
 # (a Kafka source's JSON values and keys, a registry's JSON Schema bodies)
 
 
-def one_per_line(values: Any) -> bytes:
-    """Non-null values as lines of one text (JSON allows a raw line break only between tokens,
-    where a space means the same: one value, one line); a blank value raises ``Fallback``.
+def one_per_line(values: Any) -> bytes | pa.Buffer:
+    """Non-null values as lines of one text, each ending in a line break (JSON allows a raw line
+    break only between tokens, where a space means the same: one value, one line); a blank value
+    raises ``Fallback``. The text is an Arrow buffer (``b""`` for no value), read without a copy
+    (``json_batch``, ``debezium_events``).
 
     Without a Python object per value (a Kafka batch's values one at a time were a fifth of its
-    decode): blank values found from the array's buffers with numpy, the lines joined by Arrow."""
+    decode): blank values found from the array's buffers with numpy, the lines joined by Arrow in
+    one pass (a 57 MB batch of Debezium events: 0.12 s as a list joined and copied into bytes
+    twice, 0.03 s so)."""
     if values.null_count:
         values = values.drop_null()
     n = len(values)
@@ -247,19 +255,38 @@ def one_per_line(values: Any) -> bytes:
     for i in np.nonzero(_WHITESPACE[first])[0]:
         if body[starts[i] : ends[i]].tobytes().isspace() or starts[i] == ends[i]:
             raise Fallback("a blank value")
-    text = _joined_lines(values)
-    if text.count(b"\n") != n - 1 or b"\r" in text:  # a line break inside a value
+    # a line break inside a value: looked for only when a control byte (below 14: tab, line
+    # breaks) is there at all, one cheap pass over the bytes
+    if _any_below(body, 14) and (np.count_nonzero(body == 10) or np.count_nonzero(body == 13)):
         for brk in (b"\n", b"\r"):
             values = pc.replace_substring(values, brk, b" ")
-        text = _joined_lines(values)
-    return text + b"\n"
+    return _lines(values)
 
 
-def _joined_lines(values: pa.Array) -> bytes:
-    lines = pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values)
-    return bytes(pc.binary_join(lines, pa.scalar(b"\n", pa.binary()))[0].as_buffer())
+def _any_below(body: np.ndarray, limit: int, step: int = 1 << 20) -> bool:
+    """Whether a byte of ``body`` is below ``limit``, a megabyte at a time into one small array
+    (one array as large as ``body`` cost more in fresh pages than the comparison itself)."""
+    out = np.empty(min(len(body), step), np.bool_)
+    for i in range(0, len(body), step):
+        part = body[i : i + step]
+        found = out[: len(part)]
+        np.less(part, limit, out=found)
+        if found.any():
+            return True
+    return False
 
 
+def _lines(values: pa.Array) -> pa.Buffer:
+    """Each value followed by a line break, as one buffer: Arrow's element-wise join (value, "")
+    with a line break between writes exactly that into its output's data, which is sliced."""
+    joined = pc.binary_join_element_wise(values, _EMPTY, _LINE_BREAK)
+    offsets = np.frombuffer(joined.buffers()[1], np.int32)[joined.offset : joined.offset + len(joined) + 1]
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    return joined.buffers()[2].slice(lo, hi - lo)
+
+
+_EMPTY = pa.scalar(b"", pa.binary())
+_LINE_BREAK = pa.scalar(b"\n", pa.binary())
 _SPACE = 0x20
 _WHITESPACE = np.zeros(256, np.bool_)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
