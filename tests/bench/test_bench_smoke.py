@@ -404,6 +404,33 @@ def test_kafka_goals_and_report_on_made_up_results() -> None:
     assert "### Kafka into Iceberg (absolute)" in md and "| icesql_cli | ok |" in md and "MISSED" in md
 
 
+def test_upsert_goals_from_files_and_from_kafka_on_made_up_results() -> None:
+    """The upsert section's goals: files 3x running / 2x once per batch / 1.5x fresh processes
+    (issue 39); from Kafka 2x running and once per batch (issue 54), 1.5x fresh processes."""
+    def run_(name: str, seconds: float, mem: float = 500) -> dict:
+        return {"name": name, "status": "ok", "seconds": seconds, "peak_rss_mb": mem}
+
+    up = {"spark35_merge": run_("spark35_merge", 30, 1000), "spark35_merge_e2e": run_("spark35_merge_e2e", 90, 1000),
+          "icesql_running": run_("icesql_running", 12), "icesql": run_("icesql", 14),
+          "icesql_kafka_running": run_("icesql_kafka_running", 14), "icesql_kafka": run_("icesql_kafka", 16),
+          "icesql_kafka_e2e": run_("icesql_kafka_e2e", 50)}
+    ratios = {r["ratio"]: r for r in run.compute_ratios({"upsert": up})}
+
+    def judged(label: str) -> tuple[float, str, bool]:
+        r = ratios[label]
+        return r["value"], r["goal"], r["met"]
+
+    running = "a running sink (Session.start, batches as they arrive)"
+    once = "one run(once=True) per batch"
+    fresh = "a fresh process per batch (icesql run --once / spark-submit)"
+    merge = "icesql vs Spark+Iceberg Java MERGE INTO (merge-on-read)"
+    assert judged(f"upsert: {running}, {merge}") == (2.5, ">= 3x", False)
+    assert judged(f"upsert: {once}, {merge}") == (2.14, ">= 2x", True)
+    assert judged(f"upsert from Kafka: {running}, icesql vs MERGE INTO (from files)") == (2.14, ">= 2x", True)
+    assert judged(f"upsert from Kafka: {once}, icesql vs MERGE INTO (from files)") == (1.88, ">= 2x", False)
+    assert judged(f"upsert from Kafka: {fresh}, icesql vs MERGE INTO (from files)") == (1.8, ">= 1.5x", True)
+
+
 @pytest.mark.bench
 @pytest.mark.kafka
 @pytest.mark.spark
