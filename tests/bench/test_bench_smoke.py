@@ -353,20 +353,26 @@ def test_a_jvms_child_before_its_exec_is_not_counted_twice() -> None:
 
     from benchmarks import procmon
 
-    script = "(exec -a java sleep 5) & (exec -a python3 sleep 5) & wait"
+    script = "(exec -a java sleep 60) & (exec -a python3 sleep 60) & wait"
     parent = subprocess.Popen(["java", "-c", script], executable="/bin/bash")
     try:
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             kids = procmon._children_map().get(parent.pid, [])
-            if len(kids) == 2 and all(procmon._rss_and_exe(k)[1] in ("java", "python3") for k in kids):
+            # both exec'd: before its exec the python3 child is a copy of the shell named java
+            # (the full suite's load once caught it there, and it was not counted as a worker)
+            if sorted(procmon._rss_and_exe(k)[1] for k in kids) == ["java", "python3"]:
                 break
             time.sleep(0.02)
         else:
             raise AssertionError("the stand-in children did not start")
+        java_kid = next(k for k in kids if procmon._rss_and_exe(k)[1] == "java")
+        kid_rss, _ = procmon._rss_and_exe(java_kid)
         own, _ = procmon._rss_and_exe(parent.pid)
         rss, _ = procmon.sample_tree(parent.pid)
-        assert rss["jvm"] == own  # the parent alone; the java below it is not counted
+        # the parent alone; the java below it is not counted (it would add its whole RSS; the
+        # parent's own moves by a page between two reads: the full suite once saw 4 KiB)
+        assert abs(rss["jvm"] - own) < kid_rss / 2, (rss["jvm"], own, kid_rss)
         assert rss["python_workers"] > 0  # other processes below a JVM still are
     finally:
         subprocess.run(["pkill", "-P", str(parent.pid)], check=False)
