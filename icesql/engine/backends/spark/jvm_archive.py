@@ -120,9 +120,7 @@ def archive_options(
             return "", None
         directory = archive.parent
         if archive.is_file():
-            for dump, ticket in _dumps(archive):  # of JVMs that started before it was made
-                if not ticket or not alive(int(ticket.get("jvm_pid", 0))):
-                    _forget(dump)
+            forget_dead_dumps(archive)  # of JVMs that started before it was made
             return f"-XX:SharedArchiveFile={archive} {QUIET}", None
         if Path(f"{archive}.bad").exists():
             return "", None
@@ -179,8 +177,9 @@ def _settle(java: str, archive: Path, options: str) -> str:
     return "writing" if writing else "none"
 
 
-def _busy_note(archive: Path, pid: int) -> Path:
-    """The note a run (process ``pid``) that started a driver while the maker works leaves."""
+def _busy_note(archive: Path, pid: int | str) -> Path:
+    """The note a run (process ``pid``; ``"*"``: any, a glob) that started a driver while the
+    maker works leaves."""
     return Path(f"{archive}.making.{pid}.busy")
 
 
@@ -188,7 +187,7 @@ def runs_waiting(archive: Path) -> bool:
     """Whether a run that started a driver while the maker works still runs (its ``busy`` note;
     the notes of runs that have exited are dropped): the maker gives way to it until it exits."""
     waiting = False
-    for note in archive.parent.glob(_busy_note(archive, 0).name.replace(".0.busy", ".*.busy")):
+    for note in archive.parent.glob(_busy_note(archive, "*").name):
         try:
             pid = int(note.name.rsplit(".", 2)[-2])
         except ValueError:
