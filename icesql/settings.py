@@ -116,6 +116,14 @@ LOCAL_RUN = Setting(
     "checkpoint, same table, same key index; a batch that needs Spark's reader restarts the sink on "
     "Spark)",
 )
+PLANNED_BATCHES = Setting(
+    "ICESQL_PLANNED_BATCHES",
+    "1",
+    "`0` has Spark's Structured Streaming run a sink's source on Spark (a Python data source, in "
+    "Python processes of Spark's own); by default a sink on Spark (classic, not Connect) with a local "
+    "checkpoint plans each batch in icesql's process and hands Spark the batch's pieces to read and "
+    "write (the same checkpoint: either way takes up where the other stopped)",
+)
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",
     "30",
@@ -253,6 +261,7 @@ ALL: tuple[Setting, ...] = (
     ARROW_PATH,
     PRECHECK,
     LOCAL_RUN,
+    PLANNED_BATCHES,
     CATALOG_TIMEOUT,
     COMMIT_RETRIES,
     RETRY_BACKOFF,

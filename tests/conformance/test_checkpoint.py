@@ -7,6 +7,12 @@
 * Either executor continues the other's checkpoint at every batch boundary: batches run in
   process, on Spark, in process again, with new files arriving between the runs, and the table
   and checkpoint equal one straight run's; nothing is read twice or lost.
+
+On Spark a sink's batches are planned in icesql's process by the same loop as in process
+(``backends.spark.planned``), which writes the checkpoint with the same code; so the Spark runs
+here are Spark's own Structured Streaming query (``ICESQL_PLANNED_BATCHES=0``), whose checkpoint
+the loop's must be - but for the last turn of ``test_either_executor_continues_the_others_checkpoint``,
+which takes up Spark's streaming query's checkpoint with batches planned here and run on Spark.
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ from tests.support.conformance import Pipeline, Twins
 from tests.support.pipeline_helpers import icesql_summaries, write_json_lines
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(autouse=True)
+def _sparks_streaming_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ICESQL_PLANNED_BATCHES", "0")
 
 SCHEMA = "id BIGINT, v STRING"
 SINK = "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 't')"
@@ -135,7 +146,7 @@ def test_the_first_batch_in_process_records_the_sessions_shuffle_partitions(
 
 
 def test_either_executor_continues_the_others_checkpoint(
-    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tmp_path / "in"
     data.mkdir()
@@ -148,11 +159,15 @@ def test_either_executor_continues_the_others_checkpoint(
     for k, turn in enumerate([local, sparks, local]):
         _file(data, k)
         turn.run(["k"])
+        if turn is sparks:
+            assert not hasattr(sparks.last_query, "executor"), "Spark's own streaming query did not run"
         log = CheckpointLog(turn.checkpoint())
         assert log.planned() == log.committed() == list(range(k + 1)), f"after the turn of batch {k} ({turn.executor})"
     _file(data, 3)
     _file(data, 4)
+    monkeypatch.setenv("ICESQL_PLANNED_BATCHES", "1")  # planned here, run on Spark
     sparks.run(["k"])  # and two batches on Spark after the last one in process
+    assert sparks.last_query.executor == "spark"
     straight = Pipeline("in_process", tmp_path / "straight" / "home", tmp_path / "straight" / "wh", None, caplog)
     straight.execute(
         f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{straight.warehouse}');"

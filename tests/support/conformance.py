@@ -6,7 +6,8 @@ a warehouse of its own; the input (a directory of files, a Kafka topic) is share
 so file names, sizes and mtimes - which reach the checkpoint and the snapshot summaries - are the
 same for both. ``Pipeline.run`` asserts the executor it ran on: in this process the engine never
 started Spark, logged "runs in this process" and the sink's query is a ``LocalQuery``; on Spark the
-query is Spark's ``StreamingQuery`` and nothing ran in this process.
+batches ran on Spark (planned in this process, ``backends.spark.planned``, or Spark's own
+``StreamingQuery`` with ``ICESQL_PLANNED_BATCHES=0``) and no task ran in this process.
 
 ``TableState`` is what is compared of a table: rows read by DuckDB (checked equal to
 DataFusion's), the schema with field ids, the partition spec, the live data and delete files
@@ -41,6 +42,14 @@ LOCAL_LINE = "runs in this process, without starting Spark"
 MOVED_LINE = "the sink restarts on Spark"
 
 
+def on_spark(query: Any) -> bool:
+    """Whether a sink's query ran its batches on Spark: Spark's streaming query, or the batches
+    planned in icesql's process and run on Spark (``backends.spark.planned``)."""
+    from icesql.engine.backends.local.query import LocalQuery
+
+    return not isinstance(query, LocalQuery) or query.executor == "spark"
+
+
 class ExecutorDifference(AssertionError):
     """A difference between the executors' results the suite knows of: tests that show one are
     ``xfail(strict=True, raises=ExecutorDifference)``, so any other failure still fails them."""
@@ -55,6 +64,7 @@ class Pipeline:
     caplog: Any
     log: list[str] = field(default_factory=list)  # each run's icesql log text, in order
     spark_conf: dict[str, str] | None = None  # in process: the settings of the session it stands for
+    last_query: Any = None  # the query of the last sink of the last run
 
     def execute(self, sql: str) -> None:
         with icesql.Session(home=self.home) as s:
@@ -72,6 +82,7 @@ class Pipeline:
                 s.run(once=True, sinks=list(sinks))
                 engine = s.engine
                 queries = {name: engine.runner(name).query for name in sinks}
+                self.last_query = queries[sinks[-1]]
                 states = {name: s.store.get_sink_state(name) for name in sinks}
             text = self.caplog.text
         self.log.append(text)
@@ -81,15 +92,15 @@ class Pipeline:
             if self.executor == "spark":
                 assert engine._spark is self.spark, "the Spark run started a session of its own"
                 assert not started_here, f"sink {name} ran in process on the Spark executor"
-                assert not isinstance(queries[name], LocalQuery), f"sink {name}: {queries[name]!r}"
+                assert on_spark(queries[name]), f"sink {name}: {queries[name]!r}"
             elif moves_to_spark:
                 assert started_here, f"sink {name} did not start in process"
                 assert MOVED_LINE in text, f"sink {name} did not move to Spark"
-                assert not isinstance(queries[name], LocalQuery), "the restarted sink is still in process"
+                assert on_spark(queries[name]), "the restarted sink is still in process"
             else:
                 assert started_here, f"sink {name} did not run in process"
                 assert MOVED_LINE not in text, f"sink {name} moved to Spark"
-                assert isinstance(queries[name], LocalQuery), f"sink {name}: {queries[name]!r}"
+                assert isinstance(queries[name], LocalQuery) and queries[name].executor == "local", f"sink {name}: {queries[name]!r}"
                 assert engine._spark is None, "Spark was started by the in-process run"
 
     def table(self, identifier: str) -> Any:

@@ -7,7 +7,9 @@ need - keep the last change per KEY, drop deletes, group rows by key-index shard
 each group, collect the small result rows. Two implementations stand behind it:
 
 * ``backends.spark.frames`` - a Spark DataFrame (classic or Connect): ``mapInArrow`` tasks on the
-  executors, a window for the last change per KEY, ``repartition`` by Spark's own hash;
+  executors, a window for the last change per KEY, ``repartition`` by Spark's own hash; a
+  source's batches planned in this process and handed to Spark as DataFrames of their pieces
+  (``backends.spark.planned``);
 * ``backends.local.frames`` - Arrow tables in this process: each task a thread (the readers and
   writers are Arrow's C++, which runs outside the GIL), the same last change per KEY
   (``base.changelog.last_per_key``) and the same shards (``backends.hashing``: Spark's xxhash64
@@ -110,9 +112,12 @@ class Backend(Protocol):
         needs_spark: Callable[[BaseException], str | None],
         cheap_checks: bool = True,
     ) -> Any:
-        """A source's stream of pieces: on Spark the Python data source ``name`` (``register``
-        registers it; ``schema`` its Spark schema) read with ``options``; in this process its
-        ``reader()`` (a ``DataSourceStreamReader``) called by ``local.query.LocalQuery``, with
+        """A source's stream of pieces: its ``reader()`` (a ``DataSourceStreamReader``) called by
+        ``local.query.LocalQuery`` in this process, each batch's pieces handed to Spark as a
+        DataFrame (``spark.planned``) or read by tasks that are threads here; Spark's own streaming
+        query of the Python data source ``name`` (``register`` registers it; ``schema`` its Spark
+        schema) read with ``options`` where that loop cannot run (Spark Connect, a checkpoint not on
+        this machine, ``ICESQL_PLANNED_BATCHES=0``); with
         ``needs_spark(pieces)`` saying when a batch must move to Spark and ``cheap_checks`` whether
         listing is cheap enough to do as often as an idle running sink likes."""
         ...

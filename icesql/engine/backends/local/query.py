@@ -22,6 +22,10 @@ JVM:
   readers and writers are Arrow's C++, which runs outside the GIL); ``map_in_threads`` runs the
   later stages' tasks (an upsert's shards, a key index rebuild) the same way.
 
+The same loop runs a sink's batches on Spark (``spark.planned.PlannedStream``): the reader plans
+each batch here and Spark gets its pieces as a DataFrame, so that no Python data source runs in
+Spark's own Python processes; ``stop`` then cancels the running batch's Spark jobs.
+
 What needs Spark is never done here: a piece the Arrow readers cannot read exactly as Spark would
 (the Arrow path then reads that file with Spark's reader) stops the batch before it stages
 anything with ``SparkNeeded``, and the supervisor restarts the sink at once on Spark, which
@@ -233,11 +237,18 @@ class LocalQuery:
         return self._thread.is_alive()
 
     def stop(self) -> None:
-        """No batch starts after this, and the one running ends before this returns (Spark's
-        ``stop`` interrupts it; a thread cannot be, and its batch is short)."""
+        """No batch starts after this, and the one running ends before this returns: its Spark
+        jobs cancelled, as Spark's ``stop`` interrupts its batch (tasks that are threads of this
+        process cannot be; their batch is short)."""
         self._stop.set()
         if threading.current_thread() is not self._thread and self._thread.is_alive():
+            self.frame.cancel(self.name)
             self._thread.join()
+
+    @property
+    def executor(self) -> str:
+        """Where the batches' tasks run: 'local' (threads of this process) or 'spark'."""
+        return self.frame.executor
 
     def awaitTermination(self, timeout: float | None = None) -> bool:  # noqa: N802 - PySpark's name
         self._thread.join(timeout)
@@ -250,7 +261,10 @@ class LocalQuery:
         try:
             self._loop(reader)
         except BaseException as e:  # noqa: BLE001 - handed to awaitTermination, as Spark does
-            self._error = e
+            if self._stop.is_set() and self.frame.interrupted(e):
+                log.info("query %s: its batch was interrupted by stop", self.name)
+            else:
+                self._error = e
         finally:
             try:
                 reader.stop()
@@ -310,10 +324,7 @@ class LocalQuery:
         return offset
 
     def _batch(self, reader: Any, batch_id: int, start: dict[str, Any], end: dict[str, Any]) -> None:
-        frame = self.frame
-        pieces = LocalPieces(
-            reader, reader.partitions(start, end), frame.arrow_schema, frame.needs_spark, frame.parallelism
-        )
+        pieces = self.frame.batch(reader, reader.partitions(start, end), self.name)
         self.foreach_batch(pieces, batch_id)
         self.log.write_commit(batch_id)
         reader.commit(end)
@@ -322,9 +333,11 @@ class LocalQuery:
 class LocalStreamFrame:
     """Where a source's streaming DataFrame stands when its sink runs without Spark: what the
     runner reads of it (``isStreaming``) and what ``LocalQuery`` needs (a new reader, the schema of
-    its rows, which failures need Spark); ``local.frames.LocalBackend.start_query`` starts it."""
+    its rows, which failures need Spark, a batch's frame of pieces); ``local.frames.LocalBackend.start_query``
+    starts it. On Spark, ``spark.planned.PlannedStream`` is the same with Spark's frames."""
 
     isStreaming = True  # noqa: N815 - PySpark's name
+    executor = "local"
 
     def __init__(
         self,
@@ -345,6 +358,17 @@ class LocalStreamFrame:
         # a look for new data costs no more than the time it takes (a local directory, a Kafka
         # ListOffsets), not a billed request (an object store's listing)
         self.cheap_checks = cheap_checks
+
+    def batch(self, reader: Any, partitions: Sequence[Any], query: str) -> Any:
+        """One batch's pieces as the frame the sink's batch writer takes (``query``: the query's name)."""
+        return LocalPieces(reader, partitions, self.arrow_schema, self.needs_spark, self.parallelism)
+
+    def cancel(self, query: str) -> None:
+        """Stop the running batch's tasks (threads finish theirs: nothing to do)."""
+
+    def interrupted(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by a batch after ``cancel``, is the cancel's (never, here)."""
+        return False
 
     def idle_check(self, interval: float, took: float) -> float:
         """Seconds until a running query looks again at a source that had nothing new, when the

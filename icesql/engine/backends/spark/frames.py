@@ -104,8 +104,26 @@ class SparkBackend:
         needs_spark: Callable[[BaseException], str | None],
         cheap_checks: bool = True,
     ) -> Any:
-        register(self.spark)
-        return self.spark.readStream.format(name).schema(schema).options(**options).load()
+        from icesql import settings
+
+        register(self.spark)  # a batch's pieces Arrow cannot read go to the source's reader on Spark
+
+        def streaming() -> Any:
+            return self.spark.readStream.format(name).schema(schema).options(**options).load()
+
+        if self.name == "connect" or not settings.PLANNED_BATCHES.enabled():
+            return streaming()
+        from icesql.engine.backends.spark.planned import PlannedStream
+
+        return PlannedStream(
+            self.spark,
+            streaming,
+            reader,
+            schema,
+            needs_spark,
+            parallelism=self.parallelism,
+            cheap_checks=cheap_checks,
+        )
 
     def accumulator(self, initial: Any, param: Any = None) -> Any:
         try:
@@ -129,6 +147,17 @@ class SparkBackend:
         name: str,
         interval: float | None,
     ) -> Any:
+        from icesql.engine.backends.checkpoint import local_path
+        from icesql.engine.backends.spark.planned import PlannedStream
+
+        if isinstance(stream, PlannedStream):
+            if local_path(checkpoint) is not None:  # the batches planned here, run on Spark
+                from icesql.engine.backends.local.query import LocalQuery
+
+                shuffle = str(self.spark.conf.get("spark.sql.shuffle.partitions"))
+                first_conf = {"spark.sql.shuffle.partitions": shuffle}
+                return LocalQuery(stream, foreach_batch, checkpoint, name, interval, first_conf).start()
+            stream = stream.streaming_frame()
         writer = stream.writeStream.foreachBatch(foreach_batch).option("checkpointLocation", checkpoint)
         writer = writer.queryName(name)
         if interval is None:
