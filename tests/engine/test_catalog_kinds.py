@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from icesql.engine.connections.catalog_kinds import KINDS, REST_AUTH
 from icesql.engine.connections.failures import RULES, CatalogUnavailableError, describe_failure, is_transient
 from icesql.plan import CatalogType, RestAuth
@@ -243,3 +245,35 @@ def test_table_metadata_with_a_type_pyiceberg_does_not_know_is_not_a_wrong_uri()
         "(its Iceberg library, pyiceberg, does not know the type)"
     )
     assert err.hint and "deleteColumn" in err.hint
+
+
+def test_a_new_sql_catalog_opened_by_many_at_once_opens_for_each(tmp_path: Path) -> None:
+    """A SQL catalog creates its tables as it is first opened: sinks (or processes) opening the
+    same new SQLite database at once raced between the look and the CREATE ("table
+    iceberg_tables already exists"; pyiceberg alone fails every one of these rounds)."""
+    import threading
+
+    from icesql.engine.connections.catalog_kinds import KINDS
+    from icesql.plan import CatalogType
+
+    kind = KINDS[CatalogType.SQL]
+    for round_no in range(5):
+        root = tmp_path / str(round_no)
+        root.mkdir()
+        props = {"uri": f"sqlite:///{root}/catalog.db", "warehouse": f"file://{root}/wh"}
+        errors: list[BaseException] = []
+        start = threading.Barrier(6)
+
+        def open_it(start: threading.Barrier, props: dict[str, str], errors: list[BaseException]) -> None:
+            start.wait()
+            try:
+                kind.construct("c", dict(props))
+            except BaseException as e:  # noqa: BLE001 - the test reports it
+                errors.append(e)
+
+        threads = [threading.Thread(target=open_it, args=(start, props, errors)) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, f"round {round_no}: {errors[0]}"

@@ -194,7 +194,16 @@ class CatalogKind:
         from icesql.engine.base.pyiceberg_catalogs import timed_sessions
 
         module, _, cls = self.catalog_class.partition(":")
-        return timed_sessions(getattr(importlib.import_module(module), cls), timeout)(name, **props)
+        make = timed_sessions(getattr(importlib.import_module(module), cls), timeout)
+        try:
+            return make(name, **props)
+        except Exception as e:
+            # a SQL catalog creates its tables when first opened: another process (or sink)
+            # opening the same new database at once may create them between the look and the
+            # CREATE, which then fails; once they exist, opening it again succeeds
+            if "already exists" not in str(e):
+                raise
+            return make(name, **props)
 
 
 def _local(
