@@ -461,14 +461,16 @@ def test_the_watermark_survives_a_compaction_of_the_table(
 
 
 def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
-    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``): the
-    Arrow path's data source is registered in the background, once, the warm-up job of two
-    chained Arrow stages runs to the end, and the throwaway query ends and leaves nothing."""
+    """``Engine.warm_up`` (``start_sink`` first thing; ``Session.warm_up`` with ``query``) where
+    Spark's streaming query runs the source (``ICESQL_PLANNED_BATCHES=0``): the Arrow path's data
+    source is registered in the background, once, the warm-up job of two chained Arrow stages runs
+    to the end, and the throwaway query ends and leaves nothing."""
     from icesql.engine.backends.spark import session
     from icesql.engine.sources.files import source
 
+    monkeypatch.setenv("ICESQL_PLANNED_BATCHES", "0")
     session._registered.discard((id(spark), source.NAME))  # another test of this session may have registered it
     eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)
     import tempfile
@@ -491,3 +493,24 @@ def test_warm_up_registers_the_files_source_and_starts_two_workers_per_core(
         path=str(tmp_path), format="json", log=str(tmp_path / "log")
     ).load()
     assert df.isStreaming and df.columns == [f.name for f in source.PIECE_SCHEMA.fields]
+
+
+def test_warm_up_with_planned_batches_starts_workers_and_leaves_the_data_source_alone(
+    spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where a sink's batches are planned in the driver (the default: ``backends.spark.planned``)
+    no Python data source runs: the warm-up registers none (Spark's look-up of installed data
+    sources is a Python process of its own) and runs no throwaway query; its job of one Arrow
+    stage per core runs to the end."""
+    from icesql.engine.backends.spark import session
+    from icesql.engine.sources.files import source
+
+    session._registered.discard((id(spark), source.NAME))
+    eng = Engine(tmp_path, objects=Objects({}, {}), secrets=lambda n: "x", state=State(), spark=spark)
+    caplog.set_level(logging.DEBUG, logger="icesql.engine")
+    eng.warm_up(query=True)
+    eng.wait_warm(180)
+    assert eng.warmer._thread is not None and not eng.warmer._thread.is_alive()
+    assert (id(spark), source.NAME) not in session._registered
+    assert not [r for r in caplog.records if "a query of the files data source ran" in r.getMessage()]
+    assert not [r for r in caplog.records if "warming" in r.getMessage() and "failed" in r.getMessage()]

@@ -201,6 +201,7 @@ CREATE SINK az_upsert FROM scaled INTO ICEBERG CATALOG lake_az_cat (NAMESPACE = 
             s.execute(sql)
             s.run(once=True, sinks=sinks)
             assert s.engine._spark is spark
+            executors = {n: getattr(s.engine.runner(n).query, "executor", "spark query") for n in sinks}
             status = {st.name: st for st in s.status()}
             for name in sinks:
                 assert status[name].last_error is None, (name, status[name].last_error)
@@ -235,8 +236,11 @@ CREATE SINK az_upsert FROM scaled INTO ICEBERG CATALOG lake_az_cat (NAMESPACE = 
             )
     finally:
         started.close()
-    # every sink ran as a streaming query of the given Spark session, none in this process
-    for name in sinks:
+    # every sink ran on the given Spark session, none in this process: the appends' batches
+    # planned here and run on Spark (``backends.spark.planned``), the upserts over a view as
+    # Spark's own streaming query (a view is Spark's plan over the source's streaming DataFrame)
+    assert executors == {"gs_append": "spark", "az_append": "spark", "gs_upsert": "spark query", "az_upsert": "spark query"}
+    for name in ("gs_upsert", "az_upsert"):
         assert any(n.startswith(f"icesql_{name}_") for n in started.names), (name, started.names)
     assert LOCAL_LINE not in caplog.text
 

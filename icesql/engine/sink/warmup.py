@@ -1,6 +1,7 @@
-"""Spark warmed for running sinks, in the background: the Arrow path's data source registered,
-Spark's Python workers started and their imports done, and (on request) one throwaway streaming
-query of that source, so a sink's first batch does not pay for them.
+"""Spark warmed for running sinks, in the background: Spark's Python workers started and their
+imports done, and where Spark's streaming query runs the source, the Arrow path's data source
+registered and (on request) one throwaway streaming query of it, so a sink's first batch does not
+pay for them.
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ class Warmer:
         self._thread: threading.Thread | None = None
 
     def warm_up(self, spark_of: Callable[[], Any], *, query: bool = False) -> None:
-        """Prepare Spark for running sinks, in the background, once per engine: register the
-        Arrow path's data source and start Spark's Python workers; with ``query``, also run one
-        throwaway streaming query of that source over a one-line file.
+        """Prepare Spark for running sinks, in the background, once per engine: start Spark's
+        Python workers, and where Spark's own streaming query will run a sink's source (Spark
+        Connect, ``ICESQL_PLANNED_BATCHES=0``: ``backends.spark.planned``) register the Arrow
+        path's data source, and with ``query`` run one throwaway streaming query of it over a
+        one-line file.
 
         All of it costs Python processes and JVM code that Spark starts or loads on demand:
         registering a Python data source makes Spark look up installed ones in a fresh Python
@@ -36,8 +39,9 @@ class Warmer:
         this (without ``query``: the sink's own query is about to pay that cost, and another at
         the same time would only compete with it) while the driver prepares the sink (catalog,
         table, recovery, query start); ``icesql.Session.warm_up`` (with ``query``) lets a
-        program call it earlier. A tiny job of two chained Arrow stages per core warms a worker
-        for each stage of an Arrow path task (the piece reader and the writer), and Spark reuses
+        program call it earlier. A tiny job of an Arrow stage per core warms a worker for each
+        task (two chained stages where a task of the data source's stream also holds a worker
+        that reads its piece rows), and Spark reuses
         those workers for the sink's tasks (``spark.python.worker.reuse``, on by default). Best
         effort: any failure is ignored. ``ICESQL_WARM_WORKERS=0`` turns it off.
         """
@@ -55,14 +59,17 @@ class Warmer:
         previous = self._thread
 
         def run() -> None:
+            from icesql.engine.backends.spark.planned import plans_batches
             from icesql.engine.sources.files.source import register
 
             if previous is not None:
                 previous.join()
+            planned = plans_batches(spark)
             try:
-                register(spark)  # a sink registering it meanwhile waits for this one (a lock)
-                if query:
-                    warm_query(spark)
+                if not planned:  # Spark's streaming query of the data source: registered, warmed
+                    register(spark)  # a sink registering it meanwhile waits for this one (a lock)
+                    if query:
+                        warm_query(spark)
             except Exception:  # noqa: BLE001 - the sink registers it again and reports the error
                 log.debug("warming the files data source failed", exc_info=True)
             if not workers:
@@ -74,9 +81,10 @@ class Warmer:
             n = max(1, min(n, 64))
             try:
                 schema = warm_schema()
-                spark.range(0, n, 1, n).mapInArrow(warm_worker, schema).mapInArrow(
-                    warm_worker, schema
-                ).collect()
+                job = spark.range(0, n, 1, n).mapInArrow(warm_worker, schema)
+                if not planned:  # a task of the data source's stream holds a reading worker too
+                    job = job.mapInArrow(warm_worker, schema)
+                job.collect()
             except Exception:  # noqa: BLE001 - an optimisation only (e.g. the session is stopping)
                 log.debug("warming the Python workers failed", exc_info=True)
 

@@ -104,16 +104,14 @@ class SparkBackend:
         needs_spark: Callable[[BaseException], str | None],
         cheap_checks: bool = True,
     ) -> Any:
-        from icesql import settings
-
-        register(self.spark)  # a batch's pieces Arrow cannot read go to the source's reader on Spark
+        from icesql.engine.backends.spark.planned import PlannedStream, plans_batches
 
         def streaming() -> Any:
+            register(self.spark)
             return self.spark.readStream.format(name).schema(schema).options(**options).load()
 
-        if self.name == "connect" or not settings.PLANNED_BATCHES.enabled():
+        if not plans_batches(self.spark):
             return streaming()
-        from icesql.engine.backends.spark.planned import PlannedStream
 
         return PlannedStream(
             self.spark,

@@ -27,6 +27,15 @@ from typing import Any
 from icesql.engine.backends.local.query import LocalStreamFrame
 
 
+def plans_batches(spark: Any) -> bool:
+    """Whether a sink's batches on ``spark`` are planned here (a local checkpoint given): on
+    classic Spark unless ``ICESQL_PLANNED_BATCHES=0``; Spark Connect runs its own query."""
+    from icesql import settings
+    from icesql.engine.backends.spark.session import is_connect
+
+    return settings.PLANNED_BATCHES.enabled() and not is_connect(spark)
+
+
 class PlannedStream(LocalStreamFrame):
     """A source's stream on Spark whose batches the driver plans (``local.query.LocalQuery``):
     each batch a Spark DataFrame of its pieces. Anything else asked of it is asked of Spark's
@@ -94,4 +103,4 @@ def pieces_frame(spark: Any, schema: Any, groups: Sequence[Sequence[Sequence[Any
     return spark.range(0, n, 1, n).select(F.inline(F.element_at(every, F.col("id").cast("int") + 1)))
 
 
-__all__ = ["PlannedStream", "pieces_frame"]
+__all__ = ["PlannedStream", "pieces_frame", "plans_batches"]

@@ -151,10 +151,11 @@ class KafkaArrowSource:
         bad-record guard and ON ERROR)."""
         from icesql.engine.connections.kafka import SECRET_KEYS
         from icesql.engine.sources.kafka.records import decode_records
-        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA
+        from icesql.engine.sources.kafka.source import NAME, RECORD_SCHEMA, register
         from icesql.engine.sources.kafka.topic import kafka_options
 
         spark = pieces.sparkSession
+        register(spark)  # a sink whose batches are planned in the driver has not registered it
         opts = {
             "ranges": json.dumps([list(r) for r in keys]),
             **kafka_options(self.conf, SECRET_KEYS),
