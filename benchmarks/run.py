@@ -758,10 +758,15 @@ def _other_ratios(sections: dict[str, Any]) -> list[dict[str, Any]]:
             ice, java = _get(res, "icesql_cli"), _get(res, "spark35_iceberg_submit")
             rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql run --once vs Spark+Iceberg Java (fresh processes)",
                                    ice, java, speed, f">= {E2E_VS_JAVA:g}x", lambda v: v >= E2E_VS_JAVA))
+            # issue 54: peak memory (the process tree) at or below Java's on both executors
+            on_spark = _get(res, "icesql_cli_on_spark")
             rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql peak memory / Spark+Iceberg Java's",
-                                   ice, java, _mem_ratio, "-", None, ok=_has_mem))
+                                   ice, java, _mem_ratio, "<= 1x", lambda v: v <= 1.0, ok=_has_mem))
+            rows.append(_ratio_row(f"e2e {fmt} {layout}: icesql on Spark (ICESQL_LOCAL_RUN=0) peak memory / "
+                                   "Spark+Iceberg Java's", on_spark, java, _mem_ratio, "<= 1x", lambda v: v <= 1.0,
+                                   ok=_has_mem))
             rows.append(_ratio_row(f"e2e {fmt} {layout}: (context) icesql on Spark (ICESQL_LOCAL_RUN=0) vs "
-                                   "Spark+Iceberg Java", _get(res, "icesql_cli_on_spark"), java, speed, "-", None))
+                                   "Spark+Iceberg Java", on_spark, java, speed, "-", None))
     up = sections.get("upsert", {})
     if up:
         modes = (
