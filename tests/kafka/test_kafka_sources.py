@@ -373,6 +373,32 @@ def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     assert len(idle) == min(2, os.cpu_count() or 1)
 
 
+def test_the_idle_readers_of_a_connection_no_read_uses_are_closed(
+    noida: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection's idle consumer stays while its ranges are read; once no read of it took or
+    gave one for ``IDLE_READER_SECONDS``, the next read (of any connection) closes it."""
+    from icesql.engine.sources.kafka import topic as S
+
+    b = noida.bootstrap
+    K.create_topic(b, "unused", 1)
+    K.produce(b, "unused", [(None, _json(i), None, 0) for i in range(10)])
+    old, new = {"bootstrap.servers": b, "client.id": "old"}, {"bootstrap.servers": b, "client.id": "new"}
+    S._IDLE_READERS.clear()
+    S._IDLE_USED.clear()
+    assert sum(x.num_rows for x in S.read_range(old, "unused", 0, 0, 10)) == 10
+    (kept,) = S._IDLE_READERS[tuple(sorted(old.items()))]
+    assert sum(x.num_rows for x in S.read_range(new, "unused", 0, 0, 10)) == 10
+    assert S._IDLE_READERS[tuple(sorted(old.items()))] == [kept]  # within the time: kept
+    monkeypatch.setattr(S, "IDLE_READER_SECONDS", 0.5)
+    time.sleep(1.0)
+    assert sum(x.num_rows for x in S.read_range(new, "unused", 0, 0, 10)) == 10
+    assert tuple(sorted(old.items())) not in S._IDLE_READERS
+    assert len(S._IDLE_READERS[tuple(sorted(new.items()))]) == 1  # the connection in use keeps its own
+    with pytest.raises(RuntimeError):
+        kept.assignment()  # closed
+
+
 def test_the_planner_and_the_range_reads_share_their_consumers(noida: Any) -> None:
     """The planner's requests (partitions, log ends, a record sample) borrow a consumer from the
     idle readers and give it back; the next range read takes that same client (already connected)

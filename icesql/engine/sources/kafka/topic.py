@@ -561,16 +561,46 @@ def _joined(batches: list[Any]) -> Any:
 # ranges: a Spark Python worker reads with one thread, a run without Spark (``local_query``) with
 # one per core, and a thread that found no idle consumer paid a new one and closed it after its
 # range (about a second of a 100k-record batch).
+# The consumers of a connection no range read used for ``IDLE_READER_SECONDS`` are closed (at the
+# next read of any connection): a long-lived process (a server, a routed sink) would otherwise keep
+# a librdkafka client per connection it ever read, each with its threads and sockets, reconnecting
+# for ever to a broker that is gone.
 _IDLE_READERS: dict[tuple[tuple[str, str], ...], list[Any]] = {}
+_IDLE_USED: dict[tuple[tuple[str, str], ...], float] = {}  # when a read of the connection last took or gave one
+IDLE_READER_SECONDS = 300.0
 
 
 _IDLE_LOCK = threading.Lock()
 
 
+def _unused(key: tuple[tuple[str, str], ...]) -> list[Any]:
+    """(Under ``_IDLE_LOCK``.) Note ``key`` as used now; take out the idle consumers of the
+    connections unused for ``IDLE_READER_SECONDS``, for the caller to close."""
+    now = time.monotonic()
+    _IDLE_USED[key] = now
+    stale = [k for k, used in _IDLE_USED.items() if now - used > IDLE_READER_SECONDS]
+    out: list[Any] = []
+    for k in stale:
+        out += _IDLE_READERS.pop(k, [])
+        del _IDLE_USED[k]
+    return out
+
+
+def _close_all(consumers: list[Any]) -> None:
+    for c in consumers:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001 - a consumer nobody uses any more
+            log.debug("closing an unused Kafka reader failed", exc_info=True)
+
+
 def _reader(conf: Mapping[str, str]) -> Any:
+    key = tuple(sorted(conf.items()))
     with _IDLE_LOCK:
-        idle = _IDLE_READERS.get(tuple(sorted(conf.items())))
+        idle = _IDLE_READERS.get(key)
         c = idle.pop() if idle else None
+        unused = _unused(key)
+    _close_all(unused)
     return c if c is not None else new_consumer(conf, **{"fetch.wait.max.ms": 100})
 
 
@@ -583,9 +613,13 @@ def _release(conf: Mapping[str, str], c: Any, *, reuse: bool) -> None:
             c.unassign()
             with _IDLE_LOCK:
                 idle = _IDLE_READERS.setdefault(key, [])
-                if len(idle) < (os.cpu_count() or 1):
+                unused = _unused(key)
+                kept = len(idle) < (os.cpu_count() or 1)
+                if kept:
                     idle.append(c)
-                    return
+            _close_all(unused)
+            if kept:
+                return
         except Exception:  # noqa: BLE001 - a consumer that cannot unassign is closed instead
             log.debug("an idle Kafka reader could not be kept", exc_info=True)
     c.close()
