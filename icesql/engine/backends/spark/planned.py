@@ -43,18 +43,9 @@ class PlannedStream(LocalStreamFrame):
 
     executor = "spark"
 
-    def __init__(
-        self,
-        spark: Any,
-        make_stream: Callable[[], Any],
-        make_reader: Callable[[], Any],
-        schema: Any,
-        needs_spark: Callable[[BaseException], str | None],
-        *,
-        parallelism: int | None = None,
-        cheap_checks: bool = True,
-    ) -> None:
-        super().__init__(make_reader, schema, needs_spark, parallelism=parallelism, cheap_checks=cheap_checks)
+    def __init__(self, spark: Any, make_stream: Callable[[], Any], *args: Any, **kwargs: Any) -> None:
+        """``make_stream()``: Spark's streaming DataFrame of the source; the rest as ``LocalStreamFrame``'s."""
+        super().__init__(*args, **kwargs)
         self.spark = spark
         self._make_stream = make_stream
         self._stream: Any = None
