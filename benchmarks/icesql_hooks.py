@@ -205,7 +205,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                       debezium_files: list[str], expected_rows: int, home: str, *,
                       spark_conf: dict[str, str] | None = None, smoke: bool = False,
                       running: bool = False, on_spark: bool = False, kafka: str | None = None,
-                      format_version: int = 2) -> dict[str, Any]:
+                      format_version: int = 2, broker_pid: int | None = None) -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -233,7 +233,9 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     each batch's lines are produced as one transaction (``kafka.FileProducer``, untimed: the sink
     reads committed records only, so the batch arrives at once, as a renamed file does), and a
     running sink's batch is timed from the commit of that transaction to the table's commit that
-    holds the topic's log end.
+    holds the topic's log end. ``broker_pid``: the broker's process; its CPU seconds during the
+    timed batches are reported (``broker_cpu_s``: a broker on the same cores takes them from the
+    sink; noida-db saves its whole data after a change, about a second of a core per batch).
     """
     import icesql
     from benchmarks.datagen import SPARK_DDL
@@ -274,6 +276,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         runner = s.engine.runner("u")
         _wait_first_trigger(runner)
     prof = _profile_start()
+    broker_cpu = 0.0
     for f in debezium_files:
         with open(f, "rb") as fh:
             changes += sum(1 for _ in fh)
@@ -286,12 +289,15 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
             else:
                 os.replace(tmp, inbox / Path(f).name)
             t0 = time.perf_counter()
+            c0 = _cpu_seconds(broker_pid)
             s.run(once=True, sinks=["u"])
+            broker_cpu += _cpu_seconds(broker_pid) - c0
         else:
             commits = runner.totals["commits"]
             if producer is not None:
                 ends = producer.send(f)
                 t0 = time.perf_counter()
+                c0 = _cpu_seconds(broker_pid)
                 done = lambda ends=ends: all(runner.source.committed.get((topic, p), 0) >= e for p, e in ends.items())  # noqa: E731
             else:
                 os.replace(tmp, inbox / Path(f).name)
@@ -303,6 +309,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                 if time.perf_counter() - t0 > 600:  # a wait that never ends is a bug, not a figure
                     raise RuntimeError(f"the running sink did not commit the batch in 600 s: {runner.status_row()}")
                 time.sleep(0.01)
+            if producer is not None:
+                broker_cpu += _cpu_seconds(broker_pid) - c0
         batch_s.append(time.perf_counter() - t0)
     _profile_stop(prof)
     if runner is not None:
@@ -336,9 +344,22 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
         "spark_started": spark_started,
         "expected_rows": expected_rows, **totals,
     }
+    if broker_pid:
+        out["broker_cpu_s"] = round(broker_cpu, 2)
     out.update(file_stats(sizes=data))
     out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))
     return out
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (0 without one, or gone)."""
+    if not pid:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait_first_trigger(runner: Any, timeout: float = 300) -> float:

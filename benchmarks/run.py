@@ -241,13 +241,15 @@ def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
 
         def run(wd: Path, name: str = name, kw: dict[str, Any] | None = kw) -> dict[str, Any]:
             # a broker per run (with --repeat too): a second run on the same topic would read the first's records
-            with _upsert_broker(cfg, name) as bs:
-                if bs is None:
+            with _upsert_broker(cfg, name) as broker:
+                if broker is None:
                     return {"name": name, "status": "n/a", "reason": "noida-db missing (pip install noida-db)"}
+                bs = str(broker.bootstrap)
                 if kw is None:
                     r = B.icesql_e2e_upsert(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches, kafka=bs)
                 else:
-                    r = B.icesql_upsert(u, wd, cfg.spark_conf, kafka=bs, **kw)
+                    # the broker's CPU during the timed batches, reported beside them (it shares the cores)
+                    r = B.icesql_upsert(u, wd, cfg.spark_conf, kafka=bs, broker_pid=broker.pid, **kw)
                 if name == "icesql_kafka" and r.get("status") == "ok" and "kafka_raw_consume" not in out:
                     raw = B.run_worker("kafka_raw_consume", B.PROJECT_PY, "benchmarks.kafka:raw_consume",
                                        {"bootstrap": bs, "topic": "changes", "records": u.batches * u.batch_size},
@@ -260,8 +262,9 @@ def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _upsert_broker(cfg: Config, name: str) -> Iterator[str | None]:
-    """A fresh noida-db on loopback for one Kafka upsert writer (None: noida-db missing)."""
+def _upsert_broker(cfg: Config, name: str) -> Iterator[Any]:
+    """A fresh noida-db on loopback for one Kafka upsert writer (``tests.support.kafka.Broker``;
+    None: noida-db missing)."""
     from tests.support import kafka as K
 
     if K.missing_reason("noida"):
@@ -271,7 +274,7 @@ def _upsert_broker(cfg: Config, name: str) -> Iterator[str | None]:
     shutil.rmtree(bdir, ignore_errors=True)
     broker = K.Broker("noida", bdir).start()
     try:
-        yield str(broker.bootstrap)
+        yield broker
     finally:
         broker.stop()
         shutil.rmtree(bdir, ignore_errors=True)
@@ -1161,15 +1164,17 @@ def render_markdown(res: dict[str, Any]) -> str:
                 continue
             urows.append([k, r.get("status"), r.get("seconds"), r.get("changes_per_s"), r.get("batch_p50_s"),
                           r.get("count_seconds"), _files(r), r.get("rows_in_table") or r.get("rows"),
-                          r.get("matches_expected", r.get("rows_match")), _mem(r), r.get("wall_seconds")])
+                          r.get("matches_expected", r.get("rows_match")), _mem(r), r.get("wall_seconds"),
+                          r.get("broker_cpu_s", "")])
         out += ["", "### Upsert (absolute)", "",
                 f"{_fmt(d['keys'])} keys, {d['batches']} batches x {_fmt(d['batch_size'])} changes "
                 f"({d['mix']}), {_fmt(d['expected_rows'])} rows expected. seconds = sum of the batch "
                 "commits (base load excluded) for writers (`*_e2e`: sum of the wall times of one fresh process "
                 "per batch), full scan of every column for readers (`<reader>_read_<table>`; `compacted` = a "
-                "fresh table holding the expected rows, no delete files).", "",
+                "fresh table holding the expected rows, no delete files). broker CPU s = the CPU time the "
+                "Kafka writers' broker (noida-db, on the same two cores) used during their timed batches.", "",
                 _table(["run", "status", "seconds", "changes/s", "batch p50 s", "count s", "files",
-                        "rows", "matches expected", "peak RSS MB", "wall s"], urows)]
+                        "rows", "matches expected", "peak RSS MB", "wall s", "broker CPU s"], urows)]
     ix = secs.get("index")
     if ix:
         out += ["", "### Key index build (absolute)", "",

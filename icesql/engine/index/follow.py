@@ -281,7 +281,11 @@ def follow(
         if new.num_rows:
             incoming = new.filter(pc.equal(new.column(SHARD), shard)).drop_columns([SHARD])
         chain = chains[shard]
-        entries = S.load(store.read_entries, chain, key_fields)
+        # the shard as the batches' tasks left it, where they run in this process (no Spark)
+        entries = S.cached(store.root, shard, chain)
+        held = entries is not None
+        if entries is None:
+            entries = S.load(store.read_entries, chain, key_fields)
         gone = _gone(entries, changes.removed, removed_at)
         stale = entries.filter(gone) if gone is not None else entries.slice(0, 0)
         if remap is not None:
@@ -303,6 +307,8 @@ def follow(
             chains[shard] = (base,)
         else:
             chains[shard] = (*chain, delta_name)
+        if held:  # the next batch's task finds the shard as it is now
+            S.remember(store.root, shard, chains[shard], after)
         shard_keys[shard] = after.num_rows
     if remap is not None and claimed != remap.rows:
         # rows written that no entry went to: rows the index did not know (nothing is referenced
@@ -365,7 +371,8 @@ def _deleted_positions(io: Any, delete_files: Sequence[Any]) -> dict[str, Any]:
 
 
 def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> Any:
-    """A mask of the entries in a removed file or at a deleted position (None: none can be)."""
+    """A mask of the entries in a removed file or at a deleted position (None: none can be).
+    The paths are compared on ``__path``'s dictionary (a few files per shard), not entry by entry."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -373,11 +380,19 @@ def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> 
 
     if entries.num_rows == 0 or not (removed or deleted_at):
         return None
-    paths = entries.column(PATH).cast(pa.string())
-    mask = pc.is_in(paths, value_set=pa.array(sorted(removed), pa.string()))
-    for path, positions in deleted_at.items():
-        hit = pc.and_(pc.equal(paths, path), pc.is_in(entries.column(POS), value_set=positions))
-        mask = pc.or_(mask, hit)
+    if entries.column(PATH).num_chunks != 1:
+        entries = entries.combine_chunks()
+    paths = entries.column(PATH).chunk(0)
+    if not pa.types.is_dictionary(paths.type):
+        paths = pc.dictionary_encode(paths)
+    files = paths.dictionary.cast(pa.string())
+    mask = pc.is_in(files, value_set=pa.array(sorted(removed), pa.string())).take(paths.indices)
+    for path, deleted in deleted_at.items():
+        named = pc.equal(files, path)
+        if not pc.any(named).as_py():
+            continue
+        here = named.take(paths.indices)
+        mask = pc.or_(mask, pc.and_(here, pc.is_in(entries.column(POS), value_set=deleted)))
     return pc.fill_null(mask, False)
 
 

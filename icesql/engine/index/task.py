@@ -20,8 +20,6 @@ chain.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -37,28 +35,7 @@ from icesql.engine.base.wire import (
     releases_task_memory,
 )
 from icesql.engine.iceberg.lineage import ROW_ID, replaced_row_ids
-
-# shards this Python worker loaded last: (index root, shard) -> (chain, entries)
-_CACHE: OrderedDict[tuple[str, int], tuple[tuple[str, ...], Any]] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_SHARDS = 4
-
-
-def _cached(root: str, shard: int, chain: tuple[str, ...]) -> Any:
-    with _CACHE_LOCK:
-        hit = _CACHE.get((root, shard))
-        if hit is not None and hit[0] == chain:
-            _CACHE.move_to_end((root, shard))
-            return hit[1]
-    return None
-
-
-def _remember(root: str, shard: int, chain: tuple[str, ...], entries: Any, keep: int = _CACHE_SHARDS) -> None:
-    with _CACHE_LOCK:
-        _CACHE[(root, shard)] = (chain, entries)
-        _CACHE.move_to_end((root, shard))
-        while len(_CACHE) > keep:
-            _CACHE.popitem(last=False)
+from icesql.engine.index.shard import CACHE_SHARDS, cached, remember
 
 
 class ShardTask:
@@ -86,7 +63,7 @@ class ShardTask:
         self.row_ids = row_ids
         self.store = store
         self.keep_shards = (
-            _CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
+            CACHE_SHARDS  # loaded shards the process keeps (all of them in a run without Spark)
         )
         self.chains = [tuple(c) for c in chains]
         self.key = list(key)
@@ -138,7 +115,7 @@ class ShardTask:
         changes = last_per_key(changes, self.key)
         keys = pa.table({f.name: changes.column(f.name).cast(f.type) for f in key_fields})
         chain = self.chains[shard] if shard < len(self.chains) else ()
-        entries = _cached(self.store.root, shard, chain)
+        entries = cached(self.store.root, shard, chain)
         if entries is None:
             entries = S.load(self.store.read_entries, chain, key_fields)
         found = S.lookup(entries, keys, self.key)
@@ -182,7 +159,7 @@ class ShardTask:
             new_chain: tuple[str, ...] = (base,)
         else:
             new_chain = (*chain, delta_name)
-        _remember(self.store.root, shard, new_chain, new_entries, self.keep_shards)
+        remember(self.store.root, shard, new_chain, new_entries, self.keep_shards)
         out.extend(file_row(f) for f in written)
         info = {
             "shard": shard,
@@ -193,7 +170,6 @@ class ShardTask:
         }
         out.append({"content": INDEX, "file": json.dumps(info), "rows": new_entries.num_rows, "bytes": 0})
         return out
-
 
     def _keep_row_ids(self, upserts: Any, found: Any, key_fields: list[Any]) -> Any:
         """``upserts`` with ``_row_id``: the id of the row each replaces (``lineage``), null for
