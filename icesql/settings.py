@@ -124,6 +124,13 @@ PLANNED_BATCHES = Setting(
     "checkpoint plans each batch in icesql's process and hands Spark the batch's pieces to read and "
     "write (the same checkpoint: either way takes up where the other stopped)",
 )
+TRIGGER_INTERVAL = Setting(
+    "ICESQL_TRIGGER_INTERVAL",
+    "1",
+    "seconds between the starts of a running sink's micro-batches (Spark's processing-time trigger, "
+    "on both executors; at least 0.1): a change that lands just after a batch began waits for the "
+    "next one, a shorter interval means more, smaller batches and commits",
+)
 CATALOG_TIMEOUT = Setting(
     "ICESQL_CATALOG_TIMEOUT",
     "30",
@@ -262,6 +269,7 @@ ALL: tuple[Setting, ...] = (
     PRECHECK,
     LOCAL_RUN,
     PLANNED_BATCHES,
+    TRIGGER_INTERVAL,
     CATALOG_TIMEOUT,
     COMMIT_RETRIES,
     RETRY_BACKOFF,

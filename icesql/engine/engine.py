@@ -41,6 +41,16 @@ if (
 log = logging.getLogger("icesql.engine")
 
 
+MIN_TRIGGER_INTERVAL = 0.1  # an idle source is looked at this often at most (local.query.IDLE_CHECK)
+
+
+def default_trigger_interval() -> float:
+    """``ICESQL_TRIGGER_INTERVAL`` in seconds (1 by default), never below ``MIN_TRIGGER_INTERVAL``:
+    a running query with no interval would look at an idle source in a loop."""
+    value = settings.TRIGGER_INTERVAL.get_float()
+    return max(MIN_TRIGGER_INTERVAL, value if value is not None else 1.0)
+
+
 class Engine:
     def __init__(
         self,
@@ -52,7 +62,7 @@ class Engine:
         spark: Any = None,
         spark_master: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
-        trigger_interval: float = 1.0,
+        trigger_interval: float | None = None,
     ) -> None:
         self.home = Path(home)
         self.objects = objects
@@ -61,7 +71,10 @@ class Engine:
         self._spark = spark
         self._spark_master = spark_master
         self._spark_conf = dict(spark_conf or {})
-        self.trigger_interval = trigger_interval
+        # seconds between the starts of a running sink's batches (ICESQL_TRIGGER_INTERVAL)
+        self.trigger_interval = (
+            trigger_interval if trigger_interval is not None else default_trigger_interval()
+        )
         self._runners: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._any_done = threading.Condition(self._lock)

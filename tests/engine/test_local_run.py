@@ -232,20 +232,24 @@ def test_the_checkpoint_log_is_written_as_spark_writes_it(tmp_path: Path) -> Non
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def test_a_running_sink_without_spark_looks_at_an_idle_source_sooner(tmp_path: Path) -> None:
+def test_a_running_sink_without_spark_looks_at_an_idle_source_sooner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Spark's processing-time trigger looks at the source once an interval, so a file arriving
     just after a look waits the whole interval. Without Spark, an idle local source is looked at
     every ``IDLE_CHECK`` seconds (a stat of the directory), while a batch still starts at most once
     an interval: with an 8 s trigger, a file dropped into an idle sink is committed long before the
-    next interval, and one dropped right after that batch waits for the interval."""
+    next interval, and one dropped right after that batch waits for the interval (the interval
+    set by ``ICESQL_TRIGGER_INTERVAL``)."""
     from icesql.engine.backends.local.query import IDLE_CHECK, LocalQuery, LocalStreamFrame
 
     home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "data"
     data.mkdir()
     interval = 8.0
+    monkeypatch.setenv("ICESQL_TRIGGER_INTERVAL", "8")
     with icesql.Session(home=home) as s:
         _setup(s, data, wh)
-        s.engine.trigger_interval = interval
+        assert s.engine.trigger_interval == interval
         s.start(["k"])
         runner = s.engine.runner("k")
         assert isinstance(runner.query, LocalQuery) and runner.query.interval == interval
@@ -269,3 +273,18 @@ def test_a_running_sink_without_spark_looks_at_an_idle_source_sooner(tmp_path: P
     assert frame.idle_check(1.0, 0.5) == 1.0
     remote = LocalStreamFrame(lambda: None, runner.relation.df.schema, lambda e: None, cheap_checks=False)
     assert remote.idle_check(1.0, 0.001) == 1.0
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 1.0), ("0.25", 0.25), ("0", 0.1), ("-3", 0.1), ("soon", 1.0)])
+def test_the_trigger_interval_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, expected: float
+) -> None:
+    """``ICESQL_TRIGGER_INTERVAL``: 1 s unset (or unreadable), never below 0.1 s (a running
+    query without an interval would look at an idle source in a loop)."""
+    from icesql.engine.engine import default_trigger_interval
+
+    if value is None:
+        monkeypatch.delenv("ICESQL_TRIGGER_INTERVAL", raising=False)
+    else:
+        monkeypatch.setenv("ICESQL_TRIGGER_INTERVAL", value)
+    assert default_trigger_interval() == expected

@@ -101,3 +101,45 @@ def test_stop_cancels_the_batchs_spark_jobs(spark: Any) -> None:
     t.join(60)
     assert not t.is_alive() and time.monotonic() - started < 30, "the batch's jobs were not cancelled"
     assert failed and stream.interrupted(failed[0]), failed
+
+
+def test_a_running_sink_on_spark_starts_its_batches_once_the_trigger_interval(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ICESQL_TRIGGER_INTERVAL`` is the interval of a running sink on Spark too: a file dropped
+    as soon as the first batch committed waits for the next interval (6 s here, the default is
+    1 s) before its batch starts (the batches' start times from ``ICESQL_TEST_TIMELINE``)."""
+    import icesql
+    from icesql.engine.backends.local.query import LocalQuery
+    from tests.support.pipeline_helpers import wait_for
+
+    timeline = tmp_path / "timeline"
+    monkeypatch.setenv("ICESQL_TRIGGER_INTERVAL", "6")
+    monkeypatch.setenv("ICESQL_TEST_TIMELINE", str(timeline))
+    data, wh = tmp_path / "data", tmp_path / "wh"
+    data.mkdir()
+    rows = [{"id": i, "v": f"v{i}"} for i in range(5)]
+    with icesql.Session(home=tmp_path / "home", spark=spark) as s:
+        s.execute(
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE src FROM FILES '{data}' (FORMAT = 'json', SCHEMA = 'id BIGINT, v STRING');"
+            "CREATE SINK k FROM src INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 'k');"
+        )
+        s.start(["k"])
+        runner = s.engine.runner("k")
+        assert isinstance(runner.query, LocalQuery) and runner.query.executor == "spark"
+        assert runner.query.interval == 6.0
+        write_json_lines(data, "a.json", rows)
+        wait_for(lambda: runner.totals["commits"] >= 1, 120, "the first batch")
+        write_json_lines(data, "b.json", rows)
+        wait_for(lambda: runner.totals["commits"] >= 2, 120, "the second batch")
+        s.stop()
+    started = sorted(
+        float(at)
+        for at, step in (line.split(" ", 1) for line in timeline.read_text().splitlines())
+        if step.startswith("batch ") and step.endswith(" started")
+    )
+    assert len(started) == 2, started  # a batch per file, none while the source was idle
+    first, second = started
+    # (each start is marked once the batch is planned: the marks move by a planning time)
+    assert second - first >= 5.5, f"two batches {second - first:.1f} s apart: less than the 6 s interval"
