@@ -247,12 +247,15 @@ def spark_iceberg_merge(u: datagen.UpsertDataset, workdir: Path, conf: dict[str,
 
 def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None, *,
                   running: bool = False, on_spark: bool = False, kafka: str | None = None,
-                  format_version: int = 2, broker_pid: int | None = None) -> dict[str, Any]:
+                  format_version: int = 2, broker_pid: int | None = None,
+                  trigger: float | None = None) -> dict[str, Any]:
     """``running``: the sink left running (``Session.start``) while the batches arrive, instead of
     one ``run(once=True)`` per batch. ``format_version`` 3: an Iceberg v3 table (deletion vectors). ``on_spark``: the session is given a SparkSession (the sink
     runs as Spark's streaming query) instead of running in the worker's process without Spark.
     ``kafka``: the changes come from a Debezium topic on this broker instead of files
-    (``broker_pid``: its process, whose CPU time during the timed batches is reported)."""
+    (``broker_pid``: its process, whose CPU time during the timed batches is reported).
+    ``trigger``: a running sink's trigger interval in seconds (``ICESQL_TRIGGER_INTERVAL``; 1 s
+    unset)."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"base_files": u.base.files, "base_dir": u.base.path, "change_files": u.change_files,
@@ -260,8 +263,10 @@ def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] 
          "spark_conf": conf or {}, "running": running, "on_spark": on_spark, "kafka": kafka,
          "format_version": format_version, "broker_pid": broker_pid}
     name = (("icesql_running_upsert" if running else "icesql_upsert") + ("_on_spark" if on_spark else "")
-            + ("_kafka" if kafka else "") + ("_v3" if format_version == 3 else ""))
-    return run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_upsert", a, workdir)
+            + ("_kafka" if kafka else "") + ("_v3" if format_version == 3 else "")
+            + (f"_trigger_{int(trigger * 1000)}ms" if trigger else ""))
+    env = {"ICESQL_TRIGGER_INTERVAL": str(trigger)} if trigger else None
+    return run_worker(name, PROJECT_PY, "benchmarks.icesql_hooks:run_icesql_upsert", a, workdir, env=env)
 
 
 READ_TIMEOUT_S = float(os.environ.get("ICESQL_BENCH_READ_TIMEOUT", "120"))
