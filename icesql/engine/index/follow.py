@@ -307,8 +307,8 @@ def follow(
             chains[shard] = (base,)
         else:
             chains[shard] = (*chain, delta_name)
-        if held:  # the next batch's task finds the shard as it is now
-            S.remember(store.root, shard, chains[shard], after)
+        if held:  # the next batch's task finds the shard as it is now (the tasks keep every shard)
+            S.remember(store.root, shard, chains[shard], after, keep=max(S.CACHE_SHARDS, manifest.shards))
         shard_keys[shard] = after.num_rows
     if remap is not None and claimed != remap.rows:
         # rows written that no entry went to: rows the index did not know (nothing is referenced
