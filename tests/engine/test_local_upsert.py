@@ -241,3 +241,63 @@ def test_a_running_sink_moves_to_spark_when_a_batch_needs_it(
     assert state.skipped_records == 1
     assert "needs Spark's reader: the sink restarts on Spark" in caplog.text
     assert "restarting in" not in caplog.text  # at once, not after a backoff
+
+
+def test_the_key_index_follows_a_rewrite_from_the_shards_the_batches_left_in_this_process(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A running upsert sink without Spark whose maintenance rewrites its table in the gaps
+    between commits (``MAXIMUM DELETE FILES = 1``): the key index follows each rewrite from the
+    shards the batches' tasks keep in this process (``index.shard.cached``) and leaves each shard
+    there as it is after the rewrite, so the next batch does not load it. What the cache holds for
+    the index's chains is what loading those chains from the store gives, and the table stays the
+    replay of the changes (the index finds every row it must delete)."""
+    import logging
+
+    from icesql.engine.index import shard as S
+
+    caplog.set_level(logging.INFO, logger="icesql.sink")
+    home, wh, data = tmp_path / "home", tmp_path / "wh", tmp_path / "cdc"
+    with icesql.Session(home=home) as s:
+        s.execute(
+            f"CREATE CONNECTION lake TO ICEBERG CATALOG (TYPE = 'local', WAREHOUSE = '{wh}');"
+            f"CREATE SOURCE cdc FROM FILES '{data}' (FORMAT = 'debezium-json', SCHEMA = '{SCHEMA}');"
+            "CREATE SINK k FROM cdc INTO ICEBERG CATALOG lake (NAMESPACE = 'n', TABLE = 'k') "
+            "KEY (region, id) MODE UPSERT WITH (COMPACTION MINIMUM FILES = 2, MAXIMUM DELETE FILES = 1)"
+        )
+    gen = Changelog(37, keys_per_region=40)
+    base = time.time()
+    with icesql.Session(home=home) as s:
+        s.start(["k"])
+        runner = s.engine.runner("k")
+        for round_no in range(5):
+            commits = runner.totals["commits"]
+            write_round(data, gen.next_round(80, max_files=1), base)
+            wait_for(lambda: runner.totals["commits"] > commits or not runner.active, 60, "a commit")  # noqa: B023
+            assert runner.active, runner.status_row()
+            wait_for(lambda: runner.maintainer.idle(), 60, "the maintenance after the commit")
+            assert _rows(home, wh, "k") == as_tuples(expected_state(gen.changes)), f"round {round_no}"
+        with runner.lock:
+            index = runner.key_index
+            store = index.store()
+            manifest = runner.drop_batch_writer() or index.manifest
+            fields = [f for f in S.entry_schema(index_key_fields(runner)) if f.name not in (S.PATH, S.POS)]
+            held = 0
+            for shard, chain in enumerate(manifest.chains):
+                cached = S.cached(store.root, shard, chain)
+                if cached is not None:
+                    held += 1
+                    loaded = S.load(store.read_entries, chain, fields)
+                    assert sorted(cached.to_pylist(), key=repr) == sorted(loaded.to_pylist(), key=repr), shard
+        s.stop()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("key index followed the table" in m for m in messages), messages
+    assert any("step=compact" in m for m in messages), messages
+    assert held == len(manifest.chains), f"{held} of {len(manifest.chains)} shards held in this process"
+
+
+def index_key_fields(runner: Any) -> list[Any]:
+    """The Arrow fields of the sink's KEY columns, as the index holds them."""
+    from icesql.engine.backends.hashing import key_arrow_fields
+
+    return key_arrow_fields(runner.table.schema(), runner.key_index.key_columns())
