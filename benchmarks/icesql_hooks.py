@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.procmon import cpu_seconds
 from benchmarks.workers.common import file_stats, throughput
 
 
@@ -292,15 +293,15 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
             else:
                 os.replace(tmp, inbox / Path(f).name)
             t0 = time.perf_counter()
-            c0 = _cpu_seconds(broker_pid)
+            c0 = cpu_seconds(broker_pid)
             s.run(once=True, sinks=["u"])
-            broker_cpu += _cpu_seconds(broker_pid) - c0
+            broker_cpu += cpu_seconds(broker_pid) - c0
         else:
             commits = runner.totals["commits"]
             if producer is not None:
                 ends = producer.send(f)
                 t0 = time.perf_counter()
-                c0 = _cpu_seconds(broker_pid)
+                c0 = cpu_seconds(broker_pid)
                 done = lambda ends=ends: all(runner.source.committed.get((topic, p), 0) >= e for p, e in ends.items())  # noqa: E731
             else:
                 os.replace(tmp, inbox / Path(f).name)
@@ -316,7 +317,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                     raise RuntimeError(f"the running sink did not commit the batch in 600 s: {runner.status_row()}")
                 time.sleep(0.01)
             if producer is not None:
-                broker_cpu += _cpu_seconds(broker_pid) - c0
+                broker_cpu += cpu_seconds(broker_pid) - c0
             # from the batch's start to its commit: the rest of the batch's time is the wait for
             # the sink's next 1 s trigger (batches start at most once an interval, as Spark's do)
             processing_s.append(time.time() - begun if begun is not None else float("nan"))
@@ -361,17 +362,6 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     out.update(file_stats(sizes=data))
     out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))
     return out
-
-
-def _cpu_seconds(pid: int | None) -> float:
-    """CPU seconds (user + system) process ``pid`` has used so far (0 without one, or gone)."""
-    if not pid:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _wait_first_trigger(runner: Any, timeout: float = 300) -> float:

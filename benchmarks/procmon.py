@@ -41,6 +41,17 @@ PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 RESULT_PREFIX = "RESULT "
 
 
+def cpu_seconds(pid: int | None) -> float:
+    """CPU seconds (user + system) process ``pid`` has used so far (0 without one, or gone)."""
+    if not pid:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _children_map() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):

@@ -20,7 +20,6 @@ if sys.path and sys.path[0] == __import__("os").path.dirname(__import__("os").pa
     sys.path.pop(0)  # the probes directory would shadow the standard library's ``select``
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
@@ -29,10 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from benchmarks.procmon import cpu_seconds  # noqa: E402
 
 
 def sample(pid: int, seconds: float, what: str) -> None:

@@ -38,6 +38,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # ``benchmarks`` and ``tests.support``
 
+from benchmarks.procmon import cpu_seconds  # noqa: E402
+
 EVENTS: list[tuple[str, str, float, float]] = []  # (step, thread, start, end)
 
 STEPS = [
@@ -89,13 +91,6 @@ def timed(module: str, qualname: str) -> None:
                 record(started)
 
     setattr(owner, name, wrapper)
-
-
-def cpu_seconds(pid: int | None) -> float:
-    if not pid:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:

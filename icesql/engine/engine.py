@@ -41,14 +41,14 @@ if (
 log = logging.getLogger("icesql.engine")
 
 
-MIN_TRIGGER_INTERVAL = 0.1  # an idle source is looked at this often at most (local.query.IDLE_CHECK)
-
-
 def default_trigger_interval() -> float:
-    """``ICESQL_TRIGGER_INTERVAL`` in seconds (1 by default), never below ``MIN_TRIGGER_INTERVAL``:
-    a running query with no interval would look at an idle source in a loop."""
+    """``ICESQL_TRIGGER_INTERVAL`` in seconds (1 by default), never below the period at which a
+    running query looks at an idle source (``local.query.IDLE_CHECK``): a running query with no
+    interval would look at it in a loop."""
+    from icesql.engine.backends.local.query import IDLE_CHECK
+
     value = settings.TRIGGER_INTERVAL.get_float()
-    return max(MIN_TRIGGER_INTERVAL, value if value is not None else 1.0)
+    return max(IDLE_CHECK, value if value is not None else 1.0)
 
 
 class Engine:

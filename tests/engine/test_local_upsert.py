@@ -254,6 +254,7 @@ def test_the_key_index_follows_a_rewrite_from_the_shards_the_batches_left_in_thi
     replay of the changes (the index finds every row it must delete)."""
     import logging
 
+    from icesql.engine.backends.hashing import key_arrow_fields
     from icesql.engine.index import shard as S
 
     caplog.set_level(logging.INFO, logger="icesql.sink")
@@ -281,7 +282,7 @@ def test_the_key_index_follows_a_rewrite_from_the_shards_the_batches_left_in_thi
             index = runner.key_index
             store = index.store()
             manifest = runner.drop_batch_writer() or index.manifest
-            fields = [f for f in S.entry_schema(index_key_fields(runner)) if f.name not in (S.PATH, S.POS)]
+            fields = key_arrow_fields(runner.table.schema(), index.key_columns())
             held = 0
             for shard, chain in enumerate(manifest.chains):
                 cached = S.cached(store.root, shard, chain)
@@ -295,9 +296,3 @@ def test_the_key_index_follows_a_rewrite_from_the_shards_the_batches_left_in_thi
     assert any("step=compact" in m for m in messages), messages
     assert held == len(manifest.chains), f"{held} of {len(manifest.chains)} shards held in this process"
 
-
-def index_key_fields(runner: Any) -> list[Any]:
-    """The Arrow fields of the sink's KEY columns, as the index holds them."""
-    from icesql.engine.backends.hashing import key_arrow_fields
-
-    return key_arrow_fields(runner.table.schema(), runner.key_index.key_columns())

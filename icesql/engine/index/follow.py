@@ -382,9 +382,7 @@ def _gone(entries: Any, removed: frozenset[str], deleted_at: dict[str, Any]) -> 
         return None
     if entries.column(PATH).num_chunks != 1:
         entries = entries.combine_chunks()
-    paths = entries.column(PATH).chunk(0)
-    if not pa.types.is_dictionary(paths.type):
-        paths = pc.dictionary_encode(paths)
+    paths = entries.column(PATH).chunk(0)  # dictionary-encoded, as a loaded shard holds it
     files = paths.dictionary.cast(pa.string())
     mask = pc.is_in(files, value_set=pa.array(sorted(removed), pa.string())).take(paths.indices)
     for path, deleted in deleted_at.items():
