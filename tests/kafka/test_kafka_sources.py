@@ -336,9 +336,11 @@ def test_arrow_path_equals_sparks_parsers(
     assert len(tables["1"][0]) > 20
 
 
-def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
+def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Consecutive ranges (and the last, ending at the log end) read exactly their records with
-    one consumer kept idle between them; a read abandoned half-way closes its consumer instead."""
+    one consumer kept idle between them, given back before the range's last batch is handed on
+    (assigned at the log end meanwhile, it would go on fetching there); a read abandoned half-way
+    closes its consumer instead."""
     from icesql.engine.sources.kafka import topic as S
 
     b = noida.bootstrap
@@ -357,9 +359,20 @@ def test_a_worker_reads_ranges_with_one_kept_consumer(noida: Any) -> None:
     ]
     assert rest == list(range(120, 200))  # the log end: nothing waited for beyond it
     assert list(S._IDLE_READERS.values()) == [[consumer]]  # the same consumer again
+    # a range of two batches: the reader is in use while the first is handed on, idle (and
+    # unassigned) by the time the last is
+    monkeypatch.setattr(S, "CONSUME_RECORDS", 100)
+    monkeypatch.setattr(S, "BATCH_RECORDS", 50)
+    reading = S.read_range(conf, "reuse", 1, 0, 200)
+    batches = [next(reading)]
+    assert list(S._IDLE_READERS.values()) == [[]]
+    batches.append(next(reading))
+    assert list(S._IDLE_READERS.values()) == [[consumer]] and consumer.assignment() == []
+    assert [r for b in batches for r in b.column("offset").to_pylist()] == list(range(200))
+    assert next(reading, None) is None
     reading = S.read_range(conf, "reuse", 1, 0, 200)
     next(reading)
-    reading.close()  # abandoned: its state is not known, so it is not kept
+    reading.close()  # abandoned half-way: its state is not known, so it is not kept
     assert list(S._IDLE_READERS.values()) == [[]]
     # two threads reading at once (a run without Spark) keep a consumer each
     from concurrent.futures import ThreadPoolExecutor
