@@ -42,6 +42,7 @@ from typing import Any
 
 TOPIC = "events"
 PARTITIONS = 6
+BROKERS = {"noida": "noida-db 0.2.3", "tansu": "tansu 0.6.0 (memory://)"}  # the test brokers, as reports name them
 SCHEMA_DDL = "id BIGINT, ts TIMESTAMP, user STRING, amount DOUBLE, country STRING"
 COUNTRIES = ("DE", "FR", "US", "GB", "IN", "BR", "JP", "ES")
 BASE_US = int(dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc).timestamp() * 1e6)
@@ -132,7 +133,10 @@ def _consume_all(bootstrap: str, topic: str, on_batch: Any) -> tuple[int, int]:
 class FileProducer:
     """A change file's lines to a topic as one transaction (issue 39's Kafka upserts): a sink reads
     with ``read_committed``, so the batch appears at once, as a file renamed into a FILES source's
-    directory does. ``send`` returns the topic's log end offsets after the commit."""
+    directory does. ``send`` returns, per partition, the offset after the last record it wrote:
+    the sink holds the batch once its table's offsets reach those. (Not the log end: that is past
+    the transaction's commit marker, which a running sink may read in a batch of its own, holding
+    no record and so committing nothing: tansu lets a reader see the records before the marker.)"""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
         from confluent_kafka import Producer
@@ -146,20 +150,30 @@ class FileProducer:
         self.producer.init_transactions(60)
 
     def send(self, path: str) -> dict[int, int]:
-        from tests.support import kafka as K
-
         p = self.producer
+        ends: dict[int, int] = {}
+        failed: list[str] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                failed.append(str(err))
+            else:
+                ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
+
         p.begin_transaction()
         with open(path, "rb") as fh:
             for n, line in enumerate(fh):
                 while True:
                     try:
-                        p.produce(self.topic, line.rstrip(b"\n"), partition=n % self.partitions)
+                        p.produce(self.topic, line.rstrip(b"\n"), partition=n % self.partitions,
+                                  on_delivery=delivered)
                         break
                     except BufferError:
                         p.poll(0.05)
-        p.commit_transaction(120)
-        return K.log_end(self.bootstrap, self.topic)
+        p.commit_transaction(120)  # serves every delivery report first
+        if failed:
+            raise RuntimeError(f"{len(failed)} records of {path} not delivered: {failed[0]}")
+        return ends
 
 
 # --------------------------------------------------------------------------------- workers
@@ -523,8 +537,7 @@ def measure(records: int, work: Path, conf: dict[str, str] | None, *, flat_sizes
     try:
         bs = broker.bootstrap
         sizes = sorted({records, *flat_sizes})
-        brokers = {"noida": "noida-db 0.2.3", "tansu": "tansu 0.6.0 (memory://)"}
-        out["dataset"] = {"records": records, "partitions": PARTITIONS, "broker": brokers.get(broker_kind, broker_kind),
+        out["dataset"] = {"records": records, "partitions": PARTITIONS, "broker": BROKERS.get(broker_kind, broker_kind),
                           "producer": PRODUCER_CONF, "sample": value(records - 1).decode(),
                           "flat_sizes": [n for n in sizes if n != records]}
         for n in sizes:

@@ -86,6 +86,7 @@ class Config:
                                            else [10_000, 50_000] if q else [1_000_000, 10_000_000])
         self.kafka_avro_broker: str = a.kafka_avro_broker
         self.kafka_broker: str = a.kafka_broker
+        self.upsert_kafka_broker: str = a.upsert_kafka_broker
         # tables (issue 53): N tables x M changes each
         self.tables: int = a.tables or (10 if q else 100)
         self.table_changes: int = a.table_changes or (2_000 if q else 20_000)
@@ -212,7 +213,8 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
                                 cfg.batches, cfg.batch_size)
     out: dict[str, Any] = {"dataset": {"keys": u.keys, "batches": u.batches, "batch_size": u.batch_size,
                                        "mix": u.mix, "expected_rows": u.expected_rows, "path": u.path,
-                                       "generate_seconds": round(time.perf_counter() - t0, 1)}}
+                                       "generate_seconds": round(time.perf_counter() - t0, 1),
+                                       "kafka_broker": _broker_name(cfg.upsert_kafka_broker)}}
     writers = [("icesql", B.icesql_upsert), ("icesql_running", functools.partial(B.icesql_upsert, running=True)),
                # context: the same sinks given a SparkSession (Spark's streaming query, Spark's jobs)
                ("icesql_on_spark", functools.partial(B.icesql_upsert, on_spark=True)),
@@ -235,8 +237,8 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
 
 def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
     """The same changes from a Debezium topic (issue 39's Kafka upserts), after the others, each
-    writer with a noida-db of its own that runs only while it does (an idle noida-db holding a
-    topic takes CPU from whatever runs beside it); then, for context, what that broker serves one
+    writer with a broker of its own that runs only while it does (``--upsert-kafka-broker``; an
+    idle noida-db holding a topic takes CPU from whatever runs beside it); then, for context, what that broker serves one
     plain consumer of the same records."""
     modes = {"icesql_kafka": {}, "icesql_kafka_running": {"running": True}, "icesql_kafka_e2e": None}
     for name, kw in modes.items():
@@ -247,7 +249,7 @@ def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
             # a broker per run (with --repeat too): a second run on the same topic would read the first's records
             with _upsert_broker(cfg, name) as broker:
                 if broker is None:
-                    return {"name": name, "status": "n/a", "reason": "noida-db missing (pip install noida-db)"}
+                    return {"name": name, "status": "n/a", "reason": f"{cfg.upsert_kafka_broker} missing (pip install -e '.[test]')"}
                 bs = str(broker.bootstrap)
                 if kw is None:
                     r = B.icesql_e2e_upsert(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches, kafka=bs)
@@ -265,18 +267,24 @@ def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
         _upsert_writer(cfg, u, out, name, run)
 
 
+def _broker_name(kind: str) -> str:
+    from benchmarks.kafka import BROKERS
+
+    return BROKERS.get(kind, kind)
+
+
 @contextlib.contextmanager
 def _upsert_broker(cfg: Config, name: str) -> Iterator[Any]:
-    """A fresh noida-db on loopback for one Kafka upsert writer (``tests.support.kafka.Broker``;
-    None: noida-db missing)."""
+    """A fresh broker on loopback for one Kafka upsert writer (``tests.support.kafka.Broker``, of
+    ``--upsert-kafka-broker``'s kind; None: missing)."""
     from tests.support import kafka as K
 
-    if K.missing_reason("noida"):
+    if K.missing_reason(cfg.upsert_kafka_broker):
         yield None
         return
     bdir = cfg.work / f"upsert-broker-{name}"
     shutil.rmtree(bdir, ignore_errors=True)
-    broker = K.Broker("noida", bdir).start()
+    broker = K.Broker(cfg.upsert_kafka_broker, bdir).start()
     try:
         yield broker
     finally:
@@ -1180,8 +1188,9 @@ def render_markdown(res: dict[str, Any]) -> str:
                 "fresh table holding the expected rows, no delete files). A running sink's batch is timed from "
                 "the file's arrival to the commit that holds it; batch start to commit s = the part from the "
                 "batch's start (the rest is the wait for its 1 s trigger: batches start at most once an "
-                "interval). broker CPU s = the CPU time the Kafka writers' broker (noida-db, on the same two "
-                "cores) used during their timed batches.", "",
+                "interval). broker CPU s = the CPU time the Kafka writers' broker "
+                f"({d.get('kafka_broker', _broker_name('noida'))}, on the same two cores) used during their timed "
+                "batches.", "",
                 _table(["run", "status", "seconds", "changes/s", "batch p50 s", "count s", "files",
                         "rows", "matches expected", "peak RSS MB", "wall s", "batch start to commit s",
                         "broker CPU s"], urows)]
@@ -1430,6 +1439,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka-broker", default="noida", choices=("noida", "tansu"),
                     help="the kafka section's broker (default noida-db; tansu: tansu 0.6.0 on memory://, which "
                          "sizes its Fetch answers by the fetch limits: the flat-memory goal's broker)")
+    ap.add_argument("--upsert-kafka-broker", default="tansu", choices=("noida", "tansu"),
+                    help="the broker of the upsert section's Kafka writers (default tansu 0.6.0 on memory://, which "
+                         "like Apache Kafka appends and holds fetches; noida-db saves all its data after every "
+                         "change, 9-15 s of a core during the writers' timed batches on these two cores)")
     ap.add_argument("--kafka-avro-broker", default="noida", choices=("noida", "tansu"),
                     help="the kafka_avro section's broker (default noida-db, as the kafka section; tansu: "
                          "tansu 0.6.0 on memory://)")
