@@ -248,20 +248,20 @@ def spark_iceberg_merge(u: datagen.UpsertDataset, workdir: Path, conf: dict[str,
 def icesql_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None, *,
                   running: bool = False, on_spark: bool = False, kafka: str | None = None,
                   format_version: int = 2, broker_pid: int | None = None,
-                  trigger: float | None = None) -> dict[str, Any]:
+                  trigger: float | None = None, sink_options: str = "") -> dict[str, Any]:
     """``running``: the sink left running (``Session.start``) while the batches arrive, instead of
     one ``run(once=True)`` per batch. ``format_version`` 3: an Iceberg v3 table (deletion vectors). ``on_spark``: the session is given a SparkSession (the sink
     runs as Spark's streaming query) instead of running in the worker's process without Spark.
     ``kafka``: the changes come from a Debezium topic on this broker instead of files
     (``broker_pid``: its process, whose CPU time during the timed batches is reported).
     ``trigger``: a running sink's trigger interval in seconds (``ICESQL_TRIGGER_INTERVAL``; 1 s
-    unset)."""
+    unset). ``sink_options``: more WITH options of the upsert sink (``MAXIMUM DELETE FILES = 2``)."""
     home = workdir / "home"
     home.mkdir(parents=True, exist_ok=True)
     a = {"base_files": u.base.files, "base_dir": u.base.path, "change_files": u.change_files,
          "debezium_files": u.debezium_files, "expected_rows": u.expected_rows, "home": str(home),
          "spark_conf": conf or {}, "running": running, "on_spark": on_spark, "kafka": kafka,
-         "format_version": format_version, "broker_pid": broker_pid}
+         "format_version": format_version, "broker_pid": broker_pid, "sink_options": sink_options}
     name = (("icesql_running_upsert" if running else "icesql_upsert") + ("_on_spark" if on_spark else "")
             + ("_kafka" if kafka else "") + ("_v3" if format_version == 3 else "")
             + (f"_trigger_{int(trigger * 1000)}ms" if trigger else ""))
@@ -488,13 +488,13 @@ def _copy_in(src: str, inbox: Path) -> None:
 
 
 def icesql_e2e_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, str] | None = None,
-                      batches: int | None = None, kafka: str | None = None) -> dict[str, Any]:
+                      batches: int | None = None, kafka: str | None = None, sink_options: str = "") -> dict[str, Any]:
     """The upsert as a scheduled job runs it: per change batch, the Debezium file lands in the inbox
     and a fresh ``icesql --home <home> run upsert.sql --once`` applies it (the sum of the processes'
     wall times is ``seconds``). Set-up (untimed, recorded): one run on the empty inbox creates the
     table (KEY (id) as its identifier field), ``load.sql`` appends the base rows. ``kafka`` (a
     bootstrap address): the batch's lines are produced to a Debezium topic instead (one transaction,
-    untimed) and the source reads the topic."""
+    untimed) and the source reads the topic. ``sink_options``: more WITH options of the upsert sink."""
     home, wh, inbox = workdir / "home", workdir / "warehouse", workdir / "inbox"
     for d in (wh, inbox):
         d.mkdir(parents=True, exist_ok=True)
@@ -512,7 +512,8 @@ def icesql_e2e_upsert(u: datagen.UpsertDataset, workdir: Path, conf: dict[str, s
     else:
         source = (f"CREATE SOURCE IF NOT EXISTS ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', "
                   f"SCHEMA = '{datagen.SPARK_DDL}');\n")
-    upsert.write_text(conn + source + f"CREATE SINK IF NOT EXISTS u FROM ch {target} KEY (id) MODE UPSERT;\n")
+    with_ = f" WITH ({sink_options})" if sink_options else ""
+    upsert.write_text(conn + source + f"CREATE SINK IF NOT EXISTS u FROM ch {target} KEY (id) MODE UPSERT{with_};\n")
     load = workdir / "load.sql"
     load.write_text(conn + f"CREATE SOURCE IF NOT EXISTS base FROM FILES '{u.base.path}' (FORMAT = 'parquet', "
                     f"SCHEMA = '{datagen.SPARK_DDL}');\nCREATE SINK IF NOT EXISTS load FROM base {target} "

@@ -206,7 +206,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                       debezium_files: list[str], expected_rows: int, home: str, *,
                       spark_conf: dict[str, str] | None = None, smoke: bool = False,
                       running: bool = False, on_spark: bool = False, kafka: str | None = None,
-                      format_version: int = 2, broker_pid: int | None = None) -> dict[str, Any]:
+                      format_version: int = 2, broker_pid: int | None = None,
+                      sink_options: str = "") -> dict[str, Any]:
     """Load the 1M-key base, then apply the change batches one at a time, timing each batch.
 
     ``CREATE SOURCE ch FROM FILES '<home>/inbox' (FORMAT = 'debezium-json', SCHEMA = SPARK_DDL)``
@@ -239,6 +240,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     holds the topic's log end. ``broker_pid``: the broker's process; its CPU seconds during the
     timed batches are reported (``broker_cpu_s``: a broker on the same cores takes them from the
     sink; noida-db saves its whole data after a change, about a second of a core per batch).
+    ``sink_options``: more WITH options of the upsert sink (``MAXIMUM DELETE FILES = 2``).
     """
     import icesql
     from benchmarks.datagen import SPARK_DDL
@@ -263,8 +265,8 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
                   f"SCHEMA = '{SPARK_DDL}')")
     else:
         s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
-    v3 = " WITH (FORMAT VERSION = 3)" if format_version == 3 else ""
-    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT{v3}")
+    options = ", ".join(o for o in ("FORMAT VERSION = 3" if format_version == 3 else "", sink_options) if o)
+    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT" + (f" WITH ({options})" if options else ""))
     s.run(once=True, sinks=["u"])  # empty inbox: creates the table with KEY (id) as its identifier field
     s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
     s.execute(f"CREATE SINK load FROM base {target} MODE APPEND")

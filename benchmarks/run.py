@@ -92,6 +92,7 @@ class Config:
         self.table_changes: int = a.table_changes or (2_000 if q else 20_000)
         self.tables_source_options: str = a.tables_source_options
         self.tables_sink_options: str = a.tables_sink_options
+        self.upsert_sink_options: str = a.upsert_sink_options
         lat_s = a.kafka_latency_seconds if a.kafka_latency_seconds is not None else (20.0 if q else 60.0)
         self.kafka_latency: tuple[int, float] | None = (a.kafka_latency_rate, lat_s) if lat_s > 0 else None
         known = {"unpartitioned": False, "day_ts": True}
@@ -215,20 +216,23 @@ def section_upsert(cfg: Config) -> dict[str, Any]:
                                        "mix": u.mix, "expected_rows": u.expected_rows, "path": u.path,
                                        "generate_seconds": round(time.perf_counter() - t0, 1),
                                        "kafka_broker": _broker_name(cfg.upsert_kafka_broker)}}
-    writers = [("icesql", B.icesql_upsert), ("icesql_running", functools.partial(B.icesql_upsert, running=True)),
+    # --upsert-sink-options: the WITH options of every icesql sink of the section
+    upsert = functools.partial(B.icesql_upsert, sink_options=cfg.upsert_sink_options)
+    writers = [("icesql", upsert), ("icesql_running", functools.partial(upsert, running=True)),
                # context: the same sinks given a SparkSession (Spark's streaming query, Spark's jobs)
-               ("icesql_on_spark", functools.partial(B.icesql_upsert, on_spark=True)),
-               ("icesql_running_on_spark", functools.partial(B.icesql_upsert, running=True, on_spark=True)),
+               ("icesql_on_spark", functools.partial(upsert, on_spark=True)),
+               ("icesql_running_on_spark", functools.partial(upsert, running=True, on_spark=True)),
                # context: the running sink with a 0.25 s trigger (ICESQL_TRIGGER_INTERVAL): its batches
                # start at most once an interval, so at the default 1 s a batch shorter than that is timed
                # at about 1 s (the file arrives just after the last batch's commit)
-               ("icesql_running_trigger_250ms", functools.partial(B.icesql_upsert, running=True, trigger=0.25)),
+               ("icesql_running_trigger_250ms", functools.partial(upsert, running=True, trigger=0.25)),
                ("spark35_merge", B.spark_iceberg_merge),
                # issue 55: the same upserts into an Iceberg v3 table (deletion vectors)
-               ("icesql_v3", functools.partial(B.icesql_upsert, format_version=3))]
+               ("icesql_v3", functools.partial(upsert, format_version=3))]
     for name, fn in writers:
         _upsert_writer(cfg, u, out, name, lambda wd, fn=fn: fn(u, wd, cfg.spark_conf))
-    for name, fn in (("icesql_e2e", B.icesql_e2e_upsert), ("spark35_merge_e2e", B.spark_iceberg_e2e_merge)):
+    e2e = functools.partial(B.icesql_e2e_upsert, sink_options=cfg.upsert_sink_options)
+    for name, fn in (("icesql_e2e", e2e), ("spark35_merge_e2e", B.spark_iceberg_e2e_merge)):
         if "e2e" not in cfg.skip:
             _upsert_writer(cfg, u, out, name, lambda wd, fn=fn: fn(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches))
     _kafka_upsert_writers(cfg, u, out)
@@ -252,10 +256,12 @@ def _kafka_upsert_writers(cfg: Config, u: Any, out: dict[str, Any]) -> None:
                     return {"name": name, "status": "n/a", "reason": f"{cfg.upsert_kafka_broker} missing (pip install -e '.[test]')"}
                 bs = str(broker.bootstrap)
                 if kw is None:
-                    r = B.icesql_e2e_upsert(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches, kafka=bs)
+                    r = B.icesql_e2e_upsert(u, wd, cfg.spark_conf, cfg.e2e_upsert_batches, kafka=bs,
+                                            sink_options=cfg.upsert_sink_options)
                 else:
                     # the broker's CPU during the timed batches, reported beside them (it shares the cores)
-                    r = B.icesql_upsert(u, wd, cfg.spark_conf, kafka=bs, broker_pid=broker.pid, **kw)
+                    r = B.icesql_upsert(u, wd, cfg.spark_conf, kafka=bs, broker_pid=broker.pid,
+                                        sink_options=cfg.upsert_sink_options, **kw)
                 if name == "icesql_kafka" and r.get("status") == "ok" and "kafka_raw_consume" not in out:
                     raw = B.run_worker("kafka_raw_consume", B.PROJECT_PY, "benchmarks.kafka:raw_consume",
                                        {"bootstrap": bs, "topic": "changes", "records": u.batches * u.batch_size},
@@ -1453,6 +1459,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tables-source-options", default="",
                     help="extra options of every icesql source of the tables section, e.g. "
                          "\"MAX BYTES PER TRIGGER = '256MiB'\" (default none)")
+    ap.add_argument("--upsert-sink-options", default="",
+                    help="the WITH options of every icesql sink of the upsert section, e.g. "
+                         "'MAXIMUM DELETE FILES = 2' (default none: the sink's defaults)")
     ap.add_argument("--tables-sink-options", default="",
                     help="the WITH options of every icesql sink of the tables section, e.g. "
                          "\"COMMIT INTERVAL = '10m'\" (default none: every batch commits)")
