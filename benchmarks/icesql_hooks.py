@@ -251,7 +251,6 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     else:
         s, spark, session_s, warm_s = icesql.Session(home=home), None, 0.0, 0.0
     _connect(s, home)
-    target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
     inbox = Path(home) / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     producer = None
@@ -266,13 +265,7 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     else:
         s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
     options = ", ".join(o for o in ("FORMAT VERSION = 3" if format_version == 3 else "", sink_options) if o)
-    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT" + (f" WITH ({options})" if options else ""))
-    s.run(once=True, sinks=["u"])  # empty inbox: creates the table with KEY (id) as its identifier field
-    s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
-    s.execute(f"CREATE SINK load FROM base {target} MODE APPEND")
-    t0 = time.perf_counter()
-    s.run(once=True, sinks=["load"])
-    load_s = time.perf_counter() - t0
+    load_s = create_upsert_table(s, base_dir, options)
     batch_s: list[float] = []
     changes = 0
     runner = None
@@ -364,6 +357,24 @@ def run_icesql_upsert(base_files: list[str], base_dir: str, change_files: list[s
     out.update(file_stats(sizes=data))
     out.update(file_stats(sizes=list(deletes.values()), prefix="delete_"))
     return out
+
+
+UPSERT_TARGET = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
+
+
+def create_upsert_table(s: Any, base_dir: str, options: str = "") -> float:
+    """The upsert sink ``u`` over the source ``ch`` (``options``: its WITH options), run once on
+    nothing, which creates the table with KEY (id) as its identifier field; then the base rows
+    appended by the sink ``load``. Returns the load's seconds."""
+    from benchmarks.datagen import SPARK_DDL
+
+    s.execute(f"CREATE SINK u FROM ch {UPSERT_TARGET} KEY (id) MODE UPSERT" + (f" WITH ({options})" if options else ""))
+    s.run(once=True, sinks=["u"])
+    s.execute(f"CREATE SOURCE base FROM FILES '{base_dir}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
+    s.execute(f"CREATE SINK load FROM base {UPSERT_TARGET} MODE APPEND")
+    t0 = time.perf_counter()
+    s.run(once=True, sinks=["load"])
+    return time.perf_counter() - t0
 
 
 def _wait_first_trigger(runner: Any, timeout: float = 300) -> float:

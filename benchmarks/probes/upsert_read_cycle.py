@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import baselines as B  # noqa: E402
 from benchmarks.datagen import SPARK_DDL, UpsertDataset  # noqa: E402
-from benchmarks.icesql_hooks import _connect, _metadata  # noqa: E402
+from benchmarks.icesql_hooks import _connect, _metadata, create_upsert_table  # noqa: E402
 
 
 def _files(metadata: str) -> tuple[int, int]:
@@ -70,16 +70,10 @@ def main() -> None:
     home.mkdir(parents=True)
     s = icesql.Session(home=home)
     _connect(s, str(home))
-    target = "INTO ICEBERG CATALOG cat (NAMESPACE = 'bench', TABLE = 'u')"
     inbox = home / "inbox"
     inbox.mkdir()
     s.execute(f"CREATE SOURCE ch FROM FILES '{inbox}' (FORMAT = 'debezium-json', SCHEMA = '{SPARK_DDL}')")
-    with_ = f" WITH ({a.sink_options})" if a.sink_options else ""
-    s.execute(f"CREATE SINK u FROM ch {target} KEY (id) MODE UPSERT{with_}")
-    s.run(once=True, sinks=["u"])
-    s.execute(f"CREATE SOURCE base FROM FILES '{u.base.path}' (FORMAT = 'parquet', SCHEMA = '{SPARK_DDL}')")
-    s.execute(f"CREATE SINK load FROM base {target} MODE APPEND")
-    s.run(once=True, sinks=["load"])
+    create_upsert_table(s, u.base.path, a.sink_options)
     print(f"sink options: {a.sink_options or '(defaults)'}; work: {work}")
     print("batch | data + delete files | batch s | DuckDB s / compacted | DataFusion s / compacted")
     ratios: dict[str, list[float]] = {"duckdb": [], "datafusion": []}
