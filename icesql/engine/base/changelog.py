@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from icesql.engine.base.arrays import row_numbers
 from icesql.engine.base.wire import marked_message, short_path
 from icesql.errors import ExecutionError
 
@@ -23,7 +24,6 @@ INTERNAL_COLUMNS = frozenset((CORRUPT, *CHANGELOG_COLUMNS))
 
 def last_per_key(t: Any, key: Sequence[str]) -> Any:
     """The last change of each key, in the changelog's order (nulls first, as on Spark's path)."""
-    import pyarrow as pa
 
     names = t.column_names
     order = [c for c in POSITION if c in names]
@@ -32,7 +32,7 @@ def last_per_key(t: Any, key: Sequence[str]) -> Any:
             t = t.sort_by([(c, "ascending", "at_start") for c in order])
         except (TypeError, ValueError):  # an older pyarrow: two-element keys only
             t = t.sort_by([(c, "ascending") for c in order], null_placement="at_start")
-    t = t.append_column("__i", pa.array(range(t.num_rows), pa.int64()))
+    t = t.append_column("__i", row_numbers(t.num_rows))
     last = t.group_by(list(key), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
     return t.take(last).drop_columns(["__i"])
 

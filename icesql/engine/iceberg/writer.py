@@ -32,6 +32,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icesql.engine.base.arrays import repeated, row_numbers
 from icesql.errors import ExecutionError
 from icesql.plan import DEFAULT_MAXIMUM_FILE_SIZE
 
@@ -471,7 +472,7 @@ class DataFileWriter:
         keys = pa.table(dict(zip(names, arrays, strict=True)))
         if keys.num_rows == 0:
             return []
-        keys = keys.append_column("_row", pa.array(range(table.num_rows), pa.int64()))
+        keys = keys.append_column("_row", row_numbers(table.num_rows))
         grouped = keys.group_by(names, use_threads=False).aggregate([("_row", "list")])
         out = []
         key_lists = [grouped.column(n).to_pylist() for n in names]
@@ -544,8 +545,8 @@ class DataFileWriter:
                     pa.table(
                         {
                             **{c: chunk.column(c) for c in self._track},
-                            "__path": pa.array([f.path] * rows, pa.string()),
-                            "__pos": pa.array(range(f.rows, f.rows + rows), pa.int64()),
+                            "__path": repeated(f.path, rows, pa.string()),
+                            "__pos": row_numbers(rows, f.rows),
                         }
                     )
                 )
@@ -691,7 +692,7 @@ def dedupe_last(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
     """Keep the last row per key (input order), e.g. to apply "last change wins" in one batch."""
     if table.num_rows == 0:
         return table
-    idx = pa.array(range(table.num_rows), pa.int64())
+    idx = row_numbers(table.num_rows)
     t = table.select(list(key_columns)).append_column("__i", idx)
     last = t.group_by(list(key_columns), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
     return table.take(last.take(pc.sort_indices(last)))  # kept rows in input order

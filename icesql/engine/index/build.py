@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from icesql.engine.backends.hashing import key_schema, key_spark_types
+from icesql.engine.base.arrays import repeated, row_numbers
 from icesql.engine.base.wire import SHARD, releases_task_memory
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
 
@@ -116,8 +117,8 @@ def file_entries(io: Any, path: str, key: Sequence[str], key_schema: Any) -> Any
     return pa.table(
         {
             **{f.name: keys.column(f.name).cast(f.type) for f in arrow_schema(key_schema)},
-            PATH: pa.array([path] * n, pa.string()),
-            POS: pa.array(range(n), pa.int64()),
+            PATH: repeated(path, n, pa.string()),
+            POS: row_numbers(n),
         }
     )
 

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from icesql.engine.base.arrays import row_numbers
 from icesql.engine.index.store import IndexStore, Manifest, shard_file
 
 log = logging.getLogger("icesql.sink")
@@ -194,7 +195,7 @@ class _Moves:
         self.targets = pa.table(
             {
                 **{f.name: moved.column(f.name).cast(f.type) for f in key_fields},
-                "__i": pa.array(range(moved.num_rows), pa.int64()),
+                "__i": row_numbers(moved.num_rows),
             }
         )
         self.paths = pc.dictionary_encode(moved.column(PATH)).combine_chunks()

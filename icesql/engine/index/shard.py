@@ -26,6 +26,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icesql.engine.base.arrays import repeated
+
 PATH = "__path"
 POS = "__pos"
 REMOVED = "__removed"
@@ -176,11 +178,11 @@ def delta(removed_keys: pa.Table, added: pa.Table, key_fields: Sequence[pa.Field
             *(removed_keys.column(f.name).cast(f.type) for f in key_fields),
             pa.nulls(n, PATH_TYPE),
             pa.nulls(n, pa.int64()),
-            pa.array([True] * n, pa.bool_()),
+            repeated(True, n, pa.bool_()),
         ],
         schema=schema,
     )
-    new = _conform(added, entry_schema(key_fields)).append_column(REMOVED, pa.array([False] * added.num_rows))
+    new = _conform(added, entry_schema(key_fields)).append_column(REMOVED, repeated(False, added.num_rows, pa.bool_()))
     return pa.concat_tables([gone, new.cast(schema)]).combine_chunks()  # one dictionary per file
 
 

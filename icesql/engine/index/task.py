@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from icesql.engine.base.arrays import row_numbers
 from icesql.engine.base.changelog import OP, drop_null_keys, last_per_key
 from icesql.engine.base.hooks import kill_point
 from icesql.engine.base.wire import (
@@ -182,7 +183,7 @@ class ShardTask:
         io = stores.load_file_io(dict(self.spec.io_properties), self.spec.location)
         ids = replaced_row_ids(io, S.plain_paths(found), self.row_ids or {}, self.key, S.PATH, S.POS)
         probe = pa.table({f.name: upserts.column(f.name).cast(f.type) for f in key_fields})
-        probe = probe.append_column("__i", pa.array(range(upserts.num_rows), pa.int64()))
+        probe = probe.append_column("__i", row_numbers(upserts.num_rows))
         joined = probe.join(ids, keys=self.key, join_type="left outer", use_threads=False).sort_by("__i")
         return upserts.append_column(ROW_ID, joined.column(ROW_ID))
 

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from icesql.engine.base.arrays import repeated
 from icesql.engine.base.changelog import BLK, CORRUPT, FILE, INTERNAL_COLUMNS, LINE
 from icesql.engine.base.wire import BAD_RECORD_MARKER, clip_text, marked_message, short_path
 from icesql.errors import ExecutionError
@@ -263,7 +264,7 @@ class RecordGuard:
             return batch.column(names.index(name)) if name in names else pa.nulls(n)
 
         payload = batch.column(names.index("payload")) if "payload" in names else None
-        has_payload = pc.is_valid(payload) if payload is not None else pa.array([False] * n, pa.bool_())
+        has_payload = pc.is_valid(payload) if payload is not None else repeated(False, n, pa.bool_())
 
         def ev(name: str) -> Any:
             outer = top(name)

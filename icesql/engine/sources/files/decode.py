@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from icesql.engine.base.arrays import repeated, row_numbers
 from icesql.engine.base.changelog import BLK, FILE, LINE
 from icesql.engine.sources.decode import (
     NewColumnsError,
@@ -321,9 +322,9 @@ def _debezium(data: bytes, source: SourceFormat, piece: Piece, first_line: int) 
     rows, op, seq = debezium_events(data, source)
     n = rows.num_rows
     position = {
-        FILE: pa.array([piece.path] * n, pa.string()),
-        BLK: pa.array([piece.start] * n, pa.int64()),
-        LINE: pa.array(range(first_line, first_line + n), pa.int64()),
+        FILE: repeated(piece.path, n, pa.string()),
+        BLK: repeated(piece.start, n, pa.int64()),
+        LINE: row_numbers(n, first_line),
     }
     return changelog_batch(rows, op, seq, position)
 
@@ -333,9 +334,9 @@ def _messages(data: bytes, piece: Piece, first_line: int) -> pa.RecordBatch:
     lines = [ln for ln in data.split(b"\n") if not is_blank(ln)]
     n = len(lines)
     position = {
-        FILE: pa.array([piece.path] * n, pa.string()),
-        BLK: pa.array([piece.start] * n, pa.int64()),
-        LINE: pa.array(range(first_line, first_line + n), pa.int64()),
+        FILE: repeated(piece.path, n, pa.string()),
+        BLK: repeated(piece.start, n, pa.int64()),
+        LINE: row_numbers(n, first_line),
     }
     values = pa.array([ln.decode("utf-8", "replace").strip() for ln in lines], pa.string())
     return message_batch(None, values, position)
