@@ -47,3 +47,10 @@ def test_bookkeeping_columns_match_the_python_built_ones() -> None:
     assert repeated("f.parquet", 3, pa.string()).equals(pa.array(["f.parquet"] * 3, pa.string()))
     assert repeated(True, 2, pa.bool_()).equals(pa.array([True, True]))
     assert repeated(7, 0, pa.int64()).type == pa.int64()
+
+
+def test_every_row_deleted_by_key_leaves_an_empty_file() -> None:
+    keys = pa.table({"id": pa.array([0, 1, 2], pa.int64())})
+    out, dropped, kept = _surviving(_table(3), None, [(["id"], keys)])
+    assert out.num_rows == 0 and out.schema == _table(3).schema
+    assert dropped == 3 and kept.dtype == np.int64 and len(kept) == 0

@@ -692,8 +692,7 @@ def dedupe_last(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
     """Keep the last row per key (input order), e.g. to apply "last change wins" in one batch."""
     if table.num_rows == 0:
         return table
-    idx = row_numbers(table.num_rows)
-    t = table.select(list(key_columns)).append_column("__i", idx)
+    t = table.select(list(key_columns)).append_column("__i", row_numbers(table.num_rows))
     last = t.group_by(list(key_columns), use_threads=False).aggregate([("__i", "max")]).column("__i_max")
     return table.take(last.take(pc.sort_indices(last)))  # kept rows in input order
 
